@@ -1,0 +1,27 @@
+"""Errors meant for people: each carries one line that names the file, cell, step or key."""
+
+from __future__ import annotations
+
+
+class FvsweError(Exception):
+    """Base class of every error fvswe raises for a user mistake or a failed run.
+
+    The CLI prints ``str(error)`` as one line and exits non-zero; library users
+    catch this class.
+    """
+
+
+class MeshError(FvsweError):
+    """A mesh that cannot be used: unreadable, empty, degenerate, non-manifold…"""
+
+
+class ConfigError(FvsweError):
+    """A bad argument, option or case-file key (unknown scheme, ordering, tag…)."""
+
+
+class BlowUpError(FvsweError):
+    """The state became invalid during a run (NaN or negative depth)."""
+
+
+class BackendUnavailable(FvsweError):
+    """A backend was asked for that this machine cannot provide (e.g. no GPU)."""

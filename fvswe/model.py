@@ -1,0 +1,67 @@
+"""The equations: one or two layers, physical constants and the packed state layout.
+
+State per cell, in component order (SCHEMES.md §0):
+two layers ``(h1, q1x, q1y, h2, q2x, q2y)``, one layer ``(h, qx, qy)``.
+``H`` is the depth of the bottom below the reference level (positive down).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ConfigError
+
+TWO_LAYER_FIELDS = ("h1", "q1x", "q1y", "h2", "q2x", "q2y")
+ONE_LAYER_FIELDS = ("h", "qx", "qy")
+
+
+@dataclass(frozen=True)
+class Model:
+    """Physical model: number of layers, gravity ``g``, density ratio ``r = rho1/rho2``.
+
+    ``eps_h`` is the desingularisation depth of SCHEMES.md §8 (velocities are
+    ``q/h`` exactly where ``h >= eps_h``).
+    """
+
+    layers: int = 2
+    g: float = 9.81
+    r: float = 0.5
+    eps_h: float = 5e-3
+
+    def __post_init__(self) -> None:
+        if self.layers not in (1, 2):
+            raise ConfigError(f"layers: must be 1 or 2, got {self.layers!r}")
+        if not self.g > 0:
+            raise ConfigError(f"g: must be positive, got {self.g!r}")
+        if self.layers == 2 and not 0 < self.r < 1:
+            raise ConfigError(f"r: the density ratio rho1/rho2 must lie in (0, 1), got {self.r!r}")
+        if not self.eps_h > 0:
+            raise ConfigError(f"eps_h: must be positive, got {self.eps_h!r}")
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Names of the state components, in packed order."""
+        return TWO_LAYER_FIELDS if self.layers == 2 else ONE_LAYER_FIELDS
+
+    @property
+    def nvar(self) -> int:
+        return len(self.fields)
+
+    @property
+    def depth_components(self) -> tuple[int, ...]:
+        """Component indices of the layer thicknesses (h1, h2) or (h,)."""
+        return (0, 3) if self.layers == 2 else (0,)
+
+    def pack(self, fields: dict[str, np.ndarray], n: int, dtype=np.float64) -> np.ndarray:
+        """Stack per-cell arrays (or scalars) named by :attr:`fields` into ``(n, nvar)``."""
+        W = np.zeros((n, self.nvar), dtype=dtype)
+        for c, name in enumerate(self.fields):
+            if name in fields:
+                W[:, c] = np.broadcast_to(np.asarray(fields[name], dtype=np.float64), (n,))
+        return W
+
+    def unpack(self, W: np.ndarray) -> dict[str, np.ndarray]:
+        """The inverse of :meth:`pack`: a dict of per-cell arrays."""
+        return {name: W[:, c] for c, name in enumerate(self.fields)}
