@@ -1,0 +1,27 @@
+"""Backends run the per-step passes over a :class:`~fvswe.backends.layout.Layout`.
+
+``cpu`` (Numba) is always available; ``gpu`` (CuPy) when CuPy sees a device.
+"""
+
+from __future__ import annotations
+
+from ..errors import BackendUnavailable, ConfigError
+
+BACKENDS = ("cpu", "gpu", "auto")
+
+
+def backend_class(name: str):
+    """The backend class for ``cpu``, ``gpu`` or ``auto`` (the GPU when one is usable)."""
+    if name not in BACKENDS:
+        raise ConfigError(f"backend: unknown {name!r} (choose from {', '.join(BACKENDS)})")
+    if name in ("gpu", "auto"):
+        from . import gpu
+
+        ok, reason = gpu.available()
+        if ok:
+            return gpu.GpuBackend
+        if name == "gpu":
+            raise BackendUnavailable(f"backend 'gpu' is unavailable: {reason}")
+    from .cpu.pipeline import CpuBackend
+
+    return CpuBackend

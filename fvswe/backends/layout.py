@@ -1,0 +1,72 @@
+"""Layout: the backend-independent arrays one run needs, in the mesh's current cell order.
+
+Built once from a Mesh, a Model, per-edge boundary codes and the initial
+state; each backend copies (and packs) these to its own memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import Model
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Arrays of one run. Slots: ``cell*k + local``; ``edge_slot[e, s]`` is the slot of side s."""
+
+    model: Model
+    dtype: np.dtype
+    k: int
+    W0: np.ndarray  # (L, nvar) initial state
+    H: np.ndarray  # (L,) bottom depth
+    area: np.ndarray  # (L,)
+    edge_cells: np.ndarray  # (E, 2) int32, j = -1 on the boundary
+    edge_normal: np.ndarray  # (E, 2) unit, from i to j
+    edge_length: np.ndarray  # (E,)
+    edge_slot: np.ndarray  # (E, 2) int32, -1 on the j side of boundary edges
+    edge_bc: np.ndarray  # (E,) int8, fvswe.boundary codes
+    cell_edges: np.ndarray  # (L, k) int32: edge owning each slot
+    cell_side: np.ndarray  # (L, k) int8: 0 if the cell is side i of that edge, 1 if side j
+
+    @property
+    def n_cells(self) -> int:
+        return self.W0.shape[0]
+
+    @property
+    def n_edges(self) -> int:
+        return self.edge_cells.shape[0]
+
+    @property
+    def nvar(self) -> int:
+        return self.W0.shape[1]
+
+    @classmethod
+    def build(cls, mesh, model: Model, W0: np.ndarray, H: np.ndarray, edge_bc: np.ndarray, dtype):
+        """Cast the mesh's arrays to the run's dtype and index the slots from both sides."""
+        dtype = np.dtype(dtype)
+        L, k = mesh.cells.shape
+        slot = mesh.edge_slot.astype(np.int32)
+        cell_edges = np.full(L * k, -1, dtype=np.int32)
+        cell_side = np.zeros(L * k, dtype=np.int8)
+        for side in (0, 1):
+            owned = slot[:, side] >= 0
+            cell_edges[slot[owned, side]] = np.flatnonzero(owned)
+            cell_side[slot[owned, side]] = side
+        return cls(
+            model=model,
+            dtype=dtype,
+            k=k,
+            W0=np.ascontiguousarray(W0, dtype=dtype),
+            H=np.ascontiguousarray(H, dtype=dtype),
+            area=np.ascontiguousarray(mesh.area, dtype=dtype),
+            edge_cells=np.ascontiguousarray(mesh.edge_cells, dtype=np.int32),
+            edge_normal=np.ascontiguousarray(mesh.edge_normal, dtype=dtype),
+            edge_length=np.ascontiguousarray(mesh.edge_length, dtype=dtype),
+            edge_slot=np.ascontiguousarray(slot),
+            edge_bc=np.ascontiguousarray(edge_bc, dtype=np.int8),
+            cell_edges=cell_edges.reshape(L, k),
+            cell_side=cell_side.reshape(L, k),
+        )

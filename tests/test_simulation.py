@@ -1,0 +1,226 @@
+"""Whole-run properties of the CPU backend (SCHEMES.md §10.1 items 2–8)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fvswe.boundary import WALL, edge_conditions
+from fvswe.cases import get_case
+from fvswe.errors import BlowUpError, ConfigError
+from fvswe.mesh.generate import strip, structured_square
+from fvswe.schemes import get_flux
+from fvswe.simulation import Simulation
+
+TWO_LAYER_SCHEMES = ("roe", "ir-roe", "pvm-ifcp")
+
+
+@pytest.fixture(scope="module")
+def sym_mesh():
+    """Alternating-diagonal mesh with the square's full symmetry group (16×16×2 cells)."""
+    return structured_square(16)
+
+
+def reference_step(mesh, W, H, scheme, layers, g, r, dt, eps_h=5e-3):
+    """One fixed-Δt step written with the NumPy reference flux and ``np.add.at``."""
+    flux = get_flux(scheme, layers)
+    i, j = mesh.edge_cells.T
+    interior = j >= 0
+    Wj = W[np.where(interior, j, i)].copy()
+    Hj = H[np.where(interior, j, i)]
+    bc = edge_conditions(mesh)
+    n = mesh.edge_normal
+    for q in ((1, 2), (4, 5))[:layers]:
+        qn = Wj[:, q[0]] * n[:, 0] + Wj[:, q[1]] * n[:, 1]
+        wall = bc == WALL
+        Wj[wall, q[0]] -= 2 * qn[wall] * n[wall, 0]
+        Wj[wall, q[1]] -= 2 * qn[wall] * n[wall, 1]
+    Fm, Fp, _ = flux(W[i], Wj, H[i], Hj, n, g=g, r=r, eps_h=eps_h)
+    total = np.zeros_like(W)
+    np.add.at(total, i, mesh.edge_length[:, None] * Fm)
+    np.add.at(total, j[interior], (mesh.edge_length[:, None] * Fp)[interior])
+    return W - dt / mesh.area[:, None] * total
+
+
+@pytest.mark.parametrize("scheme", TWO_LAYER_SCHEMES)
+def test_pipeline_step_matches_numpy_reference(scheme, sym_mesh):
+    case = get_case("test2")
+    sim = case.simulation(sym_mesh, scheme=scheme, dt_mode="fixed", dt=1e-3)
+    W0 = sim.state().copy()
+    rng = np.random.default_rng(1)
+    W0[:, [1, 2, 4, 5]] = rng.normal(0, 0.3, (sym_mesh.n_cells, 4))  # moving layers
+    sim.backend.set_state(W0)
+    sim.run(1e-3)
+    ref = reference_step(sym_mesh, W0, sim.layout.H, scheme, 2, 9.81, 0.98, 1e-3)
+    np.testing.assert_allclose(sim.state(), ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+    assert np.abs(sim.state() - W0).max() > 1e-4  # the step did move something
+
+
+@pytest.mark.parametrize("scheme", TWO_LAYER_SCHEMES)
+def test_lake_at_rest_over_test2_bathymetry(scheme):
+    mesh = structured_square(12)
+    H = get_case("test2").H
+    sim = Simulation(mesh, scheme=scheme, r=0.98, H=H,
+                     initial={"h1": 1.0, "h2": lambda x, y: H(x, y) + 1.0})  # fmt: skip
+    W0 = sim.state()
+    summary = sim.run(10.0, max_steps=120)
+    W = sim.state()
+    assert summary.steps == 120
+    assert np.abs(W[:, [1, 2, 4, 5]]).max() <= 1e-12
+    assert np.abs(W[:, [0, 3]] - W0[:, [0, 3]]).max() <= 1e-12
+
+
+@pytest.mark.parametrize("case_name", ["test1", "test2"])
+@pytest.mark.parametrize("scheme", TWO_LAYER_SCHEMES)
+def test_mass_positivity_and_counters(case_name, scheme, sym_mesh):
+    sim = get_case(case_name).simulation(sym_mesh, scheme=scheme)
+    summary = sim.run(0.1)
+    assert summary.t == 0.1
+    assert max(summary.mass_rel_drift) <= 1e-13
+    W = sim.state()
+    assert W[:, 0].min() > 0.3 and W[:, 3].min() > 0.3  # SCHEMES.md §9: min h ≈ 0.4
+    assert summary.counters["clipped_cells"] == 0
+    assert summary.counters["nonhyperbolic_edges"] == 0
+
+
+def _mirror_map(mesh, transform):
+    """Index of the cell whose centroid is the image of each cell's centroid."""
+    image = transform(mesh.centroid)
+    key = {tuple(np.round(c, 9)): n for n, c in enumerate(mesh.centroid)}
+    return np.array([key[tuple(np.round(c, 9))] for c in image])
+
+
+@pytest.mark.parametrize("scheme", TWO_LAYER_SCHEMES)
+def test_test1_symmetry(scheme, sym_mesh):
+    sim = get_case("test1").simulation(sym_mesh, scheme=scheme, dt_mode="nonlagged")
+    sim.run(0.1)
+    f = sim.fields()
+    h1, q1x, q1y = f["h1"], f["q1x"], f["q1y"]
+    assert np.ptp(h1) > 0.5  # the dam has broken
+    flip_x = _mirror_map(sym_mesh, lambda c: c * [-1, 1])
+    rot90 = _mirror_map(sym_mesh, lambda c: np.c_[-c[:, 1], c[:, 0]])
+    tol = 1e-12 * np.abs(h1).max()
+    np.testing.assert_allclose(h1[flip_x], h1, rtol=0, atol=tol)
+    np.testing.assert_allclose(q1x[flip_x], -q1x, rtol=0, atol=tol)
+    np.testing.assert_allclose(q1y[flip_x], q1y, rtol=0, atol=tol)
+    # rotating the mesh by 90° maps (qx, qy) at a cell to (-qy, qx) at its image
+    np.testing.assert_allclose(h1[rot90], h1, rtol=0, atol=tol)
+    np.testing.assert_allclose(q1x[rot90], -q1y, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("scheme", TWO_LAYER_SCHEMES)
+def test_orderings_give_identical_results(scheme):
+    mesh = get_case("test1").default_mesh()
+    results = {}
+    for order in ("none", "rcm", "gps", "random", "hilbert", "morton"):
+        sim = get_case("test1").simulation(mesh, scheme=scheme, order=order)
+        sim.run(0.02)
+        results[order] = (sim.steps, sim.state())
+    steps0, W0 = results["none"]
+    for order, (steps, W) in results.items():
+        assert steps == steps0, order
+        assert np.array_equal(W, W0), f"{order} differs by {np.abs(W - W0).max():.3g}"
+
+
+@pytest.mark.parametrize("scheme", TWO_LAYER_SCHEMES)
+def test_float32_agrees_with_float64(scheme, sym_mesh):
+    runs = {}
+    for dtype in ("float64", "float32"):
+        sim = get_case("test1").simulation(sym_mesh, scheme=scheme, dtype=dtype, dt_mode="fixed",
+                                           dt=2e-3)  # fmt: skip
+        sim.run(0.04)
+        runs[dtype] = sim.state()
+    W64, W32 = runs["float64"], runs["float32"]
+    scale = np.abs(W64).max(axis=0)
+    assert (np.abs(W32 - W64).max(axis=0) / scale).max() <= 1e-5
+
+
+# -- 1-D problems on a strip -----------------------------------------------------------------
+
+
+def stoker(x, t, hl, hr, g=9.81, x0=0.0):
+    """Exact wet-bed dam break (Stoker): depth at x, time t."""
+    from scipy.optimize import brentq
+
+    cl = np.sqrt(g * hl)
+
+    def jump(hm):
+        u_rare = 2 * (cl - np.sqrt(g * hm))
+        u_shock = (hm - hr) * np.sqrt(g * (hm + hr) / (2 * hm * hr))
+        return u_rare - u_shock
+
+    hm = brentq(jump, hr, hl)
+    um = 2 * (cl - np.sqrt(g * hm))
+    s = hm * um / (hm - hr)
+    xi = (x - x0) / t
+    h = np.where(xi < -cl, hl, (2 * cl - xi) ** 2 / (9 * g))
+    h = np.where(xi > um - np.sqrt(g * hm), hm, h)
+    return np.where(xi > s, hr, h)
+
+
+@pytest.mark.parametrize("scheme", ["roe", "ir-roe", "hll"])
+def test_single_layer_dam_break_converges_to_stoker(scheme):
+    errors = []
+    for nx in (100, 200, 400):
+        mesh = strip(nx, 1, -5.0, 5.0)
+        sim = Simulation(mesh, layers=1, scheme=scheme, H=0.0,
+                         initial={"h": lambda x, y: np.where(x < 0, 2.0, 1.0)})  # fmt: skip
+        sim.run(0.5)
+        f = sim.fields()
+        exact = stoker(f["x"], 0.5, 2.0, 1.0)
+        errors.append(np.sum(f["area"] * np.abs(f["h"] - exact)) / np.sum(f["area"]))
+        assert np.abs(f["qy"]).max() <= 1e-10 * np.abs(f["qx"]).max()
+    assert errors[0] < 0.03
+    assert errors[2] < 0.7 * errors[0]
+
+
+def test_single_layer_roe_equals_hll_with_roe_speeds_on_a_run():
+    """SCHEMES.md §6: for one layer both schemes agree when HLL uses Roe speeds (smooth flow)."""
+    mesh = strip(50, 1, -5.0, 5.0)
+    states = []
+    for scheme in ("roe", "hll"):
+        sim = Simulation(mesh, layers=1, scheme=scheme, H=0.0,
+                         initial={"h": lambda x, y: 1 + 0.1 * np.exp(-(x**2))})  # fmt: skip
+        sim.run(0.2)
+        states.append(sim.state())
+    assert np.abs(states[0] - states[1]).max() <= 1e-3  # Einfeldt bounds differ only near shocks
+
+
+def test_strip_two_layer_runs_converge():
+    """1-D version of test1 on strips of rising resolution approaches the finest run."""
+    h1 = lambda x, y: np.where(np.abs(x) > 1.5, 4.0, 0.5)  # noqa: E731
+    runs = {}
+    for nx in (50, 100, 200, 800):
+        sim = Simulation(strip(nx, 1, -5.0, 5.0), scheme="pvm-ifcp", r=0.5, H=6.0,
+                         initial={"h1": h1, "h2": lambda x, y: 6 - h1(x, y)})  # fmt: skip
+        sim.run(0.1)
+        f = sim.fields()
+        runs[nx] = (f["x"], f["h1"], np.abs(f["q1y"]).max())
+    xf, hf, _ = runs[800]
+    order = np.argsort(xf)
+    errs = []
+    for nx in (50, 100, 200):
+        x, h, qy = runs[nx]
+        ref = np.interp(x, xf[order], hf[order])
+        errs.append(np.mean(np.abs(h - ref)))
+        assert qy <= 1e-10
+    assert errs[1] < errs[0] and errs[2] < errs[1]
+
+
+# -- errors for people -----------------------------------------------------------------------
+
+
+def test_negative_initial_depth_is_a_one_line_error(sym_mesh):
+    with pytest.raises(ConfigError, match=r"initial h1: negative .* cell \d+"):
+        Simulation(sym_mesh, H=6.0, initial={"h1": lambda x, y: x, "h2": 1.0})
+
+
+def test_unknown_scheme_is_a_one_line_error(sym_mesh):
+    with pytest.raises(ConfigError, match="scheme: unknown 'godunov'"):
+        Simulation(sym_mesh, scheme="godunov", H=6.0, initial={"h1": 1.0, "h2": 1.0})
+
+
+def test_blow_up_names_cell_step_and_time(sym_mesh):
+    sim = get_case("test1").simulation(sym_mesh, dt_mode="fixed", dt=0.5)
+    with pytest.raises(BlowUpError, match=r"in cell \d+ at \(.*\) by step \d+, t = "):
+        sim.run(10.0, check_every=5)
