@@ -6,6 +6,7 @@ Data flows one way: mesh → layout → passes → simulation → output.
 from __future__ import annotations
 
 from .errors import BackendUnavailable, BlowUpError, ConfigError, FvsweError, MeshError
+from .mesh import Mesh, read_mesh
 from .model import Model
 
 __version__ = "0.1.0"
@@ -15,7 +16,9 @@ __all__ = [
     "BlowUpError",
     "ConfigError",
     "FvsweError",
+    "Mesh",
     "MeshError",
     "Model",
+    "read_mesh",
     "__version__",
 ]
