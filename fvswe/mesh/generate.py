@@ -16,7 +16,7 @@ from .core import Mesh
 HALF = 5.0
 
 #: Smoothing passes (each: move interior points to the area-weighted centroid of their star).
-SMOOTHING_PASSES = 8
+SMOOTHING_PASSES = 20
 
 
 def _boundary_points(n_b: int, half: float) -> np.ndarray:

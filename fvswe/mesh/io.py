@@ -128,9 +128,9 @@ def write_mesh(mesh: Mesh, path: str | Path) -> None:
         np.savez_compressed(
             path,
             nodes=mesh.nodes,
-            cells=mesh.cells,
+            cells=mesh.cells.astype(np.int32),
             tag_names=np.array(names, dtype=str),
-            tag_edges=mesh.edge_nodes[bnd],
+            tag_edges=mesh.edge_nodes[bnd].astype(np.int32),
             tag_ids=mesh.edge_tag[bnd],
             **extra,
         )

@@ -84,8 +84,8 @@ def hilbert_key(points: np.ndarray, bits: int = CURVE_BITS) -> np.ndarray:
         d += s * s * ((3 * rx) ^ ry)
         turn = ~ry
         flip = turn & rx
-        x = np.where(flip, s - 1 - x, x)
-        y = np.where(flip, s - 1 - y, y)
+        x = np.where(flip, n - 1 - x, x)
+        y = np.where(flip, n - 1 - y, y)
         x, y = np.where(turn, y, x), np.where(turn, x, y)
         s >>= 1
     return d
