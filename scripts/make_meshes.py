@@ -11,7 +11,7 @@ from them on demand (``fvswe.mesh.family``) and cached under meshes/cache/.
 from __future__ import annotations
 
 from fvswe.mesh import write_mesh
-from fvswe.mesh.family import BASES, mesh_dir
+from fvswe.mesh.catalog import BASES, mesh_dir
 from fvswe.mesh.generate import square
 
 

@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+from .catalog import family, load, refine
 from .core import Mesh
 from .io import read_mesh, write_mesh
 from .orderings import ORDERINGS, bandwidth, profile
 
-__all__ = ["ORDERINGS", "Mesh", "bandwidth", "profile", "read_mesh", "write_mesh"]
+__all__ = [
+    "ORDERINGS",
+    "Mesh",
+    "bandwidth",
+    "family",
+    "load",
+    "profile",
+    "read_mesh",
+    "refine",
+    "write_mesh",
+]

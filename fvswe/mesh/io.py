@@ -6,6 +6,8 @@ Gmsh physical groups on line elements become boundary tags; a z coordinate
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 from pathlib import Path
 
@@ -32,10 +34,14 @@ def read_mesh(path: str | Path) -> Mesh:
         return _read_npz(path)
     import meshio
 
+    chatter = io.StringIO()
     try:
-        m = meshio.read(path)
-    except Exception as exc:  # meshio raises many types; all mean "cannot read this file"
-        reason = " ".join(str(exc).split()) or type(exc).__name__
+        # meshio prints failed format attempts and calls sys.exit when none works.
+        with contextlib.redirect_stdout(chatter), contextlib.redirect_stderr(chatter):
+            m = meshio.read(path, file_format="gmsh" if path.suffix == ".msh" else None)
+    except (Exception, SystemExit) as exc:
+        reason = " ".join(str(exc).split()) if isinstance(exc, Exception) else ""
+        reason = reason or " ".join(chatter.getvalue().split()) or type(exc).__name__
         raise MeshError(f"{source}: cannot read mesh ({reason})") from None
     return _from_meshio(m, source)
 
@@ -138,12 +144,13 @@ def write_mesh(mesh: Mesh, path: str | Path) -> None:
     import meshio
 
     cell_type = "triangle" if mesh.k == 3 else "quad"
+    points = np.column_stack([mesh.nodes, np.zeros(mesh.n_nodes)])
     if path.suffix == ".msh":
         cells = [("line", mesh.edge_nodes[bnd]), (cell_type, mesh.cells)]
         phys = [mesh.edge_tag[bnd].astype(np.int32), np.zeros(mesh.n_cells, np.int32)]
         field_data = {name: np.array([mesh.tags[name], 1]) for name in names}
         out = meshio.Mesh(
-            mesh.nodes,
+            points,
             cells,
             cell_data={"gmsh:physical": phys, "gmsh:geometrical": [p.copy() for p in phys]},
             field_data=field_data,
@@ -151,4 +158,8 @@ def write_mesh(mesh: Mesh, path: str | Path) -> None:
         meshio.write(path, out, file_format="gmsh22", binary=False)
         return
     cell_data = {} if mesh.depth is None else {"depth": [mesh.depth]}
-    meshio.write(path, meshio.Mesh(mesh.nodes, [(cell_type, mesh.cells)], cell_data=cell_data))
+    out = meshio.Mesh(points, [(cell_type, mesh.cells)], cell_data=cell_data)
+    try:
+        meshio.write(path, out)
+    except Exception as exc:  # meshio's errors for unknown suffixes and unwritable data vary
+        raise MeshError(f"{path}: cannot write mesh ({' '.join(str(exc).split())})") from None
