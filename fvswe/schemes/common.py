@@ -1,0 +1,279 @@
+"""Building blocks shared by every scheme: NumPy reference, vectorised over edges.
+
+Index conventions follow SCHEMES.md §0 exactly: two-layer states are
+``(h1, q1x, q1y, h2, q2x, q2y)``, the rotated normal 4-vector is
+``U = (h1, q1n, h2, q2n)`` and the tangent is ``tau = (-ey, ex)``.
+Everything is computed in float64. The Numba kernels in
+:mod:`fvswe.backends.cpu.common` mirror these functions one for one, with the
+same order of floating-point operations.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+#: Flag bits reported per edge (interface contract).
+FLAG_NONHYPERBOLIC = 1
+FLAG_NEAR_COINCIDENT = 2
+FLAG_THIN = 4
+
+#: EIG4 (§3.4): Newton stopping rule |dx| <= NEWTON_TOL (|x| + cext), at most NEWTON_MAXIT steps.
+NEWTON_TOL = 1e-14
+NEWTON_MAXIT = 30
+#: Newton steps polishing each deflated internal root (§3.4 step 2).
+POLISH_STEPS = 2
+#: Near-coincident internal pair: lambda3 - lambda2 < NEAR_COINCIDENT (lambda4 - lambda1) (§3.5).
+NEAR_COINCIDENT = 1e-6
+
+SQRT2 = float(np.sqrt(2.0))
+
+
+class Layer(NamedTuple):
+    """One layer seen from an edge, rotated to (normal, tangent) (§0, §3.1, §8).
+
+    ``*i``/``*j`` are the two sides; ``un*``/``ut*`` desingularised velocities;
+    ``hbar, u, w, c2`` the Roe averages ``hbar``, ``ubar.eta``, ``ubar.tau``,
+    ``g hbar``; ``dh, dqn, dqt`` the jumps ``j - i``.
+    """
+
+    hi: np.ndarray
+    hj: np.ndarray
+    qni: np.ndarray
+    qnj: np.ndarray
+    qti: np.ndarray
+    qtj: np.ndarray
+    uni: np.ndarray
+    unj: np.ndarray
+    uti: np.ndarray
+    utj: np.ndarray
+    hbar: np.ndarray
+    u: np.ndarray
+    w: np.ndarray
+    c2: np.ndarray
+    dh: np.ndarray
+    dqn: np.ndarray
+    dqt: np.ndarray
+
+
+def s_minus(x: np.ndarray) -> np.ndarray:
+    """Splitting weight ``s-(x) = (1 - sgn x)/2`` with ``sgn 0 = 0`` (§0)."""
+    return 0.5 * (1.0 - np.sign(x))
+
+
+def rotate(qx: np.ndarray, qy: np.ndarray, ex: np.ndarray, ey: np.ndarray):
+    """``(qn, qt) = (q.eta, q.tau)`` (§0)."""
+    return qx * ex + qy * ey, -qx * ey + qy * ex
+
+
+def rotate_back(qn: np.ndarray, qt: np.ndarray, ex: np.ndarray, ey: np.ndarray):
+    """Inverse of :func:`rotate`: ``(qx, qy)``."""
+    return qn * ex - qt * ey, qn * ey + qt * ex
+
+
+def velocity(h: np.ndarray, q: np.ndarray, eps_h: float) -> np.ndarray:
+    """Desingularised ``q/h`` (§8): exactly ``q/h`` where ``h >= eps_h``, -> 0 as ``h -> 0``."""
+    hh = np.maximum(h, eps_h)
+    h2 = h * h
+    m2 = hh * hh
+    thin = SQRT2 * h * q / np.sqrt(h2 * h2 + m2 * m2)
+    return np.where(h >= eps_h, q / hh, thin)
+
+
+def roe_weights(hi: np.ndarray, hj: np.ndarray):
+    """Weights ``sqrt(h_i)/(sqrt h_i + sqrt h_j)`` and its mate; both 0 on a dry edge (§3.1)."""
+    si = np.sqrt(hi)
+    sj = np.sqrt(hj)
+    den = si + sj
+    wet = den > 0
+    den = np.where(wet, den, 1.0)
+    return np.where(wet, si / den, 0.0), np.where(wet, sj / den, 0.0)
+
+
+def layer_edge(hi, qxi, qyi, hj, qxj, qyj, ex, ey, g: float, eps_h: float) -> Layer:
+    """Rotate one layer's two states and form its Roe averages and jumps (§0, §3.1)."""
+    qni, qti = rotate(qxi, qyi, ex, ey)
+    qnj, qtj = rotate(qxj, qyj, ex, ey)
+    uni = velocity(hi, qni, eps_h)
+    unj = velocity(hj, qnj, eps_h)
+    uti = velocity(hi, qti, eps_h)
+    utj = velocity(hj, qtj, eps_h)
+    ai, aj = roe_weights(hi, hj)
+    hbar = 0.5 * (hi + hj)
+    return Layer(
+        hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj,
+        hbar, ai * uni + aj * unj, ai * uti + aj * utj, g * hbar,
+        hj - hi, qnj - qni, qtj - qti,
+    )  # fmt: skip
+
+
+def edge2(Wi, Wj, Hi, Hj, ex, ey, g: float, eps_h: float):
+    """Both layers of a two-layer edge plus ``DH = H_j - H_i``."""
+    L1 = layer_edge(Wi[:, 0], Wi[:, 1], Wi[:, 2], Wj[:, 0], Wj[:, 1], Wj[:, 2], ex, ey, g, eps_h)
+    L2 = layer_edge(Wi[:, 3], Wi[:, 4], Wi[:, 5], Wj[:, 3], Wj[:, 4], Wj[:, 5], ex, ey, g, eps_h)
+    return L1, L2, Hj - Hi
+
+
+def edge1(Wi, Wj, Hi, Hj, ex, ey, g: float, eps_h: float):
+    """The single layer of a one-layer edge plus ``DH``."""
+    L = layer_edge(Wi[:, 0], Wi[:, 1], Wi[:, 2], Wj[:, 0], Wj[:, 1], Wj[:, 2], ex, ey, g, eps_h)
+    return L, Hj - Hi
+
+
+def total_fluctuation(L1: Layer, L2: Layer, DH, r: float):
+    """``v = A DU - S DH`` in the grouped form that vanishes at rest (§3.3)."""
+    v0 = L1.dqn
+    v1 = L1.c2 * (L1.dh + L2.dh - DH) - L1.u * L1.u * L1.dh + 2.0 * L1.u * L1.dqn
+    v2 = L2.dqn
+    v3 = L2.c2 * (r * L1.dh + L2.dh - DH) - L2.u * L2.u * L2.dh + 2.0 * L2.u * L2.dqn
+    return v0, v1, v2, v3
+
+
+def total_fluctuation1(L: Layer, DH):
+    """Single-layer ``(v0, v1)`` (§6)."""
+    return L.dqn, L.c2 * (L.dh - DH) - L.u * L.u * L.dh + 2.0 * L.u * L.dqn
+
+
+def tangential_fluctuation(L: Layer):
+    """``vt = -u w Dh + w Dqn + u Dqt`` = D(qn qt/h) by the Roe property (§3.3)."""
+    return -L.u * L.w * L.dh + L.w * L.dqn + L.u * L.dqt
+
+
+def thin_edge(L1: Layer, L2: Layer, eps_h: float):
+    """Edges where a layer's mean depth is below ``eps_h`` (§5.2, §8)."""
+    return (L1.hbar < eps_h) | (L2.hbar < eps_h)
+
+
+def quartic(x, u1, u2, c1sq, c2sq, r: float):
+    """Characteristic polynomial ``f`` of the 4x4 ``A`` and ``f'`` at ``x`` (§3.4)."""
+    y1 = x - u1
+    y2 = x - u2
+    p1 = y1 * y1 - c1sq
+    p2 = y2 * y2 - c2sq
+    return p1 * p2 - r * c1sq * c2sq, 2.0 * (y1 * p2 + y2 * p1)
+
+
+def polish(x, u1, u2, c1sq, c2sq, r: float):
+    """One Newton step on ``f``, skipped where ``f' = 0`` (internal roots, §3.4)."""
+    f, fp = quartic(x, u1, u2, c1sq, c2sq, r)
+    nz = fp != 0
+    return np.where(nz, x - f / np.where(nz, fp, 1.0), x)
+
+
+def eig4(u1, u2, c1sq, c2sq, r: float):
+    """Algorithm EIG4 (§3.4): ``(lambda1, lambda2, lambda3, lambda4, disc)``.
+
+    External roots by monotone Newton from a safe bracket, internal pair by
+    deflation then polishing. ``disc < 0`` means a complex internal pair; then
+    ``lambda2 = lambda3`` is its real part. Needs ``c1sq, c2sq > 0``.
+    """
+    c1 = np.sqrt(c1sq)
+    c2 = np.sqrt(c2sq)
+    m1 = np.minimum(u1 - c1, u2 - c2)
+    M4 = np.maximum(u1 + c1, u2 + c2)
+    dw = np.sqrt(c1 * c2)
+    csum = c1sq + c2sq
+    U = (u1 * c1sq + u2 * c2sq) / csum
+    cext = np.sqrt(csum)
+    x1 = np.minimum(U - cext, m1)
+    x1 = np.where(quartic(x1, u1, u2, c1sq, c2sq, r)[0] < 0, m1 - dw, x1)
+    x4 = np.maximum(U + cext, M4)
+    x4 = np.where(quartic(x4, u1, u2, c1sq, c2sq, r)[0] < 0, M4 + dw, x4)
+    run1 = np.ones(x1.shape, dtype=bool)
+    run4 = run1.copy()
+    for _ in range(NEWTON_MAXIT):
+        f, fp = quartic(x1, u1, u2, c1sq, c2sq, r)
+        dx = np.where(run1, f / fp, 0.0)
+        x1 = x1 - dx
+        run1 &= ~(np.abs(dx) <= NEWTON_TOL * (np.abs(x1) + cext))
+        f, fp = quartic(x4, u1, u2, c1sq, c2sq, r)
+        dx = np.where(run4, f / fp, 0.0)
+        x4 = x4 - dx
+        run4 &= ~(np.abs(dx) <= NEWTON_TOL * (np.abs(x4) + cext))
+        if not (run1.any() or run4.any()):
+            break
+    a = -2.0 * (u1 + u2)
+    b = (u1 * u1 - c1sq) + 4.0 * u1 * u2 + (u2 * u2 - c2sq)
+    s = x1 + x4
+    p = x1 * x4
+    Bq = a + s
+    Cq = b + s * Bq - p
+    disc = Bq * Bq - 4.0 * Cq
+    sq = np.sqrt(np.maximum(disc, 0.0))
+    x2 = 0.5 * (-Bq - sq)
+    x3 = 0.5 * (-Bq + sq)
+    y2 = x2
+    y3 = x3
+    for _ in range(POLISH_STEPS):
+        y2 = polish(y2, u1, u2, c1sq, c2sq, r)
+        y3 = polish(y3, u1, u2, c1sq, c2sq, r)
+    keep = (disc >= 0) & (x1 < y2) & (y2 < y3) & (y3 < x4)
+    return x1, np.where(keep, y2, x2), np.where(keep, y3, x3), x4, disc
+
+
+def eigen_coefficient(lam, v, u1, u2, c1sq, c2sq, r: float):
+    """``(alpha, a)``: the wave strength ``l_m . v`` and the ``a_m`` of ``k_m`` (§3.4).
+
+    ``k_m = (1, lam, a, a lam)``; ``l_m`` is normalised so that ``l_m . k_n = delta_mn``.
+    """
+    v0, v1, v2, v3 = v
+    y1 = lam - u1
+    a = (y1 * y1 - c1sq) / c1sq
+    rc2 = r * c2sq
+    ac1 = a * c1sq
+    delta = 2.0 * (rc2 * y1 + a * ac1 * (lam - u2))
+    num = (lam - 2.0 * u1) * rc2 * v0 + rc2 * v1 + ((lam - 2.0 * u2) * v2 + v3) * ac1
+    return num / delta, a
+
+
+def upwind_tangential(Phi, qni, qnj, uti, utj):
+    """Tangential momentum upwinded with the layer mass flux ``Phi`` (§4): ``(D-_qt, D+_qt)``."""
+    ut = np.where(Phi > 0, uti, np.where(Phi < 0, utj, 0.0))
+    flow = Phi * ut
+    return flow - qni * uti, qnj * utj - flow
+
+
+def assemble2(D, ex, ey):
+    """``T^{-1} (D_h1, D_q1n, D_q1t, D_h2, D_q2n, D_q2t)`` as an (E, 6) array (§3.5)."""
+    d0, d1, t1, d2, d3, t2 = D
+    q1x, q1y = rotate_back(d1, t1, ex, ey)
+    q2x, q2y = rotate_back(d3, t2, ex, ey)
+    return np.stack((d0, q1x, q1y, d2, q2x, q2y), axis=1)
+
+
+def assemble1(D, ex, ey):
+    """``T^{-1} (D_h, D_qn, D_qt)`` as an (E, 3) array."""
+    d0, d1, t = D
+    qx, qy = rotate_back(d1, t, ex, ey)
+    return np.stack((d0, qx, qy), axis=1)
+
+
+def wall_ghost(W: np.ndarray, normal: np.ndarray) -> np.ndarray:
+    """Wall ghost (§7.1): depths kept, each ``q -> q - 2 (q.eta) eta``. W is (E, 6) or (E, 3)."""
+    G = np.array(W, dtype=np.float64, copy=True)
+    ex, ey = normal[:, 0], normal[:, 1]
+    for k in range(1, W.shape[1], 3):
+        qn = G[:, k] * ex + G[:, k + 1] * ey
+        G[:, k] -= 2.0 * qn * ex
+        G[:, k + 1] -= 2.0 * qn * ey
+    return G
+
+
+def open_ghost(W: np.ndarray) -> np.ndarray:
+    """Open/transmissive ghost (§7.2): a copy of the cell's state (and ``H_g = H_i``)."""
+    return np.array(W, dtype=np.float64, copy=True)
+
+
+def as_inputs(Wi, Wj, Hi, Hj, normal, nvar: int):
+    """Validated float64 views of the edge inputs: ``Wi, Wj, Hi, Hj, ex, ey``."""
+    Wi = np.asarray(Wi, dtype=np.float64)
+    Wj = np.asarray(Wj, dtype=np.float64)
+    normal = np.asarray(normal, dtype=np.float64)
+    if Wi.ndim != 2 or Wi.shape[1] != nvar or Wj.shape != Wi.shape:
+        raise ValueError(f"Wi, Wj: expected two ({Wi.shape[0]}, {nvar}) arrays, got {Wi.shape}")
+    E = Wi.shape[0]
+    Hi = np.broadcast_to(np.asarray(Hi, dtype=np.float64), (E,))
+    Hj = np.broadcast_to(np.asarray(Hj, dtype=np.float64), (E,))
+    normal = np.broadcast_to(normal, (E, 2))
+    return Wi, Wj, Hi, Hj, normal[:, 0], normal[:, 1]

@@ -1,0 +1,152 @@
+"""PVM-IFCP scheme, SCHEMES.md §5 — NumPy reference (one layer: HLL, §6).
+
+The 4x4 normal part uses a quadratic viscosity matrix
+``Q = alpha0 I + alpha1 A + alpha2 A^2`` interpolating ``|x|`` at the
+approximate external speeds and ``chi``; no eigenvectors. Tangential momentum
+is upwinded as in IR-Roe (§4). Mirrored by :mod:`fvswe.backends.cpu.pvm_ifcp`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import hll
+from .common import (
+    FLAG_NONHYPERBOLIC,
+    FLAG_THIN,
+    as_inputs,
+    assemble2,
+    edge2,
+    thin_edge,
+    total_fluctuation,
+    upwind_tangential,
+)
+
+#: Rusanov safeguard (§5.2): a node gap <= RUSANOV_GAP (|lambda1| + |lambda4|).
+RUSANOV_GAP = 1e-12
+
+
+def approx_eigenvalues(L1, L2, r: float):
+    """Approximate eigenvalues (§5.1), sorted: ``(lambda1, lambda2, lambda3, lambda4, hyperbolic)``.
+
+    ``hyperbolic`` is the approximate criterion ``(u1-u2)^2 < (1-r) g (h1+h2)``;
+    ``cint`` takes ``|.|`` of the criterion term as HySEA does.
+    """
+    h1, h2 = L1.hbar, L2.hbar
+    Hs = h1 + h2
+    wet = Hs > 0
+    inv = np.where(wet, 1.0 / np.where(wet, Hs, 1.0), 0.0)
+    U = (h1 * L1.u + h2 * L2.u) * inv
+    Uc = (h1 * L2.u + h2 * L1.u) * inv
+    csum = L1.c2 + L2.c2
+    cext = np.sqrt(csum)
+    du = L1.u - L2.u
+    gp = (1.0 - r) * csum
+    crit = 1.0 - du * du * np.where(wet, 1.0 / np.where(wet, gp, 1.0), 0.0)
+    cint = np.sqrt((1.0 - r) * L1.c2 * h2 * inv * np.abs(crit))
+    e1 = U - cext
+    e4 = U + cext
+    i2 = Uc - cint
+    i3 = Uc + cint
+    return np.minimum(e1, i2), np.maximum(e1, i2), np.minimum(e4, i3), np.maximum(e4, i3), crit >= 0
+
+
+def ifcp_coefficients(l1, l4, chi):
+    """``(alpha0, alpha1, alpha2)``: ``|x|`` interpolated at ``lambda1, lambda4, chi`` (§5.2).
+
+    Falls back to Rusanov ``(max(|l1|, |l4|), 0, 0)`` when two nodes nearly coincide.
+    """
+    a1 = np.abs(l1)
+    a4 = np.abs(l4)
+    gap = np.minimum(np.minimum(np.abs(l1 - l4), np.abs(l1 - chi)), np.abs(l4 - chi))
+    rus = gap <= RUSANOV_GAP * (a1 + a4)
+    den1 = np.where(rus, 1.0, (l1 - l4) * (l1 - chi))
+    den4 = np.where(rus, 1.0, (l4 - l1) * (l4 - chi))
+    denc = np.where(rus, 1.0, (chi - l1) * (chi - l4))
+    d1 = a1 / den1
+    d4 = a4 / den4
+    dc = np.abs(chi) / denc
+    alpha2 = d1 + d4 + dc
+    alpha1 = -(d1 * (l4 + chi) + d4 * (l1 + chi) + dc * (l1 + l4))
+    alpha0 = d1 * l4 * chi + d4 * l1 * chi + dc * l1 * l4
+    return (
+        np.where(rus, np.maximum(a1, a4), alpha0),
+        np.where(rus, 0.0, alpha1),
+        np.where(rus, 0.0, alpha2),
+    )
+
+
+def viscous_split2(v, L1, L2, DH, r: float, a0, a1, a2):
+    """``D-_4 = (v - Vis)/2``, ``Vis = alpha0 wj + alpha1 v + alpha2 A v`` (§5.3).
+
+    ``wj = (Dh1, Dq1n, Dh2 - DH, Dq2n)`` stands for ``A^{-1} v`` (HySEA's form).
+    """
+    v0, v1, v2, v3 = v
+    u1, u2, c1, c2 = L1.u, L2.u, L1.c2, L2.c2
+    Av1 = (c1 - u1 * u1) * v0 + 2.0 * u1 * v1 + c1 * v2
+    Av3 = r * c2 * v0 + (c2 - u2 * u2) * v2 + 2.0 * u2 * v3
+    return (
+        0.5 * (v0 - (a0 * L1.dh + a1 * v0 + a2 * v1)),
+        0.5 * (v1 - (a0 * L1.dqn + a1 * v1 + a2 * Av1)),
+        0.5 * (v2 - (a0 * (L2.dh - DH) + a1 * v2 + a2 * v3)),
+        0.5 * (v3 - (a0 * L2.dqn + a1 * v3 + a2 * Av3)),
+    )
+
+
+def flux2(
+    Wi,
+    Wj,
+    Hi,
+    Hj,
+    normal,
+    g: float = 9.81,
+    r: float = 0.5,
+    eps_h: float = 5e-3,
+    return_flags: bool = False,
+):
+    """Two-layer PVM-IFCP edge contributions ``(F-, F+, ||D||_inf[, flags])`` (§5).
+
+    ``S_ext = sgn(lambda1 + lambda4)`` (1 where that sum is 0); HLL coefficients
+    on thin layers (flag 4); flag 1 where the approximate hyperbolicity
+    criterion fails (the scheme still runs, it needs only real speeds).
+    ``||D||_inf = max(|lambda1|, |lambda4|)``.
+    """
+    Wi, Wj, Hi, Hj, ex, ey = as_inputs(Wi, Wj, Hi, Hj, normal, 6)
+    L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
+    v = total_fluctuation(L1, L2, DH, r)
+    l1, l2, l3, l4, hyperbolic = approx_eigenvalues(L1, L2, r)
+    thin = thin_edge(L1, L2, eps_h)
+    S = np.sign(l1 + l4)
+    chi = np.where(S == 0, 1.0, S) * np.maximum(np.abs(l2), np.abs(l3))
+    a0, a1, a2 = ifcp_coefficients(l1, l4, chi)
+    h0, h1 = hll.hll_coefficients(l1, l4)
+    a0 = np.where(thin, h0, a0)
+    a1 = np.where(thin, h1, a1)
+    a2 = np.where(thin, 0.0, a2)
+    m = viscous_split2(v, L1, L2, DH, r, a0, a1, a2)
+    t1m, t1p = upwind_tangential(L1.qni + m[0], L1.qni, L1.qnj, L1.uti, L1.utj)
+    t2m, t2p = upwind_tangential(L2.qni + m[2], L2.qni, L2.qnj, L2.uti, L2.utj)
+    Fm = assemble2((m[0], m[1], t1m, m[2], m[3], t2m), ex, ey)
+    Fp = assemble2((v[0] - m[0], v[1] - m[1], t1p, v[2] - m[2], v[3] - m[3], t2p), ex, ey)
+    dmax = np.maximum(np.abs(l1), np.abs(l4))
+    if return_flags:
+        flags = np.where(hyperbolic, 0, FLAG_NONHYPERBOLIC) | np.where(thin, FLAG_THIN, 0)
+        return Fm, Fp, dmax, flags.astype(np.int32)
+    return Fm, Fp, dmax
+
+
+def flux(
+    Wi,
+    Wj,
+    Hi,
+    Hj,
+    normal,
+    g: float = 9.81,
+    r: float = 0.5,
+    eps_h: float = 5e-3,
+    return_flags: bool = False,
+):
+    """PVM-IFCP for (E, 6) two-layer states; for (E, 3) one-layer states it is HLL (§6)."""
+    if np.shape(Wi)[-1] == 3:
+        return hll.flux1(Wi, Wj, Hi, Hj, normal, g, r, eps_h, return_flags)
+    return flux2(Wi, Wj, Hi, Hj, normal, g, r, eps_h, return_flags)

@@ -1,0 +1,206 @@
+"""Classical Roe scheme, SCHEMES.md §3 (two layers) and §6 (one layer) — NumPy reference.
+
+The 6x6 projector ``P-`` is never formed: the block formula of §3.5 splits the
+4x4 normal part with the eigenpairs of EIG4 and treats the two shear waves in
+closed form. Edges the eigen-decomposition cannot serve fall back to PVM-IFCP
+(§3.5 (c), §8). Mirrored by :mod:`fvswe.backends.cpu.roe`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import hll, pvm_ifcp
+from .common import (
+    FLAG_NEAR_COINCIDENT,
+    FLAG_NONHYPERBOLIC,
+    FLAG_THIN,
+    NEAR_COINCIDENT,
+    as_inputs,
+    assemble1,
+    assemble2,
+    edge1,
+    edge2,
+    eig4,
+    eigen_coefficient,
+    s_minus,
+    tangential_fluctuation,
+    thin_edge,
+    total_fluctuation,
+    total_fluctuation1,
+)
+
+
+def wave_terms(x, lam, a):
+    """``x k_m = x (1, lam, a, a lam)``."""
+    return x, x * lam, x * a, x * a * lam
+
+
+def normal_split2(v, L1, L2, r: float):
+    """Upwind part ``D-_4 = sum_m s-(lambda_m) (l_m . v) k_m`` of the 4x4 Roe problem (§3.5).
+
+    Returns ``(D-_4, lambda1, lambda4, flags)``. A near-coincident real pair
+    (flag 2) uses the internal-subspace projector ``I - k1 l1 - k4 l4`` with
+    weight ``s-(lambda2)`` (1/2 if lambda2, lambda3 differ in sign). A complex
+    pair gets flag 1 and a meaningless ``D-_4``: the caller replaces it.
+    """
+    u1, u2, c1, c2 = L1.u, L2.u, L1.c2, L2.c2
+    l1, l2, l3, l4, disc = eig4(u1, u2, c1, c2, r)
+    near = (l3 - l2) < NEAR_COINCIDENT * (l4 - l1)
+    d = (0.0, 0.0, 0.0, 0.0)
+    # Near-coincident pairs divide by ~0 here; those edges are replaced below.
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for lam in (l1, l2, l3, l4):
+            alpha, a = eigen_coefficient(lam, v, u1, u2, c1, c2, r)
+            t = wave_terms(s_minus(lam) * alpha, lam, a)
+            d = tuple(dk + tk for dk, tk in zip(d, t, strict=True))
+    al1, a1 = eigen_coefficient(l1, v, u1, u2, c1, c2, r)
+    al4, a4 = eigen_coefficient(l4, v, u1, u2, c1, c2, r)
+    t1 = wave_terms(al1, l1, a1)
+    t4 = wave_terms(al4, l4, a4)
+    s1 = s_minus(l1)
+    s4 = s_minus(l4)
+    wgt = np.where(np.sign(l2) == np.sign(l3), s_minus(l2), 0.5)
+    proj = tuple(
+        s1 * e1 + s4 * e4 + wgt * (vk - e1 - e4) for vk, e1, e4 in zip(v, t1, t4, strict=True)
+    )
+    Dm = tuple(np.where(near, pk, dk) for pk, dk in zip(proj, d, strict=True))
+    complex_pair = disc < 0
+    flags = np.where(complex_pair, FLAG_NONHYPERBOLIC, np.where(near, FLAG_NEAR_COINCIDENT, 0))
+    return Dm, l1, l4, flags
+
+
+def _placeholder(L, thin):
+    """Harmless Roe state (u = 0, c^2 = 1) on thin edges, which are recomputed by the fallback."""
+    return L._replace(u=np.where(thin, 0.0, L.u), c2=np.where(thin, 1.0, L.c2))
+
+
+def normal_part2(v, L1, L2, r: float, eps_h: float):
+    """Roe normal part shared by Roe and IR-Roe: ``(D-_4, ||D||_inf, flags, fallback)``.
+
+    ``fallback`` marks thin (flag 4) and non-hyperbolic (flag 1) edges, whose
+    contributions :func:`apply_fallback` replaces with PVM-IFCP's.
+    """
+    thin = thin_edge(L1, L2, eps_h)
+    Dm, l1, l4, flags = normal_split2(v, _placeholder(L1, thin), _placeholder(L2, thin), r)
+    dmax = np.maximum(np.maximum(np.abs(l1), np.abs(l4)), np.maximum(np.abs(L1.u), np.abs(L2.u)))
+    flags = np.where(thin, FLAG_THIN, flags)
+    return Dm, dmax, flags, thin | ((flags & FLAG_NONHYPERBOLIC) != 0)
+
+
+def apply_fallback(Fm, Fp, dmax, flags, fallback, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+    """Overwrite the ``fallback`` edges in place with the PVM-IFCP result (§3.5 (c), §8)."""
+    if fallback.any():
+        normal = np.stack((ex[fallback], ey[fallback]), axis=1)
+        Fm[fallback], Fp[fallback], dmax[fallback], f = pvm_ifcp.flux2(
+            Wi[fallback], Wj[fallback], Hi[fallback], Hj[fallback], normal, g, r, eps_h, True
+        )
+        flags[fallback] |= f
+
+
+def flux2(
+    Wi,
+    Wj,
+    Hi,
+    Hj,
+    normal,
+    g: float = 9.81,
+    r: float = 0.5,
+    eps_h: float = 5e-3,
+    return_flags: bool = False,
+):
+    """Two-layer classical Roe edge contributions ``(F-, F+, ||D||_inf[, flags])`` (§3.5).
+
+    Shear waves: ``D-_qkt = w_k D-_4[h_k] + s-(u_k)(vt_k - w_k v_{h_k})``.
+    ``||D||_inf = max(|lambda1|, |lambda4|, |u1|, |u2|)``.
+    """
+    Wi, Wj, Hi, Hj, ex, ey = as_inputs(Wi, Wj, Hi, Hj, normal, 6)
+    L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
+    v = total_fluctuation(L1, L2, DH, r)
+    m, dmax, flags, fallback = normal_part2(v, L1, L2, r, eps_h)
+    vt1 = tangential_fluctuation(L1)
+    vt2 = tangential_fluctuation(L2)
+    t1 = L1.w * m[0] + s_minus(L1.u) * (vt1 - L1.w * v[0])
+    t2 = L2.w * m[2] + s_minus(L2.u) * (vt2 - L2.w * v[2])
+    Fm = assemble2((m[0], m[1], t1, m[2], m[3], t2), ex, ey)
+    Fp = assemble2((v[0] - m[0], v[1] - m[1], vt1 - t1, v[2] - m[2], v[3] - m[3], vt2 - t2), ex, ey)
+    apply_fallback(Fm, Fp, dmax, flags, fallback, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
+    if return_flags:
+        return Fm, Fp, dmax, flags.astype(np.int32)
+    return Fm, Fp, dmax
+
+
+def normal_split1(v, L):
+    """Single-layer Roe upwind part ``D-_2`` and ``||D||_inf = |u| + c`` (§6)."""
+    v0, v1 = v
+    c = np.sqrt(L.c2)
+    lm = L.u - c
+    lp = L.u + c
+    tm = s_minus(lm) * ((lp * v0 - v1) / (2.0 * c))
+    tp = s_minus(lp) * ((v1 - lm * v0) / (2.0 * c))
+    return (tm + tp, tm * lm + tp * lp), np.abs(L.u) + c
+
+
+def thin_fallback1(Fm, Fp, dmax, flags, thin, Wi, Wj, Hi, Hj, ex, ey, g, eps_h):
+    """Overwrite thin single-layer edges (``hbar < eps_h``) in place with HLL, flag 4 (§8)."""
+    if thin.any():
+        normal = np.stack((ex[thin], ey[thin]), axis=1)
+        Fm[thin], Fp[thin], dmax[thin] = hll.flux1(
+            Wi[thin], Wj[thin], Hi[thin], Hj[thin], normal, g, 0.0, eps_h
+        )
+        flags[thin] = FLAG_THIN
+
+
+def _placeholder1(L, thin):
+    """Harmless Roe state on thin single-layer edges (recomputed by HLL)."""
+    return L._replace(c2=np.where(thin, 1.0, L.c2))
+
+
+def flux1(
+    Wi,
+    Wj,
+    Hi,
+    Hj,
+    normal,
+    g: float = 9.81,
+    r: float = 0.5,
+    eps_h: float = 5e-3,
+    return_flags: bool = False,
+):
+    """Single-layer classical Roe ``(F-, F+, ||D||_inf[, flags])`` (§6); HLL where thin."""
+    Wi, Wj, Hi, Hj, ex, ey = as_inputs(Wi, Wj, Hi, Hj, normal, 3)
+    L, DH = edge1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
+    thin = L.hbar < eps_h
+    v = total_fluctuation1(L, DH)
+    m, dmax = normal_split1(v, _placeholder1(L, thin))
+    vt = tangential_fluctuation(L)
+    t = L.w * m[0] + s_minus(L.u) * (vt - L.w * v[0])
+    Fm = assemble1((m[0], m[1], t), ex, ey)
+    Fp = assemble1((v[0] - m[0], v[1] - m[1], vt - t), ex, ey)
+    flags = np.zeros(len(dmax), dtype=np.int32)
+    thin_fallback1(Fm, Fp, dmax, flags, thin, Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
+    if return_flags:
+        return Fm, Fp, dmax, flags
+    return Fm, Fp, dmax
+
+
+def flux(
+    Wi,
+    Wj,
+    Hi,
+    Hj,
+    normal,
+    g: float = 9.81,
+    r: float = 0.5,
+    eps_h: float = 5e-3,
+    return_flags: bool = False,
+):
+    """Classical Roe for (E, 6) two-layer or (E, 3) one-layer states.
+
+    Returns ``F-`` (contribution to cell i, not yet times ``|Gamma|``), ``F+``
+    (to cell j), ``||D||_inf`` and, with ``return_flags``, int32 flags
+    (1 non-hyperbolic, 2 near-coincident pair, 4 thin-layer fallback).
+    """
+    if np.shape(Wi)[-1] == 3:
+        return flux1(Wi, Wj, Hi, Hj, normal, g, r, eps_h, return_flags)
+    return flux2(Wi, Wj, Hi, Hj, normal, g, r, eps_h, return_flags)

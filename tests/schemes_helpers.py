@@ -1,0 +1,165 @@
+"""Independent constructions for the scheme tests: random states, the Cartesian
+6x6 Roe matrix of SCHEMES.md §3.2, physical fluxes, ``B``, ``S`` and the full
+6x6 projector built with numpy.linalg.eig. None of this uses fvswe code."""
+
+from __future__ import annotations
+
+import numpy as np
+
+G = 9.81
+
+
+def unit_normals(rng, E):
+    th = rng.uniform(0.0, 2.0 * np.pi, E)
+    return np.stack((np.cos(th), np.sin(th)), axis=1)
+
+
+def random_two_layer(rng, E, speed=0.4, hmin=0.4, hmax=4.5):
+    """(E, 6) wet states with moderate velocities."""
+    h1 = rng.uniform(hmin, hmax, E)
+    h2 = rng.uniform(hmin, hmax, E)
+    u = rng.normal(0.0, speed, (E, 4))
+    return np.stack((h1, h1 * u[:, 0], h1 * u[:, 1], h2, h2 * u[:, 2], h2 * u[:, 3]), axis=1)
+
+
+def random_one_layer(rng, E, speed=1.0, hmin=0.4, hmax=4.5):
+    h = rng.uniform(hmin, hmax, E)
+    u = rng.normal(0.0, speed, (E, 2))
+    return np.stack((h, h * u[:, 0], h * u[:, 1]), axis=1)
+
+
+def roe_average(Wi, Wj, k):
+    """(hbar, ubar (E,2)) of the layer whose components start at column k."""
+    hi, hj = Wi[:, k], Wj[:, k]
+    ui = Wi[:, k + 1 : k + 3] / hi[:, None]
+    uj = Wj[:, k + 1 : k + 3] / hj[:, None]
+    si, sj = np.sqrt(hi)[:, None], np.sqrt(hj)[:, None]
+    return 0.5 * (hi + hj), (si * ui + sj * uj) / (si + sj)
+
+
+def roe_matrix(Wi, Wj, normal, g=G, r=0.5):
+    """Cartesian Roe matrix A_ij (E, n, n) and S_ij (E, n) of §3.2 (n = 6) or §6 (n = 3)."""
+    E, n = Wi.shape
+    ex, ey = normal[:, 0], normal[:, 1]
+    A = np.zeros((E, n, n))
+    S = np.zeros((E, n))
+    c2 = []
+    for k in range(0, n, 3):
+        hbar, ub = roe_average(Wi, Wj, k)
+        ux, uy = ub[:, 0], ub[:, 1]
+        un = ux * ex + uy * ey
+        c = g * hbar
+        c2.append(c)
+        A[:, k, k + 1] = ex
+        A[:, k, k + 2] = ey
+        A[:, k + 1, k] = c * ex - ux * un
+        A[:, k + 1, k + 1] = un + ex * ux
+        A[:, k + 1, k + 2] = ey * ux
+        A[:, k + 2, k] = c * ey - uy * un
+        A[:, k + 2, k + 1] = ex * uy
+        A[:, k + 2, k + 2] = un + ey * uy
+        S[:, k + 1] = c * ex
+        S[:, k + 2] = c * ey
+    if n == 6:
+        A[:, 1, 3] = c2[0] * ex
+        A[:, 2, 3] = c2[0] * ey
+        A[:, 4, 0] = r * c2[1] * ex
+        A[:, 5, 0] = r * c2[1] * ey
+    return A, S
+
+
+def physical_flux(W, normal, g=G):
+    """F_eta(W) = F1 ex + F2 ey (§1), for (E, 6) or (E, 3)."""
+    ex, ey = normal[:, 0], normal[:, 1]
+    F = np.zeros_like(W)
+    for k in range(0, W.shape[1], 3):
+        h, qx, qy = W[:, k], W[:, k + 1], W[:, k + 2]
+        qn = qx * ex + qy * ey
+        p = 0.5 * g * h * h
+        F[:, k] = qn
+        F[:, k + 1] = qx * qn / h + p * ex
+        F[:, k + 2] = qy * qn / h + p * ey
+    return F
+
+
+def b_times(Wi, Wj, normal, g=G, r=0.5):
+    """B_ij DW with B_eta at the mid state (§1, §2.2); zero for one layer."""
+    D = Wj - Wi
+    out = np.zeros_like(D)
+    if Wi.shape[1] == 6:
+        h1 = 0.5 * (Wi[:, 0] + Wj[:, 0])
+        h2 = 0.5 * (Wi[:, 3] + Wj[:, 3])
+        for col, e in ((0, normal[:, 0]), (1, normal[:, 1])):
+            out[:, 1 + col] = -g * h1 * e * D[:, 3]
+            out[:, 4 + col] = -r * g * h2 * e * D[:, 0]
+    return out
+
+
+def total_fluctuation(Wi, Wj, Hi, Hj, normal, g=G, r=0.5):
+    """A_ij DW - S_ij DH in the Cartesian frame (E, n)."""
+    A, S = roe_matrix(Wi, Wj, normal, g, r)
+    return np.einsum("eab,eb->ea", A, Wj - Wi) - S * (Hj - Hi)[:, None]
+
+
+def full_roe_projector(Wi, Wj, normal, g=G, r=0.5):
+    """P-_ij = K diag(s-(lambda)) K^{-1} from numpy.linalg.eig of the 6x6 (or 3x3) A_ij."""
+    A, _ = roe_matrix(Wi, Wj, normal, g, r)
+    lam, K = np.linalg.eig(A)
+    s = 0.5 * (1.0 - np.sign(lam.real))
+    P = np.einsum("eab,eb,ebc->eac", K, s, np.linalg.inv(K))
+    return P.real, lam
+
+
+def sign_projector(Wi, Wj, normal, g=G, r=0.5, steps=60):
+    """P-_ij = (I - sign(A_ij))/2 with the matrix sign function by Newton's iteration
+    X <- (X + X^{-1})/2: robust where A_ij is nearly defective (eig is not)."""
+    A, _ = roe_matrix(Wi, Wj, normal, g, r)
+    X = A
+    for _ in range(steps):
+        X = 0.5 * (X + np.linalg.inv(X))
+    return 0.5 * (np.eye(A.shape[1]) - X)
+
+
+def normal_matrix4(u1, u2, c1, c2, r):
+    """The 4x4 normal matrix A of §3.2 (E, 4, 4)."""
+    E = len(u1)
+    A = np.zeros((E, 4, 4))
+    A[:, 0, 1] = 1.0
+    A[:, 1, 0] = c1 - u1 * u1
+    A[:, 1, 1] = 2.0 * u1
+    A[:, 1, 2] = c1
+    A[:, 2, 3] = 1.0
+    A[:, 3, 0] = r * c2
+    A[:, 3, 2] = c2 - u2 * u2
+    A[:, 3, 3] = 2.0 * u2
+    return A
+
+
+def rotation(theta):
+    c, s = np.cos(theta), np.sin(theta)
+    return np.array([[c, -s], [s, c]])
+
+
+def rotate_states(W, R):
+    """Rotate every momentum vector of (E, 6|3) states by the 2x2 matrix R."""
+    out = W.copy()
+    for k in range(1, W.shape[1], 3):
+        out[:, k : k + 2] = W[:, k : k + 2] @ R.T
+    return out
+
+
+def hyperbolic_mask(Wi, Wj, normal, g=G, r=0.5, gap=1e-3):
+    """Edges whose 6x6 A_ij has real eigenvalues separated by > gap * spread."""
+    A, _ = roe_matrix(Wi, Wj, normal, g, r)
+    lam = np.linalg.eigvals(A)
+    real = np.all(np.abs(lam.imag) <= 1e-12 * np.abs(lam).max(axis=1, keepdims=True), axis=1)
+    ls = np.sort(lam.real, axis=1)
+    spread = ls[:, -1] - ls[:, 0]
+    return real & (np.diff(ls, axis=1).min(axis=1) > gap * spread)
+
+
+def rel_err(a, b, scale=None):
+    """max over edges of ||a - b||_inf / scale (scale per edge, default ||b||_inf)."""
+    if scale is None:
+        scale = np.abs(b).max(axis=1)
+    return float((np.abs(a - b).max(axis=1) / scale).max())

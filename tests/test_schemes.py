@@ -1,0 +1,372 @@
+"""NumPy reference fluxes against SCHEMES.md §10.1 item 1 and the identities of §3–§7."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import schemes_helpers as h
+
+from fvswe.errors import ConfigError
+from fvswe.schemes import common, get_flux, hll, pvm_ifcp, roe
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+TWO = ["roe", "ir-roe", "pvm-ifcp"]
+ONE = ["roe", "ir-roe", "hll"]
+TOL = 1e-12
+E = 4000
+
+
+def hyperbolic_edges(seed, r, layers=2, E=E, speed=None):
+    """Random wet edges (states, depths, normals) with well separated real eigenvalues."""
+    rng = np.random.default_rng(seed)
+    if layers == 2:
+        sp = speed if speed is not None else (0.4 if r < 0.9 else 0.15)
+        Wi = h.random_two_layer(rng, E, sp)
+        Wj = h.random_two_layer(rng, E, sp)
+    else:
+        Wi = h.random_one_layer(rng, E, speed or 1.0)
+        Wj = h.random_one_layer(rng, E, speed or 1.0)
+    Hi = rng.uniform(4.0, 6.0, E)
+    Hj = rng.uniform(4.0, 6.0, E)
+    n = h.unit_normals(rng, E)
+    keep = h.hyperbolic_mask(Wi, Wj, n, r=r)
+    assert keep.sum() > E // 2
+    return Wi[keep], Wj[keep], Hi[keep], Hj[keep], n[keep]
+
+
+def path_scale(Wi, Wj, Hi, Hj, n, r):
+    """Per-edge magnitude of the terms whose difference is A DW - S DH (for relative errors)."""
+    _, S = h.roe_matrix(Wi, Wj, n, r=r)
+    terms = (
+        h.physical_flux(Wi, n),
+        h.physical_flux(Wj, n),
+        h.b_times(Wi, Wj, n, r=r),
+        S * (Hj - Hi)[:, None],
+    )
+    return np.max([np.abs(t).max(axis=1) for t in terms], axis=0)
+
+
+@pytest.mark.parametrize("r", [0.5, 0.98])
+@pytest.mark.parametrize("layers", [2, 1])
+def test_roe_property(r, layers):
+    """(a) A_ij DW = F(Wj) - F(Wi) - B_ij DW for the matrix of §3.2, and the package's
+    rotated total fluctuation v (§3.3) is T (A DW - S DH)."""
+    Wi, Wj, Hi, Hj, n = hyperbolic_edges(1, r, layers)
+    A, _ = h.roe_matrix(Wi, Wj, n, r=r)
+    lhs = np.einsum("eab,eb->ea", A, Wj - Wi)
+    rhs = h.physical_flux(Wj, n) - h.physical_flux(Wi, n) - h.b_times(Wi, Wj, n, r=r)
+    scale = path_scale(Wi, Wj, Hi, Hj, n, r)
+    assert h.rel_err(lhs, rhs, scale) < TOL
+    if layers == 2:
+        L1, L2, DH = common.edge2(Wi, Wj, Hi, Hj, n[:, 0], n[:, 1], h.G, 5e-3)
+        v = common.total_fluctuation(L1, L2, DH, r)
+        vt = (common.tangential_fluctuation(L1), common.tangential_fluctuation(L2))
+        mine = common.assemble2((v[0], v[1], vt[0], v[2], v[3], vt[1]), n[:, 0], n[:, 1])
+    else:
+        L, DH = common.edge1(Wi, Wj, Hi, Hj, n[:, 0], n[:, 1], h.G, 5e-3)
+        v = common.total_fluctuation1(L, DH)
+        mine = common.assemble1((v[0], v[1], common.tangential_fluctuation(L)), n[:, 0], n[:, 1])
+    ref = h.total_fluctuation(Wi, Wj, Hi, Hj, n, r=r)
+    assert np.abs(ref).max() > 1.0
+    assert h.rel_err(mine, ref, scale) < TOL
+
+
+@pytest.mark.parametrize("r", [0.5, 0.98])
+@pytest.mark.parametrize(("layers", "name"), [(2, s) for s in TWO] + [(1, s) for s in ONE])
+def test_fluctuation_identity(layers, name, r):
+    """(b) F- + F+ = A_ij DW - S_ij DH (§2.2, identity (*)) for every scheme."""
+    Wi, Wj, Hi, Hj, n = hyperbolic_edges(2, r, layers)
+    Fm, Fp, dmax, flags = get_flux(name, layers)(Wi, Wj, Hi, Hj, n, r=r, return_flags=True)
+    ref = h.total_fluctuation(Wi, Wj, Hi, Hj, n, r=r)
+    assert h.rel_err(Fm + Fp, ref, path_scale(Wi, Wj, Hi, Hj, n, r)) < TOL
+    assert np.abs(Fm).max() > 1e-3 * np.abs(ref).max()  # a real split, not all on one side
+    assert not flags.any()
+    assert np.all(dmax > 0)
+
+
+@pytest.mark.parametrize("r", [0.5, 0.98, 0.998])
+def test_eig4_against_numpy(r):
+    """(c) EIG4 roots match numpy.linalg.eigvals of the 4x4 A (§3.4) and lie in their brackets."""
+    rng = np.random.default_rng(3)
+    n = 20000
+    c1 = h.G * rng.uniform(0.4, 4.5, n)
+    c2 = h.G * rng.uniform(0.4, 4.5, n)
+    u1 = rng.normal(0.0, 2.0, n)
+    u2 = u1 + rng.normal(0.0, 0.3 * np.sqrt((1 - r) * (c1 + c2)), n)
+    lam = np.linalg.eigvals(h.normal_matrix4(u1, u2, c1, c2, r))
+    real = np.all(lam.imag == 0, axis=1)
+    ref = np.sort(lam.real, axis=1)
+    l1, l2, l3, l4, disc = common.eig4(u1, u2, c1, c2, r)
+    mine = np.stack((l1, l2, l3, l4), axis=1)
+    assert real.sum() > n // 2
+    assert np.array_equal(disc >= 0, real) or np.mean((disc >= 0) == real) > 0.999
+    ok = real & (disc >= 0)
+    err = np.abs(mine[ok] - ref[ok]).max(axis=1) / np.abs(ref[ok]).max(axis=1)
+    assert err.max() < 1e-12
+    assert np.all(np.diff(mine[ok], axis=1) > 0)
+    sc1, sc2 = np.sqrt(c1[ok]), np.sqrt(c2[ok])
+    lo = np.maximum(u1[ok] - sc1, u2[ok] - sc2)
+    hi = np.minimum(u1[ok] + sc1, u2[ok] + sc2)
+    assert np.all((l2[ok] > lo - 1e-12 * hi) & (l3[ok] < hi + 1e-12 * np.abs(hi)))
+
+
+@pytest.mark.parametrize("r", [0.5, 0.98])
+@pytest.mark.parametrize("layers", [2, 1])
+def test_block_roe_matches_full_projector(r, layers):
+    """(d) The block Roe formula (§3.5) equals P-_ij (A DW - S DH) with P- from the 6x6 eig."""
+    Wi, Wj, Hi, Hj, n = hyperbolic_edges(4, r, layers)
+    Fm, Fp, _ = get_flux("roe", layers)(Wi, Wj, Hi, Hj, n, r=r)
+    P, _ = h.full_roe_projector(Wi, Wj, n, r=r)
+    v = h.total_fluctuation(Wi, Wj, Hi, Hj, n, r=r)
+    ref = np.einsum("eab,eb->ea", P, v)
+    scale = np.abs(v).max(axis=1)
+    assert h.rel_err(Fm, ref, scale) < 1e-11
+    assert h.rel_err(Fp, v - ref, scale) < 1e-11
+
+
+@pytest.mark.parametrize(("layers", "name"), [(2, s) for s in TWO] + [(1, s) for s in ONE])
+def test_rotational_covariance(layers, name):
+    """(e) Rotating states and normal by one angle rotates F-, F+ and keeps ||D||."""
+    Wi, Wj, Hi, Hj, n = hyperbolic_edges(5, 0.5, layers)
+    flux = get_flux(name, layers)
+    Fm, Fp, d = flux(Wi, Wj, Hi, Hj, n)
+    R = h.rotation(0.7321)
+    Gm, Gp, e = flux(h.rotate_states(Wi, R), h.rotate_states(Wj, R), Hi, Hj, n @ R.T)
+    assert h.rel_err(Gm, h.rotate_states(Fm, R), np.abs(Fm).max(axis=1)) < TOL
+    assert h.rel_err(Gp, h.rotate_states(Fp, R), np.abs(Fp).max(axis=1)) < TOL
+    assert np.abs(e - d).max() < TOL * d.max()
+
+
+@pytest.mark.parametrize(("layers", "name"), [(2, s) for s in TWO] + [(1, s) for s in ONE])
+def test_reversal(layers, name):
+    """(f) F-(Wj, Wi, Hj, Hi, -eta) = F+(Wi, Wj, Hi, Hj, eta), same ||D||."""
+    Wi, Wj, Hi, Hj, n = hyperbolic_edges(6, 0.98, layers)
+    flux = get_flux(name, layers)
+    Fm, Fp, d = flux(Wi, Wj, Hi, Hj, n, r=0.98)
+    Gm, Gp, e = flux(Wj, Wi, Hj, Hi, -n, r=0.98)
+    assert h.rel_err(Gm, Fp, np.abs(Fp).max(axis=1)) < TOL
+    assert h.rel_err(Gp, Fm, np.abs(Fm).max(axis=1)) < TOL
+    assert np.abs(e - d).max() < TOL * d.max()
+
+
+def lake_at_rest(rng, E, layers, exact):
+    """Lake at rest on Test 2's free surfaces (eta1 = 2, eta2 = 1), q = 0 (§7.3).
+
+    With ``exact`` the depths H are multiples of 2^-10, so all jumps are exact.
+    """
+    x = rng.uniform(-3, 3, (2, E))
+    H = 1.0 - 1.5 * np.exp(-(x**2))
+    if exact:
+        H = np.round(H * 1024) / 1024
+    z = np.zeros(E)
+    if layers == 2:
+        W = [np.stack((z + 1.0, z, z, Hk + 1.0, z, z), axis=1) for Hk in H]
+    else:
+        W = [np.stack((Hk + 2.0, z, z), axis=1) for Hk in H]
+    return W[0], W[1], H[0], H[1], h.unit_normals(rng, E)
+
+
+@pytest.mark.parametrize(("layers", "name"), [(2, s) for s in TWO] + [(1, s) for s in ONE])
+def test_lake_at_rest(layers, name):
+    """Lake at rest gives exactly zero contributions; round-off only when jumps are inexact."""
+    rng = np.random.default_rng(7)
+    flux = get_flux(name, layers)
+    Wi, Wj, Hi, Hj, n = lake_at_rest(rng, 2000, layers, exact=True)
+    assert np.abs(Hj - Hi).max() > 0.5
+    Fm, Fp, d = flux(Wi, Wj, Hi, Hj, n, r=0.98)
+    assert np.all(Fm == 0) and np.all(Fp == 0)
+    assert np.all(d > 1.0)
+    Wi, Wj, Hi, Hj, n = lake_at_rest(rng, 2000, layers, exact=False)
+    Fm, Fp, d = flux(Wi, Wj, Hi, Hj, n, r=0.98)
+    assert max(np.abs(Fm).max(), np.abs(Fp).max()) < TOL * h.G
+
+
+@pytest.mark.parametrize(("layers", "name"), [(2, s) for s in TWO] + [(1, s) for s in ONE])
+def test_wall_ghost(layers, name):
+    """A wall ghost (§7.1) gives zero mass flux G-_h = qn_i + F-_h; an open ghost gives F- = 0."""
+    rng = np.random.default_rng(8)
+    Wi = h.random_two_layer(rng, 2000) if layers == 2 else h.random_one_layer(rng, 2000)
+    Hi = rng.uniform(4.0, 6.0, 2000)
+    n = h.unit_normals(rng, 2000)
+    flux = get_flux(name, layers)
+    Wg = common.wall_ghost(Wi, n)
+    Fm, _, d = flux(Wi, Wg, Hi, Hi, n, r=0.5)
+    for k in range(0, Wi.shape[1], 3):
+        qn = Wi[:, k + 1] * n[:, 0] + Wi[:, k + 2] * n[:, 1]
+        assert np.abs(qn).max() > 0.5
+        assert np.abs(qn + Fm[:, k]).max() < 1e-13 * np.abs(Wi).max()
+    assert np.all(d > 0)
+    Fm, Fp, _ = flux(Wi, common.open_ghost(Wi), Hi, Hi, n, r=0.5)
+    assert np.all(Fm == 0) and np.all(Fp == 0)
+
+
+def test_single_layer_roe_is_hll_with_roe_speeds():
+    """§6: HLL with SL, SR = u -/+ c (the Roe eigenvalues) is Roe's normal split.
+
+    Exactly so on a flat bottom: HLL's (Dh - DH, Dqn) equals A^{-1} v only when
+    u DH = 0 (A^{-1} S = (c^2/(c^2-u^2), 0)), as for IFCP's wj (§5.3).
+    """
+    Wi, Wj, Hi, _, n = hyperbolic_edges(9, 0.5, 1, speed=3.0)
+    Hj = Hi
+    L, DH = common.edge1(Wi, Wj, Hi, Hj, n[:, 0], n[:, 1], h.G, 5e-3)
+    v = common.total_fluctuation1(L, DH)
+    c = np.sqrt(L.c2)
+    a0, a1 = hll.hll_coefficients(L.u - c, L.u + c)
+    mine = np.stack(hll.viscous_split1(v, L, DH, a0, a1), axis=1)
+    ref = np.stack(roe.normal_split1(v, L)[0], axis=1)
+    vs = np.stack(v, axis=1)
+    assert np.abs(ref).max() > 1.0
+    assert h.rel_err(mine, ref, np.abs(vs).max(axis=1)) < TOL
+    # With Einfeldt speeds it is a different (more diffusive) scheme.
+    sl, sr = hll.einfeldt_speeds(L, h.G)
+    b0, b1 = hll.hll_coefficients(sl, sr)
+    other = np.stack(hll.viscous_split1(v, L, DH, b0, b1), axis=1)
+    assert h.rel_err(other, ref, np.abs(vs).max(axis=1)) > 1e-3
+
+
+@pytest.mark.parametrize("r", [0.5, 0.98])
+def test_ifcp_viscosity_is_quadratic_in_A(r):
+    """§5.3: with DH = 0, IFCP's D-_4 = (v - Q A^{-1} v)/2, Q = alpha0 I + alpha1 A + alpha2 A^2;
+    and Roe's is (v - |A| A^{-1} v)/2 — IFCP with the exact |A| would be Roe."""
+    Wi, Wj, _, _, n = hyperbolic_edges(10, r, 2)
+    Hs = np.full(len(Wi), 5.0)
+    L1, L2, DH = common.edge2(Wi, Wj, Hs, Hs, n[:, 0], n[:, 1], h.G, 5e-3)
+    v = common.total_fluctuation(L1, L2, DH, r)
+    A = h.normal_matrix4(L1.u, L2.u, L1.c2, L2.c2, r)
+    DU = np.stack((L1.dh, L1.dqn, L2.dh, L2.dqn), axis=1)
+    vs = np.stack(v, axis=1)
+    l1, l2, l3, l4, _ = pvm_ifcp.approx_eigenvalues(L1, L2, r)
+    chi = np.sign(l1 + l4) * np.maximum(np.abs(l2), np.abs(l3))
+    a0, a1, a2 = pvm_ifcp.ifcp_coefficients(l1, l4, chi)
+    Q = a0[:, None, None] * np.eye(4) + a1[:, None, None] * A + a2[:, None, None] * (A @ A)
+    ref = 0.5 * (vs - np.einsum("eab,eb->ea", Q, DU))
+    mine = np.stack(pvm_ifcp.viscous_split2(v, L1, L2, DH, r, a0, a1, a2), axis=1)
+    assert h.rel_err(mine, ref, np.abs(vs).max(axis=1)) < TOL
+    lam, K = np.linalg.eig(A)
+    absA = np.einsum("eab,eb,ebc->eac", K, np.abs(lam), np.linalg.inv(K)).real
+    roe_ref = 0.5 * (vs - np.einsum("eab,eb->ea", absA, DU))
+    Dm, *_ = roe.normal_split2(v, L1, L2, r)
+    assert h.rel_err(np.stack(Dm, axis=1), roe_ref, np.abs(vs).max(axis=1)) < 1e-11
+    assert h.rel_err(mine, roe_ref, np.abs(vs).max(axis=1)) > 1e-4  # IFCP is not Roe
+
+
+@pytest.mark.parametrize(("layers", "name"), [(2, s) for s in TWO] + [(1, s) for s in ONE])
+def test_supercritical_edges_are_upwind(layers, name):
+    """All eigenvalues positive: every scheme sends the whole fluctuation downstream (F- = 0);
+    there |x| = x on the spectrum, so IFCP's interpolation is exactly |A|."""
+    rng = np.random.default_rng(11)
+    Wi = h.random_two_layer(rng, 500, 0.02) if layers == 2 else h.random_one_layer(rng, 500, 0.02)
+    Wj = Wi * rng.uniform(0.9, 1.1, Wi.shape)
+    n = h.unit_normals(rng, 500)
+    for k in range(0, Wi.shape[1], 3):  # add a normal velocity of 12 (> all wave speeds)
+        for W in (Wi, Wj):
+            W[:, k + 1 : k + 3] += 12.0 * W[:, k : k + 1] * n
+    Hi = rng.uniform(4.0, 6.0, 500)
+    Hj = Hi + rng.uniform(-0.1, 0.1, 500)
+    Fm, Fp, _ = get_flux(name, layers)(Wi, Wj, Hi, Hj, n, r=0.5)
+    assert np.abs(Fp).max() > 1.0
+    assert np.abs(Fm).max() < 1e-12 * np.abs(Fp).max()
+
+
+def near_double_internal_root(r, shift, E=64):
+    """Edges at the edge of hyperbolicity: the internal pair almost coincides (§3.5 (b)).
+
+    Both sides share depths; the layer shear is found by bisection on the sign
+    of EIG4's discriminant, then stepped back into the hyperbolic side.
+    """
+    rng = np.random.default_rng(12)
+    h1 = rng.uniform(0.5, 3.0, E)
+    h2 = rng.uniform(0.5, 3.0, E)
+    c1, c2 = h.G * h1, h.G * h2
+    lo, hi = np.zeros(E), np.full(E, 3.0 * np.sqrt((1 - r) * (c1 + c2)))
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        real = common.eig4(shift + mid / 2, shift - mid / 2, c1, c2, r)[4] >= 0
+        lo, hi = np.where(real, mid, lo), np.where(real, hi, mid)
+    du = lo
+    n = h.unit_normals(rng, E)
+    Wi, Wj = np.zeros((E, 6)), np.zeros((E, 6))
+    for W, f in ((Wi, 0.99), (Wj, 1.01)):  # same velocities: Roe averages un = shift +/- du/2
+        W[:, 0], W[:, 3] = f * h1, (2.0 - f) * h2
+        W[:, 1:3] = W[:, :1] * (shift + du / 2)[:, None] * n
+        W[:, 4:6] = W[:, 3:4] * (shift - du / 2)[:, None] * n
+    return Wi, Wj, np.full(E, 5.0), np.full(E, 5.0), n
+
+
+@pytest.mark.parametrize("shift", [-2.0, 1.5])
+def test_near_coincident_pair_projector(shift):
+    """§3.5 (b): a flagged near-double internal pair of one sign gives P- v (P- from the
+    matrix sign function: numpy.linalg.eig is unreliable on a nearly defective A)."""
+    r = 0.5
+    Wi, Wj, Hi, Hj, n = near_double_internal_root(r, shift)
+    for name in ("roe", "ir-roe"):
+        Fm, Fp, _, flags = get_flux(name, 2)(Wi, Wj, Hi, Hj, n, r=r, return_flags=True)
+        near = (flags & common.FLAG_NEAR_COINCIDENT) != 0
+        fb = (flags & common.FLAG_NONHYPERBOLIC) != 0
+        assert near.sum() + fb.sum() == len(flags)
+        assert near.sum() > len(flags) // 4
+    Fm, Fp, _, flags = roe.flux2(Wi, Wj, Hi, Hj, n, r=r, return_flags=True)
+    near = (flags & common.FLAG_NEAR_COINCIDENT) != 0
+    P = h.sign_projector(Wi[near], Wj[near], n[near], r=r)
+    v = h.total_fluctuation(Wi[near], Wj[near], Hi[near], Hj[near], n[near], r=r)
+    ref = np.einsum("eab,eb->ea", P, v)
+    assert h.rel_err(Fm[near], ref, np.abs(v).max(axis=1)) < 1e-12
+
+
+def test_complex_pair_falls_back_to_pvm_ifcp():
+    """§3.5 (c): a complex internal pair flags the edge and uses PVM-IFCP's contributions."""
+    r = 0.98
+    Wi, Wj, Hi, Hj, n = near_double_internal_root(r, 0.3)
+    for W in (Wi, Wj):  # double the shear: far outside the hyperbolic region
+        W[:, 1:3] *= 2.0
+    ref = pvm_ifcp.flux2(Wi, Wj, Hi, Hj, n, r=r, return_flags=True)
+    for name in ("roe", "ir-roe"):
+        Fm, Fp, d, flags = get_flux(name, 2)(Wi, Wj, Hi, Hj, n, r=r, return_flags=True)
+        assert np.all(flags & common.FLAG_NONHYPERBOLIC)
+        assert np.array_equal(Fm, ref[0]) and np.array_equal(Fp, ref[1])
+        assert np.array_equal(d, ref[2])
+    assert np.all(ref[3] & common.FLAG_NONHYPERBOLIC)
+
+
+@pytest.mark.parametrize(("layers", "name"), [(2, s) for s in TWO] + [(1, s) for s in ONE])
+def test_thin_layer_fallback(layers, name):
+    """§8: a layer thinner than eps_h (even dry) gives finite contributions that keep (*)
+    up to the desingularisation, flag 4 for the schemes that fall back, and no warnings."""
+    rng = np.random.default_rng(13)
+    E = 500
+    Wi = h.random_two_layer(rng, E) if layers == 2 else h.random_one_layer(rng, E)
+    Wj = h.random_two_layer(rng, E) if layers == 2 else h.random_one_layer(rng, E)
+    Wi[:, :3] *= np.where(np.arange(E) % 2 == 0, 0.0, 1e-4)[:, None]
+    Wj[:, :3] *= 1e-3
+    n = h.unit_normals(rng, E)
+    Hi = rng.uniform(4.0, 6.0, E)
+    Fm, Fp, d, flags = get_flux(name, layers)(Wi, Wj, Hi, Hi, n, r=0.5, return_flags=True)
+    assert np.isfinite(Fm).all() and np.isfinite(Fp).all() and np.all(d > 0)
+    expect = 0 if name == "hll" else common.FLAG_THIN
+    assert np.all(flags & common.FLAG_THIN == expect)
+    # Mass components: F-_h + F+_h = Dqn exactly as in the wet case.
+    qn = lambda W, k: W[:, k + 1] * n[:, 0] + W[:, k + 2] * n[:, 1]  # noqa: E731
+    for k in range(0, Wi.shape[1], 3):
+        dq = qn(Wj, k) - qn(Wi, k)
+        assert np.abs(Fm[:, k] + Fp[:, k] - dq).max() < 1e-13 * np.abs(Wi).max()
+
+
+def test_all_dry_edge_is_zero():
+    """Both layers dry on both sides: no contribution and no speed (no NaN)."""
+    z = np.zeros((3, 6))
+    n = h.unit_normals(np.random.default_rng(14), 3)
+    for name in TWO:
+        Fm, Fp, d = get_flux(name, 2)(z, z, np.ones(3), np.ones(3), n)
+        assert np.all(Fm == 0) and np.all(Fp == 0) and np.all(d == 0)
+    for name in ONE:
+        Fm, Fp, d = get_flux(name, 1)(z[:, :3], z[:, :3], np.ones(3), np.ones(3), n)
+        assert np.all(Fm == 0) and np.all(Fp == 0) and np.all(d == 0)
+
+
+def test_registry():
+    assert get_flux("pvm-ifcp", 1) is get_flux("hll", 1)
+    with pytest.raises(ConfigError, match="hll"):
+        get_flux("hll", 2)
+    with pytest.raises(ConfigError, match="choose from"):
+        get_flux("godunov", 1)
