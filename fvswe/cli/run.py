@@ -1,40 +1,70 @@
-"""``fvswe run CASE``: run a named case on a mesh and write its final state and summary."""
+"""``fvswe run CASE|FILE.toml`` and ``fvswe cases``.
+
+Everything is checked before the output folder is touched: a bad case,
+scheme, ordering, mesh, boundary tag, initial state, backend or checkpoint
+stops with one line and leaves no files behind.
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
-import os
 import sys
-import tempfile
+from contextlib import nullcontext
 from pathlib import Path
 
-import numpy as np
-
-from ..cases import CASES, get_case
+from .. import casefile, output, runner
+from ..cases import CASES
 from ..errors import ConfigError
+
+EXAMPLES = """\
+examples:
+  fvswe run test1                              the bundled 4000-cell mesh, GPU if there is one
+  fvswe run test2 --scheme pvm-ifcp --order rcm --backend cpu
+  fvswe run examples/test1.toml -o out --output-every 0.025 --png h1,eta2
+  fvswe run test1 --mesh my.msh -o out --checkpoint-every 0.02
+  fvswe run test1 -o out --restart out/checkpoint.npz
+"""
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "run",
-        help="run a named case",
-        description="Run a named case (see `fvswe cases`) and report a summary.",
+        help="run a named case or a TOML case file",
+        description="Run a named case (see `fvswe cases`) or a TOML case file; flags override "
+        "the case's or the file's settings. With --output, write an XDMF time series "
+        "(solution.xdmf + solution.h5, for ParaView), final.npz and summary.json there.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("case", help="case name, e.g. test1")
-    p.add_argument("--mesh", help="mesh file (default: the case's bundled mesh)")
+    p.add_argument("case", help="case name (e.g. test1) or a case file (e.g. examples/test1.toml)")
+    p.add_argument("--mesh", metavar="FILE", help="mesh file (default: the case's mesh)")
     p.add_argument("--scheme", help="roe, ir-roe, pvm-ifcp (one layer: also hll)")
-    p.add_argument("--order", default="none", help="cell ordering: none, rcm, gps, random, hilbert, morton")
-    p.add_argument("--dtype", default="float64", choices=("float64", "float32"))
-    p.add_argument("--backend", default="auto", choices=("cpu", "gpu", "auto"),
-                   help="auto: the GPU when CuPy sees one, else the CPU")  # fmt: skip
-    p.add_argument("--t-end", type=float, help="simulated end time in seconds")
+    p.add_argument("--order", help="cell ordering: none, rcm, gps, random, hilbert, morton")
+    p.add_argument("--dtype", choices=("float64", "float32"), help="precision (default float64)")
+    p.add_argument("--backend", choices=("cpu", "gpu", "auto"),
+                   help="auto (default): the GPU when CuPy sees one, else the CPU")  # fmt: skip
+    p.add_argument("--t-end", type=float, metavar="S", help="simulated end time in seconds")
     p.add_argument("--cfl", type=float, help="CFL number gamma in (0, 1]")
-    p.add_argument("--dt-mode", default="lagged", choices=("lagged", "nonlagged", "fixed"))
-    p.add_argument("--dt", type=float, help="time step for --dt-mode fixed")
+    p.add_argument("--dt-mode", choices=("lagged", "nonlagged", "fixed"),
+                   help="time step from the previous step's speeds (lagged, default), "
+                   "the current ones, or fixed (--dt)")  # fmt: skip
+    p.add_argument("--dt", type=float, metavar="S", help="time step for --dt-mode fixed")
     p.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
-    p.add_argument("--output", "-o", help="directory for final.npz and summary.json")
+    p.add_argument("--output", "-o", metavar="DIR",
+                   help="folder for solution.xdmf/.h5, final.npz, summary.json, PNGs, "
+                   "checkpoints (created once the inputs are checked)")  # fmt: skip
+    p.add_argument("--output-every", type=float, metavar="S",
+                   help="write the fields every S simulated s (default: start, end)")  # fmt: skip
+    p.add_argument("--png", metavar="FIELDS",
+                   help="draw these fields (comma-separated, e.g. h1,eta2) at every output time "
+                   "into DIR/png/")  # fmt: skip
+    p.add_argument("--checkpoint-every", type=float, metavar="S",
+                   help="write DIR/checkpoint.npz every S simulated seconds")  # fmt: skip
+    p.add_argument("--restart", metavar="FILE", help="continue from a checkpoint of this run")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    p.set_defaults(func=run)
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.set_defaults(func=main_run)
 
     c = sub.add_parser("cases", help="list the named cases", description="List the named cases.")
     c.set_defaults(func=list_cases)
@@ -47,55 +77,131 @@ def list_cases(args) -> int:
     return 0
 
 
-def _atomic_write(path: Path, write) -> None:
-    """Write through a temporary file in the same folder, then rename: nothing half-written."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+def _spec(args) -> casefile.RunSpec:
+    """The case or case file with the command line's overrides applied."""
+    spec = casefile.resolve(args.case)
+    return spec.with_overrides(
+        scheme=args.scheme,
+        order=args.order,
+        dtype=args.dtype,
+        backend=args.backend,
+        cfl=args.cfl,
+        dt_mode=args.dt_mode,
+        dt=args.dt,
+        threads=args.threads,
+        t_end=args.t_end,
+        mesh={"file": args.mesh} if args.mesh else None,
+        output_every=args.output_every,
+        png=tuple(f for f in args.png.split(",") if f) if args.png is not None else None,
+        checkpoint_every=args.checkpoint_every,
+    )
+
+
+def _identity(spec: casefile.RunSpec, sim) -> dict:
+    """What a checkpoint must share with the run that continues from it."""
+    m = sim.model
+    s = spec.settings
+    return {"cells": sim.mesh.n_cells, "mesh": output.mesh_fingerprint(sim.mesh),
+            "layers": m.layers, "g": m.g, "r": m.r, "eps_h": m.eps_h, "scheme": sim.scheme,
+            "dtype": sim.dtype, "order": sim.order, "cfl": s.get("cfl"),
+            "dt_mode": s.get("dt_mode"), "dt": s.get("dt")}  # fmt: skip
 
 
 def run(args) -> int:
-    case = get_case(args.case)
-    mesh = None
-    if args.mesh:
-        from ..mesh import read_mesh
-
-        mesh = read_mesh(args.mesh)
-    options = {"order": args.order, "dtype": args.dtype, "backend": args.backend,
-               "dt_mode": args.dt_mode, "dt": args.dt, "threads": args.threads}  # fmt: skip
-    if args.scheme:
-        options["scheme"] = args.scheme
-    if args.cfl is not None:
-        options["cfl"] = args.cfl
-    t_end = case.t_end if args.t_end is None else args.t_end
-    if not t_end > 0:
-        raise ConfigError(f"--t-end: must be positive, got {t_end!r}")
+    spec = _spec(args)
     out = Path(args.output) if args.output else None
     if out is not None and out.exists() and not out.is_dir():
         raise ConfigError(f"--output: {out} exists and is not a directory")
-    sim = case.simulation(mesh, **options)
-    summary = sim.run(t_end)
-    report = {"case": case.name, "mesh": sim.mesh.source, **summary.to_dict()}
+    for flag, value in (("--png", spec.png), ("--checkpoint-every", spec.checkpoint_every)):
+        if value and out is None:
+            raise ConfigError(f"{flag} needs --output DIR")
+    if spec.checkpoint_every is not None and not spec.checkpoint_every > 0:
+        raise ConfigError(f"--checkpoint-every: must be positive, got {spec.checkpoint_every!r}")
+    times = spec.times()
+    sim = spec.simulation(spec.load_mesh())
+    if spec.png:
+        from ..plot import check_fields
+
+        check_fields(spec.png, output.FIELD_NAMES[sim.model.layers])
+    identity = _identity(spec, sim)
+    if args.restart:
+        output.restore_checkpoint(sim, output.load_checkpoint(args.restart, identity))
+        if sim.t > times[-1]:
+            raise ConfigError(f"--restart: the checkpoint is at t = {sim.t:g} s, past t_end")
+    # All inputs are valid: from here on files may be written.
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        fields = sim.fields()
-        keep = ("x", "y", "area", "H", *sim.model.fields)
-        _atomic_write(out / "final.npz", lambda p: np.savez(p, **{k: fields[k] for k in keep}))
-        _atomic_write(out / "summary.json",
-                      lambda p: Path(p).write_text(json.dumps(report, indent=2) + "\n"))  # fmt: skip
+    resume = sim.t if args.restart else None
+    with output.Series(out, sim, resume_at=resume) if out else nullcontext() as series:
+        summary = _advance(args, spec, sim, times, series, identity)
+    if out is not None:
+        output.write_final(sim, out / "final.npz")
+    return _finish(args, spec, sim, summary, out, series.times if series else ())
+
+
+def _advance(args, spec, sim, times, series, identity):
+    """Run through the output times, writing the series, PNGs and checkpoints on the way."""
+    out = None if series is None else series.directory
+    index = {t: k for k, t in enumerate((0.0, *times))}
+
+    def on_output(s) -> None:
+        series.write()
+        if spec.png:
+            from ..plot import snapshot
+
+            (out / "png").mkdir(exist_ok=True)
+            path = out / "png" / f"snapshot_{index[s.t]:04d}.png"
+            output.atomic_write(path, lambda p: snapshot(s, spec.png, p, title=spec.name))
+
+    checkpoint = None if out is None else out / output.CHECKPOINT
+    try:
+        return runner.advance(
+            sim,
+            times,
+            on_output=None if series is None else on_output,
+            checkpoint_every=spec.checkpoint_every,
+            on_checkpoint=lambda s: output.save_checkpoint(checkpoint, s, identity),
+            progress=runner.show_progress(args.quiet),
+            label=spec.name,
+        )
+    except runner.RunInterruptedError as exc:
+        if checkpoint is None:
+            tail = "no checkpoint written (give --output DIR to keep one)"
+        else:
+            output.save_checkpoint(checkpoint, sim, identity)
+            tail = f"checkpoint written to {checkpoint}; continue with --restart {checkpoint}"
+        raise runner.RunInterruptedError(f"{exc}; {tail}") from None
+
+
+def _finish(args, spec, sim, summary, out, written=()) -> int:
+    report = {
+        "case": spec.name,
+        "source": spec.source,
+        "mesh": sim.mesh.source,
+        **summary.to_dict(),
+        "steps_total": sim.steps,
+        "restart": args.restart,
+        "output_times": list(written),
+    }
+    if out is not None:
+        output.write_json(out / "summary.json", report)
     if args.json:
         print(json.dumps(report))
     else:
         drift = ", ".join(f"{d:.1e}" for d in summary.mass_rel_drift)
         print(
-            f"{case.name}: t = {summary.t:g} s in {summary.steps} steps, {summary.wall_s:.3g} s wall "
-            f"({summary.cell_steps_per_s / 1e6:.3g} M cell-steps/s, {sim.backend.name}, "
-            f"{sim.dtype}, {sim.scheme}); mass drift per layer {drift}",
-            file=sys.stdout,
+            f"{spec.name}: t = {summary.t:g} s in {summary.steps} steps, {summary.wall_s:.3g} s "
+            f"wall ({summary.cell_steps_per_s / 1e6:.3g} M cell-steps/s, {sim.backend.name}, "
+            f"{sim.dtype}, {sim.scheme}, {sim.mesh.n_cells} cells); mass drift per layer {drift}"
+            + (f"; outputs in {out}" if out is not None else "")
         )
     return 0
+
+
+def main_run(args) -> int:
+    """``run`` with Ctrl-C turned into a checkpoint, a readable message and exit status 130."""
+    try:
+        return run(args)
+    except runner.RunInterruptedError as exc:
+        print(f"fvswe: {exc}", file=sys.stderr)
+        return 130  # 128 + SIGINT, as shells expect
