@@ -1,0 +1,279 @@
+// Building blocks shared by every scheme: CUDA mirror of fvswe/schemes/common.py.
+//
+// Same names, same decomposition and the same order of floating-point operations as
+// the NumPy reference (SCHEMES.md conventions: W = (h1, q1x, q1y, h2, q2x, q2y),
+// U = (h1, q1n, h2, q2n), tau = (-ey, ex)). Every function is templated on the real
+// type; float64 modules are compiled without FMA contraction so they reproduce the
+// reference to round-off.
+#pragma once
+
+// Flag bits reported per edge (interface contract).
+#define FLAG_NONHYPERBOLIC 1
+#define FLAG_NEAR_COINCIDENT 2
+#define FLAG_THIN 4
+
+// EIG4 (SCHEMES.md §3.4): Newton stopping rule |dx| <= tol (|x| + cext), at most
+// NEWTON_MAXIT steps; the tolerance and the near-coincidence ratio depend on precision.
+#define NEWTON_MAXIT 30
+#define POLISH_STEPS 2
+
+template <typename T> struct Prec;
+template <> struct Prec<double> {
+    static constexpr double newton_tol = 1e-14;
+    static constexpr double near_coincident = 1e-6;
+};
+template <> struct Prec<float> {
+    static constexpr float newton_tol = 1e-6f;
+    static constexpr float near_coincident = 1e-3f;
+};
+
+template <typename T> __device__ __forceinline__ T sgn(T x) { return T((x > T(0)) - (x < T(0))); }
+
+// Splitting weight s-(x) = (1 - sgn x)/2 with sgn 0 = 0 (§0).
+template <typename T> __device__ __forceinline__ T s_minus(T x) { return T(0.5) * (T(1) - sgn(x)); }
+
+template <typename T> __device__ __forceinline__ T min_(T a, T b) { return b < a ? b : a; }
+template <typename T> __device__ __forceinline__ T max_(T a, T b) { return b > a ? b : a; }
+
+// (qn, qt) = (q.eta, q.tau) (§0).
+template <typename T>
+__device__ __forceinline__ void rotate(T qx, T qy, T ex, T ey, T& qn, T& qt)
+{
+    qn = qx * ex + qy * ey;
+    qt = -qx * ey + qy * ex;
+}
+
+// Inverse of rotate: (qx, qy).
+template <typename T>
+__device__ __forceinline__ void rotate_back(T qn, T qt, T ex, T ey, T& qx, T& qy)
+{
+    qx = qn * ex - qt * ey;
+    qy = qn * ey + qt * ex;
+}
+
+// Desingularised q/h (§8): exactly q/h where h >= eps_h, -> 0 as h -> 0.
+template <typename T> __device__ __forceinline__ T velocity(T h, T q, T eps_h)
+{
+    if (h >= eps_h) return q / h;
+    const T hh = max_(h, eps_h);
+    const T h2 = h * h;
+    const T m2 = hh * hh;
+    return T(1.4142135623730951) * h * q / sqrt(h2 * h2 + m2 * m2);
+}
+
+// Weights sqrt(h_i)/(sqrt h_i + sqrt h_j) and its mate; both 0 on a dry edge (§3.1).
+template <typename T> __device__ __forceinline__ void roe_weights(T hi, T hj, T& ai, T& aj)
+{
+    const T si = sqrt(hi);
+    const T sj = sqrt(hj);
+    const T den = si + sj;
+    const bool wet = den > T(0);
+    ai = wet ? si / den : T(0);
+    aj = wet ? sj / den : T(0);
+}
+
+// One layer seen from an edge, rotated to (normal, tangent) (§0, §3.1, §8).
+template <typename T> struct Layer {
+    T hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj;
+    T hbar, u, w, c2;  // Roe averages hbar, ubar.eta, ubar.tau, g hbar
+    T dh, dqn, dqt;    // jumps j - i
+};
+
+// Rotate one layer's two states and form its Roe averages and jumps (§0, §3.1).
+template <typename T>
+__device__ __forceinline__ Layer<T> layer_edge(T hi, T qxi, T qyi, T hj, T qxj, T qyj, T ex, T ey,
+                                               T g, T eps_h)
+{
+    Layer<T> L;
+    L.hi = hi;
+    L.hj = hj;
+    rotate(qxi, qyi, ex, ey, L.qni, L.qti);
+    rotate(qxj, qyj, ex, ey, L.qnj, L.qtj);
+    L.uni = velocity(hi, L.qni, eps_h);
+    L.unj = velocity(hj, L.qnj, eps_h);
+    L.uti = velocity(hi, L.qti, eps_h);
+    L.utj = velocity(hj, L.qtj, eps_h);
+    T ai, aj;
+    roe_weights(hi, hj, ai, aj);
+    L.hbar = T(0.5) * (hi + hj);
+    L.u = ai * L.uni + aj * L.unj;
+    L.w = ai * L.uti + aj * L.utj;
+    L.c2 = g * L.hbar;
+    L.dh = hj - hi;
+    L.dqn = L.qnj - L.qni;
+    L.dqt = L.qtj - L.qti;
+    return L;
+}
+
+// Both layers of a two-layer edge plus DH = H_j - H_i.
+template <typename T>
+__device__ __forceinline__ void edge2(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T eps_h,
+                                      Layer<T>& L1, Layer<T>& L2, T& DH)
+{
+    L1 = layer_edge(Wi[0], Wi[1], Wi[2], Wj[0], Wj[1], Wj[2], ex, ey, g, eps_h);
+    L2 = layer_edge(Wi[3], Wi[4], Wi[5], Wj[3], Wj[4], Wj[5], ex, ey, g, eps_h);
+    DH = Hj - Hi;
+}
+
+// The single layer of a one-layer edge plus DH.
+template <typename T>
+__device__ __forceinline__ void edge1(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T eps_h,
+                                      Layer<T>& L, T& DH)
+{
+    L = layer_edge(Wi[0], Wi[1], Wi[2], Wj[0], Wj[1], Wj[2], ex, ey, g, eps_h);
+    DH = Hj - Hi;
+}
+
+// v = A DU - S DH in the grouped form that vanishes at rest (§3.3).
+template <typename T>
+__device__ __forceinline__ void total_fluctuation(const Layer<T>& L1, const Layer<T>& L2, T DH, T r,
+                                                  T* v)
+{
+    v[0] = L1.dqn;
+    v[1] = L1.c2 * (L1.dh + L2.dh - DH) - L1.u * L1.u * L1.dh + T(2) * L1.u * L1.dqn;
+    v[2] = L2.dqn;
+    v[3] = L2.c2 * (r * L1.dh + L2.dh - DH) - L2.u * L2.u * L2.dh + T(2) * L2.u * L2.dqn;
+}
+
+// Single-layer (v0, v1) (§6).
+template <typename T>
+__device__ __forceinline__ void total_fluctuation1(const Layer<T>& L, T DH, T* v)
+{
+    v[0] = L.dqn;
+    v[1] = L.c2 * (L.dh - DH) - L.u * L.u * L.dh + T(2) * L.u * L.dqn;
+}
+
+// vt = -u w Dh + w Dqn + u Dqt = D(qn qt/h) by the Roe property (§3.3).
+template <typename T> __device__ __forceinline__ T tangential_fluctuation(const Layer<T>& L)
+{
+    return -L.u * L.w * L.dh + L.w * L.dqn + L.u * L.dqt;
+}
+
+// Edges where a layer's mean depth is below eps_h (§5.2, §8).
+template <typename T>
+__device__ __forceinline__ bool thin_edge(const Layer<T>& L1, const Layer<T>& L2, T eps_h)
+{
+    return (L1.hbar < eps_h) | (L2.hbar < eps_h);
+}
+
+// Characteristic polynomial f of the 4x4 A and f' at x (§3.4).
+template <typename T>
+__device__ __forceinline__ void quartic(T x, T u1, T u2, T c1sq, T c2sq, T r, T& f, T& fp)
+{
+    const T y1 = x - u1;
+    const T y2 = x - u2;
+    const T p1 = y1 * y1 - c1sq;
+    const T p2 = y2 * y2 - c2sq;
+    f = p1 * p2 - r * c1sq * c2sq;
+    fp = T(2) * (y1 * p2 + y2 * p1);
+}
+
+// One Newton step on f, skipped where f' = 0 (internal roots, §3.4).
+template <typename T> __device__ __forceinline__ T polish(T x, T u1, T u2, T c1sq, T c2sq, T r)
+{
+    T f, fp;
+    quartic(x, u1, u2, c1sq, c2sq, r, f, fp);
+    return fp != T(0) ? x - f / fp : x;
+}
+
+// Monotone Newton from a safe start towards an external root (§3.4 step 1).
+template <typename T>
+__device__ __forceinline__ T external_root(T x, T u1, T u2, T c1sq, T c2sq, T r, T cext)
+{
+    for (int it = 0; it < NEWTON_MAXIT; ++it) {
+        T f, fp;
+        quartic(x, u1, u2, c1sq, c2sq, r, f, fp);
+        const T dx = f / fp;
+        x = x - dx;
+        if (fabs(dx) <= T(Prec<T>::newton_tol) * (fabs(x) + cext)) break;
+    }
+    return x;
+}
+
+// Algorithm EIG4 (§3.4): lam[0..3] = lambda1..4 and the return value disc.
+// disc < 0 means a complex internal pair; then lambda2 = lambda3 is its real part.
+template <typename T>
+__device__ __forceinline__ T eig4(T u1, T u2, T c1sq, T c2sq, T r, T* lam)
+{
+    const T c1 = sqrt(c1sq);
+    const T c2 = sqrt(c2sq);
+    const T m1 = min_(u1 - c1, u2 - c2);
+    const T M4 = max_(u1 + c1, u2 + c2);
+    const T dw = sqrt(c1 * c2);
+    const T csum = c1sq + c2sq;
+    const T U = (u1 * c1sq + u2 * c2sq) / csum;
+    const T cext = sqrt(csum);
+    T f, fp;
+    T x1 = min_(U - cext, m1);
+    quartic(x1, u1, u2, c1sq, c2sq, r, f, fp);
+    if (f < T(0)) x1 = m1 - dw;
+    T x4 = max_(U + cext, M4);
+    quartic(x4, u1, u2, c1sq, c2sq, r, f, fp);
+    if (f < T(0)) x4 = M4 + dw;
+    x1 = external_root(x1, u1, u2, c1sq, c2sq, r, cext);
+    x4 = external_root(x4, u1, u2, c1sq, c2sq, r, cext);
+    const T a = T(-2) * (u1 + u2);
+    const T b = (u1 * u1 - c1sq) + T(4) * u1 * u2 + (u2 * u2 - c2sq);
+    const T s = x1 + x4;
+    const T p = x1 * x4;
+    const T Bq = a + s;
+    const T Cq = b + s * Bq - p;
+    const T disc = Bq * Bq - T(4) * Cq;
+    const T sq = sqrt(max_(disc, T(0)));
+    const T x2 = T(0.5) * (-Bq - sq);
+    const T x3 = T(0.5) * (-Bq + sq);
+    T y2 = x2, y3 = x3;
+#pragma unroll
+    for (int it = 0; it < POLISH_STEPS; ++it) {
+        y2 = polish(y2, u1, u2, c1sq, c2sq, r);
+        y3 = polish(y3, u1, u2, c1sq, c2sq, r);
+    }
+    const bool keep = (disc >= T(0)) & (x1 < y2) & (y2 < y3) & (y3 < x4);
+    lam[0] = x1;
+    lam[1] = keep ? y2 : x2;
+    lam[2] = keep ? y3 : x3;
+    lam[3] = x4;
+    return disc;
+}
+
+// (alpha, a): the wave strength l_m . v and the a_m of k_m = (1, lam, a, a lam) (§3.4),
+// l_m normalised so that l_m . k_n = delta_mn.
+template <typename T>
+__device__ __forceinline__ T eigen_coefficient(T lam, const T* v, T u1, T u2, T c1sq, T c2sq, T r,
+                                               T& a)
+{
+    const T y1 = lam - u1;
+    a = (y1 * y1 - c1sq) / c1sq;
+    const T rc2 = r * c2sq;
+    const T ac1 = a * c1sq;
+    const T delta = T(2) * (rc2 * y1 + a * ac1 * (lam - u2));
+    const T num = (lam - T(2) * u1) * rc2 * v[0] + rc2 * v[1] + ((lam - T(2) * u2) * v[2] + v[3]) * ac1;
+    return num / delta;
+}
+
+// Tangential momentum upwinded with the layer mass flux Phi (§4): (D-_qt, D+_qt).
+template <typename T>
+__device__ __forceinline__ void upwind_tangential(T Phi, T qni, T qnj, T uti, T utj, T& tm, T& tp)
+{
+    const T ut = Phi > T(0) ? uti : (Phi < T(0) ? utj : T(0));
+    const T flow = Phi * ut;
+    tm = flow - qni * uti;
+    tp = qnj * utj - flow;
+}
+
+// T^{-1} (D_h1, D_q1n, D_q1t, D_h2, D_q2n, D_q2t) into F[6] (§3.5).
+template <typename T>
+__device__ __forceinline__ void assemble2(T d0, T d1, T t1, T d2, T d3, T t2, T ex, T ey, T* F)
+{
+    F[0] = d0;
+    rotate_back(d1, t1, ex, ey, F[1], F[2]);
+    F[3] = d2;
+    rotate_back(d3, t2, ex, ey, F[4], F[5]);
+}
+
+// T^{-1} (D_h, D_qn, D_qt) into F[3].
+template <typename T> __device__ __forceinline__ void assemble1(T d0, T d1, T t, T ex, T ey, T* F)
+{
+    F[0] = d0;
+    rotate_back(d1, t, ex, ey, F[1], F[2]);
+}

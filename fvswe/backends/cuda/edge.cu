@@ -1,0 +1,67 @@
+// Edge-based variant (the paper's design): the edge pass evaluates each edge once and
+// writes |Gamma| F-, |Gamma| F+ and |Gamma| ||D|| into the per-cell slots it owns
+// (no atomics); the volume pass sums each cell's slots in local order, updates the
+// cell and reduces dt. Two or three launches per step; CUDA graphs hide them.
+#include "pipeline.cuh"
+
+// Edge e: idx = (i, j, slot_i, slot_j) with j = -bc (wall -1, open -2) on the boundary.
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
+edge_pass(const int n_edges, const real4* __restrict__ W, const int4* __restrict__ idx,
+          const real2* __restrict__ normal, const real* __restrict__ length, real4* __restrict__ S,
+          Ctrl* ctrl, const real g, const real r, const real eps_h, const int op)
+{
+    if (!step_active(ctrl)) return;
+    const int e = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
+    if (e >= n_edges) return;
+    const int4 id = __ldg(idx + e);
+    const real2 n = __ldg(normal + e);
+    const real len = __ldg(length + e);
+    real Wi[NVAR], Wj[NVAR], Hi, Hj;
+    load_cell(W, id.x, Wi, Hi);
+    if (id.y >= 0) {
+        load_cell(W, id.y, Wj, Hj);
+    } else {
+        ghost_state(Wi, -id.y, n.x, n.y, Wj);
+        Hj = Hi;
+    }
+    real Fm[NVAR], Fp[NVAR], dmax;
+    const int flags = scheme_flux(Wi, Wj, Hi, Hj, n.x, n.y, Params{g, r, eps_h}, Fm, Fp, dmax);
+    store_slot(S, id.z, len, Fm, dmax);
+    if (id.y >= 0) store_slot(S, id.w, len, Fp, dmax);
+    if ((op & OP_COUNT) && flags) count_flags(ctrl, flags);
+}
+
+// Cell c: W_c -= dt/|V_c| sum(slots) (op & OP_UPDATE), dt_c = 2 cfl |V_c| / sum(|Gamma| ||D||)
+// (op & OP_DT); the last block closes the step (finish_step).
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
+volume_pass(const int n_cells, real4* W, const real* __restrict__ area, const real4* __restrict__ S,
+            Ctrl* ctrl, real* partial, const int op)
+{
+    if (!step_active(ctrl)) return;
+    const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
+    real dti = REAL_INF;
+    if (c < n_cells) {
+        real acc[NVAR + 1];
+#pragma unroll
+        for (int l = 0; l < FVSWE_K; ++l) add_slot(S, c * FVSWE_K + l, acc, l == 0);
+        const real A = cell_area(W, area, c);
+        if ((op & OP_DT) && acc[NVAR] > real(0))
+            dti = div_rn(mul_rn(real(2 * ctrl->cfl), A), acc[NVAR]);
+        if (op & OP_UPDATE) {
+            real w[NVAR], H;
+            load_cell(W, c, w, H);
+            const real rdt = div_rn(real(step_dt(ctrl)), A);
+            int clipped = 0;
+#pragma unroll
+            for (int m = 0; m < NVAR; ++m) w[m] = add_rn(w[m], -mul_rn(rdt, acc[m]));
+#pragma unroll
+            for (int l = 0; l < FVSWE_LAYERS; ++l)
+                if (w[3 * l] < real(0)) { w[3 * l] = real(0); ++clipped; }
+            store_cell(W, c, w, H, A);
+            if (clipped) atomicAdd(&ctrl->clipped, (unsigned long long)clipped);
+        }
+    }
+    finish_step(ctrl, partial, dti, op);
+}
+
+#include "service.cuh"

@@ -1,0 +1,294 @@
+// Shared pieces of the GPU pipeline: real type, packed cell/slot access, the scheme
+// dispatch, boundary ghosts, the step control block and the fused min-dt reduction.
+//
+// Compile-time parameters (NVRTC -D options, one module per combination):
+//   FVSWE_SCHEME  1 roe, 2 ir-roe, 3 pvm-ifcp, 4 hll
+//   FVSWE_LAYERS  1 or 2
+//   FVSWE_DOUBLE  0 float32, 1 float64
+//   FVSWE_K       3 triangles, 4 quads (slots per cell)
+//   FVSWE_BLOCK   threads per block
+//
+// Packed state (ARCHITECTURE.md): two layers use two 4-vectors per cell,
+// (h1, q1x, q1y, H) and (h2, q2x, q2y, area); one layer uses (h, qx, qy, H) with
+// the area in a separate array. A slot holds |Gamma| F (nvar values) and |Gamma| ||D||:
+// two layers (F0..F3), (F4, F5, D, 0); one layer (F0, F1, F2, D).
+#pragma once
+
+#ifndef FVSWE_SCHEME
+#define FVSWE_SCHEME 3
+#endif
+#ifndef FVSWE_LAYERS
+#define FVSWE_LAYERS 2
+#endif
+#ifndef FVSWE_DOUBLE
+#define FVSWE_DOUBLE 1
+#endif
+#ifndef FVSWE_K
+#define FVSWE_K 3
+#endif
+#ifndef FVSWE_BLOCK
+#define FVSWE_BLOCK 256
+#endif
+
+#include "common.cuh"
+#if FVSWE_SCHEME == 1
+#include "roe.cuh"
+#elif FVSWE_SCHEME == 2
+#include "ir_roe.cuh"
+#elif FVSWE_SCHEME == 3
+#include "pvm_ifcp.cuh"
+#elif FVSWE_SCHEME == 4
+#include "hll.cuh"
+#else
+#error "FVSWE_SCHEME must be 1 (roe), 2 (ir-roe), 3 (pvm-ifcp) or 4 (hll)"
+#endif
+
+#if FVSWE_LAYERS == 2
+#define NVAR 6
+#define NVEC 2
+#elif FVSWE_LAYERS == 1
+#define NVAR 3
+#define NVEC 1
+#else
+#error "FVSWE_LAYERS must be 1 or 2"
+#endif
+
+// ---------------------------------------------------------------- real type, 4-vectors
+#if FVSWE_DOUBLE
+typedef double real;
+typedef double2 real2;
+// double4 is not a native 32-byte load: a 32-aligned struct read as two double2.
+struct __align__(32) real4 {
+    double x, y, z, w;
+};
+__device__ __forceinline__ real4 ld4(const real4* __restrict__ p)
+{
+    const double2* q = reinterpret_cast<const double2*>(p);
+    const double2 a = __ldg(q), b = __ldg(q + 1);
+    return real4{a.x, a.y, b.x, b.y};
+}
+__device__ __forceinline__ void st4(real4* p, const real4 v)
+{
+    double2* q = reinterpret_cast<double2*>(p);
+    q[0] = make_double2(v.x, v.y);
+    q[1] = make_double2(v.z, v.w);
+}
+#define REAL_INF __longlong_as_double(0x7ff0000000000000LL)
+#else
+typedef float real;
+typedef float2 real2;
+typedef float4 real4;
+__device__ __forceinline__ real4 ld4(const real4* __restrict__ p) { return __ldg(p); }
+__device__ __forceinline__ void st4(real4* p, const real4 v) { *p = v; }
+#define REAL_INF __int_as_float(0x7f800000)
+#endif
+
+// Products and sums of slots are rounded one by one (never contracted into an FMA), so
+// the edge and gather variants, which form them in different kernels, agree bitwise.
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float div_rn(float a, float b) { return __fdiv_rn(a, b); }
+__device__ __forceinline__ double div_rn(double a, double b) { return __ddiv_rn(a, b); }
+
+// ---------------------------------------------------------------- step control block
+// One per backend, in device memory; the host reads it every few steps. Mirrors
+// CTRL_DTYPE in fvswe/backends/gpu.py (keep the two in sync).
+struct Ctrl {
+    double t;          // simulated time
+    double dt;         // time step of the next step (lagged: from the previous speeds)
+    double t_end;      // stop time of the current advance()
+    double dt_fixed;   // the step of dt_mode "fixed"
+    double cfl;        // gamma of SCHEMES.md (3)
+    double dt_used;    // the (possibly clipped) step last taken
+    long long steps;   // steps taken since construction
+    long long max_steps;  // stop when steps reaches this
+    unsigned long long clipped;      // depths clipped to 0
+    unsigned long long nonhyp;       // flag bit 1: non-hyperbolic edge evaluations
+    unsigned long long degenerate;   // flag bit 2: near-coincident internal pair
+    unsigned long long thin;         // flag bit 4: thin-layer fallback
+    unsigned int blocks_done;        // ticket of the last-block reduction (reset by it)
+    int fixed;         // 1: dt_mode "fixed" (the reduction leaves dt alone)
+    int stalled;       // 1: the reduction gave no positive dt (NaN or 0): stop stepping
+    int pad;
+};
+
+#define OP_UPDATE 1  // W -= dt/|V| sum(slots), then t += dt, steps += 1
+#define OP_DT 2      // dt = min_i dt_i (after the update when both)
+#define OP_COUNT 4   // count flagged edges (edge passes that feed an update)
+
+// A step runs only while the control block allows it; every block of a grid sees
+// the same answer because only the last block of the previous kernel changed it.
+__device__ __forceinline__ bool step_active(const Ctrl* c)
+{
+    return c->steps < c->max_steps && c->t < c->t_end && !c->stalled;
+}
+
+// dt of the current step, clipped so that the step ends exactly at t_end.
+__device__ __forceinline__ double step_dt(const Ctrl* c)
+{
+    const double rem = c->t_end - c->t;
+    return c->dt >= rem ? rem : c->dt;
+}
+
+__device__ __forceinline__ void count_flags(Ctrl* c, int flags)
+{
+    if (flags & 1) atomicAdd(&c->nonhyp, 1ULL);
+    if (flags & 2) atomicAdd(&c->degenerate, 1ULL);
+    if (flags & 4) atomicAdd(&c->thin, 1ULL);
+}
+
+// min that ignores nothing it should not: both operands come from positive speeds.
+__device__ __forceinline__ real min_dt(real a, real b) { return b < a ? b : a; }
+
+// Block-wide min of dt_i, then the last block to finish reduces the per-block minima
+// and closes the step (advance t, set the next dt). All threads of the block call it.
+__device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
+{
+    __shared__ real warp_min[FVSWE_BLOCK / 32];
+    __shared__ bool last;
+    for (int o = 16; o > 0; o >>= 1) dti = min_dt(dti, __shfl_xor_sync(0xffffffffu, dti, o));
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) warp_min[warp] = dti;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        real m = warp_min[0];
+        for (int w = 1; w < FVSWE_BLOCK / 32; ++w) m = min_dt(m, warp_min[w]);
+        partial[blockIdx.x] = m;
+        __threadfence();
+        last = atomicAdd(&ctrl->blocks_done, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    real m = REAL_INF;
+    const volatile real* vp = partial;
+    for (int b = threadIdx.x; b < gridDim.x; b += FVSWE_BLOCK) m = min_dt(m, vp[b]);
+    for (int o = 16; o > 0; o >>= 1) m = min_dt(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if (lane == 0) warp_min[warp] = m;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < FVSWE_BLOCK / 32; ++w) m = min_dt(m, warp_min[w]);
+        m = min_dt(warp_min[0], m);
+        if (op & OP_UPDATE) {
+            const double rem = ctrl->t_end - ctrl->t;
+            const bool clip = ctrl->dt >= rem;
+            ctrl->dt_used = clip ? rem : ctrl->dt;
+            ctrl->t = clip ? ctrl->t_end : ctrl->t + ctrl->dt;
+            ctrl->steps += 1;
+        }
+        if ((op & OP_DT) && !ctrl->fixed) ctrl->dt = (double)m;
+        if (!(ctrl->dt > 0.0)) ctrl->stalled = 1;
+        ctrl->blocks_done = 0;
+        __threadfence();
+    }
+}
+
+// ---------------------------------------------------------------- cells and slots
+__device__ __forceinline__ void load_cell(const real4* __restrict__ W, int c, real* w, real& H)
+{
+    const real4 a = ld4(W + (size_t)c * NVEC);
+    w[0] = a.x; w[1] = a.y; w[2] = a.z; H = a.w;
+#if FVSWE_LAYERS == 2
+    const real4 b = ld4(W + (size_t)c * NVEC + 1);
+    w[3] = b.x; w[4] = b.y; w[5] = b.z;
+#endif
+}
+
+// The cell area: the 4th entry of the second vector (two layers) or its own array.
+__device__ __forceinline__ real cell_area(const real4* __restrict__ W, const real* __restrict__ area, int c)
+{
+#if FVSWE_LAYERS == 2
+    return ld4(W + (size_t)c * NVEC + 1).w;
+#else
+    return __ldg(area + c);
+#endif
+}
+
+__device__ __forceinline__ void store_cell(real4* W, int c, const real* w, real H, real A)
+{
+#if FVSWE_LAYERS == 2
+    st4(W + (size_t)c * NVEC, real4{w[0], w[1], w[2], H});
+    st4(W + (size_t)c * NVEC + 1, real4{w[3], w[4], w[5], A});
+#else
+    st4(W + (size_t)c, real4{w[0], w[1], w[2], H});
+#endif
+}
+
+__device__ __forceinline__ void store_slot(real4* S, int s, real len, const real* F, real dmax)
+{
+#if FVSWE_LAYERS == 2
+    st4(S + (size_t)s * NVEC, real4{mul_rn(len, F[0]), mul_rn(len, F[1]), mul_rn(len, F[2]),
+                                    mul_rn(len, F[3])});
+    st4(S + (size_t)s * NVEC + 1, real4{mul_rn(len, F[4]), mul_rn(len, F[5]), mul_rn(len, dmax),
+                                        real(0)});
+#else
+    st4(S + (size_t)s, real4{mul_rn(len, F[0]), mul_rn(len, F[1]), mul_rn(len, F[2]),
+                             mul_rn(len, dmax)});
+#endif
+}
+
+// acc += slot s (first slot: acc = slot), component by component, nvar+1 values.
+__device__ __forceinline__ void add_slot(const real4* __restrict__ S, int s, real* acc, bool first)
+{
+    real v[NVAR + 1];
+    const real4 a = ld4(S + (size_t)s * NVEC);
+#if FVSWE_LAYERS == 2
+    const real4 b = ld4(S + (size_t)s * NVEC + 1);
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z;
+#else
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+#endif
+#pragma unroll
+    for (int m = 0; m <= NVAR; ++m) acc[m] = first ? v[m] : add_rn(acc[m], v[m]);
+}
+
+// ---------------------------------------------------------------- boundary ghost (SCHEMES.md §7)
+#define BC_WALL 1
+#define BC_OPEN 2
+
+// Wall: qn -> -qn (q - 2 (q.eta) eta), h and H unchanged; open: a copy of the cell.
+__device__ __forceinline__ void ghost_state(const real* w, int bc, real ex, real ey, real* g)
+{
+#pragma unroll
+    for (int m = 0; m < NVAR; ++m) g[m] = w[m];
+    if (bc != BC_WALL) return;
+#pragma unroll
+    for (int l = 0; l < FVSWE_LAYERS; ++l) {
+        const real p = w[3 * l + 1] * ex + w[3 * l + 2] * ey;
+        g[3 * l + 1] = w[3 * l + 1] - real(2) * p * ex;
+        g[3 * l + 2] = w[3 * l + 2] - real(2) * p * ey;
+    }
+}
+
+// ---------------------------------------------------------------- scheme dispatch
+#if FVSWE_SCHEME == 1
+#define SCHEME_FLUX2 roe::flux2
+#define SCHEME_FLUX1 roe::flux1
+#elif FVSWE_SCHEME == 2
+#define SCHEME_FLUX2 ir_roe::flux2
+#define SCHEME_FLUX1 ir_roe::flux1
+#elif FVSWE_SCHEME == 3
+#define SCHEME_FLUX2 pvm_ifcp::flux2
+#define SCHEME_FLUX1 hll::flux1  // SCHEMES.md §6: single-layer PVM-IFCP is HLL
+#elif FVSWE_LAYERS == 1
+#define SCHEME_FLUX1 hll::flux1
+#else
+#error "HLL exists for one layer only (FVSWE_SCHEME 4 needs FVSWE_LAYERS 1)"
+#endif
+
+struct Params {
+    real g, r, eps_h;
+};
+
+// F-, F+, ||D|| of one edge for the compiled scheme; returns the flags of SCHEMES.md §3.5.
+__device__ __forceinline__ int scheme_flux(const real* Wi, const real* Wj, real Hi, real Hj, real ex,
+                                           real ey, const Params& p, real* Fm, real* Fp, real& dmax)
+{
+#if FVSWE_LAYERS == 2
+    return SCHEME_FLUX2<real>(Wi, Wj, Hi, Hj, ex, ey, p.g, p.r, p.eps_h, Fm, Fp, dmax);
+#else
+    return SCHEME_FLUX1<real>(Wi, Wj, Hi, Hj, ex, ey, p.g, p.r, p.eps_h, Fm, Fp, dmax);
+#endif
+}

@@ -1,0 +1,45 @@
+// Kernels every module carries besides its step: the blow-up finder, the initial
+// speeds-only reduction helpers and a debug kernel that evaluates the scheme's flux on
+// plain arrays (the parity tests compare it with the NumPy reference).
+#pragma once
+
+// First (lowest cell, then component) NaN/inf or negative depth, as atomicMin of
+// cell * 8 + component (component in the model's order) into *first.
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
+find_invalid(const int n_cells, const real4* __restrict__ W, int* first)
+{
+    const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
+    if (c >= n_cells) return;
+    real w[NVAR], H;
+    load_cell(W, c, w, H);
+#pragma unroll
+    for (int m = 0; m < NVAR; ++m) {
+        if (!isfinite(w[m]) || (m % 3 == 0 && w[m] < real(0))) {
+            atomicMin(first, c * 8 + m);
+            return;
+        }
+    }
+}
+
+// Row e of the arrays: Fm, Fp (n x NVAR), dmax, flags of flux(Wi[e], Wj[e], Hi[e], Hj[e], nrm[e]).
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
+debug_flux(const int n, const real* __restrict__ Wi, const real* __restrict__ Wj,
+           const real* __restrict__ Hi, const real* __restrict__ Hj, const real* __restrict__ nrm,
+           const real g, const real r, const real eps_h, real* Fm, real* Fp, real* dmax, int* flags)
+{
+    const int e = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
+    if (e >= n) return;
+    real a[NVAR], b[NVAR], fm[NVAR], fp[NVAR], d;
+#pragma unroll
+    for (int m = 0; m < NVAR; ++m) {
+        a[m] = Wi[(size_t)e * NVAR + m];
+        b[m] = Wj[(size_t)e * NVAR + m];
+    }
+    flags[e] = scheme_flux(a, b, Hi[e], Hj[e], nrm[2 * e], nrm[2 * e + 1], Params{g, r, eps_h}, fm, fp, d);
+#pragma unroll
+    for (int m = 0; m < NVAR; ++m) {
+        Fm[(size_t)e * NVAR + m] = fm[m];
+        Fp[(size_t)e * NVAR + m] = fp[m];
+    }
+    dmax[e] = d;
+}

@@ -1,0 +1,477 @@
+"""GPU backend (CuPy): the pipeline of :mod:`fvswe.backends.cpu.pipeline` in CUDA kernels.
+
+Everything stays on the device for the whole run, ``t`` and ``dt`` included: the
+step kernels read the control block (:data:`CTRL_DTYPE`), skip themselves once
+``t_end`` or ``max_steps`` is reached, and the last block of each step's final
+kernel advances ``t`` and sets the next ``dt``. :meth:`GpuBackend.advance`
+replays CUDA graphs of a batch of steps and reads the control block once per
+batch, so no host synchronisation happens per step.
+
+Two variants, same results bit for bit (float64):
+
+- ``edge``: the paper's design; an edge pass writes per-cell slots, a volume
+  pass sums them, updates and reduces dt (2 launches a step, 3 non-lagged);
+- ``gather``: each cell evaluates its own edges with the edge's orientation and
+  updates itself (1 launch a step, 2 non-lagged), alternating two state buffers.
+
+The CUDA sources are ``fvswe/backends/cuda/*.cu`` (device functions mirroring
+:mod:`fvswe.schemes` in ``*.cuh``); a module is compiled once per (scheme,
+layers, dtype, variant, k, block) with ``-D`` options and cached. CuPy is
+imported lazily: ``import fvswe`` and the CPU backend never need it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from ..boundary import OPEN, WALL
+from ..errors import BackendUnavailable, ConfigError
+from .layout import Layout
+
+CUDA_DIR = Path(__file__).with_name("cuda")
+VARIANTS = ("edge", "gather")
+DT_MODES = ("lagged", "nonlagged", "fixed")
+#: Variant used when none is asked for (benchmarks/throughput.py compares both).
+DEFAULT_VARIANT = "gather"
+#: Threads per block of every kernel.
+DEFAULT_BLOCK = 128
+#: Most steps one CUDA graph replays between two looks at the control block.
+DEFAULT_BATCH = 64
+
+#: (scheme, layers) -> FVSWE_SCHEME of the CUDA sources. Single-layer PVM-IFCP is HLL.
+SCHEME_DEFINES = {
+    ("roe", 2): 1,
+    ("ir-roe", 2): 2,
+    ("pvm-ifcp", 2): 3,
+    ("roe", 1): 1,
+    ("ir-roe", 1): 2,
+    ("hll", 1): 4,
+    ("pvm-ifcp", 1): 4,
+}
+
+# Kernel op bits (pipeline.cuh).
+OP_UPDATE, OP_DT, OP_COUNT = 1, 2, 4
+
+#: Host view of ``struct Ctrl`` in pipeline.cuh (same fields, same offsets).
+CTRL_DTYPE = np.dtype(
+    [
+        ("t", "f8"),
+        ("dt", "f8"),
+        ("t_end", "f8"),
+        ("dt_fixed", "f8"),
+        ("cfl", "f8"),
+        ("dt_used", "f8"),
+        ("steps", "i8"),
+        ("max_steps", "i8"),
+        ("clipped", "u8"),
+        ("nonhyp", "u8"),
+        ("degenerate", "u8"),
+        ("thin", "u8"),
+        ("blocks_done", "u4"),
+        ("fixed", "i4"),
+        ("stalled", "i4"),
+        ("pad", "i4"),
+    ]
+)
+INT32_MAX = 2**31 - 1
+
+
+def available() -> tuple[bool, str]:
+    """Whether CuPy and a CUDA device are usable here, and a one-line reason (or the device)."""
+    try:
+        import cupy
+    except ImportError as e:
+        return False, f"CuPy is not installed ({e}); install fvswe[gpu]"
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # CUDARuntimeError: no driver, no device
+        return False, f"CuPy finds no usable CUDA device ({str(e).strip() or type(e).__name__})"
+    if n == 0:
+        return False, "CuPy finds no CUDA device"
+    return True, device_name()
+
+
+def device_name() -> str:
+    """Name of the current CUDA device."""
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    name = props["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def compile_options(
+    scheme: str, layers: int, dtype, variant: str, k: int = 3, block: int = DEFAULT_BLOCK
+) -> tuple[str, ...]:
+    """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy."""
+    try:
+        sid = SCHEME_DEFINES[(scheme, layers)]
+    except KeyError:
+        names = sorted({n for n, lay in SCHEME_DEFINES if lay == layers})
+        raise ConfigError(
+            f"scheme: unknown {scheme!r} for {layers} layer(s) (choose from {', '.join(names)})"
+        ) from None
+    if variant not in VARIANTS:
+        raise ConfigError(f"variant: unknown {variant!r} (choose from {', '.join(VARIANTS)})")
+    double = np.dtype(dtype) == np.float64
+    return (
+        "--std=c++17",
+        f"-DFVSWE_SCHEME={sid}",
+        f"-DFVSWE_LAYERS={layers}",
+        f"-DFVSWE_DOUBLE={int(double)}",
+        f"-DFVSWE_K={k}",
+        f"-DFVSWE_BLOCK={block}",
+        "--fmad=false" if double else "--fmad=true",
+    )
+
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
+
+
+@cache
+def source(variant: str) -> str:
+    """``<variant>.cu`` with its local includes inlined, as NVRTC receives it.
+
+    ``#pragma once`` becomes an include guard, so headers inlined inside
+    ``#if`` branches stay correct; inlining makes CuPy's compile cache key
+    cover the headers too.
+    """
+
+    def expand(name: str) -> str:
+        text = (CUDA_DIR / name).read_text()
+        guard = "FVSWE_INC_" + re.sub(r"\W", "_", name).upper()
+        if "#pragma once\n" in text:
+            text = (
+                text.replace("#pragma once\n", f"#ifndef {guard}\n#define {guard}\n") + "#endif\n"
+            )
+        return _INCLUDE.sub(lambda m: expand(m.group(1)), text)
+
+    return expand(f"{variant}.cu")
+
+
+_MODULES: dict[tuple[str, ...], object] = {}
+
+
+def module(options: tuple[str, ...], variant: str):
+    """The compiled RawModule of ``variant`` for these options (compiled once per process)."""
+    import cupy
+
+    key = (variant, *options)
+    if key not in _MODULES:
+        _MODULES[key] = cupy.RawModule(code=source(variant), options=options)
+    return _MODULES[key]
+
+
+def _pack_state(W: np.ndarray, H: np.ndarray, area: np.ndarray, layers: int) -> np.ndarray:
+    """(L, nvec, 4) packed vectors: (h1,q1x,q1y,H),(h2,q2x,q2y,area) or (h,qx,qy,H)."""
+    L = W.shape[0]
+    P = np.empty((L, 2 if layers == 2 else 1, 4), dtype=W.dtype)
+    P[:, 0, :3] = W[:, :3]
+    P[:, 0, 3] = H
+    if layers == 2:
+        P[:, 1, :3] = W[:, 3:6]
+        P[:, 1, 3] = area
+    return P
+
+
+def _unpack_state(P: np.ndarray, layers: int) -> np.ndarray:
+    if layers == 2:
+        return np.concatenate((P[:, 0, :3], P[:, 1, :3]), axis=1)
+    return P[:, 0, :3].copy()
+
+
+def _boundary_codes(lay: Layout) -> np.ndarray:
+    """-bc for each boundary edge (wall -1, open -2), checked."""
+    boundary = lay.edge_cells[:, 1] < 0
+    bc = lay.edge_bc.astype(np.int32)
+    bad = np.flatnonzero(boundary & ~np.isin(bc, (WALL, OPEN)))
+    if bad.size:
+        raise ConfigError(f"layout: boundary edge {bad[0]} has no wall/open condition")
+    return -bc
+
+
+def edge_arrays(lay: Layout) -> np.ndarray:
+    """(E, 4) int32 ``(i, j, slot_i, slot_j)`` with ``j = -bc`` on boundary edges."""
+    idx = np.empty((lay.n_edges, 4), dtype=np.int32)
+    idx[:, 0] = lay.edge_cells[:, 0]
+    boundary = lay.edge_cells[:, 1] < 0
+    idx[:, 1] = np.where(boundary, _boundary_codes(lay), lay.edge_cells[:, 1])
+    idx[:, 2:] = lay.edge_slot
+    return idx
+
+
+def slot_codes(lay: Layout) -> np.ndarray:
+    """(L*k,) int32 per slot: ``2 * neighbour + side`` (interior) or ``-bc`` (boundary)."""
+    e = lay.cell_edges.ravel()
+    side = lay.cell_side.ravel().astype(np.int32)
+    ij = lay.edge_cells[e]
+    boundary = ij[:, 1] < 0
+    nbr = np.where(side == 0, ij[:, 1], ij[:, 0])
+    return np.where(boundary, _boundary_codes(lay)[e], 2 * nbr + side).astype(np.int32)
+
+
+class GpuBackend:
+    """The pipeline on a CUDA GPU; see :mod:`fvswe.backends` for the shared API.
+
+    ``variant`` is ``edge`` or ``gather`` (default :data:`DEFAULT_VARIANT`, or the
+    environment variable ``FVSWE_GPU_VARIANT``); ``block`` the threads per block;
+    ``batch`` the most steps replayed between two looks at ``t``.
+    """
+
+    name = "gpu"
+
+    def __init__(
+        self,
+        layout: Layout,
+        scheme: str,
+        cfl: float = 0.9,
+        dt_mode: str = "lagged",
+        dt_fixed: float | None = None,
+        *,
+        variant: str | None = None,
+        block: int = DEFAULT_BLOCK,
+        batch: int = DEFAULT_BATCH,
+        graphs: bool = True,
+    ) -> None:
+        ok, reason = available()
+        if not ok:
+            raise BackendUnavailable(f"backend 'gpu' is unavailable: {reason}")
+        import cupy
+
+        if dt_mode not in DT_MODES:
+            raise ConfigError(f"dt_mode: unknown {dt_mode!r} (choose from {', '.join(DT_MODES)})")
+        if dt_mode == "fixed" and not (dt_fixed and dt_fixed > 0):
+            raise ConfigError("dt: a fixed time step needs a positive dt")
+        variant = variant or os.environ.get("FVSWE_GPU_VARIANT", DEFAULT_VARIANT)
+        if block % 32 or not 32 <= block <= 1024:
+            raise ConfigError(f"block: a multiple of 32 in [32, 1024], got {block}")
+        lay = layout
+        self.layout, self.model = lay, lay.model
+        self.dtype = np.dtype(lay.dtype)
+        self.scheme, self.variant, self.dt_mode = scheme, variant, dt_mode
+        self.cfl, self.dt_fixed = float(cfl), dt_fixed
+        self.block, self.graphs = block, graphs
+        self.batch = 2 ** max(1, int(math.log2(max(batch, 2))))  # a power of two: even for gather
+        opts = compile_options(scheme, self.model.layers, self.dtype, variant, lay.k, block)
+        mod = module(opts, variant)
+        names = ("find_invalid", "debug_flux") + (
+            ("edge_pass", "volume_pass") if variant == "edge" else ("gather_step",)
+        )
+        self._k = {n: mod.get_function(n) for n in names}  # compiles and loads before capture
+        self._cp = cupy
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        real = self.dtype.type
+        self._params = (real(self.model.g), real(self.model.r), real(self.model.eps_h))
+        L, E = lay.n_cells, lay.n_edges
+        self._L, self._E = np.int32(L), np.int32(E)
+        self._cell_grid = (L + block - 1) // block
+        self._edge_grid = (E + block - 1) // block
+        with self.stream:
+            dev = cupy.asarray
+            self._area = dev(lay.area)
+            self._W = cupy.empty((L, 2 if self.model.layers == 2 else 1, 4), dtype=self.dtype)
+            self._partial = cupy.empty(self._cell_grid, dtype=self.dtype)
+            self._ctrl = cupy.zeros(CTRL_DTYPE.itemsize, dtype=np.uint8)
+            self._first = cupy.empty(1, dtype=np.int32)
+            if variant == "edge":
+                self._idx = dev(edge_arrays(lay))
+                self._normal = dev(lay.edge_normal)
+                self._length = dev(lay.edge_length)
+                self._slots = cupy.empty((L * lay.k,) + self._W.shape[1:], dtype=self.dtype)
+            else:
+                e = lay.cell_edges.ravel()
+                self._code = dev(slot_codes(lay))
+                self._normal = dev(np.ascontiguousarray(lay.edge_normal[e]))
+                self._length = dev(np.ascontiguousarray(lay.edge_length[e]))
+                self._W2 = cupy.empty_like(self._W)
+        ctrl = np.zeros(1, dtype=CTRL_DTYPE)
+        ctrl["dt"] = dt_fixed if dt_mode == "fixed" else math.nan
+        ctrl["dt_fixed"] = dt_fixed or 0.0
+        ctrl["cfl"] = self.cfl
+        ctrl["fixed"] = dt_mode == "fixed"
+        self._write_ctrl(ctrl)
+        self._host = ctrl[0]
+        self._graphs: dict[int, object] = {}
+        self.set_state(lay.W0)
+
+    # -- control block ---------------------------------------------------------------------------
+    def _write_ctrl(self, ctrl: np.ndarray, fields: tuple[str, ...] | None = None) -> None:
+        """Copy the named fields (all when None) of a host control block to the device."""
+        raw = ctrl.view(np.uint8)
+        with self.stream:
+            if fields is None:
+                self._ctrl.set(raw, stream=self.stream)
+                return
+            for f in fields:
+                off = CTRL_DTYPE.fields[f][1]
+                size = CTRL_DTYPE.fields[f][0].itemsize
+                self._ctrl[off : off + size].set(raw[off : off + size], stream=self.stream)
+
+    def _read_ctrl(self) -> np.void:
+        host = self._ctrl.get(stream=self.stream).view(CTRL_DTYPE)[0]
+        self._host = host
+        return host
+
+    @property
+    def t(self) -> float:
+        return float(self._host["t"])
+
+    @property
+    def steps(self) -> int:
+        return int(self._host["steps"])
+
+    # -- state ---------------------------------------------------------------------------------
+    def set_state(self, W: np.ndarray) -> None:
+        """Upload ``W (L, nvar)``; a lagged dt is then recomputed from the new state."""
+        lay = self.layout
+        P = _pack_state(np.asarray(W, dtype=self.dtype), lay.H, lay.area, self.model.layers)
+        self._W.set(P, stream=self.stream)
+        ctrl = np.zeros(1, dtype=CTRL_DTYPE)
+        ctrl["dt"] = self.dt_fixed if self.dt_mode == "fixed" else math.nan
+        self._write_ctrl(ctrl, ("dt", "stalled"))
+        self._need_dt = self.dt_mode == "lagged"
+
+    def get_state(self) -> np.ndarray:
+        """A host copy ``(L, nvar)`` of the current state, current cell order."""
+        return _unpack_state(self._W.get(stream=self.stream), self.model.layers)
+
+    def counters(self) -> dict[str, int]:
+        c = self._read_ctrl()
+        return {
+            "clipped_cells": int(c["clipped"]),
+            "nonhyperbolic_edges": int(c["nonhyp"]),
+            "degenerate_edges": int(c["degenerate"]),
+            "thin_layer_edges": int(c["thin"]),
+        }
+
+    def first_invalid(self) -> tuple[int, int] | None:
+        """The first cell (and component) holding NaN/inf or a negative depth, else None."""
+        with self.stream:
+            self._first.fill(INT32_MAX)
+            self._k["find_invalid"](
+                (self._cell_grid,), (self.block,), (self._L, self._W, self._first)
+            )
+            v = int(self._first.get(stream=self.stream)[0])
+        return None if v == INT32_MAX else divmod(v, 8)
+
+    # -- steps ---------------------------------------------------------------------------------
+    def _edge(self, op: int) -> None:
+        self._k["edge_pass"](
+            (self._edge_grid,), (self.block,),
+            (self._E, self._W, self._idx, self._normal, self._length, self._slots, self._ctrl,
+             *self._params, np.int32(op)),
+        )  # fmt: skip
+
+    def _volume(self, op: int) -> None:
+        self._k["volume_pass"](
+            (self._cell_grid,), (self.block,),
+            (self._L, self._W, self._area, self._slots, self._ctrl, self._partial, np.int32(op)),
+        )  # fmt: skip
+
+    def _gather(self, op: int, win, wout) -> None:
+        self._k["gather_step"](
+            (self._cell_grid,), (self.block,),
+            (self._L, win, wout, self._area, self._code, self._normal, self._length, self._ctrl,
+             self._partial, *self._params, np.int32(op)),
+        )  # fmt: skip
+
+    def _initial_dt(self) -> None:
+        """Speeds-only pass on the current state: the first dt of the lagged mode."""
+        if self.variant == "edge":
+            self._edge(0)
+            self._volume(OP_DT)
+        else:
+            self._gather(OP_DT, self._W, self._W)
+
+    def _step(self, parity: int) -> None:
+        """Launch one step (skipped on the device once t_end or max_steps is reached)."""
+        mode = self.dt_mode
+        if self.variant == "edge":
+            self._edge(OP_COUNT)
+            if mode == "lagged":
+                self._volume(OP_UPDATE | OP_DT)
+            else:
+                if mode == "nonlagged":
+                    self._volume(OP_DT)
+                self._volume(OP_UPDATE)
+            return
+        win, wout = (self._W, self._W2) if parity == 0 else (self._W2, self._W)
+        if mode == "lagged":
+            self._gather(OP_UPDATE | OP_DT | OP_COUNT, win, wout)
+        else:
+            if mode == "nonlagged":
+                self._gather(OP_DT, win, win)
+            self._gather(OP_UPDATE | OP_COUNT, win, wout)
+
+    def _launch(self, n: int) -> None:
+        """Launch ``n`` (even) steps, as one CUDA graph replay when graphs are on."""
+        if not self.graphs:
+            for s in range(n):
+                self._step(s % 2)
+            return
+        if n not in self._graphs:
+            with self.stream:
+                self.stream.begin_capture()
+                try:
+                    for s in range(n):
+                        self._step(s % 2)
+                finally:
+                    self._graphs[n] = self.stream.end_capture()
+        self._graphs[n].launch(stream=self.stream)
+
+    def advance(self, t_end: float, max_steps: int) -> tuple[float, int]:
+        """Whole steps until ``t == t_end`` (last step clipped) or ``max_steps`` steps.
+
+        Launches graphs of up to ``batch`` steps and reads ``t`` once per graph;
+        steps past the goal are skipped by the kernels themselves.
+        """
+        start = self.steps
+        if max_steps <= 0 or not self.t < t_end:
+            return self.t, 0
+        ctrl = np.zeros(1, dtype=CTRL_DTYPE)
+        ctrl["t_end"] = t_end
+        ctrl["max_steps"] = start + max_steps
+        self._write_ctrl(ctrl, ("t_end", "max_steps"))
+        with self.stream:
+            if self._need_dt:
+                self._initial_dt()
+                self._need_dt = False
+            c = self._read_ctrl()
+            while True:
+                left = int(c["max_steps"] - c["steps"])
+                dt = float(c["dt"])
+                if dt > 0 and math.isfinite(dt) and math.isfinite(t_end):
+                    left = min(left, math.ceil((t_end - float(c["t"])) / dt) + 1)
+                n = min(self.batch, 2 ** max(1, math.ceil(math.log2(max(left, 1)))))
+                before = int(c["steps"])
+                self._launch(n)
+                c = self._read_ctrl()
+                if (c["steps"] >= c["max_steps"] or c["t"] >= t_end or c["stalled"]
+                        or c["steps"] == before):  # fmt: skip
+                    break
+        return self.t, self.steps - start
+
+    # -- tests -----------------------------------------------------------------------------------
+    def debug_flux(self, Wi, Wj, Hi, Hj, normal):
+        """The compiled scheme's per-edge flux on host arrays: ``(F-, F+, ||D||, flags)``."""
+        cp = self._cp
+        n = len(Wi)
+        nvar = self.model.nvar
+        with self.stream:
+            inputs = (Wi, Wj, np.broadcast_to(Hi, (n,)), np.broadcast_to(Hj, (n,)), normal)
+            args = [cp.asarray(np.ascontiguousarray(a, dtype=self.dtype)) for a in inputs]
+            Fm = cp.empty((n, nvar), dtype=self.dtype)
+            Fp = cp.empty((n, nvar), dtype=self.dtype)
+            d = cp.empty(n, dtype=self.dtype)
+            flags = cp.empty(n, dtype=np.int32)
+            self._k["debug_flux"](
+                ((n + self.block - 1) // self.block,), (self.block,),
+                (np.int32(n), *args, *self._params, Fm, Fp, d, flags),
+            )  # fmt: skip
+            return Fm.get(), Fp.get(), d.get(), flags.get()
