@@ -57,6 +57,10 @@ class Mesh:
     original_index: np.ndarray
     source: str = "<arrays>"
 
+    def __repr__(self) -> str:
+        kind = "triangles" if self.k == 3 else "quads"
+        return f"Mesh({self.n_cells} {kind}, {self.n_edges} edges, source={self.source!r})"
+
     @property
     def n_cells(self) -> int:
         return int(self.cells.shape[0])
