@@ -45,3 +45,115 @@ def test_compiles_to_ptx(tmp_path, scheme, layers, dtype, variant, k):
     kernels = ("edge_pass", "volume_pass") if variant == "edge" else ("gather_step",)
     for name in (*kernels, "find_invalid", "debug_flux"):
         assert f".entry {name}(" in ptx
+
+
+# The device functions are plain inline C++ outside CUDA: a host compiler checks them
+# against the NumPy reference here, with the same float64 semantics (no FMA contraction).
+CXX = shutil.which("g++") or shutil.which("c++")
+HARNESS = r"""
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#include "common.cuh"
+#include "hll.cuh"
+#include "pvm_ifcp.cuh"
+#include "roe.cuh"
+#include "ir_roe.cuh"
+
+typedef int (*Flux)(const double*, const double*, double, double, double, double, double, double,
+                    double, double*, double*, double&);
+
+int main(int argc, char** argv)
+{
+    const int sid = atoi(argv[1]), layers = atoi(argv[2]), n = atoi(argv[3]);
+    const int nv = layers == 2 ? 6 : 3;
+    Flux f2[] = {roe::flux2<double>, ir_roe::flux2<double>, pvm_ifcp::flux2<double>};
+    Flux f1[] = {roe::flux1<double>, ir_roe::flux1<double>, hll::flux1<double>, hll::flux1<double>};
+    Flux f = layers == 2 ? f2[sid - 1] : f1[sid - 1];
+    double prm[3];
+    std::vector<double> in((2 * nv + 4) * n), out((2 * nv + 2) * n);
+    if (fread(prm, 8, 3, stdin) != 3) return 2;
+    if (fread(in.data(), 8, in.size(), stdin) != in.size()) return 2;
+    for (int e = 0; e < n; ++e) {
+        const double* x = &in[(2 * nv + 4) * e];
+        double* y = &out[(2 * nv + 2) * e];
+        double d;
+        const int flags = f(x, x + nv, x[2 * nv], x[2 * nv + 1], x[2 * nv + 2], x[2 * nv + 3],
+                            prm[0], prm[1], prm[2], y, y + nv, d);
+        y[2 * nv] = d;
+        y[2 * nv + 1] = flags;
+    }
+    fwrite(out.data(), 8, out.size(), stdout);
+    return 0;
+}
+"""
+
+
+def random_edges(rng, n: int, layers: int):
+    """Random wet edge states: depths 0.3..5, velocities up to 1.5 m/s (4 m/s on a sixth,
+    to reach non-hyperbolic edges), unit normals.
+
+    A tenth of the edges are thin (a layer below eps_h) and a tenth at rest over a
+    bottom step (lake at rest), so the fallbacks and the well-balanced path run too.
+    """
+    nv = 3 * layers
+    W = np.empty((2, n, nv))
+    speed = np.where(rng.random(n) < 1 / 6, 4.0, 1.5)[:, None]
+    for s in range(2):
+        for k in range(layers):
+            h = rng.uniform(0.3, 5.0, n)
+            W[s, :, 3 * k] = h
+            W[s, :, 3 * k + 1 : 3 * k + 3] = h[:, None] * speed * rng.uniform(-1, 1, (n, 2))
+    H = rng.uniform(4.0, 8.0, (2, n))
+    thin = rng.random(n) < 0.1
+    W[:, thin, 0] = rng.uniform(0.0, 4e-3, (2, thin.sum()))
+    rest = (rng.random(n) < 0.1) & ~thin
+    for k in range(layers):
+        W[:, rest, 3 * k + 1 : 3 * k + 3] = 0.0
+    if layers == 2:
+        W[1, rest, 0] = W[0, rest, 0]
+        W[1, rest, 3] = W[0, rest, 3] + H[1, rest] - H[0, rest]
+    else:
+        W[1, rest, 0] = W[0, rest, 0] + H[1, rest] - H[0, rest]
+    keep = ~rest | (W[1, :, 3 * (layers - 1)] > 0.05)
+    a = rng.uniform(0, 2 * np.pi, n)
+    normal = np.stack((np.cos(a), np.sin(a)), axis=1)
+    return W[0][keep], W[1][keep], H[0][keep], H[1][keep], normal[keep]
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize(("scheme", "layers"), sorted(gpu.SCHEME_DEFINES))
+def test_device_flux_matches_reference_on_host(tmp_path, scheme, layers):
+    from fvswe.schemes import get_flux
+
+    src = tmp_path / "harness.cpp"
+    src.write_text(HARNESS)
+    exe = tmp_path / "harness"
+    cmd = [
+        CXX,
+        "-std=c++17",
+        "-O1",
+        "-ffp-contract=off",
+        f"-I{gpu.CUDA_DIR}",
+        str(src),
+        "-o",
+        str(exe),
+    ]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-4000:]
+    rng = np.random.default_rng(7)
+    Wi, Wj, Hi, Hj, normal = random_edges(rng, 4000, layers)
+    g, r, eps_h = 9.81, 0.5 if layers == 2 else 0.0, 5e-3
+    n, nv = len(Wi), 3 * layers
+    blob = np.concatenate((Wi, Wj, Hi[:, None], Hj[:, None], normal), axis=1)
+    stdin = np.array([g, r, eps_h]).tobytes() + blob.tobytes()
+    sid = gpu.SCHEME_DEFINES[(scheme, layers)]
+    out = subprocess.run([str(exe), str(sid), str(layers), str(n)], input=stdin,
+                         capture_output=True, check=True).stdout  # fmt: skip
+    out = np.frombuffer(out, dtype=np.float64).reshape(n, 2 * nv + 2)
+    Fm, Fp, dmax, flags = get_flux(scheme, layers)(Wi, Wj, Hi, Hj, normal, g, r, eps_h, True)
+    scale = np.maximum(np.abs(np.concatenate((Fm, Fp), axis=1)).max(axis=1), 1e-300)[:, None]
+    assert np.array_equal(out[:, -1].astype(np.int32), flags)
+    assert np.max(np.abs(out[:, :nv] - Fm) / scale) <= 1e-12
+    assert np.max(np.abs(out[:, nv : 2 * nv] - Fp) / scale) <= 1e-12
+    assert np.allclose(out[:, 2 * nv], dmax, rtol=1e-12, atol=0)

@@ -7,6 +7,17 @@
 // reference to round-off.
 #pragma once
 
+// Device functions under NVRTC/nvcc; plain inline C++ elsewhere, so that a host compiler
+// can check them against the NumPy reference (tests/test_cuda_sources.py).
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define FVSWE_DEV __device__ __forceinline__
+#else
+#include <cmath>
+#define FVSWE_DEV inline
+using std::fabs;
+using std::sqrt;
+#endif
+
 // Flag bits reported per edge (interface contract).
 #define FLAG_NONHYPERBOLIC 1
 #define FLAG_NEAR_COINCIDENT 2
@@ -27,17 +38,17 @@ template <> struct Prec<float> {
     static constexpr float near_coincident = 1e-3f;
 };
 
-template <typename T> __device__ __forceinline__ T sgn(T x) { return T((x > T(0)) - (x < T(0))); }
+template <typename T> FVSWE_DEV T sgn(T x) { return T((x > T(0)) - (x < T(0))); }
 
 // Splitting weight s-(x) = (1 - sgn x)/2 with sgn 0 = 0 (§0).
-template <typename T> __device__ __forceinline__ T s_minus(T x) { return T(0.5) * (T(1) - sgn(x)); }
+template <typename T> FVSWE_DEV T s_minus(T x) { return T(0.5) * (T(1) - sgn(x)); }
 
-template <typename T> __device__ __forceinline__ T min_(T a, T b) { return b < a ? b : a; }
-template <typename T> __device__ __forceinline__ T max_(T a, T b) { return b > a ? b : a; }
+template <typename T> FVSWE_DEV T min_(T a, T b) { return b < a ? b : a; }
+template <typename T> FVSWE_DEV T max_(T a, T b) { return b > a ? b : a; }
 
 // (qn, qt) = (q.eta, q.tau) (§0).
 template <typename T>
-__device__ __forceinline__ void rotate(T qx, T qy, T ex, T ey, T& qn, T& qt)
+FVSWE_DEV void rotate(T qx, T qy, T ex, T ey, T& qn, T& qt)
 {
     qn = qx * ex + qy * ey;
     qt = -qx * ey + qy * ex;
@@ -45,14 +56,14 @@ __device__ __forceinline__ void rotate(T qx, T qy, T ex, T ey, T& qn, T& qt)
 
 // Inverse of rotate: (qx, qy).
 template <typename T>
-__device__ __forceinline__ void rotate_back(T qn, T qt, T ex, T ey, T& qx, T& qy)
+FVSWE_DEV void rotate_back(T qn, T qt, T ex, T ey, T& qx, T& qy)
 {
     qx = qn * ex - qt * ey;
     qy = qn * ey + qt * ex;
 }
 
 // Desingularised q/h (§8): exactly q/h where h >= eps_h, -> 0 as h -> 0.
-template <typename T> __device__ __forceinline__ T velocity(T h, T q, T eps_h)
+template <typename T> FVSWE_DEV T velocity(T h, T q, T eps_h)
 {
     if (h >= eps_h) return q / h;
     const T hh = max_(h, eps_h);
@@ -62,7 +73,7 @@ template <typename T> __device__ __forceinline__ T velocity(T h, T q, T eps_h)
 }
 
 // Weights sqrt(h_i)/(sqrt h_i + sqrt h_j) and its mate; both 0 on a dry edge (§3.1).
-template <typename T> __device__ __forceinline__ void roe_weights(T hi, T hj, T& ai, T& aj)
+template <typename T> FVSWE_DEV void roe_weights(T hi, T hj, T& ai, T& aj)
 {
     const T si = sqrt(hi);
     const T sj = sqrt(hj);
@@ -81,7 +92,7 @@ template <typename T> struct Layer {
 
 // Rotate one layer's two states and form its Roe averages and jumps (§0, §3.1).
 template <typename T>
-__device__ __forceinline__ Layer<T> layer_edge(T hi, T qxi, T qyi, T hj, T qxj, T qyj, T ex, T ey,
+FVSWE_DEV Layer<T> layer_edge(T hi, T qxi, T qyi, T hj, T qxj, T qyj, T ex, T ey,
                                                T g, T eps_h)
 {
     Layer<T> L;
@@ -107,7 +118,7 @@ __device__ __forceinline__ Layer<T> layer_edge(T hi, T qxi, T qyi, T hj, T qxj, 
 
 // Both layers of a two-layer edge plus DH = H_j - H_i.
 template <typename T>
-__device__ __forceinline__ void edge2(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T eps_h,
+FVSWE_DEV void edge2(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T eps_h,
                                       Layer<T>& L1, Layer<T>& L2, T& DH)
 {
     L1 = layer_edge(Wi[0], Wi[1], Wi[2], Wj[0], Wj[1], Wj[2], ex, ey, g, eps_h);
@@ -117,7 +128,7 @@ __device__ __forceinline__ void edge2(const T* Wi, const T* Wj, T Hi, T Hj, T ex
 
 // The single layer of a one-layer edge plus DH.
 template <typename T>
-__device__ __forceinline__ void edge1(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T eps_h,
+FVSWE_DEV void edge1(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T eps_h,
                                       Layer<T>& L, T& DH)
 {
     L = layer_edge(Wi[0], Wi[1], Wi[2], Wj[0], Wj[1], Wj[2], ex, ey, g, eps_h);
@@ -126,7 +137,7 @@ __device__ __forceinline__ void edge1(const T* Wi, const T* Wj, T Hi, T Hj, T ex
 
 // v = A DU - S DH in the grouped form that vanishes at rest (§3.3).
 template <typename T>
-__device__ __forceinline__ void total_fluctuation(const Layer<T>& L1, const Layer<T>& L2, T DH, T r,
+FVSWE_DEV void total_fluctuation(const Layer<T>& L1, const Layer<T>& L2, T DH, T r,
                                                   T* v)
 {
     v[0] = L1.dqn;
@@ -137,28 +148,28 @@ __device__ __forceinline__ void total_fluctuation(const Layer<T>& L1, const Laye
 
 // Single-layer (v0, v1) (§6).
 template <typename T>
-__device__ __forceinline__ void total_fluctuation1(const Layer<T>& L, T DH, T* v)
+FVSWE_DEV void total_fluctuation1(const Layer<T>& L, T DH, T* v)
 {
     v[0] = L.dqn;
     v[1] = L.c2 * (L.dh - DH) - L.u * L.u * L.dh + T(2) * L.u * L.dqn;
 }
 
 // vt = -u w Dh + w Dqn + u Dqt = D(qn qt/h) by the Roe property (§3.3).
-template <typename T> __device__ __forceinline__ T tangential_fluctuation(const Layer<T>& L)
+template <typename T> FVSWE_DEV T tangential_fluctuation(const Layer<T>& L)
 {
     return -L.u * L.w * L.dh + L.w * L.dqn + L.u * L.dqt;
 }
 
 // Edges where a layer's mean depth is below eps_h (§5.2, §8).
 template <typename T>
-__device__ __forceinline__ bool thin_edge(const Layer<T>& L1, const Layer<T>& L2, T eps_h)
+FVSWE_DEV bool thin_edge(const Layer<T>& L1, const Layer<T>& L2, T eps_h)
 {
     return (L1.hbar < eps_h) | (L2.hbar < eps_h);
 }
 
 // Characteristic polynomial f of the 4x4 A and f' at x (§3.4).
 template <typename T>
-__device__ __forceinline__ void quartic(T x, T u1, T u2, T c1sq, T c2sq, T r, T& f, T& fp)
+FVSWE_DEV void quartic(T x, T u1, T u2, T c1sq, T c2sq, T r, T& f, T& fp)
 {
     const T y1 = x - u1;
     const T y2 = x - u2;
@@ -169,7 +180,7 @@ __device__ __forceinline__ void quartic(T x, T u1, T u2, T c1sq, T c2sq, T r, T&
 }
 
 // One Newton step on f, skipped where f' = 0 (internal roots, §3.4).
-template <typename T> __device__ __forceinline__ T polish(T x, T u1, T u2, T c1sq, T c2sq, T r)
+template <typename T> FVSWE_DEV T polish(T x, T u1, T u2, T c1sq, T c2sq, T r)
 {
     T f, fp;
     quartic(x, u1, u2, c1sq, c2sq, r, f, fp);
@@ -178,7 +189,7 @@ template <typename T> __device__ __forceinline__ T polish(T x, T u1, T u2, T c1s
 
 // Monotone Newton from a safe start towards an external root (§3.4 step 1).
 template <typename T>
-__device__ __forceinline__ T external_root(T x, T u1, T u2, T c1sq, T c2sq, T r, T cext)
+FVSWE_DEV T external_root(T x, T u1, T u2, T c1sq, T c2sq, T r, T cext)
 {
     for (int it = 0; it < NEWTON_MAXIT; ++it) {
         T f, fp;
@@ -193,7 +204,7 @@ __device__ __forceinline__ T external_root(T x, T u1, T u2, T c1sq, T c2sq, T r,
 // Algorithm EIG4 (§3.4): lam[0..3] = lambda1..4 and the return value disc.
 // disc < 0 means a complex internal pair; then lambda2 = lambda3 is its real part.
 template <typename T>
-__device__ __forceinline__ T eig4(T u1, T u2, T c1sq, T c2sq, T r, T* lam)
+FVSWE_DEV T eig4(T u1, T u2, T c1sq, T c2sq, T r, T* lam)
 {
     const T c1 = sqrt(c1sq);
     const T c2 = sqrt(c2sq);
@@ -239,7 +250,7 @@ __device__ __forceinline__ T eig4(T u1, T u2, T c1sq, T c2sq, T r, T* lam)
 // (alpha, a): the wave strength l_m . v and the a_m of k_m = (1, lam, a, a lam) (§3.4),
 // l_m normalised so that l_m . k_n = delta_mn.
 template <typename T>
-__device__ __forceinline__ T eigen_coefficient(T lam, const T* v, T u1, T u2, T c1sq, T c2sq, T r,
+FVSWE_DEV T eigen_coefficient(T lam, const T* v, T u1, T u2, T c1sq, T c2sq, T r,
                                                T& a)
 {
     const T y1 = lam - u1;
@@ -253,7 +264,7 @@ __device__ __forceinline__ T eigen_coefficient(T lam, const T* v, T u1, T u2, T 
 
 // Tangential momentum upwinded with the layer mass flux Phi (§4): (D-_qt, D+_qt).
 template <typename T>
-__device__ __forceinline__ void upwind_tangential(T Phi, T qni, T qnj, T uti, T utj, T& tm, T& tp)
+FVSWE_DEV void upwind_tangential(T Phi, T qni, T qnj, T uti, T utj, T& tm, T& tp)
 {
     const T ut = Phi > T(0) ? uti : (Phi < T(0) ? utj : T(0));
     const T flow = Phi * ut;
@@ -263,7 +274,7 @@ __device__ __forceinline__ void upwind_tangential(T Phi, T qni, T qnj, T uti, T 
 
 // T^{-1} (D_h1, D_q1n, D_q1t, D_h2, D_q2n, D_q2t) into F[6] (§3.5).
 template <typename T>
-__device__ __forceinline__ void assemble2(T d0, T d1, T t1, T d2, T d3, T t2, T ex, T ey, T* F)
+FVSWE_DEV void assemble2(T d0, T d1, T t1, T d2, T d3, T t2, T ex, T ey, T* F)
 {
     F[0] = d0;
     rotate_back(d1, t1, ex, ey, F[1], F[2]);
@@ -272,7 +283,7 @@ __device__ __forceinline__ void assemble2(T d0, T d1, T t1, T d2, T d3, T t2, T 
 }
 
 // T^{-1} (D_h, D_qn, D_qt) into F[3].
-template <typename T> __device__ __forceinline__ void assemble1(T d0, T d1, T t, T ex, T ey, T* F)
+template <typename T> FVSWE_DEV void assemble1(T d0, T d1, T t, T ex, T ey, T* F)
 {
     F[0] = d0;
     rotate_back(d1, t, ex, ey, F[1], F[2]);

@@ -8,7 +8,7 @@ namespace hll {
 
 // (alpha0, alpha1) of the degree-1 interpolation of |x| at sl < sr (§6); Rusanov's
 // (max(|sl|, |sr|), 0) where sr <= sl (only a dry edge, where both are 0).
-template <typename T> __device__ __forceinline__ void hll_coefficients(T sl, T sr, T& a0, T& a1)
+template <typename T> FVSWE_DEV void hll_coefficients(T sl, T sr, T& a0, T& a1)
 {
     const T asl = fabs(sl);
     const T asr = fabs(sr);
@@ -23,7 +23,7 @@ template <typename T> __device__ __forceinline__ void hll_coefficients(T sl, T s
 }
 
 // SL = min(u - c, un_i - c_i), SR = max(u + c, un_j + c_j) (§6).
-template <typename T> __device__ __forceinline__ void einfeldt_speeds(const Layer<T>& L, T g, T& sl, T& sr)
+template <typename T> FVSWE_DEV void einfeldt_speeds(const Layer<T>& L, T g, T& sl, T& sr)
 {
     const T c = sqrt(L.c2);
     sl = min_(L.u - c, L.uni - sqrt(g * L.hi));
@@ -32,7 +32,7 @@ template <typename T> __device__ __forceinline__ void einfeldt_speeds(const Laye
 
 // D-_2 = (v - Vis)/2 with Vis = alpha0 (Dh - DH, Dqn) + alpha1 v (§6).
 template <typename T>
-__device__ __forceinline__ void viscous_split1(const T* v, const Layer<T>& L, T DH, T a0, T a1, T& m0,
+FVSWE_DEV void viscous_split1(const T* v, const Layer<T>& L, T DH, T a0, T a1, T& m0,
                                                T& m1)
 {
     m0 = T(0.5) * (v[0] - (a0 * (L.dh - DH) + a1 * v[0]));
@@ -42,7 +42,7 @@ __device__ __forceinline__ void viscous_split1(const T* v, const Layer<T>& L, T 
 // Single-layer HLL edge contributions F-, F+, ||D||_inf (§6, §4); r is unused and HLL
 // needs no fallback, so the flags are 0.
 template <typename T>
-__device__ __forceinline__ int flux1(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r,
+FVSWE_DEV int flux1(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r,
                                          T eps_h, T* Fm, T* Fp, T& dmax)
 {
     Layer<T> L;

@@ -13,7 +13,7 @@ namespace ir_roe {
 // Two-layer IR-Roe edge contributions F-, F+, ||D||_inf and flags (§4):
 // Phi_k = q_kn,i + D-_4[h_k]; thin or non-hyperbolic edges fall back to PVM-IFCP.
 template <typename T>
-__device__ __forceinline__ int flux2(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r, T eps_h,
+FVSWE_DEV int flux2(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r, T eps_h,
                                      T* Fm, T* Fp, T& dmax)
 {
     Layer<T> L1, L2;
@@ -33,7 +33,7 @@ __device__ __forceinline__ int flux2(const T* Wi, const T* Wj, T Hi, T Hj, T ex,
 
 // Single-layer IR-Roe F-, F+, ||D||_inf (§6); HLL where thin (flag 4).
 template <typename T>
-__device__ __forceinline__ int flux1(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r, T eps_h,
+FVSWE_DEV int flux1(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r, T eps_h,
                                      T* Fm, T* Fp, T& dmax)
 {
     Layer<T> L;

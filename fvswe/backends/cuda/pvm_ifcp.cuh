@@ -18,7 +18,7 @@ template <> struct Gap<float> { static constexpr float rusanov = 1.1920929e-7f; 
 // Approximate eigenvalues (§5.1), sorted, into lam[0..3]; returns the approximate
 // hyperbolicity criterion (u1-u2)^2 < (1-r) g (h1+h2) (cint takes |.| as HySEA does).
 template <typename T>
-__device__ __forceinline__ bool approx_eigenvalues(const Layer<T>& L1, const Layer<T>& L2, T r, T* lam)
+FVSWE_DEV bool approx_eigenvalues(const Layer<T>& L1, const Layer<T>& L2, T r, T* lam)
 {
     const T h1 = L1.hbar, h2 = L2.hbar;
     const T Hs = h1 + h2;
@@ -43,7 +43,7 @@ __device__ __forceinline__ bool approx_eigenvalues(const Layer<T>& L1, const Lay
 // (alpha0, alpha1, alpha2): |x| interpolated at lambda1, lambda4, chi (§5.2); Rusanov
 // (max(|l1|, |l4|), 0, 0) when two nodes nearly coincide.
 template <typename T>
-__device__ __forceinline__ void ifcp_coefficients(T l1, T l4, T chi, T& alpha0, T& alpha1, T& alpha2)
+FVSWE_DEV void ifcp_coefficients(T l1, T l4, T chi, T& alpha0, T& alpha1, T& alpha2)
 {
     const T a1 = fabs(l1);
     const T a4 = fabs(l4);
@@ -65,7 +65,7 @@ __device__ __forceinline__ void ifcp_coefficients(T l1, T l4, T chi, T& alpha0, 
 // D-_4 = (v - Vis)/2, Vis = alpha0 wj + alpha1 v + alpha2 A v (§5.3), with
 // wj = (Dh1, Dq1n, Dh2 - DH, Dq2n) standing for A^{-1} v (HySEA's form).
 template <typename T>
-__device__ __forceinline__ void viscous_split2(const T* v, const Layer<T>& L1, const Layer<T>& L2, T DH,
+FVSWE_DEV void viscous_split2(const T* v, const Layer<T>& L1, const Layer<T>& L2, T DH,
                                                T r, T a0, T a1, T a2, T* m)
 {
     const T u1 = L1.u, u2 = L2.u, c1 = L1.c2, c2 = L2.c2;
@@ -82,7 +82,7 @@ __device__ __forceinline__ void viscous_split2(const T* v, const Layer<T>& L1, c
 // coefficients on thin layers (flag 4), flag 1 where the approximate hyperbolicity
 // criterion fails (the scheme still runs: it needs only real speeds).
 template <typename T>
-__device__ __forceinline__ int flux2(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r, T eps_h,
+FVSWE_DEV int flux2(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r, T eps_h,
                                      T* Fm, T* Fp, T& dmax)
 {
     Layer<T> L1, L2;

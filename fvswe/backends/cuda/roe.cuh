@@ -12,7 +12,7 @@
 namespace roe {
 
 // x k_m = x (1, lam, a, a lam).
-template <typename T> __device__ __forceinline__ void wave_terms(T x, T lam, T a, T* t)
+template <typename T> FVSWE_DEV void wave_terms(T x, T lam, T a, T* t)
 {
     t[0] = x;
     t[1] = x * lam;
@@ -26,7 +26,7 @@ template <typename T> __device__ __forceinline__ void wave_terms(T x, T lam, T a
 // I - k1 l1 - k4 l4 with weight s-(lambda2) (1/2 if lambda2, lambda3 differ in sign).
 // A complex pair gets flag 1 and a meaningless D-_4: the caller replaces it.
 template <typename T>
-__device__ __forceinline__ int normal_split2(const T* v, T u1, T u2, T c1, T c2, T r, T* Dm, T& l1,
+FVSWE_DEV int normal_split2(const T* v, T u1, T u2, T c1, T c2, T r, T* Dm, T& l1,
                                              T& l4)
 {
     T lam[4], alpha[4], a[4], t[4];
@@ -60,7 +60,7 @@ __device__ __forceinline__ int normal_split2(const T* v, T u1, T u2, T c1, T c2,
 // the edge falls back to PVM-IFCP (thin, flag 4, or non-hyperbolic, flag 1). Thin edges
 // run the split on a harmless placeholder state (u = 0, c^2 = 1) since they are replaced.
 template <typename T>
-__device__ __forceinline__ bool normal_part2(const T* v, const Layer<T>& L1, const Layer<T>& L2, T r,
+FVSWE_DEV bool normal_part2(const T* v, const Layer<T>& L1, const Layer<T>& L2, T r,
                                              T eps_h, T* Dm, T& dmax, int& flags)
 {
     const bool thin = thin_edge(L1, L2, eps_h);
@@ -76,7 +76,7 @@ __device__ __forceinline__ bool normal_part2(const T* v, const Layer<T>& L1, con
 // Shear waves: D-_qkt = w_k D-_4[h_k] + s-(u_k)(vt_k - w_k v_{h_k});
 // ||D||_inf = max(|lambda1|, |lambda4|, |u1|, |u2|).
 template <typename T>
-__device__ __forceinline__ int flux2(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r, T eps_h,
+FVSWE_DEV int flux2(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r, T eps_h,
                                      T* Fm, T* Fp, T& dmax)
 {
     Layer<T> L1, L2;
@@ -96,7 +96,7 @@ __device__ __forceinline__ int flux2(const T* Wi, const T* Wj, T Hi, T Hj, T ex,
 }
 
 // Single-layer Roe upwind part D-_2 (m[0], m[1]) and ||D||_inf = |u| + c (§6).
-template <typename T> __device__ __forceinline__ T normal_split1(const T* v, T u, T c2, T* m)
+template <typename T> FVSWE_DEV T normal_split1(const T* v, T u, T c2, T* m)
 {
     const T c = sqrt(c2);
     const T lm = u - c;
@@ -110,7 +110,7 @@ template <typename T> __device__ __forceinline__ T normal_split1(const T* v, T u
 
 // Single-layer classical Roe F-, F+, ||D||_inf (§6); HLL where thin (hbar < eps_h, flag 4).
 template <typename T>
-__device__ __forceinline__ int flux1(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r, T eps_h,
+FVSWE_DEV int flux1(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r, T eps_h,
                                      T* Fm, T* Fp, T& dmax)
 {
     Layer<T> L;
