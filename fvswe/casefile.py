@@ -17,6 +17,8 @@ A case file (``fvswe run path/to/case.toml``) names every choice of a run::
 
     [mesh]                # a file (relative to this file) ...
     file = "meshes/square.msh"
+    # ... or a member of the paper's family (square-4k, square-16k, ... square-2m):
+    # family = "square-4k"
     # ... or a generator and its arguments:
     # generator = "square"; cells = 4000; seed = 0
     # generator = "structured_square"; n = 16
@@ -145,12 +147,14 @@ class RunSpec:
     # -- mesh --------------------------------------------------------------------------------
     def load_mesh(self):
         """The mesh this spec names (a file, a generator, or the named case's bundled mesh)."""
+        from . import mesh
+
         if self.mesh is None:
             return self.case.default_mesh()
         if "file" in self.mesh:
-            from .mesh import read_mesh
-
-            return read_mesh(self.mesh["file"])
+            return mesh.load(self.mesh["file"])  # a path, or a family name such as square-16k
+        if "family" in self.mesh:
+            return mesh.family(self.mesh["family"])
         return _generated(self.mesh, self.source)
 
     # -- simulation --------------------------------------------------------------------------
@@ -324,17 +328,22 @@ def _check_initial_names(initial: Mapping[str, Any], layers: int, src: str) -> N
 
 
 def _mesh_spec(table: dict, path: Path) -> dict[str, Any]:
-    """``{"file": absolute path}`` or ``{"generator": name, **arguments}`` from ``[mesh]``."""
+    """``{"file": path}``, ``{"family": name}`` or ``{"generator": name, **args}`` from ``[mesh]``.
+
+    A file's path is taken relative to the case file.
+    """
     src = str(path)
-    if ("file" in table) == ("generator" in table):
-        raise ConfigError(f"{src}: [mesh] needs exactly one of 'file' or 'generator'")
-    if "file" in table:
-        extra = sorted(set(table) - {"file"})
+    given = [key for key in ("file", "family", "generator") if key in table]
+    if len(given) != 1:
+        raise ConfigError(f"{src}: [mesh] needs exactly one of 'file', 'family' or 'generator'")
+    key = given[0]
+    if key != "generator":
+        extra = sorted(set(table) - {key})
         if extra:
-            raise ConfigError(f"{src}: unknown key 'mesh.{extra[0]}' (mesh.file takes no options)")
-        if not isinstance(table["file"], str):
-            raise ConfigError(f"{src}: 'mesh.file' must be a path string")
-        return {"file": str(path.parent / table["file"])}
+            raise ConfigError(f"{src}: unknown key 'mesh.{extra[0]}' (mesh.{key} takes no options)")
+        if not isinstance(table[key], str):
+            raise ConfigError(f"{src}: 'mesh.{key}' must be a string")
+        return {key: str(path.parent / table[key]) if key == "file" else table[key]}
     spec = {**table, "source": src}
     _generator(spec)  # validates the name and the arguments now, before any run
     return spec

@@ -27,6 +27,10 @@ LABELS: dict[str, tuple[str, str]] = {
 }
 
 
+#: Domains this many times wider than high get one full-width panel per row, not to scale.
+ELONGATED = 4.0
+
+
 def _triangles(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Triangles for tripcolor and, for each, the cell it comes from (quads become two)."""
     if cells.shape[1] == 3:
@@ -46,7 +50,8 @@ def draw(
 ) -> Path:
     """One panel per field (cell values over ``cells``), each with its colourbar; save a PNG.
 
-    Velocities use a diverging map centred on 0; other fields ``viridis``.
+    Velocities use a diverging map centred on 0; other fields ``viridis``. Up to
+    three panels a row, drawn to scale, except for long thin domains (strips).
     """
     import matplotlib
 
@@ -57,9 +62,12 @@ def draw(
     tris, owner = _triangles(np.asarray(cells))
     tri = Triangulation(nodes[:, 0], nodes[:, 1], tris)
     n = len(fields)
-    ncols = min(n, 3)
+    span = np.ptp(nodes[:, :2], axis=0)
+    elongated = span[0] > ELONGATED * span[1]  # e.g. a 1-D strip: stacked, stretched panels
+    ncols = 1 if elongated else min(n, 3)
     nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 4.2 * nrows), squeeze=False)
+    size = (10.0, 2.4 * nrows) if elongated else (4.6 * ncols, 4.2 * nrows)
+    fig, axes = plt.subplots(nrows, ncols, figsize=size, squeeze=False)
     for ax, (name, values) in zip(axes.ravel()[:n], fields.items(), strict=True):
         values = np.asarray(values, dtype=np.float64)[owner]
         label, unit = LABELS.get(name, (name, ""))
@@ -74,7 +82,7 @@ def draw(
             shading="flat",
             edgecolors="face",  # no hairline seams between the triangles
         )
-        ax.set_aspect("equal")
+        ax.set_aspect("auto" if elongated else "equal")
         ax.set_xlim(nodes[:, 0].min(), nodes[:, 0].max())
         ax.set_ylim(nodes[:, 1].min(), nodes[:, 1].max())
         ax.set_xlabel("x [m]")
