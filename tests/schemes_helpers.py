@@ -1,10 +1,12 @@
-"""Independent constructions for the scheme tests: random states, the Cartesian
-6x6 Roe matrix of SCHEMES.md §3.2, physical fluxes, ``B``, ``S`` and the full
-6x6 projector built with numpy.linalg.eig. None of this uses fvswe code."""
+"""Shared constructions for the scheme tests: random edge sets, and — independent of
+fvswe — the Cartesian 6x6 Roe matrix of SCHEMES.md §3.2, physical fluxes, ``B``,
+``S`` and the full 6x6 projector built with numpy.linalg.eig."""
 
 from __future__ import annotations
 
 import numpy as np
+
+from fvswe.schemes import common
 
 G = 9.81
 
@@ -163,3 +165,63 @@ def rel_err(a, b, scale=None):
     if scale is None:
         scale = np.abs(b).max(axis=1)
     return float((np.abs(a - b).max(axis=1) / scale).max())
+
+
+def hyperbolic_edges(seed, r, layers=2, E=4000, speed=None):
+    """Random wet edges (states, depths, normals) with well separated real eigenvalues."""
+    rng = np.random.default_rng(seed)
+    if layers == 2:
+        sp = speed if speed is not None else (0.4 if r < 0.9 else 0.15)
+        Wi = random_two_layer(rng, E, sp)
+        Wj = random_two_layer(rng, E, sp)
+    else:
+        Wi = random_one_layer(rng, E, speed or 1.0)
+        Wj = random_one_layer(rng, E, speed or 1.0)
+    Hi = rng.uniform(4.0, 6.0, E)
+    Hj = rng.uniform(4.0, 6.0, E)
+    n = unit_normals(rng, E)
+    keep = hyperbolic_mask(Wi, Wj, n, r=r)
+    assert keep.sum() > E // 2
+    return Wi[keep], Wj[keep], Hi[keep], Hj[keep], n[keep]
+
+
+def lake_at_rest(rng, E, layers, exact):
+    """Lake at rest on Test 2's free surfaces (eta1 = 2, eta2 = 1), q = 0 (§7.3).
+
+    With ``exact`` the depths H are multiples of 2^-10, so all jumps are exact.
+    """
+    x = rng.uniform(-3, 3, (2, E))
+    H = 1.0 - 1.5 * np.exp(-(x**2))
+    if exact:
+        H = np.round(H * 1024) / 1024
+    z = np.zeros(E)
+    if layers == 2:
+        W = [np.stack((z + 1.0, z, z, Hk + 1.0, z, z), axis=1) for Hk in H]
+    else:
+        W = [np.stack((Hk + 2.0, z, z), axis=1) for Hk in H]
+    return W[0], W[1], H[0], H[1], unit_normals(rng, E)
+
+
+def near_double_internal_root(r, shift, E=64):
+    """Edges at the edge of hyperbolicity: the internal pair almost coincides (§3.5 (b)).
+
+    Both sides share depths; the layer shear is found by bisection on the sign
+    of EIG4's discriminant, then stepped back into the hyperbolic side.
+    """
+    rng = np.random.default_rng(12)
+    h1 = rng.uniform(0.5, 3.0, E)
+    h2 = rng.uniform(0.5, 3.0, E)
+    c1, c2 = G * h1, G * h2
+    lo, hi = np.zeros(E), np.full(E, 3.0 * np.sqrt((1 - r) * (c1 + c2)))
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        real = common.eig4(shift + mid / 2, shift - mid / 2, c1, c2, r)[4] >= 0
+        lo, hi = np.where(real, mid, lo), np.where(real, hi, mid)
+    du = lo
+    n = unit_normals(rng, E)
+    Wi, Wj = np.zeros((E, 6)), np.zeros((E, 6))
+    for W, f in ((Wi, 0.99), (Wj, 1.01)):  # same velocities: Roe averages un = shift +/- du/2
+        W[:, 0], W[:, 3] = f * h1, (2.0 - f) * h2
+        W[:, 1:3] = W[:, :1] * (shift + du / 2)[:, None] * n
+        W[:, 4:6] = W[:, 3:4] * (shift - du / 2)[:, None] * n
+    return Wi, Wj, np.full(E, 5.0), np.full(E, 5.0), n

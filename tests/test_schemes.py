@@ -14,25 +14,6 @@ pytestmark = pytest.mark.filterwarnings("error")
 TWO = ["roe", "ir-roe", "pvm-ifcp"]
 ONE = ["roe", "ir-roe", "hll"]
 TOL = 1e-12
-E = 4000
-
-
-def hyperbolic_edges(seed, r, layers=2, E=E, speed=None):
-    """Random wet edges (states, depths, normals) with well separated real eigenvalues."""
-    rng = np.random.default_rng(seed)
-    if layers == 2:
-        sp = speed if speed is not None else (0.4 if r < 0.9 else 0.15)
-        Wi = h.random_two_layer(rng, E, sp)
-        Wj = h.random_two_layer(rng, E, sp)
-    else:
-        Wi = h.random_one_layer(rng, E, speed or 1.0)
-        Wj = h.random_one_layer(rng, E, speed or 1.0)
-    Hi = rng.uniform(4.0, 6.0, E)
-    Hj = rng.uniform(4.0, 6.0, E)
-    n = h.unit_normals(rng, E)
-    keep = h.hyperbolic_mask(Wi, Wj, n, r=r)
-    assert keep.sum() > E // 2
-    return Wi[keep], Wj[keep], Hi[keep], Hj[keep], n[keep]
 
 
 def path_scale(Wi, Wj, Hi, Hj, n, r):
@@ -52,7 +33,7 @@ def path_scale(Wi, Wj, Hi, Hj, n, r):
 def test_roe_property(r, layers):
     """(a) A_ij DW = F(Wj) - F(Wi) - B_ij DW for the matrix of §3.2, and the package's
     rotated total fluctuation v (§3.3) is T (A DW - S DH)."""
-    Wi, Wj, Hi, Hj, n = hyperbolic_edges(1, r, layers)
+    Wi, Wj, Hi, Hj, n = h.hyperbolic_edges(1, r, layers)
     A, _ = h.roe_matrix(Wi, Wj, n, r=r)
     lhs = np.einsum("eab,eb->ea", A, Wj - Wi)
     rhs = h.physical_flux(Wj, n) - h.physical_flux(Wi, n) - h.b_times(Wi, Wj, n, r=r)
@@ -76,7 +57,7 @@ def test_roe_property(r, layers):
 @pytest.mark.parametrize(("layers", "name"), [(2, s) for s in TWO] + [(1, s) for s in ONE])
 def test_fluctuation_identity(layers, name, r):
     """(b) F- + F+ = A_ij DW - S_ij DH (§2.2, identity (*)) for every scheme."""
-    Wi, Wj, Hi, Hj, n = hyperbolic_edges(2, r, layers)
+    Wi, Wj, Hi, Hj, n = h.hyperbolic_edges(2, r, layers)
     Fm, Fp, dmax, flags = get_flux(name, layers)(Wi, Wj, Hi, Hj, n, r=r, return_flags=True)
     ref = h.total_fluctuation(Wi, Wj, Hi, Hj, n, r=r)
     assert h.rel_err(Fm + Fp, ref, path_scale(Wi, Wj, Hi, Hj, n, r)) < TOL
@@ -115,7 +96,7 @@ def test_eig4_against_numpy(r):
 @pytest.mark.parametrize("layers", [2, 1])
 def test_block_roe_matches_full_projector(r, layers):
     """(d) The block Roe formula (§3.5) equals P-_ij (A DW - S DH) with P- from the 6x6 eig."""
-    Wi, Wj, Hi, Hj, n = hyperbolic_edges(4, r, layers)
+    Wi, Wj, Hi, Hj, n = h.hyperbolic_edges(4, r, layers)
     Fm, Fp, _ = get_flux("roe", layers)(Wi, Wj, Hi, Hj, n, r=r)
     P, _ = h.full_roe_projector(Wi, Wj, n, r=r)
     v = h.total_fluctuation(Wi, Wj, Hi, Hj, n, r=r)
@@ -128,7 +109,7 @@ def test_block_roe_matches_full_projector(r, layers):
 @pytest.mark.parametrize(("layers", "name"), [(2, s) for s in TWO] + [(1, s) for s in ONE])
 def test_rotational_covariance(layers, name):
     """(e) Rotating states and normal by one angle rotates F-, F+ and keeps ||D||."""
-    Wi, Wj, Hi, Hj, n = hyperbolic_edges(5, 0.5, layers)
+    Wi, Wj, Hi, Hj, n = h.hyperbolic_edges(5, 0.5, layers)
     flux = get_flux(name, layers)
     Fm, Fp, d = flux(Wi, Wj, Hi, Hj, n)
     R = h.rotation(0.7321)
@@ -141,7 +122,7 @@ def test_rotational_covariance(layers, name):
 @pytest.mark.parametrize(("layers", "name"), [(2, s) for s in TWO] + [(1, s) for s in ONE])
 def test_reversal(layers, name):
     """(f) F-(Wj, Wi, Hj, Hi, -eta) = F+(Wi, Wj, Hi, Hj, eta), same ||D||."""
-    Wi, Wj, Hi, Hj, n = hyperbolic_edges(6, 0.98, layers)
+    Wi, Wj, Hi, Hj, n = h.hyperbolic_edges(6, 0.98, layers)
     flux = get_flux(name, layers)
     Fm, Fp, d = flux(Wi, Wj, Hi, Hj, n, r=0.98)
     Gm, Gp, e = flux(Wj, Wi, Hj, Hi, -n, r=0.98)
@@ -150,34 +131,17 @@ def test_reversal(layers, name):
     assert np.abs(e - d).max() < TOL * d.max()
 
 
-def lake_at_rest(rng, E, layers, exact):
-    """Lake at rest on Test 2's free surfaces (eta1 = 2, eta2 = 1), q = 0 (§7.3).
-
-    With ``exact`` the depths H are multiples of 2^-10, so all jumps are exact.
-    """
-    x = rng.uniform(-3, 3, (2, E))
-    H = 1.0 - 1.5 * np.exp(-(x**2))
-    if exact:
-        H = np.round(H * 1024) / 1024
-    z = np.zeros(E)
-    if layers == 2:
-        W = [np.stack((z + 1.0, z, z, Hk + 1.0, z, z), axis=1) for Hk in H]
-    else:
-        W = [np.stack((Hk + 2.0, z, z), axis=1) for Hk in H]
-    return W[0], W[1], H[0], H[1], h.unit_normals(rng, E)
-
-
 @pytest.mark.parametrize(("layers", "name"), [(2, s) for s in TWO] + [(1, s) for s in ONE])
 def test_lake_at_rest(layers, name):
     """Lake at rest gives exactly zero contributions; round-off only when jumps are inexact."""
     rng = np.random.default_rng(7)
     flux = get_flux(name, layers)
-    Wi, Wj, Hi, Hj, n = lake_at_rest(rng, 2000, layers, exact=True)
+    Wi, Wj, Hi, Hj, n = h.lake_at_rest(rng, 2000, layers, exact=True)
     assert np.abs(Hj - Hi).max() > 0.5
     Fm, Fp, d = flux(Wi, Wj, Hi, Hj, n, r=0.98)
     assert np.all(Fm == 0) and np.all(Fp == 0)
     assert np.all(d > 1.0)
-    Wi, Wj, Hi, Hj, n = lake_at_rest(rng, 2000, layers, exact=False)
+    Wi, Wj, Hi, Hj, n = h.lake_at_rest(rng, 2000, layers, exact=False)
     Fm, Fp, d = flux(Wi, Wj, Hi, Hj, n, r=0.98)
     assert max(np.abs(Fm).max(), np.abs(Fp).max()) < TOL * h.G
 
@@ -207,7 +171,7 @@ def test_single_layer_roe_is_hll_with_roe_speeds():
     Exactly so on a flat bottom: HLL's (Dh - DH, Dqn) equals A^{-1} v only when
     u DH = 0 (A^{-1} S = (c^2/(c^2-u^2), 0)), as for IFCP's wj (§5.3).
     """
-    Wi, Wj, Hi, _, n = hyperbolic_edges(9, 0.5, 1, speed=3.0)
+    Wi, Wj, Hi, _, n = h.hyperbolic_edges(9, 0.5, 1, speed=3.0)
     Hj = Hi
     L, DH = common.edge1(Wi, Wj, Hi, Hj, n[:, 0], n[:, 1], h.G, 5e-3)
     v = common.total_fluctuation1(L, DH)
@@ -229,7 +193,7 @@ def test_single_layer_roe_is_hll_with_roe_speeds():
 def test_ifcp_viscosity_is_quadratic_in_A(r):
     """§5.3: with DH = 0, IFCP's D-_4 = (v - Q A^{-1} v)/2, Q = alpha0 I + alpha1 A + alpha2 A^2;
     and Roe's is (v - |A| A^{-1} v)/2 — IFCP with the exact |A| would be Roe."""
-    Wi, Wj, _, _, n = hyperbolic_edges(10, r, 2)
+    Wi, Wj, _, _, n = h.hyperbolic_edges(10, r, 2)
     Hs = np.full(len(Wi), 5.0)
     L1, L2, DH = common.edge2(Wi, Wj, Hs, Hs, n[:, 0], n[:, 1], h.G, 5e-3)
     v = common.total_fluctuation(L1, L2, DH, r)
@@ -269,37 +233,12 @@ def test_supercritical_edges_are_upwind(layers, name):
     assert np.abs(Fm).max() < 1e-12 * np.abs(Fp).max()
 
 
-def near_double_internal_root(r, shift, E=64):
-    """Edges at the edge of hyperbolicity: the internal pair almost coincides (§3.5 (b)).
-
-    Both sides share depths; the layer shear is found by bisection on the sign
-    of EIG4's discriminant, then stepped back into the hyperbolic side.
-    """
-    rng = np.random.default_rng(12)
-    h1 = rng.uniform(0.5, 3.0, E)
-    h2 = rng.uniform(0.5, 3.0, E)
-    c1, c2 = h.G * h1, h.G * h2
-    lo, hi = np.zeros(E), np.full(E, 3.0 * np.sqrt((1 - r) * (c1 + c2)))
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        real = common.eig4(shift + mid / 2, shift - mid / 2, c1, c2, r)[4] >= 0
-        lo, hi = np.where(real, mid, lo), np.where(real, hi, mid)
-    du = lo
-    n = h.unit_normals(rng, E)
-    Wi, Wj = np.zeros((E, 6)), np.zeros((E, 6))
-    for W, f in ((Wi, 0.99), (Wj, 1.01)):  # same velocities: Roe averages un = shift +/- du/2
-        W[:, 0], W[:, 3] = f * h1, (2.0 - f) * h2
-        W[:, 1:3] = W[:, :1] * (shift + du / 2)[:, None] * n
-        W[:, 4:6] = W[:, 3:4] * (shift - du / 2)[:, None] * n
-    return Wi, Wj, np.full(E, 5.0), np.full(E, 5.0), n
-
-
 @pytest.mark.parametrize("shift", [-2.0, 1.5])
 def test_near_coincident_pair_projector(shift):
     """§3.5 (b): a flagged near-double internal pair of one sign gives P- v (P- from the
     matrix sign function: numpy.linalg.eig is unreliable on a nearly defective A)."""
     r = 0.5
-    Wi, Wj, Hi, Hj, n = near_double_internal_root(r, shift)
+    Wi, Wj, Hi, Hj, n = h.near_double_internal_root(r, shift)
     for name in ("roe", "ir-roe"):
         Fm, Fp, _, flags = get_flux(name, 2)(Wi, Wj, Hi, Hj, n, r=r, return_flags=True)
         near = (flags & common.FLAG_NEAR_COINCIDENT) != 0
@@ -317,7 +256,7 @@ def test_near_coincident_pair_projector(shift):
 def test_complex_pair_falls_back_to_pvm_ifcp():
     """§3.5 (c): a complex internal pair flags the edge and uses PVM-IFCP's contributions."""
     r = 0.98
-    Wi, Wj, Hi, Hj, n = near_double_internal_root(r, 0.3)
+    Wi, Wj, Hi, Hj, n = h.near_double_internal_root(r, 0.3)
     for W in (Wi, Wj):  # double the shear: far outside the hyperbolic region
         W[:, 1:3] *= 2.0
     ref = pvm_ifcp.flux2(Wi, Wj, Hi, Hj, n, r=r, return_flags=True)

@@ -1,0 +1,295 @@
+"""Numba per-edge building blocks, mirroring :mod:`fvswe.schemes.common` one for one.
+
+Scalar code on float tuples, compiled with ``@njit(cache=True)`` and no
+fastmath, with the reference's order of floating-point operations so the two
+agree to round-off. Inputs of any float type are promoted to float64 on entry
+(:func:`as_inputs2`, :func:`as_inputs1`); all arithmetic and the outputs are float64.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ...schemes.common import (
+    FLAG_NEAR_COINCIDENT,
+    FLAG_NONHYPERBOLIC,
+    FLAG_THIN,
+    NEAR_COINCIDENT,
+    NEWTON_MAXIT,
+    NEWTON_TOL,
+    POLISH_STEPS,
+    SQRT2,
+    Layer,
+)
+
+__all__ = [
+    "FLAG_NEAR_COINCIDENT",
+    "FLAG_NONHYPERBOLIC",
+    "FLAG_THIN",
+    "NEAR_COINCIDENT",
+    "Layer",
+]
+
+jit = njit(cache=True)
+
+
+@jit
+def s_minus(x):
+    """``(1 - sgn x)/2`` with ``sgn 0 = 0`` (§0)."""
+    if x > 0.0:
+        return 0.0
+    if x < 0.0:
+        return 1.0
+    return 0.5
+
+
+@jit
+def rotate(qx, qy, ex, ey):
+    """``(q.eta, q.tau)`` (§0)."""
+    return qx * ex + qy * ey, -qx * ey + qy * ex
+
+
+@jit
+def rotate_back(qn, qt, ex, ey):
+    """Inverse of :func:`rotate`."""
+    return qn * ex - qt * ey, qn * ey + qt * ex
+
+
+@jit
+def velocity(h, q, eps_h):
+    """Desingularised ``q/h`` (§8)."""
+    if h >= eps_h:
+        return q / h
+    hh = max(h, eps_h)
+    h2 = h * h
+    m2 = hh * hh
+    return SQRT2 * h * q / math.sqrt(h2 * h2 + m2 * m2)
+
+
+@jit
+def roe_weights(hi, hj):
+    """``sqrt(h_i)/(sqrt h_i + sqrt h_j)`` and its mate; 0 on a dry edge (§3.1)."""
+    si = math.sqrt(hi)
+    sj = math.sqrt(hj)
+    den = si + sj
+    if den > 0.0:
+        return si / den, sj / den
+    return 0.0, 0.0
+
+
+@jit
+def layer_edge(hi, qxi, qyi, hj, qxj, qyj, ex, ey, g, eps_h):
+    """One layer rotated, with Roe averages and jumps (§0, §3.1)."""
+    qni, qti = rotate(qxi, qyi, ex, ey)
+    qnj, qtj = rotate(qxj, qyj, ex, ey)
+    uni = velocity(hi, qni, eps_h)
+    unj = velocity(hj, qnj, eps_h)
+    uti = velocity(hi, qti, eps_h)
+    utj = velocity(hj, qtj, eps_h)
+    ai, aj = roe_weights(hi, hj)
+    hbar = 0.5 * (hi + hj)
+    return Layer(
+        hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj,
+        hbar, ai * uni + aj * unj, ai * uti + aj * utj, g * hbar,
+        hj - hi, qnj - qni, qtj - qti,
+    )  # fmt: skip
+
+
+@jit
+def as_inputs2(Wi, Wj, Hi, Hj, ex, ey):
+    """Two-layer edge inputs promoted to float64 (the reference's ``as_inputs``)."""
+    f = np.float64
+    Wi = (f(Wi[0]), f(Wi[1]), f(Wi[2]), f(Wi[3]), f(Wi[4]), f(Wi[5]))
+    Wj = (f(Wj[0]), f(Wj[1]), f(Wj[2]), f(Wj[3]), f(Wj[4]), f(Wj[5]))
+    return Wi, Wj, f(Hi), f(Hj), f(ex), f(ey)
+
+
+@jit
+def as_inputs1(Wi, Wj, Hi, Hj, ex, ey):
+    """One-layer edge inputs promoted to float64."""
+    f = np.float64
+    Wi = (f(Wi[0]), f(Wi[1]), f(Wi[2]))
+    Wj = (f(Wj[0]), f(Wj[1]), f(Wj[2]))
+    return Wi, Wj, f(Hi), f(Hj), f(ex), f(ey)
+
+
+@jit
+def edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h):
+    """Both layers of a two-layer edge (6-tuples) and ``DH``."""
+    L1 = layer_edge(Wi[0], Wi[1], Wi[2], Wj[0], Wj[1], Wj[2], ex, ey, g, eps_h)
+    L2 = layer_edge(Wi[3], Wi[4], Wi[5], Wj[3], Wj[4], Wj[5], ex, ey, g, eps_h)
+    return L1, L2, Hj - Hi
+
+
+@jit
+def edge1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h):
+    """The layer of a one-layer edge (3-tuples) and ``DH``."""
+    L = layer_edge(Wi[0], Wi[1], Wi[2], Wj[0], Wj[1], Wj[2], ex, ey, g, eps_h)
+    return L, Hj - Hi
+
+
+@jit
+def total_fluctuation(L1, L2, DH, r):
+    """``v = A DU - S DH``, grouped form (§3.3)."""
+    v0 = L1.dqn
+    v1 = L1.c2 * (L1.dh + L2.dh - DH) - L1.u * L1.u * L1.dh + 2.0 * L1.u * L1.dqn
+    v2 = L2.dqn
+    v3 = L2.c2 * (r * L1.dh + L2.dh - DH) - L2.u * L2.u * L2.dh + 2.0 * L2.u * L2.dqn
+    return v0, v1, v2, v3
+
+
+@jit
+def total_fluctuation1(L, DH):
+    """Single-layer ``(v0, v1)`` (§6)."""
+    return L.dqn, L.c2 * (L.dh - DH) - L.u * L.u * L.dh + 2.0 * L.u * L.dqn
+
+
+@jit
+def tangential_fluctuation(L):
+    """``vt = -u w Dh + w Dqn + u Dqt`` (§3.3)."""
+    return -L.u * L.w * L.dh + L.w * L.dqn + L.u * L.dqt
+
+
+@jit
+def thin_edge(L1, L2, eps_h):
+    """A layer's mean depth below ``eps_h`` (§5.2, §8)."""
+    return L1.hbar < eps_h or L2.hbar < eps_h
+
+
+@jit
+def quartic(x, u1, u2, c1sq, c2sq, r):
+    """``f(x)`` and ``f'(x)`` of the 4x4 normal matrix (§3.4)."""
+    y1 = x - u1
+    y2 = x - u2
+    p1 = y1 * y1 - c1sq
+    p2 = y2 * y2 - c2sq
+    return p1 * p2 - r * c1sq * c2sq, 2.0 * (y1 * p2 + y2 * p1)
+
+
+@jit
+def polish(x, u1, u2, c1sq, c2sq, r):
+    """One Newton step on ``f``, skipped where ``f' = 0``."""
+    f, fp = quartic(x, u1, u2, c1sq, c2sq, r)
+    if fp != 0.0:
+        return x - f / fp
+    return x
+
+
+@jit
+def eig4(u1, u2, c1sq, c2sq, r):
+    """Algorithm EIG4 (§3.4): ``(lambda1, lambda2, lambda3, lambda4, disc)``.
+
+    At most NEWTON_MAXIT Newton steps per external root (both roots iterate in
+    one loop), deflation, POLISH_STEPS polishing steps per internal root.
+    """
+    c1 = math.sqrt(c1sq)
+    c2 = math.sqrt(c2sq)
+    m1 = min(u1 - c1, u2 - c2)
+    M4 = max(u1 + c1, u2 + c2)
+    dw = math.sqrt(c1 * c2)
+    csum = c1sq + c2sq
+    U = (u1 * c1sq + u2 * c2sq) / csum
+    cext = math.sqrt(csum)
+    x1 = min(U - cext, m1)
+    if quartic(x1, u1, u2, c1sq, c2sq, r)[0] < 0.0:
+        x1 = m1 - dw
+    x4 = max(U + cext, M4)
+    if quartic(x4, u1, u2, c1sq, c2sq, r)[0] < 0.0:
+        x4 = M4 + dw
+    done1 = False
+    done4 = False
+    for _ in range(NEWTON_MAXIT):
+        if not done1:
+            f, fp = quartic(x1, u1, u2, c1sq, c2sq, r)
+            dx = f / fp
+            x1 = x1 - dx
+            done1 = abs(dx) <= NEWTON_TOL * (abs(x1) + cext)
+        if not done4:
+            f, fp = quartic(x4, u1, u2, c1sq, c2sq, r)
+            dx = f / fp
+            x4 = x4 - dx
+            done4 = abs(dx) <= NEWTON_TOL * (abs(x4) + cext)
+        if done1 and done4:
+            break
+    a = -2.0 * (u1 + u2)
+    b = (u1 * u1 - c1sq) + 4.0 * u1 * u2 + (u2 * u2 - c2sq)
+    s = x1 + x4
+    p = x1 * x4
+    Bq = a + s
+    Cq = b + s * Bq - p
+    disc = Bq * Bq - 4.0 * Cq
+    sq = math.sqrt(max(disc, 0.0))
+    x2 = 0.5 * (-Bq - sq)
+    x3 = 0.5 * (-Bq + sq)
+    y2 = x2
+    y3 = x3
+    for _ in range(POLISH_STEPS):
+        y2 = polish(y2, u1, u2, c1sq, c2sq, r)
+        y3 = polish(y3, u1, u2, c1sq, c2sq, r)
+    if disc >= 0.0 and x1 < y2 and y2 < y3 and y3 < x4:
+        return x1, y2, y3, x4, disc
+    return x1, x2, x3, x4, disc
+
+
+@jit
+def eigen_coefficient(lam, v, u1, u2, c1sq, c2sq, r):
+    """``(l_m . v, a_m)`` for the eigenvalue ``lam`` (§3.4)."""
+    v0, v1, v2, v3 = v
+    y1 = lam - u1
+    a = (y1 * y1 - c1sq) / c1sq
+    rc2 = r * c2sq
+    ac1 = a * c1sq
+    delta = 2.0 * (rc2 * y1 + a * ac1 * (lam - u2))
+    num = (lam - 2.0 * u1) * rc2 * v0 + rc2 * v1 + ((lam - 2.0 * u2) * v2 + v3) * ac1
+    return num / delta, a
+
+
+@jit
+def upwind_tangential(Phi, qni, qnj, uti, utj):
+    """``(D-_qt, D+_qt)`` upwinded with the mass flux ``Phi`` (§4)."""
+    if Phi > 0.0:
+        ut = uti
+    elif Phi < 0.0:
+        ut = utj
+    else:
+        ut = 0.0
+    flow = Phi * ut
+    return flow - qni * uti, qnj * utj - flow
+
+
+@jit
+def assemble2(D, ex, ey):
+    """``T^{-1}`` of a rotated 6-vector, as a 6-tuple."""
+    d0, d1, t1, d2, d3, t2 = D
+    q1x, q1y = rotate_back(d1, t1, ex, ey)
+    q2x, q2y = rotate_back(d3, t2, ex, ey)
+    return (d0, q1x, q1y, d2, q2x, q2y)
+
+
+@jit
+def assemble1(D, ex, ey):
+    """``T^{-1}`` of a rotated 3-vector, as a 3-tuple."""
+    d0, d1, t = D
+    qx, qy = rotate_back(d1, t, ex, ey)
+    return (d0, qx, qy)
+
+
+@jit
+def wall_ghost(W, ex, ey):
+    """Wall ghost of a 6-tuple (§7.1): ``q -> q - 2 (q.eta) eta`` per layer."""
+    p1 = W[1] * ex + W[2] * ey
+    p2 = W[4] * ex + W[5] * ey
+    return (
+        W[0], W[1] - 2.0 * p1 * ex, W[2] - 2.0 * p1 * ey,
+        W[3], W[4] - 2.0 * p2 * ex, W[5] - 2.0 * p2 * ey,
+    )  # fmt: skip
+
+
+@jit
+def wall_ghost1(W, ex, ey):
+    """Wall ghost of a one-layer 3-tuple (§7.1)."""
+    p = W[1] * ex + W[2] * ey
+    return (W[0], W[1] - 2.0 * p * ex, W[2] - 2.0 * p * ey)

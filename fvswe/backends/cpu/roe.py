@@ -1,0 +1,156 @@
+"""Classical Roe per-edge kernels (SCHEMES.md §3, §6), mirroring :mod:`fvswe.schemes.roe`.
+
+``flux`` is the two-layer kernel (6-tuples), ``flux1`` the single-layer one.
+Thin or non-hyperbolic edges return PVM-IFCP's contributions (HLL for one layer).
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import hll, pvm_ifcp
+from .common import (
+    FLAG_NEAR_COINCIDENT,
+    FLAG_NONHYPERBOLIC,
+    FLAG_THIN,
+    NEAR_COINCIDENT,
+    as_inputs1,
+    as_inputs2,
+    assemble1,
+    assemble2,
+    edge1,
+    edge2,
+    eig4,
+    eigen_coefficient,
+    jit,
+    s_minus,
+    tangential_fluctuation,
+    thin_edge,
+    total_fluctuation,
+    total_fluctuation1,
+)
+
+
+@jit
+def wave_terms(x, lam, a):
+    """``x k_m = x (1, lam, a, a lam)``."""
+    return x, x * lam, x * a, x * a * lam
+
+
+@jit
+def normal_split2(v, L1, L2, r):
+    """``(D-_4, lambda1, lambda4, flag)`` of the 4x4 Roe problem (§3.5).
+
+    Only waves with ``s-(lambda) != 0`` are evaluated; near-coincident pairs
+    use the internal-subspace projector (flag 2); a complex pair returns flag 1.
+    """
+    u1 = L1.u
+    u2 = L2.u
+    c1 = L1.c2
+    c2 = L2.c2
+    l1, l2, l3, l4, disc = eig4(u1, u2, c1, c2, r)
+    if disc < 0.0:
+        return (0.0, 0.0, 0.0, 0.0), l1, l4, FLAG_NONHYPERBOLIC
+    if not (l3 - l2) < NEAR_COINCIDENT * (l4 - l1):
+        d0 = 0.0
+        d1 = 0.0
+        d2 = 0.0
+        d3 = 0.0
+        for lam in (l1, l2, l3, l4):
+            s = s_minus(lam)
+            if s != 0.0:
+                alpha, a = eigen_coefficient(lam, v, u1, u2, c1, c2, r)
+                t0, t1, t2, t3 = wave_terms(s * alpha, lam, a)
+                d0 += t0
+                d1 += t1
+                d2 += t2
+                d3 += t3
+        return (d0, d1, d2, d3), l1, l4, 0
+    al1, a1 = eigen_coefficient(l1, v, u1, u2, c1, c2, r)
+    al4, a4 = eigen_coefficient(l4, v, u1, u2, c1, c2, r)
+    e10, e11, e12, e13 = wave_terms(al1, l1, a1)
+    e40, e41, e42, e43 = wave_terms(al4, l4, a4)
+    s1 = s_minus(l1)
+    s4 = s_minus(l4)
+    wgt = s_minus(l2) if s_minus(l2) == s_minus(l3) else 0.5
+    v0, v1, v2, v3 = v
+    proj = (
+        s1 * e10 + s4 * e40 + wgt * (v0 - e10 - e40),
+        s1 * e11 + s4 * e41 + wgt * (v1 - e11 - e41),
+        s1 * e12 + s4 * e42 + wgt * (v2 - e12 - e42),
+        s1 * e13 + s4 * e43 + wgt * (v3 - e13 - e43),
+    )
+    return proj, l1, l4, FLAG_NEAR_COINCIDENT
+
+
+@jit
+def normal_part2(v, L1, L2, r, eps_h):
+    """``(D-_4, ||D||_inf, flag, fallback)``: the Roe normal part shared with IR-Roe."""
+    if thin_edge(L1, L2, eps_h):
+        return (0.0, 0.0, 0.0, 0.0), 0.0, FLAG_THIN, True
+    m, l1, l4, flag = normal_split2(v, L1, L2, r)
+    dmax = max(max(abs(l1), abs(l4)), max(abs(L1.u), abs(L2.u)))
+    return m, dmax, flag, (flag & FLAG_NONHYPERBOLIC) != 0
+
+
+@jit
+def apply_fallback(flag, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+    """PVM-IFCP's result for a thin or non-hyperbolic edge, flags merged (§3.5 (c), §8)."""
+    Fm, Fp, dmax, f = pvm_ifcp.flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
+    return Fm, Fp, dmax, f | flag
+
+
+@jit
+def flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+    """Two-layer classical Roe: ``(F- 6-tuple, F+ 6-tuple, ||D||_inf, flag)`` (§3.5)."""
+    Wi, Wj, Hi, Hj, ex, ey = as_inputs2(Wi, Wj, Hi, Hj, ex, ey)
+    L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
+    v = total_fluctuation(L1, L2, DH, r)
+    m, dmax, flag, fallback = normal_part2(v, L1, L2, r, eps_h)
+    if fallback:
+        return apply_fallback(flag, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
+    vt1 = tangential_fluctuation(L1)
+    vt2 = tangential_fluctuation(L2)
+    t1 = L1.w * m[0] + s_minus(L1.u) * (vt1 - L1.w * v[0])
+    t2 = L2.w * m[2] + s_minus(L2.u) * (vt2 - L2.w * v[2])
+    Fm = assemble2((m[0], m[1], t1, m[2], m[3], t2), ex, ey)
+    Fp = assemble2((v[0] - m[0], v[1] - m[1], vt1 - t1, v[2] - m[2], v[3] - m[3], vt2 - t2), ex, ey)
+    return Fm, Fp, dmax, flag
+
+
+@jit
+def normal_split1(v, L):
+    """Single-layer ``(D-_2, ||D||_inf)`` (§6)."""
+    v0, v1 = v
+    c = math.sqrt(L.c2)
+    lm = L.u - c
+    lp = L.u + c
+    tm = s_minus(lm) * ((lp * v0 - v1) / (2.0 * c))
+    tp = s_minus(lp) * ((v1 - lm * v0) / (2.0 * c))
+    return (tm + tp, tm * lm + tp * lp), abs(L.u) + c
+
+
+@jit
+def thin_fallback1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h):
+    """HLL's result for a thin single-layer edge, flag 4 (§8)."""
+    Fm, Fp, dmax, _ = hll.flux1(Wi, Wj, Hi, Hj, ex, ey, g, 0.0, eps_h)
+    return Fm, Fp, dmax, FLAG_THIN
+
+
+@jit
+def flux1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+    """Single-layer classical Roe: ``(F- 3-tuple, F+ 3-tuple, ||D||_inf, flag)`` (§6)."""
+    Wi, Wj, Hi, Hj, ex, ey = as_inputs1(Wi, Wj, Hi, Hj, ex, ey)
+    L, DH = edge1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
+    if L.hbar < eps_h:
+        return thin_fallback1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
+    v = total_fluctuation1(L, DH)
+    m, dmax = normal_split1(v, L)
+    vt = tangential_fluctuation(L)
+    t = L.w * m[0] + s_minus(L.u) * (vt - L.w * v[0])
+    Fm = assemble1((m[0], m[1], t), ex, ey)
+    Fp = assemble1((v[0] - m[0], v[1] - m[1], vt - t), ex, ey)
+    return Fm, Fp, dmax, 0
+
+
+flux = flux2
