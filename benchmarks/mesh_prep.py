@@ -1,0 +1,137 @@
+"""Mesh preparation cost and the paper's Table 3 (bandwidths) on the renumbering paper's family.
+
+    python benchmarks/mesh_prep.py [--out benchmarks/results/mesh_prep.json]
+
+For the 2 080 560-triangle mesh it times reading + topology (from the cached
+.npz), and each ordering (rcm, gps, hilbert): computing the permutation and
+building the renumbered mesh. For every member it reports the bandwidths in
+the "original" (generator + 1->4 append), RCM and GPS orders beside the
+paper's Table 3 (CASES.md §A), plus space-filling-curve bandwidths (not in the
+paper; their bandwidth is large, their mean neighbour gap small). Results go
+to JSON with the machine and date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy
+
+from fvswe.mesh import bandwidth, family, read_mesh
+from fvswe.mesh.catalog import mesh_dir
+from fvswe.mesh.generate import square
+from fvswe.mesh.orderings import ordering
+
+#: The paper's Table 3: cells -> (original, RCM, GPS).
+PAPER = {
+    4000: (3786, 73, 62),
+    16000: (12000, 147, 126),
+    64000: (48000, 294, 249),
+    256000: (192000, 598, 500),
+    1024000: (768000, 1206, 1004),
+    2080560: (1996159, 1728, 1378),
+}
+TIMED = ("rcm", "gps", "hilbert")
+ORDERS = ("rcm", "gps", "hilbert", "morton")
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _mean_gap(mesh) -> float:
+    """Mean ``|i - j|`` over neighbouring cells: average locality (bandwidth is the worst)."""
+    ec = mesh.edge_cells[mesh.edge_cells[:, 1] >= 0]
+    return float(np.abs(ec[:, 0] - ec[:, 1]).mean())
+
+
+def _clock(fn):
+    t = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "mesh_prep.json"))
+    args = ap.parse_args()
+
+    square(200).reordered("gps")  # compile (or load) the Numba GPS kernels outside the timings
+
+    rows = []
+    for cells, (p_orig, p_rcm, p_gps) in PAPER.items():
+        mesh = family(cells)
+        renumbered = {m: mesh.permuted(ordering(mesh, m)) for m in ORDERS}
+        bw = {m: bandwidth(r) for m, r in renumbered.items()}
+        gap = {m: _mean_gap(r) for m, r in renumbered.items()}
+        rows.append(
+            {
+                "cells": cells,
+                "original": bandwidth(mesh),
+                **bw,
+                "mean_neighbour_gap": {"original": _mean_gap(mesh), **gap},
+                "paper": {"original": p_orig, "rcm": p_rcm, "gps": p_gps},
+            }
+        )
+        print(
+            f"{cells:>8}: original {rows[-1]['original']:>8} (paper {p_orig:>8})  "
+            f"RCM {bw['rcm']:>5} (paper {p_rcm:>5})  GPS {bw['gps']:>5} (paper {p_gps:>5})",
+            flush=True,
+        )
+
+    cached = mesh_dir() / "cache" / "square-2m.npz"
+    mesh, t_read = _clock(lambda: read_mesh(cached))
+    timings = {"read_and_topology": t_read}
+    for method in TIMED:
+        perm, t_ord = _clock(lambda m=method: ordering(mesh, m))
+        _, t_perm = _clock(lambda p=perm: mesh.permuted(p))
+        timings[method] = t_ord
+        timings[f"{method}_renumber_mesh"] = t_perm
+
+    result = {
+        "benchmark": "mesh_prep",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": {
+            "cpu": _cpu(),
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "scipy": scipy.__version__,
+        },
+        "mesh_2m": {"cells": mesh.n_cells, "edges": mesh.n_edges, "file": cached.name},
+        "seconds_2m": timings,
+        "table3": rows,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+
+    print("\nTable 3 - bandwidth of the cell adjacency matrix (ours / paper)\n")
+    print("| volumes | original | RCM | GPS | Hilbert | Morton |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        p = r["paper"]
+        print(
+            f"| {r['cells']} | {r['original']} / {p['original']} | {r['rcm']} / {p['rcm']} "
+            f"| {r['gps']} / {p['gps']} | {r['hilbert']} | {r['morton']} |"
+        )
+    print(f"\n2 080 560 triangles, {os.cpu_count()} cores ({_cpu()}), seconds:")
+    for key, val in timings.items():
+        print(f"  {key:<26} {val:6.2f}")
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
