@@ -1,4 +1,4 @@
-"""Pictures of a run: cell fields drawn with matplotlib's tripcolor (Agg, no display needed)."""
+"""Pictures of a run: cell fields drawn with tripcolor into PNG files (no display needed)."""
 
 from __future__ import annotations
 
@@ -39,6 +39,37 @@ def _triangles(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return tris, np.tile(np.arange(len(cells)), 2)
 
 
+def panel(ax, nodes: np.ndarray, cells: np.ndarray, name: str, values: np.ndarray):
+    """Draw one cell field on ``ax`` with a labelled colourbar; return the artist.
+
+    Velocities use a diverging map centred on 0; other fields ``viridis``.
+    """
+    from matplotlib.tri import Triangulation
+
+    tris, owner = _triangles(np.asarray(cells))
+    values = np.asarray(values, dtype=np.float64)[owner]
+    label, unit = LABELS.get(name, (name, ""))
+    diverging = unit == "m/s"
+    vmax = max(float(np.abs(values).max()), 1e-12) if diverging else None
+    im = ax.tripcolor(
+        Triangulation(nodes[:, 0], nodes[:, 1], tris),
+        facecolors=values,
+        cmap="RdBu_r" if diverging else "viridis",
+        vmin=-vmax if diverging else None,
+        vmax=vmax,
+        shading="flat",
+        edgecolors="face",  # no hairline seams between the triangles
+    )
+    ax.set_aspect("equal")
+    ax.set_xlim(nodes[:, 0].min(), nodes[:, 0].max())
+    ax.set_ylim(nodes[:, 1].min(), nodes[:, 1].max())
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.set_title(label, fontsize=10)
+    ax.figure.colorbar(im, ax=ax, shrink=0.85, label=f"{name} [{unit}]" if unit else name)
+    return im
+
+
 def draw(
     nodes: np.ndarray,
     cells: np.ndarray,
@@ -48,47 +79,25 @@ def draw(
     t: float | None = None,
     title: str | None = None,
 ) -> Path:
-    """One panel per field (cell values over ``cells``), each with its colourbar; save a PNG.
+    """One :func:`panel` per field (cell values over ``cells``); save a PNG.
 
-    Velocities use a diverging map centred on 0; other fields ``viridis``. Up to
-    three panels a row, drawn to scale, except for long thin domains (strips).
+    Up to three panels a row, drawn to scale, except for long thin domains
+    (strips), which get one stretched full-width panel a row.
     """
-    import matplotlib
+    from matplotlib.figure import Figure  # not pyplot: no global state, no display needed
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.tri import Triangulation
-
-    tris, owner = _triangles(np.asarray(cells))
-    tri = Triangulation(nodes[:, 0], nodes[:, 1], tris)
     n = len(fields)
     span = np.ptp(nodes[:, :2], axis=0)
     elongated = span[0] > ELONGATED * span[1]  # e.g. a 1-D strip: stacked, stretched panels
     ncols = 1 if elongated else min(n, 3)
     nrows = -(-n // ncols)
     size = (10.0, 2.4 * nrows) if elongated else (4.6 * ncols, 4.2 * nrows)
-    fig, axes = plt.subplots(nrows, ncols, figsize=size, squeeze=False)
+    fig = Figure(figsize=size)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax, (name, values) in zip(axes.ravel()[:n], fields.items(), strict=True):
-        values = np.asarray(values, dtype=np.float64)[owner]
-        label, unit = LABELS.get(name, (name, ""))
-        diverging = unit == "m/s"
-        vmax = max(float(np.abs(values).max()), 1e-12) if diverging else None
-        im = ax.tripcolor(
-            tri,
-            facecolors=values,
-            cmap="RdBu_r" if diverging else "viridis",
-            vmin=-vmax if diverging else None,
-            vmax=vmax,
-            shading="flat",
-            edgecolors="face",  # no hairline seams between the triangles
-        )
-        ax.set_aspect("auto" if elongated else "equal")
-        ax.set_xlim(nodes[:, 0].min(), nodes[:, 0].max())
-        ax.set_ylim(nodes[:, 1].min(), nodes[:, 1].max())
-        ax.set_xlabel("x [m]")
-        ax.set_ylabel("y [m]")
-        ax.set_title(label, fontsize=10)
-        fig.colorbar(im, ax=ax, shrink=0.85, label=f"{name} [{unit}]" if unit else name)
+        panel(ax, nodes, cells, name, values)
+        if elongated:
+            ax.set_aspect("auto")
     for ax in axes.ravel()[n:]:
         ax.set_visible(False)
     heading = " — ".join(s for s in (title, None if t is None else f"t = {t:.4g} s") if s)
@@ -97,7 +106,6 @@ def draw(
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 
