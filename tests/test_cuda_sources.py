@@ -89,16 +89,16 @@ int main(int argc, char** argv)
 """
 
 
-def random_edges(rng, n: int, layers: int):
-    """Random wet edge states: depths 0.3..5, velocities up to 1.5 m/s (4 m/s on a sixth,
-    to reach non-hyperbolic edges), unit normals.
+def random_edges(rng, n: int, layers: int, speed: float = 1.5, fast: float = 1 / 6):
+    """Random wet edge states: depths 0.3..5, velocities up to ``speed`` m/s (4 m/s on a
+    fraction ``fast``, to reach non-hyperbolic edges), unit normals.
 
     A tenth of the edges are thin (a layer below eps_h) and a tenth at rest over a
     bottom step (lake at rest), so the fallbacks and the well-balanced path run too.
     """
     nv = 3 * layers
     W = np.empty((2, n, nv))
-    speed = np.where(rng.random(n) < 1 / 6, 4.0, 1.5)[:, None]
+    speed = np.where(rng.random(n) < fast, 4.0, speed)[:, None]
     for s in range(2):
         for k in range(layers):
             h = rng.uniform(0.3, 5.0, n)

@@ -14,7 +14,7 @@ find_invalid(const int n_cells, const real4* __restrict__ W, int* first)
     load_cell(W, c, w, H);
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) {
-        if (!isfinite(w[m]) || (m % 3 == 0 && w[m] < real(0))) {
+        if (!(fabs(w[m]) < REAL_INF) || (m % 3 == 0 && w[m] < real(0))) {
             atomicMin(first, c * 8 + m);
             return;
         }

@@ -1,0 +1,241 @@
+"""The GPU backend against the NumPy reference and the CPU backend (needs CuPy and a GPU).
+
+Every test is marked ``gpu`` and skipped, with the reason, where CuPy or a device
+is missing. Run them with ``python3 -m pytest -q -m gpu tests/``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_cuda_sources import random_edges
+
+from fvswe.backends import gpu
+from fvswe.backends.layout import Layout
+from fvswe.boundary import edge_conditions
+from fvswe.cases import get_case
+from fvswe.mesh.generate import structured_square
+from fvswe.model import Model
+from fvswe.schemes import get_flux
+from fvswe.simulation import Simulation
+
+OK, WHY = gpu.available()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not OK, reason=f"no GPU backend here: {WHY}")]
+
+TWO_LAYER_SCHEMES = ("roe", "ir-roe", "pvm-ifcp")
+SCHEMES = sorted(gpu.SCHEME_DEFINES)
+
+
+@pytest.fixture(scope="module")
+def sym_mesh():
+    """Alternating-diagonal mesh with the square's symmetry group (16x16x2 cells)."""
+    return structured_square(16)
+
+
+def tiny_layout(layers: int, dtype, r: float) -> Layout:
+    mesh = structured_square(2)
+    model = Model(layers=layers, r=r if layers == 2 else 0.5)
+    W0 = np.ones((mesh.n_cells, model.nvar))
+    return Layout.build(mesh, model, W0, np.ones(mesh.n_cells), edge_conditions(mesh), dtype)
+
+
+def cpu_and_gpu(case_name, mesh, scheme, dtype="float64", dt_mode="lagged", variant=None, dt=None):
+    """A CPU Simulation of the case and a GpuBackend on its layout."""
+    sim = get_case(case_name).simulation(mesh, scheme=scheme, dtype=dtype, dt_mode=dt_mode, dt=dt)
+    B = gpu.GpuBackend(sim.layout, scheme, cfl=0.9, dt_mode=dt_mode, dt_fixed=dt, variant=variant)
+    return sim, B
+
+
+# -- kernel parity with the NumPy reference --------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("scheme", "layers"), SCHEMES)
+def test_device_flux_matches_numpy_reference(scheme, layers, dtype):
+    """debug_flux runs the module's scheme_flux on random wet states (SCHEMES.md §10.1)."""
+    double = dtype == "float64"
+    rng = np.random.default_rng(3)
+    # float32: moderate speeds, away from loss of hyperbolicity where round-off is amplified
+    Wi, Wj, Hi, Hj, n = random_edges(rng, 20000, layers, *(() if double else (0.5, 0.0)))
+    g, r, eps_h = 9.81, 0.5, 5e-3
+    B = gpu.GpuBackend(tiny_layout(layers, dtype, r), scheme)
+    # the reference sees exactly the inputs the device sees
+    Wi, Wj, Hi, Hj, n = (np.asarray(a, dtype=dtype).astype(np.float64) for a in (Wi, Wj, Hi, Hj, n))
+    Fm, Fp, d, flags = B.debug_flux(Wi, Wj, Hi, Hj, n)
+    rFm, rFp, rd, rflags = get_flux(scheme, layers)(Wi, Wj, Hi, Hj, n, g, r, eps_h, True)
+    phys = g * np.maximum(np.abs(np.concatenate((Wi, Wj), 1)).max(1), np.maximum(Hi, Hj)) ** 2
+    flux = np.abs(np.concatenate((rFm, rFp), 1)).max(1)
+    if double:
+        assert np.array_equal(flags, rflags)
+        scale, tol, same = np.maximum(flux, 1e-8 * phys), 1e-12, slice(None)
+    else:
+        same = flags == rflags
+        assert same.mean() >= 0.99
+        scale, tol = np.maximum(flux, phys), 1e-5
+    for got, ref in ((Fm, rFm), (Fp, rFp)):
+        err = np.abs(got[same] - ref[same]) / scale[same, None]
+        assert err.max() <= tol, f"max relative error {err.max():.3g}"
+    assert np.allclose(d[same], rd[same], rtol=tol, atol=0)
+
+
+# -- whole runs ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+@pytest.mark.parametrize("case_name", ["test1", "test2"])
+@pytest.mark.parametrize("scheme", TWO_LAYER_SCHEMES)
+def test_runs_match_cpu_backend(scheme, case_name, variant, sym_mesh):
+    sim, B = cpu_and_gpu(case_name, sym_mesh, scheme, variant=variant)
+    sim.run(0.1)
+    t, steps = B.advance(0.1, 10**6)
+    assert (t, steps) == (sim.t, sim.steps) and t == 0.1
+    W, ref = B.get_state(), sim.backend.get_state()
+    scale = np.abs(ref).max(axis=0)
+    assert (np.abs(W - ref).max(axis=0) / scale).max() <= 1e-10
+    assert B.counters() == sim.backend.counters()
+
+
+@pytest.mark.parametrize("dt_mode", ["nonlagged", "fixed"])
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+def test_dt_modes_match_cpu_backend(dt_mode, variant, sym_mesh):
+    dt = 2e-3 if dt_mode == "fixed" else None
+    sim, B = cpu_and_gpu("test1", sym_mesh, "ir-roe", dt_mode=dt_mode, variant=variant, dt=dt)
+    sim.run(0.05)
+    assert B.advance(0.05, 10**6) == (sim.t, sim.steps)
+    W, ref = B.get_state(), sim.backend.get_state()
+    assert (np.abs(W - ref).max(axis=0) / np.abs(ref).max(axis=0)).max() <= 1e-10
+
+
+@pytest.mark.parametrize("scheme", ["roe", "ir-roe", "hll"])
+def test_single_layer_run_matches_cpu_backend(scheme):
+    mesh = structured_square(12)
+    kw = dict(layers=1, scheme=scheme, H=2.0,
+              initial={"h": lambda x, y: np.where(x < 0, 2.0, 1.0)})  # fmt: skip
+    cpu = Simulation(mesh, **kw)
+    cpu.run(0.2)
+    sim = Simulation(mesh, backend="gpu", **kw)
+    sim.run(0.2)
+    assert (sim.t, sim.steps) == (cpu.t, cpu.steps)
+    np.testing.assert_allclose(sim.state(), cpu.state(), rtol=0, atol=1e-10 * 2.0)
+
+
+def test_advance_stops_at_max_steps_and_hits_t_end_exactly(sym_mesh):
+    _, B = cpu_and_gpu("test1", sym_mesh, "pvm-ifcp")
+    assert B.advance(0.1, 3) == (B.t, 3)
+    assert B.t < 0.1
+    t, steps = B.advance(0.1, 10**6)
+    assert t == 0.1 and steps > 0 and B.steps == 3 + steps
+    assert B.advance(0.1, 10) == (0.1, 0)
+    t2, more = B.advance(0.1 + 1e-9, 10)  # a tiny last step, clipped
+    assert t2 == 0.1 + 1e-9 and more == 1
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("scheme", TWO_LAYER_SCHEMES)
+def test_lake_at_rest(scheme, dtype):
+    mesh = structured_square(12)
+    H = get_case("test2").H
+    sim = Simulation(mesh, scheme=scheme, r=0.98, H=H, dtype=dtype, backend="gpu",
+                     initial={"h1": 1.0, "h2": lambda x, y: H(x, y) + 1.0})  # fmt: skip
+    W0 = sim.state().astype(np.float64)
+    assert sim.run(10.0, max_steps=120).steps == 120
+    W = sim.state().astype(np.float64)
+    tol = 1e-12 if dtype == "float64" else 1e-5
+    assert np.abs(W[:, [1, 2, 4, 5]]).max() <= tol
+    assert np.abs(W[:, [0, 3]] - W0[:, [0, 3]]).max() <= tol
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("case_name", ["test1", "test2"])
+@pytest.mark.parametrize("scheme", TWO_LAYER_SCHEMES)
+def test_mass_positivity_and_counters(scheme, case_name, dtype, sym_mesh):
+    sim = get_case(case_name).simulation(sym_mesh, scheme=scheme, dtype=dtype, backend="gpu")
+    summary = sim.run(0.1)
+    assert summary.t == 0.1
+    assert max(summary.mass_rel_drift) <= (1e-13 if dtype == "float64" else 1e-6)
+    W = sim.state()
+    assert W[:, 0].min() > 0.3 and W[:, 3].min() > 0.3
+    assert summary.counters["clipped_cells"] == 0
+    assert summary.counters["nonhyperbolic_edges"] == 0
+
+
+def _mirror_map(mesh, transform):
+    """Index of the cell whose centroid is the image of each cell's centroid."""
+    key = {tuple(np.round(c, 9)): n for n, c in enumerate(mesh.centroid)}
+    return np.array([key[tuple(np.round(c, 9))] for c in transform(mesh.centroid)])
+
+
+@pytest.mark.parametrize("scheme", TWO_LAYER_SCHEMES)
+def test_test1_symmetry(scheme, sym_mesh):
+    sim = get_case("test1").simulation(sym_mesh, scheme=scheme, backend="gpu")
+    sim.run(0.1)
+    f = sim.fields()
+    h1, q1x, q1y = f["h1"], f["q1x"], f["q1y"]
+    assert np.ptp(h1) > 0.5
+    flip_x = _mirror_map(sym_mesh, lambda c: c * [-1, 1])
+    rot90 = _mirror_map(sym_mesh, lambda c: np.c_[-c[:, 1], c[:, 0]])
+    tol = 1e-12 * np.abs(h1).max()
+    np.testing.assert_allclose(h1[flip_x], h1, rtol=0, atol=tol)
+    np.testing.assert_allclose(q1x[flip_x], -q1x, rtol=0, atol=tol)
+    np.testing.assert_allclose(q1y[flip_x], q1y, rtol=0, atol=tol)
+    np.testing.assert_allclose(h1[rot90], h1, rtol=0, atol=tol)
+    np.testing.assert_allclose(q1x[rot90], -q1y, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+def test_orderings_give_identical_results(variant, monkeypatch):
+    monkeypatch.setenv("FVSWE_GPU_VARIANT", variant)
+    mesh = structured_square(20)
+    runs = {}
+    for order in ("none", "rcm", "random", "morton"):
+        sim = get_case("test1").simulation(mesh, scheme="ir-roe", order=order, backend="gpu")
+        sim.run(0.05)
+        runs[order] = (sim.steps, sim.state())
+    steps0, W0 = runs["none"]
+    for order, (steps, W) in runs.items():
+        assert steps == steps0, order
+        assert np.array_equal(W, W0), f"{order} differs by {np.abs(W - W0).max():.3g}"
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("dt_mode", ["lagged", "nonlagged"])
+@pytest.mark.parametrize("scheme", TWO_LAYER_SCHEMES)
+def test_edge_and_gather_variants_agree(scheme, dt_mode, dtype, sym_mesh):
+    """Bitwise in float64 (no FMA: each slot value is the same rounded expression in both
+    variants); float32 modules may contract the flux into FMAs differently per kernel."""
+    states = []
+    for variant in gpu.VARIANTS:
+        _, B = cpu_and_gpu("test2", sym_mesh, scheme, dtype, dt_mode, variant)
+        B.advance(0.1, 10**6)
+        states.append((B.t, B.steps, B.get_state()))
+    (t0, s0, W0), (t1, s1, W1) = states
+    assert (t0, s0) == (t1, s1)
+    if dtype == "float64":
+        assert np.array_equal(W0, W1), f"differ by {np.abs(W0 - W1).max():.3g}"
+    else:
+        assert (np.abs(W0 - W1).max(axis=0) / np.abs(W0).max(axis=0)).max() <= 1e-6
+
+
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+def test_graphs_off_gives_the_same_run(variant, sym_mesh):
+    sim = get_case("test1").simulation(sym_mesh, scheme="pvm-ifcp")
+    runs = []
+    for graphs in (True, False):
+        B = gpu.GpuBackend(sim.layout, "pvm-ifcp", variant=variant, graphs=graphs, batch=4)
+        B.advance(0.1, 10**6)
+        runs.append((B.steps, B.get_state()))
+    assert runs[0][0] == runs[1][0]
+    assert np.array_equal(runs[0][1], runs[1][1])
+
+
+def test_first_invalid_finds_nan_and_negative_depth(sym_mesh):
+    sim, B = cpu_and_gpu("test1", sym_mesh, "pvm-ifcp")
+    assert B.first_invalid() is None
+    W = sim.layout.W0.copy()
+    W[40, 4] = np.nan
+    W[70, 3] = -1.0
+    B.set_state(W)
+    assert B.first_invalid() == (40, 4)
+    W[40, 4] = 0.0
+    B.set_state(W)
+    assert B.first_invalid() == (70, 3)
