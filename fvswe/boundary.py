@@ -35,7 +35,8 @@ def edge_conditions(mesh, conditions: Mapping[str, str] | None = None) -> np.nda
             )
         if kind not in KINDS:
             raise ConfigError(
-                f"boundary tag {name!r}: unknown condition {kind!r} (choose from {', '.join(KINDS)})"
+                f"boundary tag {name!r}: unknown condition {kind!r} "
+                f"(choose from {', '.join(KINDS)})"
             )
         codes[mesh.edge_tag == mesh.tags[name]] = KINDS[kind]
     missing = sorted(present - set(conditions))

@@ -47,7 +47,10 @@ class RunSummary:
 
     @property
     def mass_rel_drift(self) -> list[float]:
-        return [abs(m - m0) / abs(m0) if m0 else abs(m) for m, m0 in zip(self.mass, self.mass_initial)]
+        return [
+            abs(m - m0) / abs(m0) if m0 else abs(m)
+            for m, m0 in zip(self.mass, self.mass_initial, strict=True)
+        ]
 
     def to_dict(self) -> dict:
         return {
@@ -77,7 +80,9 @@ def _cell_values(value: Field, xy: np.ndarray, n: int, name: str) -> np.ndarray:
     try:
         return np.broadcast_to(out, (n,)).copy()
     except ValueError:
-        raise ConfigError(f"initial {name}: expected {n} cell values, got shape {out.shape}") from None
+        raise ConfigError(
+            f"initial {name}: expected {n} cell values, got shape {out.shape}"
+        ) from None
 
 
 class Simulation:
@@ -236,4 +241,3 @@ class Simulation:
             f"state blew up: {self.model.fields[comp]} = {value:g} in cell {orig} "
             f"at ({x:.4g}, {y:.4g}) by step {self.steps}, t = {self.t:.6g} s"
         )
-

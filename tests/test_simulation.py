@@ -60,8 +60,9 @@ def test_pipeline_step_matches_numpy_reference(scheme, sym_mesh):
 def test_lake_at_rest_over_test2_bathymetry(scheme):
     mesh = structured_square(12)
     H = get_case("test2").H
-    sim = Simulation(mesh, scheme=scheme, r=0.98, H=H,
-                     initial={"h1": 1.0, "h2": lambda x, y: H(x, y) + 1.0})  # fmt: skip
+    sim = Simulation(
+        mesh, scheme=scheme, r=0.98, H=H, initial={"h1": 1.0, "h2": lambda x, y: H(x, y) + 1.0}
+    )
     W0 = sim.state()
     summary = sim.run(10.0, max_steps=120)
     W = sim.state()
@@ -126,8 +127,9 @@ def test_orderings_give_identical_results(scheme):
 def test_float32_agrees_with_float64(scheme, sym_mesh):
     runs = {}
     for dtype in ("float64", "float32"):
-        sim = get_case("test1").simulation(sym_mesh, scheme=scheme, dtype=dtype, dt_mode="fixed",
-                                           dt=2e-3)  # fmt: skip
+        sim = get_case("test1").simulation(
+            sym_mesh, scheme=scheme, dtype=dtype, dt_mode="fixed", dt=2e-3
+        )
         sim.run(0.04)
         runs[dtype] = sim.state()
     W64, W32 = runs["float64"], runs["float32"]
@@ -136,6 +138,10 @@ def test_float32_agrees_with_float64(scheme, sym_mesh):
 
 
 # -- 1-D problems on a strip -----------------------------------------------------------------
+
+
+def l1_ratio(a, b, area):
+    return np.sum(area * np.abs(a)) / np.sum(area * np.abs(b))
 
 
 def stoker(x, t, hl, hr, g=9.81, x0=0.0):
@@ -160,18 +166,26 @@ def stoker(x, t, hl, hr, g=9.81, x0=0.0):
 
 @pytest.mark.parametrize("scheme", ["roe", "ir-roe", "hll"])
 def test_single_layer_dam_break_converges_to_stoker(scheme):
-    errors = []
+    """L1 error against Stoker falls with refinement; the transverse momentum of the
+    triangulated strip (not exactly 1-D) is small and falls at first order too."""
+    errors, transverse = [], []
     for nx in (100, 200, 400):
         mesh = strip(nx, 1, -5.0, 5.0)
-        sim = Simulation(mesh, layers=1, scheme=scheme, H=0.0,
-                         initial={"h": lambda x, y: np.where(x < 0, 2.0, 1.0)})  # fmt: skip
+        sim = Simulation(
+            mesh,
+            layers=1,
+            scheme=scheme,
+            H=0.0,
+            initial={"h": lambda x, y: np.where(x < 0, 2.0, 1.0)},
+        )
         sim.run(0.5)
         f = sim.fields()
         exact = stoker(f["x"], 0.5, 2.0, 1.0)
         errors.append(np.sum(f["area"] * np.abs(f["h"] - exact)) / np.sum(f["area"]))
-        assert np.abs(f["qy"]).max() <= 1e-10 * np.abs(f["qx"]).max()
+        transverse.append(l1_ratio(f["qy"], f["qx"], f["area"]))
     assert errors[0] < 0.03
     assert errors[2] < 0.7 * errors[0]
+    assert transverse[0] < 0.01 and transverse[2] < 0.5 * transverse[0]
 
 
 def test_single_layer_roe_equals_hll_with_roe_speeds_on_a_run():
@@ -179,32 +193,65 @@ def test_single_layer_roe_equals_hll_with_roe_speeds_on_a_run():
     mesh = strip(50, 1, -5.0, 5.0)
     states = []
     for scheme in ("roe", "hll"):
-        sim = Simulation(mesh, layers=1, scheme=scheme, H=0.0,
-                         initial={"h": lambda x, y: 1 + 0.1 * np.exp(-(x**2))})  # fmt: skip
+        sim = Simulation(
+            mesh,
+            layers=1,
+            scheme=scheme,
+            H=0.0,
+            initial={"h": lambda x, y: 1 + 0.1 * np.exp(-(x**2))},
+        )
         sim.run(0.2)
         states.append(sim.state())
     assert np.abs(states[0] - states[1]).max() <= 1e-3  # Einfeldt bounds differ only near shocks
 
 
-def test_strip_two_layer_runs_converge():
-    """1-D version of test1 on strips of rising resolution approaches the finest run."""
-    h1 = lambda x, y: np.where(np.abs(x) > 1.5, 4.0, 0.5)  # noqa: E731
-    runs = {}
-    for nx in (50, 100, 200, 800):
-        sim = Simulation(strip(nx, 1, -5.0, 5.0), scheme="pvm-ifcp", r=0.5, H=6.0,
-                         initial={"h1": h1, "h2": lambda x, y: 6 - h1(x, y)})  # fmt: skip
+def one_d_reference(scheme, nx, t_end, H, h1, r, cfl=0.9, g=9.81):
+    """A 1-D run of the NumPy reference flux on [-5, 5] (walls, non-lagged Δt): cell centres, h1."""
+    flux = get_flux(scheme, 2)
+    dx = 10.0 / nx
+    x = -5 + dx * (np.arange(nx) + 0.5)
+    W = np.zeros((nx, 6))
+    W[:, 0] = h1(x)
+    W[:, 3] = H(x) - W[:, 0]
+    Hc = H(x)
+    normal = np.tile([1.0, 0.0], (nx + 1, 1))
+    t = 0.0
+    while t < t_end:
+        Wl = np.vstack([W[:1], W])  # wall ghosts: mirror the normal momentum
+        Wr = np.vstack([W, W[-1:]])
+        Wl[0, [1, 4]] *= -1
+        Wr[-1, [1, 4]] *= -1
+        Hl, Hr = np.r_[Hc[:1], Hc], np.r_[Hc, Hc[-1:]]
+        Fm, Fp, d = flux(Wl, Wr, Hl, Hr, normal, g=g, r=r)
+        dt = min(cfl * dx / np.maximum(d[:-1], d[1:]).max(), t_end - t)
+        W = W - dt / dx * (Fm[1:] + Fp[:-1])
+        t = t_end if dt == t_end - t else t + dt
+    return x, W[:, 0]
+
+
+@pytest.mark.parametrize("scheme", TWO_LAYER_SCHEMES)
+def test_strip_runs_converge_to_a_fine_1d_reference(scheme):
+    """SCHEMES.md §10.1 item 5: y-independent test1 on strips against a 1-D run of 10^4 cells."""
+    H = lambda x: np.full_like(x, 6.0)  # noqa: E731
+    h1 = lambda x: np.where(np.abs(x) > 1.5, 4.0, 0.5)  # noqa: E731
+    xf, hf = one_d_reference(scheme, 10_000, 0.1, H, h1, r=0.5)
+    errors, transverse = [], []
+    for nx in (50, 100, 200):
+        sim = Simulation(
+            strip(nx, 1, -5.0, 5.0),
+            scheme=scheme,
+            r=0.5,
+            H=6.0,
+            dt_mode="nonlagged",
+            initial={"h1": lambda x, y: h1(x), "h2": lambda x, y: 6 - h1(x)},
+        )
         sim.run(0.1)
         f = sim.fields()
-        runs[nx] = (f["x"], f["h1"], np.abs(f["q1y"]).max())
-    xf, hf, _ = runs[800]
-    order = np.argsort(xf)
-    errs = []
-    for nx in (50, 100, 200):
-        x, h, qy = runs[nx]
-        ref = np.interp(x, xf[order], hf[order])
-        errs.append(np.mean(np.abs(h - ref)))
-        assert qy <= 1e-10
-    assert errs[1] < errs[0] and errs[2] < errs[1]
+        errors.append(l1_ratio(f["h1"] - np.interp(f["x"], xf, hf), f["h1"], f["area"]))
+        transverse.append(l1_ratio(f["q1y"], f["q1x"], f["area"]))
+    assert errors[0] < 0.05
+    assert errors[1] < 0.85 * errors[0] and errors[2] < 0.85 * errors[1]
+    assert transverse[2] < 0.3 * transverse[0]  # the triangles' transverse error is first order
 
 
 # -- errors for people -----------------------------------------------------------------------

@@ -83,11 +83,11 @@ def _pad(F):
 def _edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
     """Dispatch to the scheme's per-edge flux; returns 6-tuples F⁻, F⁺, ‖D‖∞, flags."""
     if scheme == 0:
-        return roe.flux(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
+        return roe.flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
     if scheme == 1:
-        return ir_roe.flux(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
+        return ir_roe.flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
     if scheme == 2:
-        return pvm_ifcp.flux(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
+        return pvm_ifcp.flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
     wi = (Wi[0], Wi[1], Wi[2])
     wj = (Wj[0], Wj[1], Wj[2])
     if scheme == 3:
@@ -100,7 +100,9 @@ def _edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
 
 
 @njit(parallel=True, cache=True)
-def edge_pass(scheme, W, H, edge_cells, normal, length, edge_slot, edge_bc, g, r, eps_h, acc, flags):
+def edge_pass(
+    scheme, W, H, edge_cells, normal, length, edge_slot, edge_bc, g, r, eps_h, acc, flags
+):
     """Every edge once: ``|Γ| F⁻`` and ``|Γ| ‖D‖`` into i's slot, ``|Γ| F⁺`` into j's."""
     nvar = W.shape[1]
     for e in prange(edge_cells.shape[0]):
@@ -221,6 +223,17 @@ class CpuBackend:
 
     def counters(self) -> dict[str, int]:
         return dict(self._counts)
+
+    def snapshot(self) -> dict:
+        """Everything a bit-for-bit restart needs: state, time, steps, pending Δt, counters."""
+        return {"W": self.get_state(), "t": self.t, "steps": self.steps, "dt": self.dt,
+                "counters": self.counters()}  # fmt: skip
+
+    def restore(self, snap: dict) -> None:
+        """The inverse of :meth:`snapshot`."""
+        self.set_state(snap["W"])
+        self.t, self.steps, self.dt = float(snap["t"]), int(snap["steps"]), float(snap["dt"])
+        self._counts.update(snap["counters"])
 
     def first_invalid(self) -> tuple[int, int] | None:
         """The first cell (and component) holding NaN/inf or a negative depth, else None."""
