@@ -35,6 +35,40 @@ def write_gmsh(path, points, blocks, physical=None, names=None):
     meshio.write(path, m, file_format="gmsh22", binary=False)
 
 
+def write_gmsh41(path, nodes, triangles, lines, line_phys, names, surface_tag):
+    """Gmsh 4.1 ASCII as gmsh writes it: one surface entity, a curve entity per line group."""
+    groups = sorted(set(line_phys.tolist()))
+    out = ["$MeshFormat", "4.1 0 8", "$EndMeshFormat", "$PhysicalNames", str(len(names))]
+    out += [f'{dim} {tag} "{name}"' for name, (tag, dim) in names.items()]
+    out += ["$EndPhysicalNames", "$Entities", f"0 {len(groups)} 1 0"]
+    box = "-5 -5 0 5 5 0"
+    out += [f"{c + 1} {box} 1 {g} 0" for c, g in enumerate(groups)]
+    out += [
+        f"1 {box} 1 {surface_tag} 0",
+        "$EndEntities",
+        "$Nodes",
+        f"1 {len(nodes)} 1 {len(nodes)}",
+        f"2 1 0 {len(nodes)}",
+    ]
+    out += [str(i + 1) for i in range(len(nodes))]
+    out += [f"{x:.17g} {y:.17g} 0" for x, y in nodes]
+    n_el = len(lines) + len(triangles)
+    out += ["$EndNodes", "$Elements", f"{len(groups) + 1} {n_el} 1 {n_el}"]
+    tag = 1
+    for c, g in enumerate(groups):
+        sel = lines[line_phys == g]
+        out.append(f"1 {c + 1} 1 {len(sel)}")
+        for a, b in sel:
+            out.append(f"{tag} {a + 1} {b + 1}")
+            tag += 1
+    out.append(f"2 1 2 {len(triangles)}")
+    for a, b, c in triangles:
+        out.append(f"{tag} {a + 1} {b + 1} {c + 1}")
+        tag += 1
+    out.append("$EndElements")
+    path.write_text("\n".join(out) + "\n")
+
+
 def pts3(mesh):
     return np.column_stack([mesh.nodes, np.zeros(mesh.n_nodes)])
 
@@ -60,6 +94,23 @@ def test_gmsh_physical_groups_become_tags(tmp_path, small):
     # the tagged edges are where the file put them
     tagged = m.nodes[m.edge_nodes[m.edge_tag == m.tags["inflow"]]].mean(axis=1)
     assert np.all(tagged[:, 0] < -4.99)
+
+
+def test_gmsh41_physical_groups_become_tags(tmp_path, small):
+    bnd = small.edge_nodes[small.boundary]
+    y = small.nodes[bnd].mean(axis=1)[:, 1]
+    group = np.where(y > 4.99, 5, np.where(y < -4.99, 6, 0))
+    path = tmp_path / "v41.msh"
+    names = {"north": (5, 1), "south": (6, 1), "water": (9, 2)}
+    write_gmsh41(path, small.nodes, small.cells, bnd[group > 0], group[group > 0], names, 9)
+    m = read_mesh(path)
+    counts = {n: int((m.edge_tag == t).sum()) for n, t in m.tags.items()}
+    assert counts == {
+        "north": int((group == 5).sum()),
+        "south": int((group == 6).sum()),
+        "wall": int((group == 0).sum()),
+    }
+    assert np.array_equal(m.cells, small.cells)
 
 
 @pytest.mark.parametrize("suffix", [".vtu", ".vtk", ".xdmf", ".mesh", ".obj", ".msh", ".npz"])
@@ -146,6 +197,15 @@ def test_bad_inputs_give_one_line_errors_naming_the_file(tmp_path, small):
         assert "\n" not in msg and msg.startswith(str(path)), name
         for w in words:
             assert w in msg, (name, msg)
+
+
+def test_mixed_cell_types_and_unknown_names_are_errors(tmp_path, small):
+    path = tmp_path / "mixed.vtu"
+    quad = np.array([[0, 1, 2, 3]])
+    meshio.write(path, meshio.Mesh(pts3(small), [("triangle", small.cells), ("quad", quad)]))
+    with pytest.raises(MeshError, match="mixes triangles and quads"):
+        read_mesh(path)
+    assert main(["mesh", "info", str(tmp_path / "square-5k")]) == 2
 
 
 def test_bad_arrays_raise(small):

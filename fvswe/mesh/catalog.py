@@ -83,9 +83,14 @@ def refine(mesh: Mesh) -> Mesh:
 
 
 def mesh_dir() -> Path:
-    """The ``meshes/`` folder: ``$FVSWE_MESHES`` or the one beside the package."""
+    """The ``meshes/`` folder: ``$FVSWE_MESHES``, else the repository's, else a user cache."""
     env = os.environ.get("FVSWE_MESHES")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "meshes"
+    if env:
+        return Path(env)
+    repo = Path(__file__).resolve().parents[2] / "meshes"
+    if (repo / BASES["square-4k"][0]).is_file():
+        return repo
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fvswe" / "meshes"
 
 
 def base(name: str) -> Mesh:
@@ -122,6 +127,8 @@ def family(member: int | str) -> Mesh:
 def load(spec: str | Path) -> Mesh:
     """A mesh file path, or a family member name such as ``square-16k``."""
     path = Path(spec)
-    if not path.exists() and str(spec) in MEMBERS:
+    if path.exists():
+        return read_mesh(path)
+    if str(spec) in MEMBERS:
         return family(str(spec))
-    return read_mesh(path)
+    raise MeshError(f"{spec}: no such file (nor a family member: {', '.join(MEMBERS)})")

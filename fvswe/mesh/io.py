@@ -48,9 +48,11 @@ def read_mesh(path: str | Path) -> Mesh:
 
 def _from_meshio(m, source: str) -> Mesh:
     """Cells, boundary tags and depth from a ``meshio.Mesh``."""
-    blocks = [b for b in m.cells if b.type in TRIANGLE_TYPES]
-    if not blocks:
-        blocks = [b for b in m.cells if b.type in QUAD_TYPES]
+    triangles = [b for b in m.cells if b.type in TRIANGLE_TYPES]
+    quads = [b for b in m.cells if b.type in QUAD_TYPES]
+    if triangles and quads:
+        raise MeshError(f"{source}: mixes triangles and quads; a mesh must use one cell type")
+    blocks = triangles or quads
     if not blocks:
         found = ", ".join(sorted({b.type for b in m.cells})) or "no cells"
         raise MeshError(f"{source}: no triangles in the mesh (found {found})")
