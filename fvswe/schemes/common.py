@@ -72,13 +72,18 @@ def rotate_back(qn: np.ndarray, qt: np.ndarray, ex: np.ndarray, ey: np.ndarray):
     return qn * ex - qt * ey, qn * ey + qt * ex
 
 
-def velocity(h: np.ndarray, q: np.ndarray, eps_h: float) -> np.ndarray:
-    """Desingularised ``q/h`` (§8): exactly ``q/h`` where ``h >= eps_h``, -> 0 as ``h -> 0``."""
+def inverse_depth(h: np.ndarray, eps_h: float) -> np.ndarray:
+    """Desingularised ``1/h`` (§8): ``sqrt(2) h / sqrt(h^4 + max(h, eps_h)^4)``, i.e. ``1/h``
+    where ``h >= eps_h`` and -> 0 as ``h -> 0``. One division serves both velocity components."""
     hh = np.maximum(h, eps_h)
     h2 = h * h
     m2 = hh * hh
-    thin = SQRT2 * h * q / np.sqrt(h2 * h2 + m2 * m2)
-    return np.where(h >= eps_h, q / hh, thin)
+    return np.where(h >= eps_h, 1.0 / hh, SQRT2 * h / np.sqrt(h2 * h2 + m2 * m2))
+
+
+def velocity(h: np.ndarray, q: np.ndarray, eps_h: float) -> np.ndarray:
+    """Desingularised velocity ``q/h`` (§8), as ``q * inverse_depth(h)``."""
+    return q * inverse_depth(h, eps_h)
 
 
 def roe_weights(hi: np.ndarray, hj: np.ndarray):
@@ -87,8 +92,8 @@ def roe_weights(hi: np.ndarray, hj: np.ndarray):
     sj = np.sqrt(hj)
     den = si + sj
     wet = den > 0
-    den = np.where(wet, den, 1.0)
-    return np.where(wet, si / den, 0.0), np.where(wet, sj / den, 0.0)
+    inv = np.where(wet, 1.0 / np.where(wet, den, 1.0), 0.0)
+    return si * inv, sj * inv
 
 
 def layer_edge(hi, qxi, qyi, hj, qxj, qyj, ex, ey, g: float, eps_h: float) -> Layer:

@@ -54,18 +54,20 @@ def approx_eigenvalues(L1, L2, r: float):
 def ifcp_coefficients(l1, l4, chi):
     """``(alpha0, alpha1, alpha2)``: ``|x|`` interpolated at ``lambda1, lambda4, chi`` (§5.2).
 
+    The three Lagrange weights share one division by ``(l1-l4)(l1-chi)(l4-chi)``.
     Falls back to Rusanov ``(max(|l1|, |l4|), 0, 0)`` when two nodes nearly coincide.
     """
     a1 = np.abs(l1)
     a4 = np.abs(l4)
     gap = np.minimum(np.minimum(np.abs(l1 - l4), np.abs(l1 - chi)), np.abs(l4 - chi))
     rus = gap <= RUSANOV_GAP * (a1 + a4)
-    den1 = np.where(rus, 1.0, (l1 - l4) * (l1 - chi))
-    den4 = np.where(rus, 1.0, (l4 - l1) * (l4 - chi))
-    denc = np.where(rus, 1.0, (chi - l1) * (chi - l4))
-    d1 = a1 / den1
-    d4 = a4 / den4
-    dc = np.abs(chi) / denc
+    d14 = l1 - l4
+    d1c = l1 - chi
+    d4c = l4 - chi
+    inv = 1.0 / np.where(rus, 1.0, d14 * d1c * d4c)
+    d1 = a1 * d4c * inv
+    d4 = -a4 * d1c * inv
+    dc = np.abs(chi) * d14 * inv
     alpha2 = d1 + d4 + dc
     alpha1 = -(d1 * (l4 + chi) + d4 * (l1 + chi) + dc * (l1 + l4))
     alpha0 = d1 * l4 * chi + d4 * l1 * chi + dc * l1 * l4

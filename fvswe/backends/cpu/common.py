@@ -59,14 +59,20 @@ def rotate_back(qn, qt, ex, ey):
 
 
 @jit
-def velocity(h, q, eps_h):
-    """Desingularised ``q/h`` (§8)."""
+def inverse_depth(h, eps_h):
+    """Desingularised ``1/h`` (§8)."""
     if h >= eps_h:
-        return q / h
+        return 1.0 / h
     hh = max(h, eps_h)
     h2 = h * h
     m2 = hh * hh
-    return SQRT2 * h * q / math.sqrt(h2 * h2 + m2 * m2)
+    return SQRT2 * h / math.sqrt(h2 * h2 + m2 * m2)
+
+
+@jit
+def velocity(h, q, eps_h):
+    """Desingularised ``q/h`` (§8); the compiler shares ``1/h`` between components."""
+    return q * inverse_depth(h, eps_h)
 
 
 @jit
@@ -75,9 +81,8 @@ def roe_weights(hi, hj):
     si = math.sqrt(hi)
     sj = math.sqrt(hj)
     den = si + sj
-    if den > 0.0:
-        return si / den, sj / den
-    return 0.0, 0.0
+    inv = 1.0 / den if den > 0.0 else 0.0
+    return si * inv, sj * inv
 
 
 @jit

@@ -53,9 +53,13 @@ def ifcp_coefficients(l1, l4, chi):
     gap = min(min(abs(l1 - l4), abs(l1 - chi)), abs(l4 - chi))
     if gap <= RUSANOV_GAP * (a1 + a4):
         return max(a1, a4), 0.0, 0.0
-    d1 = a1 / ((l1 - l4) * (l1 - chi))
-    d4 = a4 / ((l4 - l1) * (l4 - chi))
-    dc = abs(chi) / ((chi - l1) * (chi - l4))
+    d14 = l1 - l4
+    d1c = l1 - chi
+    d4c = l4 - chi
+    inv = 1.0 / (d14 * d1c * d4c)
+    d1 = a1 * d4c * inv
+    d4 = -a4 * d1c * inv
+    dc = abs(chi) * d14 * inv
     alpha2 = d1 + d4 + dc
     alpha1 = -(d1 * (l4 + chi) + d4 * (l1 + chi) + dc * (l1 + l4))
     alpha0 = d1 * l4 * chi + d4 * l1 * chi + dc * l1 * l4
