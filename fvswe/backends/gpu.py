@@ -322,6 +322,14 @@ class GpuBackend:
     def t(self) -> float:
         return float(self._host["t"])
 
+    @t.setter
+    def t(self, value: float) -> None:
+        """Restart the clock (e.g. a benchmark repeating a run from its initial state)."""
+        ctrl = np.zeros(1, dtype=CTRL_DTYPE)
+        ctrl["t"] = value
+        self._write_ctrl(ctrl, ("t",))
+        self._read_ctrl()
+
     @property
     def steps(self) -> int:
         return int(self._host["steps"])
@@ -456,6 +464,19 @@ class GpuBackend:
                         or c["steps"] == before):  # fmt: skip
                     break
         return self.t, self.steps - start
+
+    def bytes_per_step(self) -> int:
+        """Compulsory device-memory traffic of one lagged step, neighbour reads all cached.
+
+        gather: read and write the state, read the per-slot edge data; edge: the edge
+        pass reads the state and edge data and writes the slots, the volume pass reads
+        the slots and the state and writes the state.
+        """
+        state = self._W.nbytes + (self._area.nbytes if self.model.layers == 1 else 0)
+        if self.variant == "edge":
+            edges = self._idx.nbytes + self._normal.nbytes + self._length.nbytes
+            return 3 * state + edges + 2 * self._slots.nbytes
+        return 2 * state + self._code.nbytes + self._normal.nbytes + self._length.nbytes
 
     # -- tests -----------------------------------------------------------------------------------
     def debug_flux(self, Wi, Wj, Hi, Hj, normal):
