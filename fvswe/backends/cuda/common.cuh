@@ -62,15 +62,19 @@ FVSWE_DEV void rotate_back(T qn, T qt, T ex, T ey, T& qx, T& qy)
     qy = qn * ey + qt * ex;
 }
 
-// Desingularised q/h (§8): exactly q/h where h >= eps_h, -> 0 as h -> 0.
-template <typename T> FVSWE_DEV T velocity(T h, T q, T eps_h)
+// Desingularised 1/h (§8): sqrt(2) h / sqrt(h^4 + max(h, eps_h)^4), i.e. 1/h where
+// h >= eps_h and -> 0 as h -> 0. One division serves both velocity components.
+template <typename T> FVSWE_DEV T inverse_depth(T h, T eps_h)
 {
-    if (h >= eps_h) return q / h;
+    if (h >= eps_h) return T(1) / h;
     const T hh = max_(h, eps_h);
     const T h2 = h * h;
     const T m2 = hh * hh;
-    return T(1.4142135623730951) * h * q / sqrt(h2 * h2 + m2 * m2);
+    return T(1.4142135623730951) * h / sqrt(h2 * h2 + m2 * m2);
 }
+
+// Desingularised velocity q/h (§8), as q * inverse_depth(h).
+template <typename T> FVSWE_DEV T velocity(T h, T q, T eps_h) { return q * inverse_depth(h, eps_h); }
 
 // Weights sqrt(h_i)/(sqrt h_i + sqrt h_j) and its mate; both 0 on a dry edge (§3.1).
 template <typename T> FVSWE_DEV void roe_weights(T hi, T hj, T& ai, T& aj)
@@ -78,9 +82,9 @@ template <typename T> FVSWE_DEV void roe_weights(T hi, T hj, T& ai, T& aj)
     const T si = sqrt(hi);
     const T sj = sqrt(hj);
     const T den = si + sj;
-    const bool wet = den > T(0);
-    ai = wet ? si / den : T(0);
-    aj = wet ? sj / den : T(0);
+    const T inv = den > T(0) ? T(1) / den : T(0);
+    ai = si * inv;
+    aj = sj * inv;
 }
 
 // One layer seen from an edge, rotated to (normal, tangent) (§0, §3.1, §8).

@@ -40,7 +40,8 @@ FVSWE_DEV bool approx_eigenvalues(const Layer<T>& L1, const Layer<T>& L2, T r, T
     return crit >= T(0);
 }
 
-// (alpha0, alpha1, alpha2): |x| interpolated at lambda1, lambda4, chi (§5.2); Rusanov
+// (alpha0, alpha1, alpha2): |x| interpolated at lambda1, lambda4, chi (§5.2); the three
+// Lagrange weights share one division by (l1-l4)(l1-chi)(l4-chi). Rusanov
 // (max(|l1|, |l4|), 0, 0) when two nodes nearly coincide.
 template <typename T>
 FVSWE_DEV void ifcp_coefficients(T l1, T l4, T chi, T& alpha0, T& alpha1, T& alpha2)
@@ -54,9 +55,13 @@ FVSWE_DEV void ifcp_coefficients(T l1, T l4, T chi, T& alpha0, T& alpha1, T& alp
         alpha2 = T(0);
         return;
     }
-    const T d1 = a1 / ((l1 - l4) * (l1 - chi));
-    const T d4 = a4 / ((l4 - l1) * (l4 - chi));
-    const T dc = fabs(chi) / ((chi - l1) * (chi - l4));
+    const T d14 = l1 - l4;
+    const T d1c = l1 - chi;
+    const T d4c = l4 - chi;
+    const T inv = T(1) / (d14 * d1c * d4c);
+    const T d1 = a1 * d4c * inv;
+    const T d4 = -a4 * d1c * inv;
+    const T dc = fabs(chi) * d14 * inv;
     alpha2 = d1 + d4 + dc;
     alpha1 = -(d1 * (l4 + chi) + d4 * (l1 + chi) + dc * (l1 + l4));
     alpha0 = d1 * l4 * chi + d4 * l1 * chi + dc * l1 * l4;
