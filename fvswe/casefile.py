@@ -193,16 +193,16 @@ class RunSpec:
         if not (isinstance(t_end, (int, float)) and t_end > 0 and math.isfinite(t_end)):
             raise ConfigError(f"{self.source}: t_end must be a positive number, got {t_end!r}")
         times = [float(t) for t in self.output_times]
-        if self.output_every is not None:
-            if not self.output_every > 0:
-                raise ConfigError(f"{self.source}: output every must be positive")
-            n = int(math.floor(t_end / self.output_every * (1 + 1e-12)))
-            times += [k * self.output_every for k in range(1, n + 1)]
         bad = [t for t in times if not 0 < t <= t_end]
         if bad:
             raise ConfigError(f"{self.source}: output time {bad[0]!r} lies outside (0, t_end]")
-        times = sorted({t for t in times if t < t_end * (1 - 1e-12)} | {float(t_end)})
-        return times
+        every = self.output_every
+        if every is not None:
+            if not every > 0:
+                raise ConfigError(f"{self.source}: output every must be positive, got {every!r}")
+            times += [k * every for k in range(1, int(t_end / every) + 1)]
+        # a time within round-off of t_end is t_end (e.g. 3 * 0.2 for t_end = 0.6)
+        return sorted({t for t in times if t < t_end * (1 - 1e-12)} | {float(t_end)})
 
 
 # -- named cases and case files ---------------------------------------------------------------

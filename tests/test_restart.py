@@ -1,0 +1,130 @@
+"""Checkpoint and restart: a restarted run continues bit for bit; Ctrl-C leaves a checkpoint."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+from meshio.xdmf import TimeSeriesReader
+
+from fvswe import casefile, output, runner
+from fvswe.cli import main
+from fvswe.mesh import write_mesh
+from fvswe.mesh.generate import structured_square
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    return structured_square(16)
+
+
+def identity(sim) -> dict:
+    return {"cells": sim.mesh.n_cells, "mesh": output.mesh_fingerprint(sim.mesh)}
+
+
+@pytest.mark.parametrize(
+    ("dt_mode", "dtype", "order"),
+    [("lagged", "float64", "none"), ("nonlagged", "float32", "rcm"), ("lagged", "float32", "gps")],
+)
+def test_restart_from_a_checkpoint_file_is_bit_for_bit(tmp_path, mesh, dt_mode, dtype, order):
+    spec = casefile.from_case("test2").with_overrides(
+        backend="cpu", dt_mode=dt_mode, dtype=dtype, order=order
+    )
+    times = [0.3, 0.6, 0.9]
+    whole = spec.simulation(mesh)
+    runner.advance(whole, times)
+
+    first = spec.simulation(mesh)
+    saved = []
+    runner.advance(
+        first,
+        times[:2],
+        checkpoint_every=0.07,
+        on_checkpoint=lambda s: (
+            saved.append(s.t)
+            or output.save_checkpoint(tmp_path / f"c{len(saved)}.npz", s, identity(s))
+        ),
+    )
+    assert len(saved) >= 2 and any(t not in times for t in saved)  # also between outputs
+    for k, t in enumerate(saved, start=1):
+        again = spec.simulation(mesh)
+        output.restore_checkpoint(again, output.load_checkpoint(tmp_path / f"c{k}.npz",
+                                                                identity(again)))  # fmt: skip
+        assert again.t == t
+        runner.advance(again, times)
+        assert again.steps == whole.steps and again.t == whole.t
+        np.testing.assert_array_equal(again.state(), whole.state())
+        assert again.backend.counters() == whole.backend.counters()
+        assert again.mass_initial == whole.mass_initial
+
+
+def test_checkpoint_of_another_run_is_refused(tmp_path, mesh):
+    spec = casefile.from_case("test1").with_overrides(backend="cpu")
+    sim = spec.simulation(mesh)
+    sim.run(0.01)
+    output.save_checkpoint(tmp_path / "c.npz", sim, {**identity(sim), "scheme": "roe"})
+    with pytest.raises(Exception, match=r"c\.npz was written by a run with scheme = 'roe'"):
+        output.load_checkpoint(tmp_path / "c.npz", {**identity(sim), "scheme": "ir-roe"})
+    (tmp_path / "bad.npz").write_bytes(b"not a zip")
+    with pytest.raises(Exception, match="not a fvswe checkpoint"):
+        output.load_checkpoint(tmp_path / "bad.npz", identity(sim))
+
+
+def series(path):
+    with TimeSeriesReader(path) as reader:
+        reader.read_points_cells()
+        return [reader.read_data(k) for k in range(reader.num_steps)]
+
+
+def test_ctrl_c_writes_a_checkpoint_and_the_restart_matches_an_uninterrupted_run(
+    tmp_path, mesh, monkeypatch, capsys
+):
+    write_mesh(mesh, tmp_path / "square.npz")
+    common = ["test1", "--mesh", str(tmp_path / "square.npz"), "--t-end", "0.6",
+              "--output-every", "0.2", "--backend", "cpu", "-q"]  # fmt: skip
+    assert main(["run", *common, "-o", str(tmp_path / "whole")]) == 0
+
+    save = output.save_checkpoint
+    calls = []
+
+    def save_then_interrupt(path, sim, ident):
+        """The first periodic checkpoint is followed by a Ctrl-C, as from the keyboard."""
+        save(path, sim, ident)
+        calls.append(sim.t)
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(output, "save_checkpoint", save_then_interrupt)
+    out = tmp_path / "cut"
+    capsys.readouterr()
+    assert main(["run", *common, "-o", str(out), "--checkpoint-every", "0.15"]) == 130
+    err = capsys.readouterr().err
+    checkpoint = out / "checkpoint.npz"
+    assert err.startswith("fvswe: interrupted at t = ") and err.count("\n") == 1
+    assert f"checkpoint written to {checkpoint}; continue with --restart {checkpoint}" in err
+    assert 0.15 <= calls[0] < 0.6 and not (out / "final.npz").exists()
+    monkeypatch.setattr(output, "save_checkpoint", save)
+
+    assert main(["run", *common, "-o", str(out), "--restart", str(checkpoint)]) == 0
+    with np.load(tmp_path / "whole" / "final.npz") as a, np.load(out / "final.npz") as b:
+        for key in a.files:
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    whole, resumed = series(tmp_path / "whole" / "solution.xdmf"), series(out / "solution.xdmf")
+    assert [s[0] for s in resumed] == [s[0] for s in whole]
+    for (_, _, a), (_, _, b) in zip(whole, resumed, strict=True):
+        for key in a:
+            np.testing.assert_array_equal(a[key][0], b[key][0], err_msg=key)
+
+
+def test_restart_with_different_settings_is_a_one_line_error(tmp_path, mesh, capsys):
+    write_mesh(mesh, tmp_path / "square.npz")
+    common = ["test1", "--mesh", str(tmp_path / "square.npz"), "--backend", "cpu", "-q"]
+    out = tmp_path / "out"
+    assert main(["run", *common, "-o", str(out), "--checkpoint-every", "0.02"]) == 0
+    before = sorted(p.name for p in out.iterdir())
+    assert main(["run", *common, "--scheme", "roe", "--restart", str(out / "checkpoint.npz")]) == 2
+    err = capsys.readouterr().err
+    assert "scheme = 'ir-roe', this run has 'roe'" in err and err.count("\n") == 1
+    assert sorted(p.name for p in out.iterdir()) == before
