@@ -73,17 +73,15 @@ def rotate_back(qn: np.ndarray, qt: np.ndarray, ex: np.ndarray, ey: np.ndarray):
 
 
 def inverse_depth(h: np.ndarray, eps_h: float) -> np.ndarray:
-    """Desingularised ``1/h`` (§8): ``sqrt(2) h / sqrt(h^4 + max(h, eps_h)^4)``, i.e. ``1/h``
-    where ``h >= eps_h`` and -> 0 as ``h -> 0``. One division serves both velocity components."""
+    """Desingularised ``1/h`` (§8): ``sqrt(2) h / sqrt(h^4 + max(h, eps_h)^4)``.
+
+    That is ``1/h`` where ``h >= eps_h`` and tends to 0 as ``h -> 0``. Velocities
+    are ``q * inverse_depth(h)``: one division serves both components.
+    """
     hh = np.maximum(h, eps_h)
     h2 = h * h
     m2 = hh * hh
     return np.where(h >= eps_h, 1.0 / hh, SQRT2 * h / np.sqrt(h2 * h2 + m2 * m2))
-
-
-def velocity(h: np.ndarray, q: np.ndarray, eps_h: float) -> np.ndarray:
-    """Desingularised velocity ``q/h`` (§8), as ``q * inverse_depth(h)``."""
-    return q * inverse_depth(h, eps_h)
 
 
 def roe_weights(hi: np.ndarray, hj: np.ndarray):
@@ -100,10 +98,12 @@ def layer_edge(hi, qxi, qyi, hj, qxj, qyj, ex, ey, g: float, eps_h: float) -> La
     """Rotate one layer's two states and form its Roe averages and jumps (§0, §3.1)."""
     qni, qti = rotate(qxi, qyi, ex, ey)
     qnj, qtj = rotate(qxj, qyj, ex, ey)
-    uni = velocity(hi, qni, eps_h)
-    unj = velocity(hj, qnj, eps_h)
-    uti = velocity(hi, qti, eps_h)
-    utj = velocity(hj, qtj, eps_h)
+    ki = inverse_depth(hi, eps_h)
+    kj = inverse_depth(hj, eps_h)
+    uni = qni * ki
+    unj = qnj * kj
+    uti = qti * ki
+    utj = qtj * kj
     ai, aj = roe_weights(hi, hj)
     hbar = 0.5 * (hi + hj)
     return Layer(
