@@ -61,28 +61,30 @@ HARNESS = r"""
 #include "roe.cuh"
 #include "ir_roe.cuh"
 
-typedef int (*Flux)(const double*, const double*, double, double, double, double, double, double,
-                    double, double*, double*, double&);
+typedef REAL real;  // -DREAL=double or float; input and output stay float64
+typedef int (*Flux)(const real*, const real*, real, real, real, real, real, real, real, real*,
+                    real*, real&);
 
 int main(int argc, char** argv)
 {
     const int sid = atoi(argv[1]), layers = atoi(argv[2]), n = atoi(argv[3]);
-    const int nv = layers == 2 ? 6 : 3;
-    Flux f2[] = {roe::flux2<double>, ir_roe::flux2<double>, pvm_ifcp::flux2<double>};
-    Flux f1[] = {roe::flux1<double>, ir_roe::flux1<double>, hll::flux1<double>, hll::flux1<double>};
+    const int nv = layers == 2 ? 6 : 3, nin = 2 * nv + 4;
+    Flux f2[] = {roe::flux2<real>, ir_roe::flux2<real>, pvm_ifcp::flux2<real>};
+    Flux f1[] = {roe::flux1<real>, ir_roe::flux1<real>, hll::flux1<real>, hll::flux1<real>};
     Flux f = layers == 2 ? f2[sid - 1] : f1[sid - 1];
     double prm[3];
-    std::vector<double> in((2 * nv + 4) * n), out((2 * nv + 2) * n);
+    std::vector<double> in(nin * n), out((2 * nv + 2) * n);
     if (fread(prm, 8, 3, stdin) != 3) return 2;
     if (fread(in.data(), 8, in.size(), stdin) != in.size()) return 2;
     for (int e = 0; e < n; ++e) {
-        const double* x = &in[(2 * nv + 4) * e];
-        double* y = &out[(2 * nv + 2) * e];
-        double d;
+        real x[16], y[12], d;
+        for (int m = 0; m < nin; ++m) x[m] = real(in[nin * e + m]);
         const int flags = f(x, x + nv, x[2 * nv], x[2 * nv + 1], x[2 * nv + 2], x[2 * nv + 3],
-                            prm[0], prm[1], prm[2], y, y + nv, d);
-        y[2 * nv] = d;
-        y[2 * nv + 1] = flags;
+                            real(prm[0]), real(prm[1]), real(prm[2]), y, y + nv, d);
+        double* o = &out[(2 * nv + 2) * e];
+        for (int m = 0; m < 2 * nv; ++m) o[m] = y[m];
+        o[2 * nv] = d;
+        o[2 * nv + 1] = flags;
     }
     fwrite(out.data(), 8, out.size(), stdout);
     return 0;
@@ -90,12 +92,13 @@ int main(int argc, char** argv)
 """
 
 
-def random_edges(rng, n: int, layers: int, speed: float = 1.5, fast: float = 1 / 6):
-    """Random wet edge states: depths 0.3..5, velocities up to ``speed`` m/s (4 m/s on a
+def random_edges(rng, n: int, layers: int, speed: float = 1.5, fast: float = 1 / 6,
+                 thin: float = 0.1):  # fmt: skip
+    """Random edge states: depths 0.3..5, velocities up to ``speed`` m/s (4 m/s on a
     fraction ``fast``, to reach non-hyperbolic edges), unit normals.
 
-    A tenth of the edges are thin (a layer below eps_h) and a tenth at rest over a
-    bottom step (lake at rest), so the fallbacks and the well-balanced path run too.
+    A fraction ``thin`` of the edges has its first layer below eps_h (the thin-layer
+    fallbacks) and a tenth is at rest over a bottom step (the well-balanced path).
     """
     nv = 3 * layers
     W = np.empty((2, n, nv))
@@ -106,7 +109,7 @@ def random_edges(rng, n: int, layers: int, speed: float = 1.5, fast: float = 1 /
             W[s, :, 3 * k] = h
             W[s, :, 3 * k + 1 : 3 * k + 3] = h[:, None] * speed * rng.uniform(-1, 1, (n, 2))
     H = rng.uniform(4.0, 8.0, (2, n))
-    thin = rng.random(n) < 0.1
+    thin = rng.random(n) < thin
     W[:, thin, 0] = rng.uniform(0.0, 4e-3, (2, thin.sum()))
     rest = (rng.random(n) < 0.1) & ~thin
     for k in range(layers):
@@ -122,29 +125,16 @@ def random_edges(rng, n: int, layers: int, speed: float = 1.5, fast: float = 1 /
     return W[0][keep], W[1][keep], H[0][keep], H[1][keep], normal[keep]
 
 
-@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
-@pytest.mark.parametrize(("scheme", "layers"), sorted(gpu.SCHEME_DEFINES))
-def test_device_flux_matches_reference_on_host(tmp_path, scheme, layers):
-    from fvswe.schemes import get_flux
-
+def host_flux(tmp_path, real: str, scheme: str, layers: int, edges, g, r, eps_h):
+    """The CUDA device flux compiled for the host in ``real`` precision, on float64 edges."""
     src = tmp_path / "harness.cpp"
     src.write_text(HARNESS)
-    exe = tmp_path / "harness"
-    cmd = [
-        CXX,
-        "-std=c++17",
-        "-O1",
-        "-ffp-contract=off",
-        f"-I{gpu.CUDA_DIR}",
-        str(src),
-        "-o",
-        str(exe),
-    ]
+    exe = tmp_path / f"harness_{real}"
+    cmd = [CXX, "-std=c++17", "-O1", "-ffp-contract=off", f"-DREAL={real}", f"-I{gpu.CUDA_DIR}",
+           str(src), "-o", str(exe)]  # fmt: skip
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-4000:]
-    rng = np.random.default_rng(7)
-    Wi, Wj, Hi, Hj, normal = random_edges(rng, 4000, layers)
-    g, r, eps_h = 9.81, 0.5 if layers == 2 else 0.0, 5e-3
+    Wi, Wj, Hi, Hj, normal = edges
     n, nv = len(Wi), 3 * layers
     blob = np.concatenate((Wi, Wj, Hi[:, None], Hj[:, None], normal), axis=1)
     stdin = np.array([g, r, eps_h]).tobytes() + blob.tobytes()
@@ -152,10 +142,46 @@ def test_device_flux_matches_reference_on_host(tmp_path, scheme, layers):
     out = subprocess.run([str(exe), str(sid), str(layers), str(n)], input=stdin,
                          capture_output=True, check=True).stdout  # fmt: skip
     out = np.frombuffer(out, dtype=np.float64).reshape(n, 2 * nv + 2)
-    Fm, Fp, dmax, flags = get_flux(scheme, layers)(Wi, Wj, Hi, Hj, normal, g, r, eps_h, True)
+    return out[:, :nv], out[:, nv : 2 * nv], out[:, 2 * nv], out[:, -1].astype(np.int32)
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize(("scheme", "layers"), sorted(gpu.SCHEME_DEFINES))
+def test_device_flux_matches_reference_on_host(tmp_path, scheme, layers):
+    from fvswe.schemes import get_flux
+
+    edges = random_edges(np.random.default_rng(7), 4000, layers)
+    g, r, eps_h = 9.81, 0.5, 5e-3
+    Fm, Fp, dmax, flags = host_flux(tmp_path, "double", scheme, layers, edges, g, r, eps_h)
+    ref = get_flux(scheme, layers)(*edges, g, r, eps_h, True)
     # the same IEEE operations in the same order: bitwise equal, so any drift between the
     # mirrors (a reordered expression, a changed constant) fails here
-    assert np.array_equal(out[:, -1].astype(np.int32), flags)
-    assert np.array_equal(out[:, :nv], Fm), np.abs(out[:, :nv] - Fm).max()
-    assert np.array_equal(out[:, nv : 2 * nv], Fp), np.abs(out[:, nv : 2 * nv] - Fp).max()
-    assert np.array_equal(out[:, 2 * nv], dmax)
+    assert np.array_equal(flags, ref[3])
+    for got, want in zip((Fm, Fp, dmax), ref[:3], strict=True):
+        assert np.array_equal(got, want), np.abs(got - want).max()
+
+
+def flux_error(got, ref, edges, g: float):
+    """Largest error of F-/F+ relative to the edge's flux or hydrostatic scale g max(h, H)^2."""
+    Wi, Wj, Hi, Hj, _ = edges
+    phys = g * np.maximum(np.abs(np.concatenate((Wi, Wj), 1)).max(1), np.maximum(Hi, Hj)) ** 2
+    scale = np.maximum(np.abs(np.concatenate(ref[:2], 1)).max(1), phys)
+    return max(
+        (np.abs(a - b) / scale[:, None]).max() for a, b in zip(got[:2], ref[:2], strict=True)
+    )
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize(("scheme", "layers"), sorted(gpu.SCHEME_DEFINES))
+def test_float32_device_flux_on_host(tmp_path, scheme, layers):
+    """float32 instances agree with the float64 reference to 1e-5 on moderate wet states."""
+    from fvswe.schemes import get_flux
+
+    edges = random_edges(np.random.default_rng(3), 20000, layers, speed=0.5, fast=0, thin=0)
+    edges = tuple(np.asarray(a, dtype=np.float32).astype(np.float64) for a in edges)
+    g, r, eps_h = 9.81, 0.5, 5e-3
+    got = host_flux(tmp_path, "float", scheme, layers, edges, g, r, eps_h)
+    ref = get_flux(scheme, layers)(*edges, g, r, eps_h, True)
+    assert np.array_equal(got[3], ref[3])
+    assert flux_error(got, ref, edges, g) <= 1e-5
+    assert np.allclose(got[2], ref[2], rtol=1e-5, atol=0)
