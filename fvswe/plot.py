@@ -58,7 +58,7 @@ def panel(ax, nodes: np.ndarray, cells: np.ndarray, name: str, values: np.ndarra
         vmin=-vmax if diverging else None,
         vmax=vmax,
         shading="flat",
-        edgecolors="face",  # no hairline seams between the triangles
+        antialiased=False,  # antialiased triangles leave hairline seams between them
     )
     ax.set_aspect("equal")
     ax.set_xlim(nodes[:, 0].min(), nodes[:, 0].max())
