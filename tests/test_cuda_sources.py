@@ -47,6 +47,34 @@ def test_compiles_to_ptx(tmp_path, scheme, layers, dtype, variant, k):
         assert f".entry {name}(" in ptx
 
 
+def _nvrtc():
+    """CuPy's NVRTC binding when its library loads (no GPU needed), else None."""
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+
+        nvrtc.getVersion()
+    except Exception:
+        return None
+    return nvrtc
+
+
+NVRTC = _nvrtc()
+
+
+@pytest.mark.skipif(NVRTC is None, reason="CuPy's NVRTC library is not loadable here")
+@pytest.mark.parametrize(("scheme", "layers", "dtype", "variant", "k"), COMBOS)
+def test_compiles_with_nvrtc(scheme, layers, dtype, variant, k):
+    """The run-time path: NVRTC with exactly the options GpuBackend passes."""
+    opts = gpu.compile_options(scheme, layers, np.dtype(dtype), variant, k)
+    prog = NVRTC.createProgram(gpu.source(variant), f"{variant}.cu", [], [])
+    try:
+        NVRTC.compileProgram(prog, [*opts, "-arch=compute_90"])
+    except NVRTC.NVRTCError:
+        pytest.fail(NVRTC.getProgramLog(prog)[-4000:])
+    finally:
+        NVRTC.destroyProgram(prog)
+
+
 # The device functions are plain inline C++ outside CUDA: a host compiler checks them
 # against the NumPy reference here, with the same float64 semantics (no FMA contraction,
 # as the float64 GPU modules are compiled).
