@@ -17,6 +17,18 @@ from .. import casefile, output, runner
 from ..cases import CASES
 from ..errors import ConfigError
 
+DESCRIPTION = """\
+Run a named case (see `fvswe cases`) or a TOML case file (see examples/*.toml);
+flags override the case's or the file's settings. With --output DIR, write there:
+  solution.xdmf + solution.h5  the fields at every output time (open in ParaView):
+                               h1 h2 eta1 eta2 u1 v1 u2 v2 bathymetry (one layer:
+                               h eta u v bathymetry)
+  final.npz                    the final state per cell (x, y, area, H, h1, q1x, ...)
+  summary.json                 steps, wall time, cell-steps/s, mass drift, counters
+  png/snapshot_NNNN.png        with --png: the chosen fields at every output time
+  checkpoint.npz               with --checkpoint-every, and on Ctrl-C
+"""
+
 EXAMPLES = """\
 examples:
   fvswe run test1                              the bundled 4000-cell mesh, GPU if there is one
@@ -31,14 +43,14 @@ def register(sub) -> None:
     p = sub.add_parser(
         "run",
         help="run a named case or a TOML case file",
-        description="Run a named case (see `fvswe cases`) or a TOML case file; flags override "
-        "the case's or the file's settings. With --output, write an XDMF time series "
-        "(solution.xdmf + solution.h5, for ParaView), final.npz and summary.json there.",
+        description=DESCRIPTION,
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("case", help="case name (e.g. test1) or a case file (e.g. examples/test1.toml)")
-    p.add_argument("--mesh", metavar="FILE", help="mesh file (default: the case's mesh)")
+    p.add_argument("--mesh", metavar="FILE",
+                   help="mesh file, or a member of the paper's family: square-4k (the default), "
+                   "square-16k, -64k, -256k, -1m, -130k, -2m")  # fmt: skip
     p.add_argument("--scheme", help="roe, ir-roe, pvm-ifcp (one layer: also hll)")
     p.add_argument("--order", help="cell ordering: none, rcm, gps, random, hilbert, morton")
     p.add_argument("--dtype", choices=("float64", "float32"), help="precision (default float64)")
