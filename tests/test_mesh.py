@@ -150,6 +150,19 @@ def test_clockwise_cells_are_reoriented():
     assert np.array_equal(np.sort(f.cells, axis=1), np.sort(m.cells, axis=1))
 
 
+def test_mesh_arrays_are_read_only_and_inputs_untouched():
+    nodes = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    cells = np.array([[0, 1, 2], [1, 3, 2]])
+    m = Mesh.from_arrays(nodes, cells)
+    with pytest.raises(ValueError, match="read-only"):
+        m.area[0] = 1.0
+    with pytest.raises(ValueError, match="read-only"):
+        m.permuted([1, 0]).edge_cells[0, 0] = 5
+    nodes[0, 0] = -1.0  # the caller's arrays stay writable and are not shared
+    cells[0, 0] = 3
+    assert m.nodes[0, 0] == 0.0 and m.cells[0, 0] == 0
+
+
 def test_quad_centroid_is_area_centroid():
     m = quad_grid(2, 1)
     # sheared unit squares: parallelograms, whose area centroid is the vertex mean

@@ -57,6 +57,14 @@ class Mesh:
     original_index: np.ndarray
     source: str = "<arrays>"
 
+    def __post_init__(self) -> None:
+        # Read-only views: the mesh (and its cached adjacency) cannot change under anyone.
+        for name, value in vars(self).items():
+            if isinstance(value, np.ndarray):
+                view = value.view()
+                view.flags.writeable = False
+                object.__setattr__(self, name, view)
+
     def __repr__(self) -> str:
         kind = "triangles" if self.k == 3 else "quads"
         return f"Mesh({self.n_cells} {kind}, {self.n_edges} edges, source={self.source!r})"
@@ -193,7 +201,7 @@ def _validated(nodes: np.ndarray, cells: np.ndarray, source: str) -> tuple[np.nd
     nodes = np.asarray(nodes, dtype=np.float64)
     if nodes.ndim != 2 or nodes.shape[1] not in (2, 3):
         raise MeshError(f"{source}: nodes must be an (N, 2) array, got shape {nodes.shape}")
-    nodes = np.ascontiguousarray(nodes[:, :2])
+    nodes = np.array(nodes[:, :2], order="C")  # a copy: the caller keeps their arrays
     cells = np.asarray(cells)
     if cells.size == 0:
         raise MeshError(f"{source}: no triangles (or quads) in the mesh")
@@ -201,7 +209,7 @@ def _validated(nodes: np.ndarray, cells: np.ndarray, source: str) -> tuple[np.nd
         raise MeshError(f"{source}: cells must be an (L, 3) or (L, 4) array, got {cells.shape}")
     if not np.issubdtype(cells.dtype, np.integer):
         raise MeshError(f"{source}: cell vertex indices must be integers, got {cells.dtype}")
-    cells = np.ascontiguousarray(cells, dtype=np.int64)
+    cells = np.array(cells, dtype=np.int64, order="C")
     n = nodes.shape[0]
     bad = np.flatnonzero(((cells < 0) | (cells >= n)).any(axis=1))
     if bad.size:
