@@ -34,7 +34,7 @@ A case file (``fvswe run path/to/case.toml``) names every choice of a run::
     h2 = "H - h1"         # earlier entries, and `depth` (the mesh file's field), are names too
     # momenta q1x, q1y, q2x, q2y (one layer: h, qx, qy), or velocities u1, v1, u2, v2 (u, v)
 
-    [output]
+    [output]              # pictures and checkpoints need an output folder (--output DIR)
     every = 0.025         # or times = [0.05, 0.1]; t_end is always written
     png = ["h1", "eta2"]  # fields drawn at every output time
     checkpoint_every = 0.05

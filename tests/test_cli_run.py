@@ -172,11 +172,15 @@ def test_gpu_asked_for_where_none_exists(capsys, meshes, tmp_path):
     assert err.count("\n") == 1 and not out.exists()
 
 
-def test_one_layer_case_file_with_open_ends(capsys, meshes, tmp_path):
+def test_one_layer_case_file_with_open_ends(capsys, meshes, tmp_path, monkeypatch):
+    """Without --output, the file's pictures and checkpoints are skipped, not an error."""
     body = ('layers = 1\nscheme = "hll"\n[boundary]\nwest = "open"\neast = "open"\nwall = "wall"\n'
-            '[initial]\nh = "where(x < 0, 2.0, 1.0)"\n')  # fmt: skip
+            '[initial]\nh = "where(x < 0, 2.0, 1.0)"\n'
+            '[output]\npng = ["h"]\ncheckpoint_every = 0.002\n')  # fmt: skip
+    monkeypatch.chdir(tmp_path)
     code, stdout, err = run(capsys, str(_case(tmp_path, meshes, "strip.npz", body)),
                             "--backend", "cpu", "--json", "-q")  # fmt: skip
     assert code == 0, err
     report = json.loads(stdout)
     assert report["t"] == 0.01 and len(report["mass"]) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["case.toml"]

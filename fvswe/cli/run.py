@@ -8,6 +8,7 @@ stops with one line and leaves no files behind.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from contextlib import nullcontext
@@ -124,9 +125,11 @@ def run(args) -> int:
     out = Path(args.output) if args.output else None
     if out is not None and out.exists() and not out.is_dir():
         raise ConfigError(f"--output: {out} exists and is not a directory")
-    for flag, value in (("--png", spec.png), ("--checkpoint-every", spec.checkpoint_every)):
-        if value and out is None:
+    for flag, value in (("--png", args.png), ("--checkpoint-every", args.checkpoint_every)):
+        if value is not None and out is None:
             raise ConfigError(f"{flag} needs --output DIR")
+    if out is None:  # a case file's [output] pictures and checkpoints need a folder to go to
+        spec = dataclasses.replace(spec, png=(), checkpoint_every=None)
     if spec.checkpoint_every is not None and not spec.checkpoint_every > 0:
         raise ConfigError(f"--checkpoint-every: must be positive, got {spec.checkpoint_every!r}")
     times = spec.times()
