@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -213,3 +214,73 @@ def test_float32_device_flux_on_host(tmp_path, scheme, layers):
     assert np.array_equal(got[3], ref[3])
     assert flux_error(got, ref, edges, g) <= 1e-5
     assert np.allclose(got[2], ref[2], rtol=1e-5, atol=0)
+
+
+# The step kernels themselves run on the host through tests/cuda_host (a minimal CUDA
+# shim: blocks in sequence, one std::thread per CUDA thread, one warp per block), with
+# gpu.py's launch sequence, and are held to the CPU backend.
+EMU = Path(__file__).with_name("cuda_host")
+
+
+def emulated_run(tmp_path, layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=0.0):
+    """(state, control block) after the device pipeline ran on the host, float64."""
+    model = layout.model
+    opts = gpu.compile_options(scheme, model.layers, np.float64, variant, layout.k, block=32)
+    exe = tmp_path / f"emu_{scheme}_{variant}"
+    if not exe.exists():
+        defines = [o for o in opts if o.startswith("-D")] + (
+            ["-DGATHER"] if variant == "gather" else []
+        )
+        cmd = [CXX, "-std=c++20", "-O1", "-ffp-contract=off", "-pthread", "-Wno-psabi", *defines,
+               f"-I{gpu.CUDA_DIR}", f"-I{EMU}", str(EMU / "driver.cpp"), "-o", str(exe)]  # fmt: skip
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr[-4000:]
+    mode = gpu.DT_MODES.index(dt_mode)
+    e = layout.cell_edges.ravel()
+    blobs = [
+        np.array([layout.n_cells, layout.n_edges, mode, max_steps, 4], dtype=np.int32),
+        np.array([t_end, dt_fixed, 0.9, model.g, model.r, model.eps_h]),
+        gpu.pack_state(layout.W0, layout.H, layout.area, model.layers),
+        layout.area,
+        gpu.edge_arrays(layout),
+        layout.edge_normal,
+        layout.edge_length,
+        gpu.slot_codes(layout),
+        layout.edge_normal[e],
+        layout.edge_length[e],
+    ]
+    stdin = b"".join(np.ascontiguousarray(b).tobytes() for b in blobs)
+    out = subprocess.run([str(exe)], input=stdin, capture_output=True, check=True).stdout
+    nstate = layout.n_cells * (2 if model.layers == 2 else 1) * 4 * 8
+    P = np.frombuffer(out[:nstate], dtype=np.float64).reshape(layout.n_cells, -1, 4)
+    ctrl = np.frombuffer(out[nstate:], dtype=gpu.CTRL_DTYPE)[0]
+    return gpu.unpack_state(P, model.layers), ctrl
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize(
+    ("scheme", "dt_mode", "max_steps"),
+    [
+        ("pvm-ifcp", "lagged", 1000),
+        ("pvm-ifcp", "nonlagged", 1000),
+        ("pvm-ifcp", "fixed", 1000),
+        ("roe", "lagged", 1000),
+        ("ir-roe", "lagged", 3),
+    ],  # fmt: skip
+)
+def test_step_kernels_on_host_match_cpu_backend(tmp_path, scheme, dt_mode, max_steps):
+    from fvswe.cases import get_case
+    from fvswe.mesh.generate import structured_square
+
+    dt = 5e-3 if dt_mode == "fixed" else None
+    sim = get_case("test1").simulation(structured_square(10), scheme=scheme, dt_mode=dt_mode, dt=dt)
+    sim.backend.advance(0.1, max_steps)
+    ref, counters = sim.backend.get_state(), sim.backend.counters()
+    runs = [emulated_run(tmp_path, sim.layout, scheme, v, dt_mode, 0.1, max_steps, dt or 0.0)
+            for v in gpu.VARIANTS]  # fmt: skip
+    for W, ctrl in runs:
+        assert (ctrl["t"], ctrl["steps"]) == (sim.t, sim.steps)
+        assert ctrl["clipped"] == counters["clipped_cells"]
+        assert ctrl["nonhyp"] == counters["nonhyperbolic_edges"]
+        assert (np.abs(W - ref).max(axis=0) / np.abs(ref).max(axis=0)).max() <= 1e-12
+    assert np.array_equal(runs[0][0], runs[1][0])  # edge and gather variants: bitwise

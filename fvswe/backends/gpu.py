@@ -168,7 +168,7 @@ def module(options: tuple[str, ...], variant: str):
     return _MODULES[key]
 
 
-def _pack_state(W: np.ndarray, H: np.ndarray, area: np.ndarray, layers: int) -> np.ndarray:
+def pack_state(W: np.ndarray, H: np.ndarray, area: np.ndarray, layers: int) -> np.ndarray:
     """(L, nvec, 4) packed vectors: (h1,q1x,q1y,H),(h2,q2x,q2y,area) or (h,qx,qy,H)."""
     L = W.shape[0]
     P = np.empty((L, 2 if layers == 2 else 1, 4), dtype=W.dtype)
@@ -180,7 +180,8 @@ def _pack_state(W: np.ndarray, H: np.ndarray, area: np.ndarray, layers: int) -> 
     return P
 
 
-def _unpack_state(P: np.ndarray, layers: int) -> np.ndarray:
+def unpack_state(P: np.ndarray, layers: int) -> np.ndarray:
+    """The inverse of :func:`pack_state`: ``(L, nvar)``."""
     if layers == 2:
         return np.concatenate((P[:, 0, :3], P[:, 1, :3]), axis=1)
     return P[:, 0, :3].copy()
@@ -338,7 +339,7 @@ class GpuBackend:
     def set_state(self, W: np.ndarray) -> None:
         """Upload ``W (L, nvar)``; a lagged dt is then recomputed from the new state."""
         lay = self.layout
-        P = _pack_state(np.asarray(W, dtype=self.dtype), lay.H, lay.area, self.model.layers)
+        P = pack_state(np.asarray(W, dtype=self.dtype), lay.H, lay.area, self.model.layers)
         self._W.set(P, stream=self.stream)
         ctrl = np.zeros(1, dtype=CTRL_DTYPE)
         ctrl["dt"] = self.dt_fixed if self.dt_mode == "fixed" else math.nan
@@ -347,7 +348,7 @@ class GpuBackend:
 
     def get_state(self) -> np.ndarray:
         """A host copy ``(L, nvar)`` of the current state, current cell order."""
-        return _unpack_state(self._W.get(stream=self.stream), self.model.layers)
+        return unpack_state(self._W.get(stream=self.stream), self.model.layers)
 
     def counters(self) -> dict[str, int]:
         c = self._read_ctrl()
