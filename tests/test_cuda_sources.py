@@ -231,8 +231,16 @@ def emulated_run(tmp_path, layout, scheme, variant, dt_mode, t_end, max_steps, d
         defines = [o for o in opts if o.startswith("-D")] + (
             ["-DGATHER"] if variant == "gather" else []
         )
-        cmd = [CXX, "-std=c++20", "-O1", "-ffp-contract=off", "-pthread", "-Wno-psabi", *defines,
-               f"-I{gpu.CUDA_DIR}", f"-I{EMU}", str(EMU / "driver.cpp"), "-o", str(exe)]  # fmt: skip
+        flags = ["-std=c++20", "-O1", "-ffp-contract=off", "-pthread", "-Wno-psabi", *defines]
+        cmd = [
+            CXX,
+            *flags,
+            f"-I{gpu.CUDA_DIR}",
+            f"-I{EMU}",
+            str(EMU / "driver.cpp"),
+            "-o",
+            str(exe),
+        ]
         res = subprocess.run(cmd, capture_output=True, text=True)
         assert res.returncode == 0, res.stderr[-4000:]
     mode = gpu.DT_MODES.index(dt_mode)
