@@ -434,6 +434,20 @@ class GpuBackend:
                     self._graphs[n] = self.stream.end_capture()
         self._graphs[n].launch(stream=self.stream)
 
+    def _batch_size(self, c: np.void, t_end: float) -> int:
+        """Steps in the next graph: a power of two up to ``batch``, few idle steps.
+
+        When ``max_steps`` binds, the count left is exact and the batch does not exceed
+        it; when ``t_end`` binds, it is estimated from the current dt and rounded up.
+        """
+        left = int(c["max_steps"] - c["steps"])
+        dt = float(c["dt"])
+        if dt > 0 and math.isfinite(dt) and math.isfinite(t_end):
+            est = math.ceil((t_end - float(c["t"])) / dt) + 1
+            if est < left:
+                return min(self.batch, 2 ** max(1, math.ceil(math.log2(max(est, 1)))))
+        return min(self.batch, 2 ** max(1, int(math.log2(max(left, 1)))))
+
     def advance(self, t_end: float, max_steps: int) -> tuple[float, int]:
         """Whole steps until ``t == t_end`` (last step clipped) or ``max_steps`` steps.
 
@@ -453,11 +467,7 @@ class GpuBackend:
                 self._need_dt = False
             c = self._read_ctrl()
             while True:
-                left = int(c["max_steps"] - c["steps"])
-                dt = float(c["dt"])
-                if dt > 0 and math.isfinite(dt) and math.isfinite(t_end):
-                    left = min(left, math.ceil((t_end - float(c["t"])) / dt) + 1)
-                n = min(self.batch, 2 ** max(1, math.ceil(math.log2(max(left, 1)))))
+                n = self._batch_size(c, t_end)
                 before = int(c["steps"])
                 self._launch(n)
                 c = self._read_ctrl()
