@@ -253,6 +253,43 @@ def test_near_coincident_pair_projector(shift):
     assert h.rel_err(Fm[near], ref, np.abs(v).max(axis=1)) < 1e-12
 
 
+def test_near_coincident_pair_of_mixed_sign_gets_half_weight():
+    """§3.5 (b): a near-double internal pair straddling 0 splits its subspace half/half:
+    D-_4 = s-(l1) P1 v + s-(l4) P4 v + (I - P1 - P4) v / 2 (P1, P4 external spectral
+    projectors from numpy eigenvectors, reliable for these simple, separated roots)."""
+    r = 0.5
+    Wi, Wj, Hi, Hj, n = h.near_double_internal_root(r, 0.0)
+    L1, L2, _ = common.edge2(Wi, Wj, Hi, Hj, n[:, 0], n[:, 1], h.G, 5e-3)
+    centre = common.eig4(L1.u, L2.u, L1.c2, L2.c2, r)[1]
+    Wi, Wj, Hi, Hj, n = h.near_double_internal_root(r, -centre)  # move the pair onto 0
+    L1, L2, DH = common.edge2(Wi, Wj, Hi, Hj, n[:, 0], n[:, 1], h.G, 5e-3)
+    l1, l2, l3, l4, disc = common.eig4(L1.u, L2.u, L1.c2, L2.c2, r)
+    v = common.total_fluctuation(L1, L2, DH, r)
+    Dm, _, _, flags = roe.normal_split2(v, L1, L2, r)
+    mixed = (np.sign(l2) != np.sign(l3)) & (flags == common.FLAG_NEAR_COINCIDENT)
+    assert mixed.sum() > 5
+    A = h.normal_matrix4(L1.u, L2.u, L1.c2, L2.c2, r)[mixed]
+    lam, K = np.linalg.eig(A)
+    mu, Y = np.linalg.eig(np.swapaxes(A, 1, 2))
+    vs = np.stack(v, axis=1)[mixed]
+    ref = 0.5 * vs
+    for pick, s in ((np.argmin, 1.0), (np.argmax, 0.0)):  # lambda1 < 0 < lambda4
+        e = np.arange(len(A))
+        k = K[e, :, pick(lam.real, axis=1)].real
+        y = Y[e, :, pick(mu.real, axis=1)].real
+        Pv = k * (np.einsum("ea,ea->e", y, vs) / np.einsum("ea,ea->e", y, k))[:, None]
+        ref += (s - 0.5) * Pv
+    mine = np.stack(Dm, axis=1)[mixed]
+    assert h.rel_err(mine, ref, np.abs(vs).max(axis=1)) < 1e-12
+    assert h.rel_err(mine, 0.5 * vs, np.abs(vs).max(axis=1)) > 1e-3
+
+
+def test_split_weights():
+    """sgn(0) = 0: a zero speed splits half/half (§0, no entropy fix)."""
+    x = np.array([-2.0, -0.0, 0.0, 1e-300, 3.0])
+    assert np.array_equal(common.s_minus(x), [1.0, 0.5, 0.5, 0.0, 0.0])
+
+
 def test_complex_pair_falls_back_to_pvm_ifcp():
     """§3.5 (c): a complex internal pair flags the edge and uses PVM-IFCP's contributions."""
     r = 0.98

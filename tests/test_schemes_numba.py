@@ -151,6 +151,11 @@ def test_eig4_kernel_matches_reference():
     assert np.array_equal(mine, ref)
 
 
+def test_split_weights_kernel():
+    for x in (-2.0, -0.0, 0.0, 1e-300, 3.0):
+        assert ncommon.s_minus(x) == common.s_minus(np.array([x]))[0]
+
+
 def test_registry():
     assert get_edge_flux("pvm-ifcp", 1) is get_edge_flux("hll", 1)
     with pytest.raises(ConfigError, match="choose from"):
