@@ -147,7 +147,8 @@ class Series:
         self._writer = _xdmf_writer(self._tmp / f"{SERIES}.xdmf")
         mesh = self.sim.mesh
         kind = "triangle" if mesh.k == 3 else "quad"
-        self._writer.write_points_cells(mesh.nodes, [(kind, original_cells(mesh))])
+        points = np.column_stack([mesh.nodes, np.zeros(mesh.n_nodes)])  # XYZ: every reader's
+        self._writer.write_points_cells(points, [(kind, original_cells(mesh))])
         for t, fields in previous:
             self._write(t, fields)
         return self

@@ -36,7 +36,8 @@ def read_series(path: Path):
 def test_xdmf_series_has_the_mesh_the_times_and_the_fields(two_layer_run):
     points, cells, steps = read_series(two_layer_run / "solution.xdmf")
     mesh = structured_square(16)
-    np.testing.assert_array_equal(points, mesh.nodes)
+    np.testing.assert_array_equal(points[:, :2], mesh.nodes)
+    np.testing.assert_array_equal(points[:, 2], 0.0)
     assert len(cells) == 1 and cells[0].type == "triangle"
     np.testing.assert_array_equal(cells[0].data, mesh.cells)  # original order despite RCM
     assert [t for t, _ in steps] == pytest.approx([0.0, 0.025, 0.05, 0.075, 0.1], abs=1e-15)

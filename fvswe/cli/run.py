@@ -208,7 +208,7 @@ def _finish(args, spec, sim, summary, out, written=()) -> int:
             f"{spec.name}: t = {summary.t:g} s in {summary.steps} steps, {summary.wall_s:.3g} s "
             f"wall ({summary.cell_steps_per_s / 1e6:.3g} M cell-steps/s, {sim.backend.name}, "
             f"{sim.dtype}, {sim.scheme}, {sim.mesh.n_cells} cells); mass drift per layer {drift}"
-            + (f"; outputs in {out}" if out is not None else "")
+            + (f"; outputs in {out}/ (ParaView: {out / 'solution.xdmf'})" if out else "")
         )
     return 0
 
