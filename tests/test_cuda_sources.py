@@ -217,21 +217,28 @@ def test_float32_device_flux_on_host(tmp_path, scheme, layers):
 
 
 # The step kernels themselves run on the host through tests/cuda_host (a minimal CUDA
-# shim: blocks in sequence, one std::thread per CUDA thread, one warp per block), with
-# gpu.py's launch sequence, and are held to the CPU backend.
+# shim: blocks in sequence, one std::thread per CUDA thread, one warp per block),
+# following gpu.py's kernel plans, and are held to the CPU backend.
 EMU = Path(__file__).with_name("cuda_host")
 
 
-def emulated_run(tmp_path, layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=0.0):
+KERNELS = ("edge_pass", "volume_pass", "gather_step")
+
+
+def plan_rows(plan) -> np.ndarray:
+    """A kernel plan of gpu.py as the driver reads it: a count, then int32 rows."""
+    rows = [(KERNELS.index(k), op, src, dst) for k, op, src, dst in plan]
+    return np.array([len(rows), *np.ravel(rows)], dtype=np.int32)
+
+
+def emulated_run(tmp_path, layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=None):
     """(state, control block) after the device pipeline ran on the host, float64."""
     model = layout.model
     opts = gpu.compile_options(scheme, model.layers, np.float64, variant, layout.k, block=32)
-    exe = tmp_path / f"emu_{scheme}_{variant}"
+    exe = tmp_path / f"emu_{scheme}"
     if not exe.exists():
-        defines = [o for o in opts if o.startswith("-D")] + (
-            ["-DGATHER"] if variant == "gather" else []
-        )
-        flags = ["-std=c++20", "-O1", "-ffp-contract=off", "-pthread", "-Wno-psabi", *defines]
+        flags = ["-std=c++20", "-O1", "-ffp-contract=off", "-pthread", "-Wno-psabi"]
+        flags += [o for o in opts if o.startswith("-D")]
         cmd = [
             CXX,
             *flags,
@@ -243,11 +250,14 @@ def emulated_run(tmp_path, layout, scheme, variant, dt_mode, t_end, max_steps, d
         ]
         res = subprocess.run(cmd, capture_output=True, text=True)
         assert res.returncode == 0, res.stderr[-4000:]
-    mode = gpu.DT_MODES.index(dt_mode)
+    fixed = dt_mode == "fixed"
     e = layout.cell_edges.ravel()
     blobs = [
-        np.array([layout.n_cells, layout.n_edges, mode, max_steps, 4], dtype=np.int32),
-        np.array([t_end, dt_fixed, 0.9, model.g, model.r, model.eps_h]),
+        np.array([layout.n_cells, layout.n_edges, max_steps, 4], dtype=np.int32),
+        np.array([t_end, dt_fixed if fixed else np.nan, fixed, 0.9, model.g, model.r, model.eps_h]),
+        plan_rows(gpu.initial_dt_plan(variant) if dt_mode == "lagged" else []),
+        plan_rows(gpu.step_plan(variant, dt_mode, 0)),
+        plan_rows(gpu.step_plan(variant, dt_mode, 1)),
         gpu.pack_state(layout.W0, layout.H, layout.area, model.layers),
         layout.area,
         gpu.edge_arrays(layout),
@@ -284,7 +294,7 @@ def test_step_kernels_on_host_match_cpu_backend(tmp_path, scheme, dt_mode, max_s
     sim = get_case("test1").simulation(structured_square(10), scheme=scheme, dt_mode=dt_mode, dt=dt)
     sim.backend.advance(0.1, max_steps)
     ref, counters = sim.backend.get_state(), sim.backend.counters()
-    runs = [emulated_run(tmp_path, sim.layout, scheme, v, dt_mode, 0.1, max_steps, dt or 0.0)
+    runs = [emulated_run(tmp_path, sim.layout, scheme, v, dt_mode, 0.1, max_steps, dt)
             for v in gpu.VARIANTS]  # fmt: skip
     for W, ctrl in runs:
         assert (ctrl["t"], ctrl["steps"]) == (sim.t, sim.steps)
@@ -292,3 +302,16 @@ def test_step_kernels_on_host_match_cpu_backend(tmp_path, scheme, dt_mode, max_s
         assert ctrl["nonhyp"] == counters["nonhyperbolic_edges"]
         assert (np.abs(W - ref).max(axis=0) / np.abs(ref).max(axis=0)).max() <= 1e-12
     assert np.array_equal(runs[0][0], runs[1][0])  # edge and gather variants: bitwise
+
+
+def test_batch_sizes_leave_few_idle_steps():
+    ctrl = np.zeros(1, dtype=gpu.CTRL_DTYPE)[0]
+    ctrl["max_steps"], ctrl["dt"] = 100, np.nan
+    assert gpu.batch_size(ctrl, 1.0, 64) == 64  # no dt yet: bounded by the steps left
+    ctrl["steps"] = 64
+    assert gpu.batch_size(ctrl, 1.0, 64) == 32  # 36 left: 32, then 4: never past max_steps
+    ctrl["steps"] = 99
+    assert gpu.batch_size(ctrl, 1.0, 64) == 2  # gather needs pairs: one idle step
+    ctrl["steps"], ctrl["t"], ctrl["dt"] = 0, 0.9, 0.03
+    assert gpu.batch_size(ctrl, 1.0, 64) == 8  # ceil(0.1 / 0.03) + 1 = 5 steps estimated
+    assert gpu.batch_size(ctrl, np.inf, 64) == 64

@@ -217,6 +217,50 @@ def slot_codes(lay: Layout) -> np.ndarray:
     return np.where(boundary, _boundary_codes(lay)[e], 2 * nbr + side).astype(np.int32)
 
 
+def step_plan(variant: str, dt_mode: str, parity: int) -> list[tuple[str, int, int, int]]:
+    """Kernels of one step as ``(kernel, op, src, dst)``; src/dst index the two state
+    buffers of the gather variant (step ``parity`` 0 reads buffer 0 and writes 1).
+
+    edge: edge pass, then the volume pass updating and reducing dt (lagged), or reducing
+    dt first (non-lagged), or only updating (fixed). gather: the same ops in one kernel.
+    """
+    if variant == "edge":
+        plan = [("edge_pass", OP_COUNT, 0, 0)]
+        if dt_mode == "lagged":
+            return plan + [("volume_pass", OP_UPDATE | OP_DT, 0, 0)]
+        if dt_mode == "nonlagged":
+            plan.append(("volume_pass", OP_DT, 0, 0))
+        return plan + [("volume_pass", OP_UPDATE, 0, 0)]
+    src, dst = parity, 1 - parity
+    if dt_mode == "lagged":
+        return [("gather_step", OP_UPDATE | OP_DT | OP_COUNT, src, dst)]
+    plan = [("gather_step", OP_DT, src, src)] if dt_mode == "nonlagged" else []
+    return plan + [("gather_step", OP_UPDATE | OP_COUNT, src, dst)]
+
+
+def initial_dt_plan(variant: str) -> list[tuple[str, int, int, int]]:
+    """The speeds-only pass giving the lagged mode its first dt (flags not counted)."""
+    if variant == "edge":
+        return [("edge_pass", 0, 0, 0), ("volume_pass", OP_DT, 0, 0)]
+    return [("gather_step", OP_DT, 0, 0)]
+
+
+def batch_size(ctrl: np.void, t_end: float, batch: int) -> int:
+    """Steps in the next graph: a power of two (>= 2, <= ``batch``), few idle steps.
+
+    When ``max_steps`` binds, the count left is exact and the graph does not exceed it
+    (but for a single step left); when ``t_end`` binds, the count is estimated from the
+    current dt (plus one, as a lagged dt may shrink) and rounded up.
+    """
+    left = int(ctrl["max_steps"] - ctrl["steps"])
+    dt = float(ctrl["dt"])
+    if dt > 0 and math.isfinite(dt) and math.isfinite(t_end):
+        est = math.ceil((t_end - float(ctrl["t"])) / dt) + 1
+        if est < left:
+            return min(batch, 2 ** max(1, math.ceil(math.log2(max(est, 1)))))
+    return min(batch, 2 ** max(1, int(math.log2(max(left, 1)))))
+
+
 class GpuBackend:
     """The pipeline on a CUDA GPU; see :mod:`fvswe.backends` for the shared API.
 
@@ -390,33 +434,24 @@ class GpuBackend:
              self._partial, *self._params, np.int32(op)),
         )  # fmt: skip
 
+    def _run(self, plan: list[tuple[str, int, int, int]]) -> None:
+        """Launch the kernels of a plan (see :func:`step_plan`)."""
+        bufs = (self._W, getattr(self, "_W2", None))
+        for kernel, op, src, dst in plan:
+            if kernel == "edge_pass":
+                self._edge(op)
+            elif kernel == "volume_pass":
+                self._volume(op)
+            else:
+                self._gather(op, bufs[src], bufs[dst])
+
     def _initial_dt(self) -> None:
         """Speeds-only pass on the current state: the first dt of the lagged mode."""
-        if self.variant == "edge":
-            self._edge(0)
-            self._volume(OP_DT)
-        else:
-            self._gather(OP_DT, self._W, self._W)
+        self._run(initial_dt_plan(self.variant))
 
     def _step(self, parity: int) -> None:
         """Launch one step (skipped on the device once t_end or max_steps is reached)."""
-        mode = self.dt_mode
-        if self.variant == "edge":
-            self._edge(OP_COUNT)
-            if mode == "lagged":
-                self._volume(OP_UPDATE | OP_DT)
-            else:
-                if mode == "nonlagged":
-                    self._volume(OP_DT)
-                self._volume(OP_UPDATE)
-            return
-        win, wout = (self._W, self._W2) if parity == 0 else (self._W2, self._W)
-        if mode == "lagged":
-            self._gather(OP_UPDATE | OP_DT | OP_COUNT, win, wout)
-        else:
-            if mode == "nonlagged":
-                self._gather(OP_DT, win, win)
-            self._gather(OP_UPDATE | OP_COUNT, win, wout)
+        self._run(step_plan(self.variant, self.dt_mode, parity))
 
     def _launch(self, n: int) -> None:
         """Launch ``n`` (even) steps, as one CUDA graph replay when graphs are on."""
@@ -433,20 +468,6 @@ class GpuBackend:
                 finally:
                     self._graphs[n] = self.stream.end_capture()
         self._graphs[n].launch(stream=self.stream)
-
-    def _batch_size(self, c: np.void, t_end: float) -> int:
-        """Steps in the next graph: a power of two up to ``batch``, few idle steps.
-
-        When ``max_steps`` binds, the count left is exact and the batch does not exceed
-        it; when ``t_end`` binds, it is estimated from the current dt and rounded up.
-        """
-        left = int(c["max_steps"] - c["steps"])
-        dt = float(c["dt"])
-        if dt > 0 and math.isfinite(dt) and math.isfinite(t_end):
-            est = math.ceil((t_end - float(c["t"])) / dt) + 1
-            if est < left:
-                return min(self.batch, 2 ** max(1, math.ceil(math.log2(max(est, 1)))))
-        return min(self.batch, 2 ** max(1, int(math.log2(max(left, 1)))))
 
     def advance(self, t_end: float, max_steps: int) -> tuple[float, int]:
         """Whole steps until ``t == t_end`` (last step clipped) or ``max_steps`` steps.
@@ -467,7 +488,7 @@ class GpuBackend:
                 self._need_dt = False
             c = self._read_ctrl()
             while True:
-                n = self._batch_size(c, t_end)
+                n = batch_size(c, t_end, self.batch)
                 before = int(c["steps"])
                 self._launch(n)
                 c = self._read_ctrl()
