@@ -150,7 +150,8 @@ class Simulation:
         self._to_original = np.argsort(mesh.original_index)
         self.layout = Layout.build(mesh, self.model, W0, Hc, edge_bc, DTYPES[dtype])
         cls = backend_class(backend)
-        self.backend = cls(self.layout, scheme, cfl=cfl, dt_mode=dt_mode, dt_fixed=dt)
+        extra = {"threads": threads} if cls.name == "cpu" else {}
+        self.backend = cls(self.layout, scheme, cfl=cfl, dt_mode=dt_mode, dt_fixed=dt, **extra)
         self.mass_initial = self.mass()
 
     # -- state -------------------------------------------------------------------------------
