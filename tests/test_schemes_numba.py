@@ -12,6 +12,8 @@ from fvswe.backends.cpu import get_edge_flux
 from fvswe.errors import ConfigError
 from fvswe.schemes import common, get_flux
 
+pytestmark = pytest.mark.filterwarnings("error")  # the special-case edges raise no warnings
+
 SCHEMES = [(2, s) for s in ("roe", "ir-roe", "pvm-ifcp")] + [
     (1, s) for s in ("roe", "ir-roe", "hll")
 ]
