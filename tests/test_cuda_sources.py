@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from fvswe.backends import gpu
+from fvswe.simulation import Simulation
 
 NVCC = shutil.which("nvcc")
 COMBOS = [
@@ -232,10 +233,10 @@ def plan_rows(plan) -> np.ndarray:
 
 
 def emulated_run(tmp_path, layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=None):
-    """(state, control block) after the device pipeline ran on the host, float64."""
-    model = layout.model
-    opts = gpu.compile_options(scheme, model.layers, np.float64, variant, layout.k, block=32)
-    exe = tmp_path / f"emu_{scheme}"
+    """(state, control block) after the device pipeline ran on the host."""
+    model, dtype = layout.model, np.dtype(layout.dtype)
+    opts = gpu.compile_options(scheme, model.layers, dtype, variant, layout.k, block=32)
+    exe = tmp_path / f"emu_{scheme}_{model.layers}_{dtype}"
     if not exe.exists():
         flags = ["-std=c++20", "-O1", "-ffp-contract=off", "-pthread", "-Wno-psabi"]
         flags += [o for o in opts if o.startswith("-D")]
@@ -269,8 +270,8 @@ def emulated_run(tmp_path, layout, scheme, variant, dt_mode, t_end, max_steps, d
     ]
     stdin = b"".join(np.ascontiguousarray(b).tobytes() for b in blobs)
     out = subprocess.run([str(exe)], input=stdin, capture_output=True, check=True).stdout
-    nstate = layout.n_cells * (2 if model.layers == 2 else 1) * 4 * 8
-    P = np.frombuffer(out[:nstate], dtype=np.float64).reshape(layout.n_cells, -1, 4)
+    nstate = layout.n_cells * (2 if model.layers == 2 else 1) * 4 * dtype.itemsize
+    P = np.frombuffer(out[:nstate], dtype=dtype).reshape(layout.n_cells, -1, 4)
     ctrl = np.frombuffer(out[nstate:], dtype=gpu.CTRL_DTYPE)[0]
     return gpu.unpack_state(P, model.layers), ctrl
 
@@ -302,6 +303,31 @@ def test_step_kernels_on_host_match_cpu_backend(tmp_path, scheme, dt_mode, max_s
         assert ctrl["nonhyp"] == counters["nonhyperbolic_edges"]
         assert (np.abs(W - ref).max(axis=0) / np.abs(ref).max(axis=0)).max() <= 1e-12
     assert np.array_equal(runs[0][0], runs[1][0])  # edge and gather variants: bitwise
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize(("scheme", "layers", "dtype"),
+                         [("roe", 1, "float64"), ("hll", 1, "float64"),
+                          ("pvm-ifcp", 2, "float32"), ("roe", 1, "float32")])  # fmt: skip
+def test_step_kernels_on_host_one_layer_and_float32(tmp_path, scheme, layers, dtype):
+    from fvswe.cases import get_case
+    from fvswe.mesh.generate import structured_square
+
+    mesh = structured_square(10)
+    if layers == 2:
+        sim = get_case("test1").simulation(mesh, scheme=scheme, dtype=dtype)
+    else:
+        sim = Simulation(mesh, layers=1, scheme=scheme, H=2.0, dtype=dtype,
+                         initial={"h": lambda x, y: np.where(x < 0, 2.0, 1.0)})  # fmt: skip
+    sim.backend.advance(0.1, 1000)
+    ref = sim.backend.get_state()
+    tol = 1e-12 if dtype == "float64" else 1e-5
+    for variant in gpu.VARIANTS:
+        W, ctrl = emulated_run(tmp_path, sim.layout, scheme, variant, "lagged", 0.1, 1000)
+        assert ctrl["t"] == sim.t
+        if dtype == "float64":  # float32 dt differs in its last bits (the CPU forms it in float64)
+            assert ctrl["steps"] == sim.steps
+        assert (np.abs(W - ref).max(axis=0) / np.abs(ref).max(axis=0)).max() <= tol
 
 
 def test_batch_sizes_leave_few_idle_steps():
