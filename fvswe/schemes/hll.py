@@ -7,6 +7,7 @@ layers (§5.2). Mirrored by :mod:`fvswe.backends.cpu.hll`.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .common import (
     as_inputs,
@@ -47,16 +48,16 @@ def viscous_split1(v, L, DH, a0, a1):
 
 
 def flux1(
-    Wi,
-    Wj,
-    Hi,
-    Hj,
-    normal,
+    Wi: ArrayLike,
+    Wj: ArrayLike,
+    Hi: ArrayLike,
+    Hj: ArrayLike,
+    normal: ArrayLike,
     g: float = 9.81,
     r: float = 0.5,
     eps_h: float = 5e-3,
     return_flags: bool = False,
-):
+) -> tuple[np.ndarray, ...]:
     """Single-layer HLL edge contributions ``(F-, F+, ||D||_inf[, flags])`` (§6, §4).
 
     ``Wi, Wj`` are (E, 3) states ``(h, qx, qy)``; ``r`` is unused. HLL needs no
@@ -78,16 +79,16 @@ def flux1(
 
 
 def flux(
-    Wi,
-    Wj,
-    Hi,
-    Hj,
-    normal,
+    Wi: ArrayLike,
+    Wj: ArrayLike,
+    Hi: ArrayLike,
+    Hj: ArrayLike,
+    normal: ArrayLike,
     g: float = 9.81,
     r: float = 0.5,
     eps_h: float = 5e-3,
     return_flags: bool = False,
-):
+) -> tuple[np.ndarray, ...]:
     """HLL exists for one layer only: (E, 3) states (§6)."""
     if np.shape(Wi)[-1] != 3:
         raise ValueError("hll: single-layer scheme, expects (E, 3) states")

@@ -8,6 +8,7 @@ flux. Mirrored by :mod:`fvswe.backends.cpu.ir_roe`.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .common import (
     as_inputs,
@@ -23,16 +24,16 @@ from .roe import _placeholder1, apply_fallback, normal_part2, normal_split1, thi
 
 
 def flux2(
-    Wi,
-    Wj,
-    Hi,
-    Hj,
-    normal,
+    Wi: ArrayLike,
+    Wj: ArrayLike,
+    Hi: ArrayLike,
+    Hj: ArrayLike,
+    normal: ArrayLike,
     g: float = 9.81,
     r: float = 0.5,
     eps_h: float = 5e-3,
     return_flags: bool = False,
-):
+) -> tuple[np.ndarray, ...]:
     """Two-layer IR-Roe edge contributions ``(F-, F+, ||D||_inf[, flags])`` (§4).
 
     ``Phi_k = q_kn,i + D-_4[h_k]``; ``||D||_inf = max(|l1|, |l4|, |u1|, |u2|)``;
@@ -53,16 +54,16 @@ def flux2(
 
 
 def flux1(
-    Wi,
-    Wj,
-    Hi,
-    Hj,
-    normal,
+    Wi: ArrayLike,
+    Wj: ArrayLike,
+    Hi: ArrayLike,
+    Hj: ArrayLike,
+    normal: ArrayLike,
     g: float = 9.81,
     r: float = 0.5,
     eps_h: float = 5e-3,
     return_flags: bool = False,
-):
+) -> tuple[np.ndarray, ...]:
     """Single-layer IR-Roe ``(F-, F+, ||D||_inf[, flags])`` (§6); HLL where thin."""
     Wi, Wj, Hi, Hj, ex, ey = as_inputs(Wi, Wj, Hi, Hj, normal, 3)
     L, DH = edge1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
@@ -80,16 +81,16 @@ def flux1(
 
 
 def flux(
-    Wi,
-    Wj,
-    Hi,
-    Hj,
-    normal,
+    Wi: ArrayLike,
+    Wj: ArrayLike,
+    Hi: ArrayLike,
+    Hj: ArrayLike,
+    normal: ArrayLike,
     g: float = 9.81,
     r: float = 0.5,
     eps_h: float = 5e-3,
     return_flags: bool = False,
-):
+) -> tuple[np.ndarray, ...]:
     """IR-Roe for (E, 6) or (E, 3) states; see :func:`fvswe.schemes.roe.flux`."""
     if np.shape(Wi)[-1] == 3:
         return flux1(Wi, Wj, Hi, Hj, normal, g, r, eps_h, return_flags)

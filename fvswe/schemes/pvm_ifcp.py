@@ -9,6 +9,7 @@ is upwinded as in IR-Roe (§4). Mirrored by :mod:`fvswe.backends.cpu.pvm_ifcp`.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import hll
 from .common import (
@@ -96,16 +97,16 @@ def viscous_split2(v, L1, L2, DH, r: float, a0, a1, a2):
 
 
 def flux2(
-    Wi,
-    Wj,
-    Hi,
-    Hj,
-    normal,
+    Wi: ArrayLike,
+    Wj: ArrayLike,
+    Hi: ArrayLike,
+    Hj: ArrayLike,
+    normal: ArrayLike,
     g: float = 9.81,
     r: float = 0.5,
     eps_h: float = 5e-3,
     return_flags: bool = False,
-):
+) -> tuple[np.ndarray, ...]:
     """Two-layer PVM-IFCP edge contributions ``(F-, F+, ||D||_inf[, flags])`` (§5).
 
     ``S_ext = sgn(lambda1 + lambda4)`` (1 where that sum is 0); HLL coefficients
@@ -138,16 +139,16 @@ def flux2(
 
 
 def flux(
-    Wi,
-    Wj,
-    Hi,
-    Hj,
-    normal,
+    Wi: ArrayLike,
+    Wj: ArrayLike,
+    Hi: ArrayLike,
+    Hj: ArrayLike,
+    normal: ArrayLike,
     g: float = 9.81,
     r: float = 0.5,
     eps_h: float = 5e-3,
     return_flags: bool = False,
-):
+) -> tuple[np.ndarray, ...]:
     """PVM-IFCP for (E, 6) two-layer states; for (E, 3) one-layer states it is HLL (§6)."""
     if np.shape(Wi)[-1] == 3:
         return hll.flux1(Wi, Wj, Hi, Hj, normal, g, r, eps_h, return_flags)

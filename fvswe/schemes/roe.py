@@ -9,6 +9,7 @@ closed form. Edges the eigen-decomposition cannot serve fall back to PVM-IFCP
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import hll, pvm_ifcp
 from .common import (
@@ -99,16 +100,16 @@ def apply_fallback(Fm, Fp, dmax, flags, fallback, Wi, Wj, Hi, Hj, ex, ey, g, r, 
 
 
 def flux2(
-    Wi,
-    Wj,
-    Hi,
-    Hj,
-    normal,
+    Wi: ArrayLike,
+    Wj: ArrayLike,
+    Hi: ArrayLike,
+    Hj: ArrayLike,
+    normal: ArrayLike,
     g: float = 9.81,
     r: float = 0.5,
     eps_h: float = 5e-3,
     return_flags: bool = False,
-):
+) -> tuple[np.ndarray, ...]:
     """Two-layer classical Roe edge contributions ``(F-, F+, ||D||_inf[, flags])`` (§3.5).
 
     Shear waves: ``D-_qkt = w_k D-_4[h_k] + s-(u_k)(vt_k - w_k v_{h_k})``.
@@ -157,16 +158,16 @@ def _placeholder1(L, thin):
 
 
 def flux1(
-    Wi,
-    Wj,
-    Hi,
-    Hj,
-    normal,
+    Wi: ArrayLike,
+    Wj: ArrayLike,
+    Hi: ArrayLike,
+    Hj: ArrayLike,
+    normal: ArrayLike,
     g: float = 9.81,
     r: float = 0.5,
     eps_h: float = 5e-3,
     return_flags: bool = False,
-):
+) -> tuple[np.ndarray, ...]:
     """Single-layer classical Roe ``(F-, F+, ||D||_inf[, flags])`` (§6); HLL where thin."""
     Wi, Wj, Hi, Hj, ex, ey = as_inputs(Wi, Wj, Hi, Hj, normal, 3)
     L, DH = edge1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
@@ -185,16 +186,16 @@ def flux1(
 
 
 def flux(
-    Wi,
-    Wj,
-    Hi,
-    Hj,
-    normal,
+    Wi: ArrayLike,
+    Wj: ArrayLike,
+    Hi: ArrayLike,
+    Hj: ArrayLike,
+    normal: ArrayLike,
     g: float = 9.81,
     r: float = 0.5,
     eps_h: float = 5e-3,
     return_flags: bool = False,
-):
+) -> tuple[np.ndarray, ...]:
     """Classical Roe for (E, 6) two-layer or (E, 3) one-layer states.
 
     Returns ``F-`` (contribution to cell i, not yet times ``|Gamma|``), ``F+``
