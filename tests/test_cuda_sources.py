@@ -34,6 +34,17 @@ def test_import_does_not_need_cupy():
     assert isinstance(ok, bool) and reason and "\n" not in reason
 
 
+@pytest.mark.skipif(gpu.available()[0], reason="a GPU is usable here")
+def test_asking_for_the_gpu_without_one_says_why():
+    from fvswe.cases import get_case
+    from fvswe.errors import BackendUnavailable
+    from fvswe.mesh.generate import structured_square
+
+    with pytest.raises(BackendUnavailable) as err:
+        get_case("test1").simulation(structured_square(2), backend="gpu")
+    assert "gpu" in str(err.value) and "\n" not in str(err.value)
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: cannot compile the CUDA sources")
 @pytest.mark.parametrize(("scheme", "layers", "dtype", "variant", "k"), COMBOS)
 def test_compiles_to_ptx(tmp_path, scheme, layers, dtype, variant, k):
