@@ -346,3 +346,8 @@ def test_registry():
         get_flux("hll", 2)
     with pytest.raises(ConfigError, match="choose from"):
         get_flux("godunov", 1)
+    W = np.ones((4, 6))
+    with pytest.raises(ConfigError, match=r"Wi, Wj: expected two \(E, 6\)"):
+        roe.flux(W, W[:3], np.ones(4), np.ones(4), np.ones((4, 2)))
+    with pytest.raises(ConfigError, match="single-layer"):
+        hll.flux(W, W, np.ones(4), np.ones(4), np.ones((4, 2)))

@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..errors import ConfigError
+
 #: Flag bits reported per edge (interface contract).
 FLAG_NONHYPERBOLIC = 1
 FLAG_NEAR_COINCIDENT = 2
@@ -276,7 +278,7 @@ def as_inputs(Wi, Wj, Hi, Hj, normal, nvar: int):
     Wj = np.asarray(Wj, dtype=np.float64)
     normal = np.asarray(normal, dtype=np.float64)
     if Wi.ndim != 2 or Wi.shape[1] != nvar or Wj.shape != Wi.shape:
-        raise ValueError(f"Wi, Wj: expected two ({Wi.shape[0]}, {nvar}) arrays, got {Wi.shape}")
+        raise ConfigError(f"Wi, Wj: expected two (E, {nvar}) arrays, got {Wi.shape} and {Wj.shape}")
     E = Wi.shape[0]
     Hi = np.broadcast_to(np.asarray(Hi, dtype=np.float64), (E,))
     Hj = np.broadcast_to(np.asarray(Hj, dtype=np.float64), (E,))

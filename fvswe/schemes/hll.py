@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..errors import ConfigError
 from .common import (
     as_inputs,
     assemble1,
@@ -91,5 +92,5 @@ def flux(
 ) -> tuple[np.ndarray, ...]:
     """HLL exists for one layer only: (E, 3) states (§6)."""
     if np.shape(Wi)[-1] != 3:
-        raise ValueError("hll: single-layer scheme, expects (E, 3) states")
+        raise ConfigError(f"hll: a single-layer scheme, expects (E, 3) states, got {np.shape(Wi)}")
     return flux1(Wi, Wj, Hi, Hj, normal, g, r, eps_h, return_flags)
