@@ -7,12 +7,15 @@ kernel advances ``t`` and sets the next ``dt``. :meth:`GpuBackend.advance`
 replays CUDA graphs of a batch of steps and reads the control block once per
 batch, so no host synchronisation happens per step.
 
-Two variants, same results bit for bit (float64):
+Three variants, same results bit for bit (float64):
 
 - ``edge``: the paper's design; an edge pass writes per-cell slots, a volume
   pass sums them, updates and reduces dt (2 launches a step, 3 non-lagged);
-- ``gather``: each cell evaluates its own edges with the edge's orientation and
-  updates itself (1 launch a step, 2 non-lagged), alternating two state buffers.
+- ``gather``: one thread per cell evaluates the cell's edges with the edge's
+  orientation and updates the cell (1 launch a step, 2 non-lagged), alternating
+  two state buffers; each interior edge is evaluated twice, no slot traffic;
+- ``slot``: as ``gather``, with one thread per slot and the cell's sum in shared
+  memory (k times the threads in flight: for small, latency-bound meshes).
 
 The CUDA sources are ``fvswe/backends/cuda/*.cu`` (device functions mirroring
 :mod:`fvswe.schemes` in ``*.cuh``); a module is compiled once per (scheme,
@@ -35,9 +38,9 @@ from ..errors import BackendUnavailable, ConfigError
 from .layout import Layout
 
 CUDA_DIR = Path(__file__).with_name("cuda")
-VARIANTS = ("edge", "gather")
+VARIANTS = ("edge", "gather", "slot")
 DT_MODES = ("lagged", "nonlagged", "fixed")
-#: Variant used when none is asked for (benchmarks/throughput.py compares both).
+#: Variant used when none is asked for (benchmarks/throughput.py compares them).
 DEFAULT_VARIANT = "gather"
 #: Threads per block of every kernel.
 DEFAULT_BLOCK = 128
@@ -219,10 +222,11 @@ def slot_codes(lay: Layout) -> np.ndarray:
 
 def step_plan(variant: str, dt_mode: str, parity: int) -> list[tuple[str, int, int, int]]:
     """Kernels of one step as ``(kernel, op, src, dst)``; src/dst index the two state
-    buffers of the gather variant (step ``parity`` 0 reads buffer 0 and writes 1).
+    buffers of the gather and slot variants (step ``parity`` 0 reads buffer 0 and writes 1).
 
     edge: edge pass, then the volume pass updating and reducing dt (lagged), or reducing
-    dt first (non-lagged), or only updating (fixed). gather: the same ops in one kernel.
+    dt first (non-lagged), or only updating (fixed). gather, slot: the same ops in one
+    kernel.
     """
     if variant == "edge":
         plan = [("edge_pass", OP_COUNT, 0, 0)]
@@ -231,18 +235,18 @@ def step_plan(variant: str, dt_mode: str, parity: int) -> list[tuple[str, int, i
         if dt_mode == "nonlagged":
             plan.append(("volume_pass", OP_DT, 0, 0))
         return plan + [("volume_pass", OP_UPDATE, 0, 0)]
-    src, dst = parity, 1 - parity
+    step, src, dst = f"{variant}_step", parity, 1 - parity
     if dt_mode == "lagged":
-        return [("gather_step", OP_UPDATE | OP_DT | OP_COUNT, src, dst)]
-    plan = [("gather_step", OP_DT, src, src)] if dt_mode == "nonlagged" else []
-    return plan + [("gather_step", OP_UPDATE | OP_COUNT, src, dst)]
+        return [(step, OP_UPDATE | OP_DT | OP_COUNT, src, dst)]
+    plan = [(step, OP_DT, src, src)] if dt_mode == "nonlagged" else []
+    return plan + [(step, OP_UPDATE | OP_COUNT, src, dst)]
 
 
 def initial_dt_plan(variant: str) -> list[tuple[str, int, int, int]]:
     """The speeds-only pass giving the lagged mode its first dt (flags not counted)."""
     if variant == "edge":
         return [("edge_pass", 0, 0, 0), ("volume_pass", OP_DT, 0, 0)]
-    return [("gather_step", OP_DT, 0, 0)]
+    return [(f"{variant}_step", OP_DT, 0, 0)]
 
 
 def batch_size(ctrl: np.void, t_end: float, batch: int) -> int:
@@ -264,7 +268,7 @@ def batch_size(ctrl: np.void, t_end: float, batch: int) -> int:
 class GpuBackend:
     """The pipeline on a CUDA GPU; see :mod:`fvswe.backends` for the shared API.
 
-    ``variant`` is ``edge`` or ``gather`` (default :data:`DEFAULT_VARIANT`, or the
+    ``variant`` is ``edge``, ``gather`` or ``slot`` (default :data:`DEFAULT_VARIANT`, or the
     environment variable ``FVSWE_GPU_VARIANT``); ``block`` the threads per block;
     ``batch`` the most steps replayed between two looks at ``t``.
     """
@@ -306,7 +310,7 @@ class GpuBackend:
         opts = compile_options(scheme, self.model.layers, self.dtype, variant, lay.k, block)
         mod = module(opts, variant)
         names = ("find_invalid", "debug_flux") + (
-            ("edge_pass", "volume_pass") if variant == "edge" else ("gather_step",)
+            ("edge_pass", "volume_pass") if variant == "edge" else (f"{variant}_step",)
         )
         self._k = {n: mod.get_function(n) for n in names}  # compiles and loads before capture
         self._cp = cupy
@@ -316,6 +320,9 @@ class GpuBackend:
         L, E = lay.n_cells, lay.n_edges
         self._L, self._E = np.int32(L), np.int32(E)
         self._cell_grid = (L + block - 1) // block
+        if variant == "slot":  # k threads per cell
+            per_block = block // lay.k
+            self._cell_grid = (L + per_block - 1) // per_block
         self._edge_grid = (E + block - 1) // block
         with self.stream:
             dev = cupy.asarray
@@ -428,7 +435,7 @@ class GpuBackend:
         )  # fmt: skip
 
     def _gather(self, op: int, win, wout) -> None:
-        self._k["gather_step"](
+        self._k[f"{self.variant}_step"](
             (self._cell_grid,), (self.block,),
             (self._L, win, wout, self._area, self._code, self._normal, self._length, self._ctrl,
              self._partial, *self._params, np.int32(op)),
@@ -500,7 +507,7 @@ class GpuBackend:
     def bytes_per_step(self) -> int:
         """Compulsory device-memory traffic of one lagged step, neighbour reads all cached.
 
-        gather: read and write the state, read the per-slot edge data; edge: the edge
+        gather, slot: read and write the state, read the per-slot edge data; edge: the edge
         pass reads the state and edge data and writes the slots, the volume pass reads
         the slots and the state and writes the state.
         """

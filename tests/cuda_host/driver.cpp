@@ -5,11 +5,12 @@
 // stdin: int32 L, E, max_steps, batch; float64 t_end, dt (NaN unless fixed), fixed (0/1),
 //        cfl, g, r, eps_h; three plans (initial dt, even step, odd step), each an int32
 //        count and (kernel, op, src, dst) int32 rows with kernel 0 edge_pass,
-//        1 volume_pass, 2 gather_step; then the device arrays in the order read below.
+//        1 volume_pass, 2 gather_step, 3 slot_step; then the device arrays in the order read below.
 // stdout: the packed state (buffer 0), then the control block.
 #include "shim.h"
 #include "edge.cu"
 #include "gather.cu"
+#include "slot.cu"
 #include <array>
 #include <cstdio>
 
@@ -37,6 +38,7 @@ int main()
     const auto prm = input<double>(7);
     const int L = hdr[0], E = hdr[1], batch = hdr[3];
     const unsigned B = FVSWE_BLOCK, cgrid = (L + B - 1) / B, egrid = (E + B - 1) / B;
+    const unsigned sgrid = (L + CELLS_PER_BLOCK - 1) / CELLS_PER_BLOCK;
     const real g = real(prm[4]), r = real(prm[5]), eps_h = real(prm[6]);
     const Plan init = input_plan(), even = input_plan(), odd = input_plan();
     auto W = input<real4>(size_t(L) * NVEC);
@@ -48,7 +50,7 @@ int main()
     const auto sn = input<real2>(size_t(L) * FVSWE_K);
     const auto sl = input<real>(size_t(L) * FVSWE_K);
     std::vector<real4> W2(W.size()), S(size_t(L) * FVSWE_K * NVEC);
-    std::vector<real> partial(cgrid);
+    std::vector<real> partial(sgrid);
     real4* bufs[2] = {W.data(), W2.data()};
     Ctrl c{};
     c.max_steps = hdr[2];
@@ -66,8 +68,9 @@ int main()
             else if (kernel == 1)
                 launch(cgrid, B, volume_pass, L, bufs[0], area.data(), S.data(), &c, partial.data(), op);
             else
-                launch(cgrid, B, gather_step, L, bufs[src], bufs[dst], area.data(), code.data(), sn.data(),
-                       sl.data(), &c, partial.data(), g, r, eps_h, op);
+                launch(kernel == 2 ? cgrid : sgrid, B, kernel == 2 ? gather_step : slot_step, L,
+                       bufs[src], bufs[dst], area.data(), code.data(), sn.data(), sl.data(), &c,
+                       partial.data(), g, r, eps_h, op);
         }
     };
     run(init);

@@ -41,25 +41,11 @@ volume_pass(const int n_cells, real4* W, const real* __restrict__ area, const re
     const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
     real dti = REAL_INF;
     if (c < n_cells) {
-        real acc[NVAR + 1];
+        real acc[NVAR + 1], w[NVAR], H;
 #pragma unroll
         for (int l = 0; l < FVSWE_K; ++l) add_slot(S, c * FVSWE_K + l, acc, l == 0);
-        const real A = cell_area(W, area, c);
-        if ((op & OP_DT) && acc[NVAR] > real(0))
-            dti = div_rn(mul_rn(real(2 * ctrl->cfl), A), acc[NVAR]);
-        if (op & OP_UPDATE) {
-            real w[NVAR], H;
-            load_cell(W, c, w, H);
-            const real rdt = div_rn(real(step_dt(ctrl)), A);
-            int clipped = 0;
-#pragma unroll
-            for (int m = 0; m < NVAR; ++m) w[m] = add_rn(w[m], -mul_rn(rdt, acc[m]));
-#pragma unroll
-            for (int l = 0; l < FVSWE_LAYERS; ++l)
-                if (w[3 * l] < real(0)) { w[3 * l] = real(0); ++clipped; }
-            store_cell(W, c, w, H, A);
-            if (clipped) atomicAdd(&ctrl->clipped, (unsigned long long)clipped);
-        }
+        load_cell(W, c, w, H);
+        dti = close_cell(W, c, w, H, cell_area(W, area, c), acc, ctrl, op);
     }
     finish_step(ctrl, partial, dti, op);
 }

@@ -292,3 +292,72 @@ __device__ __forceinline__ int scheme_flux(const real* Wi, const real* Wj, real 
     return SCHEME_FLUX1<real>(Wi, Wj, Hi, Hj, ex, ey, p.g, p.r, p.eps_h, Fm, Fp, dmax);
 #endif
 }
+
+// ---------------------------------------------------------------- per-cell pieces of the steps
+// |Gamma| F and |Gamma| ||D|| (out[0..NVAR]) that slot s contributes to its cell (state w,
+// depth H): the edge evaluated with its own orientation, flux(W_i, W_j, eta), keeping F-
+// when the cell is side i and F+ when it is side j, so the values are bitwise those the
+// edge pass writes. code[s] = 2*neighbour + side, or -bc on the boundary.
+__device__ __forceinline__ void slot_contribution(const real4* __restrict__ Win, const real* w, real H,
+                                                  int s, const int* __restrict__ code,
+                                                  const real2* __restrict__ normal,
+                                                  const real* __restrict__ length, const Params& prm,
+                                                  Ctrl* ctrl, int op, real* out)
+{
+    const int cd = __ldg(code + s);
+    const real2 n = __ldg(normal + s);
+    const real len = __ldg(length + s);
+    real wn[NVAR], Hn;
+    const bool side_j = cd >= 0 && (cd & 1);
+    if (cd >= 0) {
+        load_cell(Win, cd >> 1, wn, Hn);
+    } else {
+        ghost_state(w, -cd, n.x, n.y, wn);
+        Hn = H;
+    }
+    real Wi[NVAR], Wj[NVAR], Fm[NVAR], Fp[NVAR], dmax;
+#pragma unroll
+    for (int m = 0; m < NVAR; ++m) {
+        Wi[m] = side_j ? wn[m] : w[m];
+        Wj[m] = side_j ? w[m] : wn[m];
+    }
+    const int flags = scheme_flux(Wi, Wj, side_j ? Hn : H, side_j ? H : Hn, n.x, n.y, prm, Fm, Fp, dmax);
+    if (!side_j && flags && (op & OP_COUNT)) count_flags(ctrl, flags);  // each edge once
+#pragma unroll
+    for (int m = 0; m < NVAR; ++m) out[m] = mul_rn(len, side_j ? Fp[m] : Fm[m]);
+    out[NVAR] = mul_rn(len, dmax);
+}
+
+// Close cell c given the sum of its slots: dt_c = 2 cfl |V_c| / sum(|Gamma| ||D||) (returned
+// when op & OP_DT, else inf) and, when op & OP_UPDATE, W_c -= dt/|V_c| sum(slots) with
+// negative depths clipped to 0 (and counted), stored into Wout.
+__device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, real A, const real* acc,
+                                          Ctrl* ctrl, int op)
+{
+    real dti = REAL_INF;
+    if ((op & OP_DT) && acc[NVAR] > real(0)) dti = div_rn(mul_rn(real(2 * ctrl->cfl), A), acc[NVAR]);
+    if (op & OP_UPDATE) {
+        const real rdt = div_rn(real(step_dt(ctrl)), A);
+        int clipped = 0;
+#pragma unroll
+        for (int m = 0; m < NVAR; ++m) w[m] = add_rn(w[m], -mul_rn(rdt, acc[m]));
+#pragma unroll
+        for (int l = 0; l < FVSWE_LAYERS; ++l)
+            if (w[3 * l] < real(0)) {
+                w[3 * l] = real(0);
+                ++clipped;
+            }
+        store_cell(Wout, c, w, H, A);
+        if (clipped) atomicAdd(&ctrl->clipped, (unsigned long long)clipped);
+    }
+    return dti;
+}
+
+// An idle step (past t_end or max_steps) of a double-buffered variant still hands cell c
+// to the other buffer, so that the buffer holding the state depends only on how many
+// steps a graph contains.
+__device__ __forceinline__ void pass_cell(const real4* __restrict__ Win, real4* Wout, int c)
+{
+#pragma unroll
+    for (int v = 0; v < NVEC; ++v) st4(Wout + (size_t)c * NVEC + v, ld4(Win + (size_t)c * NVEC + v));
+}
