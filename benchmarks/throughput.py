@@ -169,6 +169,16 @@ def whole_run(B, layout, case) -> dict:
     return {"whole_run_s": times[-1], "whole_run_steps": steps, "t": t}
 
 
+def best_variants(rows: list[dict]) -> dict[tuple, str]:
+    """The fastest GPU variant for each (scheme, dtype, cells) measured."""
+    best: dict[tuple, dict] = {}
+    for row in rows:
+        key = (row["scheme"], row["dtype"], row["cells"])
+        if key not in best or row["cell_steps_per_s"] > best[key]["cell_steps_per_s"]:
+            best[key] = row
+    return {key: row["variant"] for key, row in best.items()}
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--backend", choices=("cpu", "gpu"), default="gpu")
@@ -237,6 +247,10 @@ def main(argv=None) -> None:
                           f"{row.get('whole_run_steps', 0):>6} "
                           f"{row.get('paper_rcm_s', math.nan):>8.4g} "
                           f"{row.get('speedup', math.nan):>8.3g}", flush=True)  # fmt: skip
+    if len(variants) > 1:
+        print("fastest variant (cell-steps/s):")
+        for key, best in best_variants(rows).items():
+            print("  " + " ".join(map(str, key)) + f": {best}")
     if args.out:
         doc = {
             "benchmark": "throughput",
@@ -247,6 +261,8 @@ def main(argv=None) -> None:
             "dt_mode": "lagged",
             "results": rows,
         }
+        if len(variants) > 1:
+            doc["fastest_variant"] = [[*k, v] for k, v in best_variants(rows).items()]
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(doc, indent=2) + "\n")
         print(f"wrote {args.out}")

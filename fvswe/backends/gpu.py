@@ -40,8 +40,10 @@ from .layout import Layout
 CUDA_DIR = Path(__file__).with_name("cuda")
 VARIANTS = ("edge", "gather", "slot")
 DT_MODES = ("lagged", "nonlagged", "fixed")
-#: Variant used when none is asked for (benchmarks/throughput.py compares them).
-DEFAULT_VARIANT = "gather"
+#: Variant used when none is asked for. Provisional (latency argument: k threads per cell
+#: at small sizes, no slot traffic at large ones) until benchmarks/throughput.py, which
+#: prints the fastest variant per scheme, dtype and size, has run on the H100.
+DEFAULT_VARIANT = "slot"
 #: Threads per block of every kernel.
 DEFAULT_BLOCK = 128
 #: Most steps one CUDA graph replays between two looks at the control block.
