@@ -186,8 +186,9 @@ def polish(x, u1, u2, c1sq, c2sq, r):
 def eig4(u1, u2, c1sq, c2sq, r):
     """Algorithm EIG4 (§3.4): ``(lambda1, lambda2, lambda3, lambda4, disc)``.
 
-    At most NEWTON_MAXIT Newton steps per external root (both roots iterate in
-    one loop), deflation, POLISH_STEPS polishing steps per internal root.
+    Shear-free start (see the reference), at most NEWTON_MAXIT Newton steps per
+    external root (both roots iterate in one loop), deflation, POLISH_STEPS
+    polishing steps per internal root.
     """
     c1 = math.sqrt(c1sq)
     c2 = math.sqrt(c2sq)
@@ -197,12 +198,18 @@ def eig4(u1, u2, c1sq, c2sq, r):
     csum = c1sq + c2sq
     U = (u1 * c1sq + u2 * c2sq) / csum
     cext = math.sqrt(csum)
-    x1 = min(U - cext, m1)
-    if quartic(x1, u1, u2, c1sq, c2sq, r)[0] < 0.0:
-        x1 = m1 - dw
-    x4 = max(U + cext, M4)
-    if quartic(x4, u1, u2, c1sq, c2sq, r)[0] < 0.0:
-        x4 = M4 + dw
+    d = c1sq - c2sq
+    sext = math.sqrt(0.5 * (csum + math.sqrt(d * d + 4.0 * r * c1sq * c2sq)))
+    x1 = U - sext
+    if not x1 < m1:
+        x1 = min(U - cext, m1)
+        if quartic(x1, u1, u2, c1sq, c2sq, r)[0] < 0.0:
+            x1 = m1 - dw
+    x4 = U + sext
+    if not x4 > M4:
+        x4 = max(U + cext, M4)
+        if quartic(x4, u1, u2, c1sq, c2sq, r)[0] < 0.0:
+            x4 = M4 + dw
     done1 = False
     done4 = False
     for _ in range(NEWTON_MAXIT):
