@@ -102,8 +102,8 @@ def test_block_roe_matches_full_projector(r, layers):
     v = h.total_fluctuation(Wi, Wj, Hi, Hj, n, r=r)
     ref = np.einsum("eab,eb->ea", P, v)
     scale = np.abs(v).max(axis=1)
-    assert h.rel_err(Fm, ref, scale) < 1e-11
-    assert h.rel_err(Fp, v - ref, scale) < 1e-11
+    assert h.rel_err(Fm, ref, scale) < TOL
+    assert h.rel_err(Fp, v - ref, scale) < TOL
 
 
 @pytest.mark.parametrize(("layers", "name"), [(2, s) for s in TWO] + [(1, s) for s in ONE])
@@ -211,7 +211,7 @@ def test_ifcp_viscosity_is_quadratic_in_A(r):
     absA = np.einsum("eab,eb,ebc->eac", K, np.abs(lam), np.linalg.inv(K)).real
     roe_ref = 0.5 * (vs - np.einsum("eab,eb->ea", absA, DU))
     Dm, *_ = roe.normal_split2(v, L1, L2, r)
-    assert h.rel_err(np.stack(Dm, axis=1), roe_ref, np.abs(vs).max(axis=1)) < 1e-11
+    assert h.rel_err(np.stack(Dm, axis=1), roe_ref, np.abs(vs).max(axis=1)) < TOL
     assert h.rel_err(mine, roe_ref, np.abs(vs).max(axis=1)) > 1e-4  # IFCP is not Roe
 
 
