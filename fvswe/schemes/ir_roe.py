@@ -20,7 +20,7 @@ from .common import (
     total_fluctuation1,
     upwind_tangential,
 )
-from .roe import _placeholder1, apply_fallback, normal_part2, normal_split1, thin_fallback1
+from .roe import apply_fallback, normal_part2, normal_split1, placeholder1, thin_fallback1
 
 
 def flux2(
@@ -69,7 +69,7 @@ def flux1(
     L, DH = edge1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     thin = L.hbar < eps_h
     v = total_fluctuation1(L, DH)
-    m, dmax = normal_split1(v, _placeholder1(L, thin))
+    m, dmax = normal_split1(v, placeholder1(L, thin))
     tm, tp = upwind_tangential(L.qni + m[0], L.qni, L.qnj, L.uti, L.utj)
     Fm = assemble1((m[0], m[1], tm), ex, ey)
     Fp = assemble1((v[0] - m[0], v[1] - m[1], tp), ex, ey)

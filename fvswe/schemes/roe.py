@@ -71,8 +71,11 @@ def normal_split2(v, L1, L2, r: float):
     return Dm, l1, l4, flags
 
 
-def _placeholder(L, thin):
-    """Harmless Roe state (u = 0, c^2 = 1) on thin edges, which are recomputed by the fallback."""
+def placeholder2(L, thin):
+    """Harmless Roe state (u = 0, c^2 = 1) on thin edges, which the fallback recomputes.
+
+    NumPy only: the Numba kernels branch to the fallback before the Roe solve.
+    """
     return L._replace(u=np.where(thin, 0.0, L.u), c2=np.where(thin, 1.0, L.c2))
 
 
@@ -83,7 +86,7 @@ def normal_part2(v, L1, L2, r: float, eps_h: float):
     contributions :func:`apply_fallback` replaces with PVM-IFCP's.
     """
     thin = thin_edge(L1, L2, eps_h)
-    Dm, l1, l4, flags = normal_split2(v, _placeholder(L1, thin), _placeholder(L2, thin), r)
+    Dm, l1, l4, flags = normal_split2(v, placeholder2(L1, thin), placeholder2(L2, thin), r)
     dmax = np.maximum(np.maximum(np.abs(l1), np.abs(l4)), np.maximum(np.abs(L1.u), np.abs(L2.u)))
     flags = np.where(thin, FLAG_THIN, flags)
     return Dm, dmax, flags, thin | ((flags & FLAG_NONHYPERBOLIC) != 0)
@@ -152,8 +155,11 @@ def thin_fallback1(Fm, Fp, dmax, flags, thin, Wi, Wj, Hi, Hj, ex, ey, g, eps_h):
         flags[thin] = FLAG_THIN
 
 
-def _placeholder1(L, thin):
-    """Harmless Roe state on thin single-layer edges (recomputed by HLL)."""
+def placeholder1(L, thin):
+    """Harmless Roe state on thin single-layer edges, which are recomputed by HLL.
+
+    NumPy only: the Numba kernels branch to the fallback before the Roe solve.
+    """
     return L._replace(c2=np.where(thin, 1.0, L.c2))
 
 
@@ -173,7 +179,7 @@ def flux1(
     L, DH = edge1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     thin = L.hbar < eps_h
     v = total_fluctuation1(L, DH)
-    m, dmax = normal_split1(v, _placeholder1(L, thin))
+    m, dmax = normal_split1(v, placeholder1(L, thin))
     vt = tangential_fluctuation(L)
     t = L.w * m[0] + s_minus(L.u) * (vt - L.w * v[0])
     Fm = assemble1((m[0], m[1], t), ex, ey)
