@@ -191,7 +191,8 @@ template <typename T> FVSWE_DEV T polish(T x, T u1, T u2, T c1sq, T c2sq, T r)
     return fp != T(0) ? x - f / fp : x;
 }
 
-// Monotone Newton from a safe start towards an external root (§3.4 step 1).
+// Newton towards an external root (§3.4 step 1); f is convex and monotone beyond m1 and
+// M4, so it converges from either side of the root.
 template <typename T>
 FVSWE_DEV T external_root(T x, T u1, T u2, T c1sq, T c2sq, T r, T cext)
 {
@@ -206,7 +207,8 @@ FVSWE_DEV T external_root(T x, T u1, T u2, T c1sq, T c2sq, T r, T cext)
 }
 
 // Algorithm EIG4 (§3.4): lam[0..3] = lambda1..4 and the return value disc.
-// disc < 0 means a complex internal pair; then lambda2 = lambda3 is its real part.
+// External roots by Newton, internal pair by deflation then polishing. disc < 0 means a
+// complex internal pair; then lambda2 = lambda3 is its real part.
 template <typename T>
 FVSWE_DEV T eig4(T u1, T u2, T c1sq, T c2sq, T r, T* lam)
 {
@@ -218,13 +220,25 @@ FVSWE_DEV T eig4(T u1, T u2, T c1sq, T c2sq, T r, T* lam)
     const T csum = c1sq + c2sq;
     const T U = (u1 * c1sq + u2 * c2sq) / csum;
     const T cext = sqrt(csum);
-    T f, fp;
-    T x1 = min_(U - cext, m1);
-    quartic(x1, u1, u2, c1sq, c2sq, r, f, fp);
-    if (f < T(0)) x1 = m1 - dw;
-    T x4 = max_(U + cext, M4);
-    quartic(x4, u1, u2, c1sq, c2sq, r, f, fp);
-    if (f < T(0)) x4 = M4 + dw;
+    const T d = c1sq - c2sq;
+    const T sext = sqrt(T(0.5) * (csum + sqrt(d * d + T(4) * r * c1sq * c2sq)));
+    // start from U -/+ sext, the exact external roots without shear, when beyond m1 (M4);
+    // else from the safe bracket
+    T f, fp, x1, x4;
+    if (U - sext < m1) {
+        x1 = U - sext;
+    } else {
+        x1 = min_(U - cext, m1);
+        quartic(x1, u1, u2, c1sq, c2sq, r, f, fp);
+        if (f < T(0)) x1 = m1 - dw;
+    }
+    if (U + sext > M4) {
+        x4 = U + sext;
+    } else {
+        x4 = max_(U + cext, M4);
+        quartic(x4, u1, u2, c1sq, c2sq, r, f, fp);
+        if (f < T(0)) x4 = M4 + dw;
+    }
     x1 = external_root(x1, u1, u2, c1sq, c2sq, r, cext);
     x4 = external_root(x4, u1, u2, c1sq, c2sq, r, cext);
     const T a = T(-2) * (u1 + u2);
