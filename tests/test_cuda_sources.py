@@ -6,6 +6,7 @@ errors fail CI; compiles exactly the source and options NVRTC gets at run time.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,14 @@ COMBOS = [
     for dtype in ("float32", "float64")
     for variant in gpu.VARIANTS
 ] + [("pvm-ifcp", 2, "float32", variant, 4) for variant in gpu.VARIANTS]
+
+
+def test_last_step_rule_matches_the_cpu_backend():
+    from fvswe.backends.cpu import pipeline
+
+    text = (gpu.CUDA_DIR / "pipeline.cuh").read_text()
+    value = float(re.search(r"#define LAST_STEP_RTOL (\S+)", text).group(1))
+    assert value == getattr(pipeline, "LAST_STEP_RTOL", 0.0)
 
 
 def test_import_does_not_need_cupy():

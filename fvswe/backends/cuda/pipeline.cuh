@@ -125,11 +125,20 @@ __device__ __forceinline__ bool step_active(const Ctrl* c)
     return c->steps < c->max_steps && c->t < c->t_end && !c->stalled;
 }
 
+// A step within this fraction of itself of t_end is the last one: it lands on t_end
+// instead of leaving a round-off sliver. Mirrors fvswe.backends.cpu.pipeline.LAST_STEP_RTOL.
+#define LAST_STEP_RTOL 1e-9
+
+// Whether the current step is the last one (clipped to end exactly at t_end).
+__device__ __forceinline__ bool last_step(const Ctrl* c)
+{
+    return c->dt * (1 + LAST_STEP_RTOL) >= c->t_end - c->t;
+}
+
 // dt of the current step, clipped so that the step ends exactly at t_end.
 __device__ __forceinline__ double step_dt(const Ctrl* c)
 {
-    const double rem = c->t_end - c->t;
-    return c->dt >= rem ? rem : c->dt;
+    return last_step(c) ? c->t_end - c->t : c->dt;
 }
 
 __device__ __forceinline__ void count_flags(Ctrl* c, int flags)
@@ -172,9 +181,8 @@ __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
         for (int w = 1; w < FVSWE_BLOCK / 32; ++w) m = min_dt(m, warp_min[w]);
         m = min_dt(warp_min[0], m);
         if (op & OP_UPDATE) {
-            const double rem = ctrl->t_end - ctrl->t;
-            const bool clip = ctrl->dt >= rem;
-            ctrl->dt_used = clip ? rem : ctrl->dt;
+            const bool clip = last_step(ctrl);
+            ctrl->dt_used = step_dt(ctrl);
             ctrl->t = clip ? ctrl->t_end : ctrl->t + ctrl->dt;
             ctrl->steps += 1;
         }
