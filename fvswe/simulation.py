@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .backends import backend_class
-from .backends.layout import Layout
-from .boundary import edge_conditions
+from .backends.layout import FRICTION_KINDS, Layout
+from .boundary import edge_conditions, level_tables
 from .errors import BlowUpError, ConfigError
 from .model import Model
 
@@ -71,6 +71,25 @@ class RunSummary:
         }
 
 
+def _friction(friction, layers: int) -> tuple[int, float]:
+    """``(FRICTION_KINDS code, coefficient)`` of ``None``, ``("chezy", C)``, ``("manning", n)``."""
+    if friction is None:
+        return 0, 0.0
+    try:
+        law, coef = friction
+        code = FRICTION_KINDS[law]
+        coef = float(coef)
+    except (TypeError, ValueError, KeyError):
+        raise ConfigError(
+            f"friction: expected None, ('chezy', C) or ('manning', n), got {friction!r}"
+        ) from None
+    if not (math.isfinite(coef) and coef > 0):
+        raise ConfigError(f"friction: the {law} coefficient must be positive, got {coef!r}")
+    if layers != 1:
+        raise ConfigError("friction: bottom friction is implemented for one layer only")
+    return code, coef
+
+
 def _cell_values(value: Field, xy: np.ndarray, n: int, name: str) -> np.ndarray:
     """A per-cell array from an array, a scalar or a function of (x, y)."""
     if callable(value):
@@ -96,6 +115,10 @@ class Simulation:
     ``dt_mode``: ``lagged`` (the paper's: each step uses the Δt from the
     previous step's speeds), ``nonlagged`` (Δt from the current speeds) or
     ``fixed`` (``dt``). The last step is clipped to hit ``t_end``.
+
+    ``boundary`` maps each tag to ``"wall"``, ``"open"`` or an imposed level
+    (:class:`fvswe.boundary.Level`, one layer). ``friction`` is None,
+    ``("chezy", C)`` or ``("manning", n)`` (one layer; semi-implicit, SI units).
     """
 
     def __init__(
@@ -108,7 +131,8 @@ class Simulation:
         r: float = 0.5,
         H: Field = 0.0,
         initial: Mapping[str, Field] | None = None,
-        boundary: Mapping[str, str] | None = None,
+        boundary: Mapping[str, object] | None = None,
+        friction: tuple[str, float] | None = None,
         cfl: float = 0.9,
         dtype: str = "float64",
         dt_mode: str = "lagged",
@@ -146,9 +170,18 @@ class Simulation:
             mesh, perm = mesh.reordered(order)
             W0, Hc = W0[perm], Hc[perm]
         edge_bc = edge_conditions(mesh, boundary)
+        levels = level_tables(mesh, boundary)
+        if levels.count and layers != 1:
+            raise ConfigError(
+                f"boundary tag {levels.names[0]!r}: imposed levels need a one-layer model"
+            )
+        self.friction = friction
         self.mesh = mesh
         self._to_original = np.argsort(mesh.original_index)
-        self.layout = Layout.build(mesh, self.model, W0, Hc, edge_bc, DTYPES[dtype])
+        self.layout = Layout.build(
+            mesh, self.model, W0, Hc, edge_bc, DTYPES[dtype],
+            friction=_friction(friction, layers), levels=levels if levels.count else None,
+        )  # fmt: skip
         cls = backend_class(backend)
         extra = {"threads": threads} if cls.name == "cpu" else {}
         self.backend = cls(self.layout, scheme, cfl=cfl, dt_mode=dt_mode, dt_fixed=dt, **extra)
@@ -203,6 +236,13 @@ class Simulation:
         """Advance to ``t_end``; every ``check_every`` steps look for a blow-up and call back."""
         if not t_end >= self.t:
             raise ConfigError(f"t_end: {t_end!r} lies before the current time {self.t!r}")
+        levels = self.layout.levels
+        end = levels.end() if levels is not None else None
+        if end is not None and t_end > end[0]:
+            raise ConfigError(
+                f"t_end: {t_end:g} s lies past the end of the level series of boundary tag "
+                f"{end[1]!r} (t = {end[0]:g} s)"
+            )
         limit = math.inf if max_steps is None else max_steps
         start = time.perf_counter()
         taken = 0

@@ -10,7 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..boundary import LevelTables
 from ..model import Model
+
+#: Bottom-friction laws: ``Layout.friction_kind`` codes (0: none).
+FRICTION_KINDS = {"chezy": 1, "manning": 2}
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,9 @@ class Layout:
     edge_bc: np.ndarray  # (E,) int8, fvswe.boundary codes
     cell_edges: np.ndarray  # (L, k) int32: edge owning each slot
     cell_side: np.ndarray  # (L, k) int8: 0 if the cell is side i of that edge, 1 if side j
+    friction_kind: int = 0  # FRICTION_KINDS code, 0 none
+    friction_coef: float = 0.0  # Chezy C (m^0.5/s) or Manning n (s/m^(1/3))
+    levels: LevelTables | None = None  # imposed-level tables of the LEVEL edges
 
     @property
     def n_cells(self) -> int:
@@ -44,8 +51,23 @@ class Layout:
         return self.W0.shape[1]
 
     @classmethod
-    def build(cls, mesh, model: Model, W0: np.ndarray, H: np.ndarray, edge_bc: np.ndarray, dtype):
-        """Cast the mesh's arrays to the run's dtype and index the slots from both sides."""
+    def build(
+        cls,
+        mesh,
+        model: Model,
+        W0: np.ndarray,
+        H: np.ndarray,
+        edge_bc: np.ndarray,
+        dtype,
+        *,
+        friction: tuple[int, float] = (0, 0.0),
+        levels: LevelTables | None = None,
+    ):
+        """Cast the mesh's arrays to the run's dtype and index the slots from both sides.
+
+        ``friction`` is ``(FRICTION_KINDS code, coefficient)``; ``levels`` the
+        tables of :func:`fvswe.boundary.level_tables` (None: no level edges).
+        """
         dtype = np.dtype(dtype)
         L, k = mesh.cells.shape
         slot = mesh.edge_slot.astype(np.int32)
@@ -69,4 +91,7 @@ class Layout:
             edge_bc=np.ascontiguousarray(edge_bc, dtype=np.int8),
             cell_edges=cell_edges.reshape(L, k),
             cell_side=cell_side.reshape(L, k),
+            friction_kind=int(friction[0]),
+            friction_coef=float(friction[1]),
+            levels=levels,
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import ConfigError
-from . import hll, ir_roe, pvm_ifcp, roe
+from . import hll, ir_roe, pvm_ifcp, roe, wetdry
 
 #: (name, layers) -> reference flux. Single-layer "pvm-ifcp" is HLL (SCHEMES.md §6).
 FLUXES: dict[tuple[str, int], Callable] = {
@@ -20,6 +20,7 @@ FLUXES: dict[tuple[str, int], Callable] = {
     ("roe", 1): roe.flux1,
     ("ir-roe", 1): ir_roe.flux1,
     ("hll", 1): hll.flux1,
+    ("hll-wd", 1): wetdry.flux1,
     ("pvm-ifcp", 1): hll.flux1,
 }
 
@@ -35,4 +36,4 @@ def get_flux(name: str, layers: int) -> Callable:
         ) from None
 
 
-__all__ = ["FLUXES", "get_flux", "hll", "ir_roe", "pvm_ifcp", "roe"]
+__all__ = ["FLUXES", "get_flux", "hll", "ir_roe", "pvm_ifcp", "roe", "wetdry"]

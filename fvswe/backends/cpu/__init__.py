@@ -10,7 +10,7 @@ near-coincident internal pair, 4 thin-layer fallback.
 from __future__ import annotations
 
 from ...errors import ConfigError
-from . import hll, ir_roe, pvm_ifcp, roe
+from . import hll, ir_roe, pvm_ifcp, roe, wetdry
 
 #: (name, layers) -> Numba per-edge kernel. Single-layer "pvm-ifcp" is HLL (SCHEMES.md §6).
 EDGE_FLUXES = {
@@ -20,6 +20,7 @@ EDGE_FLUXES = {
     ("roe", 1): roe.flux1,
     ("ir-roe", 1): ir_roe.flux1,
     ("hll", 1): hll.flux1,
+    ("hll-wd", 1): wetdry.flux1,
     ("pvm-ifcp", 1): hll.flux1,
 }
 

@@ -16,10 +16,11 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ...boundary import WALL
+from ...boundary import LEVEL, WALL
 from ...errors import ConfigError
 from ..layout import Layout
-from . import hll, ir_roe, pvm_ifcp, roe
+from . import hll, ir_roe, pvm_ifcp, roe, wetdry
+from .common import inverse_depth
 
 #: (scheme name, layers) -> id used by the compiled dispatch below.
 SCHEME_IDS = {
@@ -30,8 +31,12 @@ SCHEME_IDS = {
     ("ir-roe", 1): 4,
     ("hll", 1): 5,
     ("pvm-ifcp", 1): 5,  # SCHEMES.md §6: single-layer PVM-IFCP is HLL
+    ("hll-wd", 1): 6,
 }
 DT_MODES = ("lagged", "nonlagged", "fixed")
+#: A step within this fraction of itself of ``t_end`` is the last one: it lands on ``t_end``
+#: instead of leaving a round-off sliver (5000 fixed steps of 0.01 s reach t = 50 s).
+LAST_STEP_RTOL = 1e-9
 #: Cell chunks of the volume pass; fixed so partial results never depend on the thread count.
 CHUNKS = 256
 
@@ -57,8 +62,17 @@ def _load(W, i, nvar):
 
 
 @njit(cache=True, inline="always")
-def _ghost(Wi, bc, ex, ey):
-    """Ghost state of a boundary edge (SCHEMES.md §7): wall reflects q·η, open copies."""
+def _ghost(Wi, Hi, bc, ex, ey, level, eps_h):
+    """Ghost state of a boundary edge (SCHEMES.md §7): wall reflects q·η, open copies.
+
+    A level edge (one layer) sees ``h_g = max(level + H_i, 0)`` moving with the
+    inner cell's (desingularised) velocity, which is 0 when the cell is dry.
+    """
+    if bc == LEVEL:
+        hg = max(level + Hi, 0.0)
+        k = inverse_depth(Wi[0], eps_h)
+        z = hg * 0
+        return (hg, hg * (Wi[1] * k), hg * (Wi[2] * k), z, z, z)
     if bc != WALL:
         return Wi
     p1 = Wi[1] * ex + Wi[2] * ey
@@ -94,6 +108,8 @@ def _edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
         Fm, Fp, d, f = roe.flux1(wi, wj, Hi, Hj, ex, ey, g, r, eps_h)
     elif scheme == 4:
         Fm, Fp, d, f = ir_roe.flux1(wi, wj, Hi, Hj, ex, ey, g, r, eps_h)
+    elif scheme == 6:
+        Fm, Fp, d, f = wetdry.flux1(wi, wj, Hi, Hj, ex, ey, g, r, eps_h)
     else:
         Fm, Fp, d, f = hll.flux1(wi, wj, Hi, Hj, ex, ey, g, r, eps_h)
     return _pad(Fm), _pad(Fp), d, f
@@ -101,9 +117,14 @@ def _edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
 
 @njit(parallel=True, cache=True)
 def edge_pass(
-    scheme, W, H, edge_cells, normal, length, edge_slot, edge_bc, g, r, eps_h, acc, flags
-):
-    """Every edge once: ``|Γ| F⁻`` and ``|Γ| ‖D‖`` into i's slot, ``|Γ| F⁺`` into j's."""
+    scheme, W, H, edge_cells, normal, length, edge_slot, edge_bc, g, r, eps_h, acc, flags,
+    edge_level, level_now, level_flux,
+):  # fmt: skip
+    """Every edge once: ``|Γ| F⁻`` and ``|Γ| ‖D‖`` into i's slot, ``|Γ| F⁺`` into j's.
+
+    Level edges take their level from ``level_now[edge_level[e]]`` and record
+    the mass flux through them, ``|Γ| (F⁻_h + q_i·η)`` (outward), in ``level_flux[e]``.
+    """
     nvar = W.shape[1]
     for e in prange(edge_cells.shape[0]):
         i = edge_cells[e, 0]
@@ -115,10 +136,13 @@ def edge_pass(
             Wj = _load(W, j, nvar)
             Hj = H[j]
         else:
-            Wj = _ghost(Wi, edge_bc[e], ex, ey)
+            level = level_now[edge_level[e]] if edge_bc[e] == LEVEL else 0.0
+            Wj = _ghost(Wi, H[i], edge_bc[e], ex, ey, level, eps_h)
             Hj = H[i]
         Fm, Fp, dmax, flag = _edge_flux(scheme, Wi, Wj, H[i], Hj, ex, ey, g, r, eps_h)
         ln = length[e]
+        if j < 0 and edge_bc[e] == LEVEL:
+            level_flux[e] = ln * (Fm[0] + (Wi[1] * ex + Wi[2] * ey))
         s = edge_slot[e, 0]
         for v in range(nvar):
             acc[s, v] = ln * Fm[v]
@@ -131,12 +155,70 @@ def edge_pass(
         flags[e] = flag
 
 
+@njit(cache=True)
+def level_values(t, offsets, times, values, out):
+    """``out[k] = eta_k(t)``: table k linear between samples, end values held outside.
+
+    ``m`` is the last sample with ``times[m] <= t`` (binary search); the value
+    is ``v[m] + (v[m+1] - v[m]) / (t[m+1] - t[m]) * (t - t[m])``.
+    """
+    for k in range(out.shape[0]):
+        lo = offsets[k]
+        hi = offsets[k + 1] - 1
+        if t <= times[lo]:
+            out[k] = values[lo]
+        elif t >= times[hi]:
+            out[k] = values[hi]
+        else:
+            while hi - lo > 1:  # invariant: times[lo] <= t < times[hi]
+                mid = (lo + hi) // 2
+                if times[mid] <= t:
+                    lo = mid
+                else:
+                    hi = mid
+            slope = (values[hi] - values[lo]) / (times[hi] - times[lo])
+            out[k] = values[lo] + slope * (t - times[lo])
+
+
+@njit(cache=True, inline="always")
+def _friction(W, i, kind, coef, g, dt):
+    """Semi-implicit bottom friction on one-layer cell i, after its update.
+
+    ``q <- q / (1 + dt g |u| / (C^2 h))`` (Chézy, kind 1, ``coef = C``) or
+    ``q <- q / (1 + dt g n^2 |u| / h^(4/3))`` (Manning, kind 2, ``coef = n``),
+    ``|u| = |q| / h`` from the updated state. The divisor is >= 1, so friction
+    only slows the flow and never reverses it. A dry cell (``h == 0``) gets
+    ``q = 0``: the limit of the divisor as ``h -> 0``.
+    """
+    h = W[i, 0]
+    if not h > 0:
+        W[i, 1] = 0
+        W[i, 2] = 0
+        return
+    speed = math.sqrt(W[i, 1] * W[i, 1] + W[i, 2] * W[i, 2])
+    if speed == 0:
+        return
+    if kind == 1:
+        num = dt * g * (speed / h)
+        den = coef * coef * h
+    else:
+        num = dt * g * coef * coef * (speed / h)
+        den = h ** (4.0 / 3.0)
+    factor = 1.0 + num / den if den > 0 else math.inf  # h^(4/3) may underflow: q -> 0
+    W[i, 1] = W[i, 1] / factor
+    W[i, 2] = W[i, 2] / factor
+
+
 @njit(parallel=True, cache=True)
-def volume_pass(W, acc, area, k, dt, cfl, depth_cols, update, chunk_dt, chunk_clipped):
+def volume_pass(
+    W, acc, area, k, dt, cfl, depth_cols, update, friction, coef, g, chunk_dt, chunk_clipped
+):
     """``W_i -= dt/|V_i| Σ_slots`` (slots summed in local order) and ``dt_i`` from the speeds.
 
     With ``update`` false only the local time steps are computed. Negative
-    depths are clipped to 0 and counted (SCHEMES.md §8). Per-chunk minima and
+    depths are clipped to 0 and counted (SCHEMES.md §8); then, for one layer
+    with ``friction`` (1 Chézy, 2 Manning, coefficient ``coef``), the momentum
+    gets the semi-implicit friction of :func:`_friction`. Per-chunk minima and
     counts come back in ``chunk_dt`` and ``chunk_clipped``.
     """
     L = W.shape[0]
@@ -164,6 +246,8 @@ def volume_pass(W, acc, area, k, dt, cfl, depth_cols, update, chunk_dt, chunk_cl
                     if W[i, v] < 0:
                         W[i, v] = 0
                         clipped += 1
+                if friction != 0:
+                    _friction(W, i, friction, coef, g, dt)
         chunk_dt[c] = dt_min
         chunk_clipped[c] = clipped
 
@@ -208,6 +292,18 @@ class CpuBackend:
         self._counts = dict.fromkeys(
             ("clipped_cells", "nonhyperbolic_edges", "degenerate_edges", "thin_layer_edges"), 0
         )
+        lv = lay.levels
+        self._levels = lv if lv is not None and lv.count else None
+        if self._levels is not None:
+            self._edge_level = lv.edge_level
+            self._level_edges = np.flatnonzero(lv.edge_level >= 0)
+            self._level_now = np.zeros(lv.count, dtype=np.float64)
+            self._level_flux = np.zeros(lay.n_edges, dtype=np.float64)
+            self._counts["level_inflow"] = 0.0  # m^3 in through the level edges (float)
+        else:  # never indexed: no edge has the LEVEL code
+            self._edge_level = np.full(1, -1, dtype=np.int32)
+            self._level_now = np.zeros(1, dtype=np.float64)
+            self._level_flux = np.zeros(1, dtype=np.float64)
 
     @property
     def threads(self) -> int:
@@ -221,7 +317,9 @@ class CpuBackend:
     def get_state(self) -> np.ndarray:
         return self.W.copy()
 
-    def counters(self) -> dict[str, int]:
+    def counters(self) -> dict[str, int | float]:
+        """Event counts; with level boundaries also ``level_inflow``, the volume (m^3) that
+        entered through them, ``Σ_steps dt Σ_level edges -|Γ| (F⁻_h + q_i·η)``."""
         return dict(self._counts)
 
     def snapshot(self) -> dict:
@@ -247,9 +345,13 @@ class CpuBackend:
 
     def _edge_pass(self) -> None:
         lay, m = self.layout, self.model
+        if self._levels is not None:  # the levels at the step's start time
+            lv = self._levels
+            level_values(self.t, lv.offsets, lv.times, lv.values, self._level_now)
         edge_pass(
             self.scheme, self.W, lay.H, lay.edge_cells, lay.edge_normal, lay.edge_length,
             lay.edge_slot, lay.edge_bc, m.g, m.r, m.eps_h, self.acc, self.flags,
+            self._edge_level, self._level_now, self._level_flux,
         )  # fmt: skip
         self._acc_current = True
         if self.flags.any():
@@ -262,11 +364,15 @@ class CpuBackend:
         lay = self.layout
         volume_pass(
             self.W, self.acc, lay.area, lay.k, dt, self.cfl, self._depth_cols, update,
+            lay.friction_kind, lay.friction_coef, self.model.g,
             self._chunk_dt, self._chunk_clipped,
         )  # fmt: skip
         if update:
             self._acc_current = False
             self._counts["clipped_cells"] += int(self._chunk_clipped.sum())
+            if self._levels is not None:  # fixed order: reproducible
+                out = float(np.sum(self._level_flux[self._level_edges]))
+                self._counts["level_inflow"] -= dt * out
         return float(self._chunk_dt.min())
 
     def advance(self, t_end: float, max_steps: int) -> tuple[float, int]:
@@ -281,7 +387,7 @@ class CpuBackend:
                 dt = self._volume_pass(0.0, update=False)  # the speeds of the current W
             else:
                 dt = self.dt
-            last = dt >= t_end - self.t
+            last = dt * (1 + LAST_STEP_RTOL) >= t_end - self.t
             if last:
                 dt = t_end - self.t
             self.dt = self._volume_pass(dt, update=True)
