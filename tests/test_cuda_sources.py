@@ -110,6 +110,7 @@ HARNESS = r"""
 #include "pvm_ifcp.cuh"
 #include "roe.cuh"
 #include "ir_roe.cuh"
+#include "wetdry.cuh"
 
 typedef REAL real;  // -DREAL=double or float; input and output stay float64
 typedef int (*Flux)(const real*, const real*, real, real, real, real, real, real, real, real*,
@@ -120,7 +121,9 @@ int main(int argc, char** argv)
     const int sid = atoi(argv[1]), layers = atoi(argv[2]), n = atoi(argv[3]);
     const int nv = layers == 2 ? 6 : 3, nin = 2 * nv + 4;
     Flux f2[] = {roe::flux2<real>, ir_roe::flux2<real>, pvm_ifcp::flux2<real>};
-    Flux f1[] = {roe::flux1<real>, ir_roe::flux1<real>, hll::flux1<real>, hll::flux1<real>};
+    // FVSWE_SCHEME ids: 1 roe, 2 ir-roe, 3 pvm-ifcp (one layer: hll), 4 hll, 5 hll-wd
+    Flux f1[] = {roe::flux1<real>, ir_roe::flux1<real>, hll::flux1<real>, hll::flux1<real>,
+                 wetdry::flux1<real>};
     Flux f = layers == 2 ? f2[sid - 1] : f1[sid - 1];
     double prm[3];
     std::vector<double> in(nin * n), out((2 * nv + 2) * n);
@@ -328,7 +331,7 @@ def test_step_kernels_on_host_match_cpu_backend(tmp_path, scheme, dt_mode, max_s
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
 @pytest.mark.parametrize(("scheme", "layers", "dtype"),
-                         [("roe", 1, "float64"), ("hll", 1, "float64"),
+                         [("roe", 1, "float64"), ("hll", 1, "float64"), ("hll-wd", 1, "float64"),
                           ("pvm-ifcp", 2, "float32"), ("roe", 1, "float32")])  # fmt: skip
 def test_step_kernels_on_host_one_layer_and_float32(tmp_path, scheme, layers, dtype):
     from fvswe.cases import get_case
@@ -337,6 +340,15 @@ def test_step_kernels_on_host_one_layer_and_float32(tmp_path, scheme, layers, dt
     mesh = structured_square(10)
     if layers == 2:
         sim = get_case("test1").simulation(mesh, scheme=scheme, dtype=dtype)
+    elif scheme == "hll-wd":  # a dam break onto an island that emerges from the water
+
+        def H(x, y):
+            return 1.0 - 2.0 * np.exp(-(x**2 + y**2) / 4)
+
+        def h(x, y):
+            return np.maximum(0, H(x, y) + 0.5 * (x < -2))
+
+        sim = Simulation(mesh, layers=1, scheme=scheme, H=H, dtype=dtype, initial={"h": h})
     else:
         sim = Simulation(mesh, layers=1, scheme=scheme, H=2.0, dtype=dtype,
                          initial={"h": lambda x, y: np.where(x < 0, 2.0, 1.0)})  # fmt: skip

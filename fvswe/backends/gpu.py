@@ -58,6 +58,7 @@ SCHEME_DEFINES = {
     ("ir-roe", 1): 2,
     ("hll", 1): 4,
     ("pvm-ifcp", 1): 4,
+    ("hll-wd", 1): 5,
 }
 
 # Kernel op bits (pipeline.cuh).

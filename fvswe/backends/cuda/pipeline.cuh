@@ -2,7 +2,7 @@
 // dispatch, boundary ghosts, the step control block and the fused min-dt reduction.
 //
 // Compile-time parameters (NVRTC -D options, one module per combination):
-//   FVSWE_SCHEME  1 roe, 2 ir-roe, 3 pvm-ifcp, 4 hll
+//   FVSWE_SCHEME  1 roe, 2 ir-roe, 3 pvm-ifcp, 4 hll, 5 hll-wd (one layer)
 //   FVSWE_LAYERS  1 or 2
 //   FVSWE_DOUBLE  0 float32, 1 float64
 //   FVSWE_K       3 triangles, 4 quads (slots per cell)
@@ -39,8 +39,10 @@
 #include "pvm_ifcp.cuh"
 #elif FVSWE_SCHEME == 4
 #include "hll.cuh"
+#elif FVSWE_SCHEME == 5
+#include "wetdry.cuh"
 #else
-#error "FVSWE_SCHEME must be 1 (roe), 2 (ir-roe), 3 (pvm-ifcp) or 4 (hll)"
+#error "FVSWE_SCHEME must be 1 (roe), 2 (ir-roe), 3 (pvm-ifcp), 4 (hll) or 5 (hll-wd)"
 #endif
 
 #if FVSWE_LAYERS == 2
@@ -280,10 +282,12 @@ __device__ __forceinline__ void ghost_state(const real* w, int bc, real ex, real
 #elif FVSWE_SCHEME == 3
 #define SCHEME_FLUX2 pvm_ifcp::flux2
 #define SCHEME_FLUX1 hll::flux1  // SCHEMES.md §6: single-layer PVM-IFCP is HLL
-#elif FVSWE_LAYERS == 1
+#elif FVSWE_SCHEME == 4 && FVSWE_LAYERS == 1
 #define SCHEME_FLUX1 hll::flux1
+#elif FVSWE_SCHEME == 5 && FVSWE_LAYERS == 1
+#define SCHEME_FLUX1 wetdry::flux1
 #else
-#error "HLL exists for one layer only (FVSWE_SCHEME 4 needs FVSWE_LAYERS 1)"
+#error "hll and hll-wd exist for one layer only (FVSWE_SCHEME 4, 5 need FVSWE_LAYERS 1)"
 #endif
 
 struct Params {
