@@ -1,0 +1,594 @@
+"""The renumbering paper's study, reproduced and extended: run time against cell ordering.
+
+    python3 benchmarks/reorder_impact.py --backend gpu --out $OUT/reorder --budget-s 480
+    python3 benchmarks/reorder_impact.py --quick --out /tmp/reorder     # CPU, CI-sized
+    fvswe bench reorder --backend cpu --sizes 4k,16k,64k --out out/reorder_cpu
+    python3 benchmarks/reorder_impact.py --from-json out/reorder/results.json  # reports only
+
+For test1 and test2 (CASES.md §A), each scheme, each member of the paper's
+mesh family and each ordering (the paper's original, RCM and GPS; beyond it
+random, Hilbert and Morton), in float32 and float64, it times the whole run to
+``t_end`` (0.1 s, the paper's) from the initial state: a warm-up run first
+(kernel compilation, CUDA graph capture), then ``--repeats`` timed runs (CUDA
+events on the backend's stream on the GPU, wall clock on the CPU) reported as
+median, min/max, steps and cell-steps/s. Each reordered mesh is built once and
+serves every test, dtype and scheme.
+
+Cells run in priority order: the paper's (orig/RCM/GPS, float32) at every
+size first, then the other orderings in float32, then float64. With
+``--budget-s`` a cell whose predicted cost (the same test/scheme/dtype at the
+largest smaller size, scaled by cells^1.5 since steps grow like sqrt(cells))
+no longer fits runs with one repeat, or is skipped and listed as such.
+``results.json`` is rewritten after every mesh, the reports after every tier,
+so a run cut short still leaves results.
+
+Outputs in ``--out``: ``results.json`` (every measurement, meshes with their
+bandwidths, device, library versions, date), ``tables.md`` (Tables 1-2 in the
+paper's layout with its GTX 580 seconds beside ours and the speed ratio, all
+orderings, Table 3 of bandwidths, the best ordering per size),
+``figure3.png`` (time reduction against the original ordering per scheme and
+size, like the paper's Figure 3; ``figure3_float64.png`` too) and
+``figure4_spy_<size>.png`` (spy plots of the adjacency in every ordering, the
+paper's Figure 4). The paper's numbers come from ``reference/paper_tables.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import statistics
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import scipy
+from mesh_prep import _cpu as cpu_model
+from mesh_prep import _mean_gap as mean_gap
+from throughput import SIZES, backend_factory, case_layout
+
+from fvswe.cases import get_case
+from fvswe.mesh import bandwidth, family, profile
+
+REFERENCE = Path(__file__).resolve().parent / "reference" / "paper_tables.json"
+TESTS = ("test1", "test2")
+SCHEMES = ("roe", "ir-roe", "pvm-ifcp")
+ORDERS = ("none", "rcm", "gps", "random", "hilbert", "morton")
+PAPER_ORDERS = ("none", "rcm", "gps")
+DTYPES = ("float32", "float64")
+LABEL = {"none": "orig", "rcm": "RCM", "gps": "GPS", "random": "random", "hilbert": "Hilbert",
+         "morton": "Morton", "roe": "Roe", "ir-roe": "IR-Roe", "pvm-ifcp": "IFCP"}  # fmt: skip
+#: Timed repeats per size unless --repeats says otherwise (fewer where one run is long).
+REPEATS = {4000: 5, 16000: 5, 64000: 5, 256000: 3, 1024000: 2, 2080560: 2}
+#: Seconds kept back from --budget-s for the reports (tables, figures, spy plots).
+REPORT_RESERVE_S = 20.0
+#: Seconds a cell costs beyond its runs (layout, backend, first check), for the budget.
+CELL_OVERHEAD_S = 0.05
+QUICK = {"backend": "cpu", "sizes": "4k,16k", "repeats": 1, "t_end": 0.02}
+
+
+def size_label(cells: int) -> str:
+    """``4k`` ... ``2m`` for family members, else the count."""
+    return next((k for k, v in SIZES.items() if v == cells), str(cells))
+
+
+def write_json(doc: dict, path: Path) -> None:
+    """Write atomically, so a run killed mid-write leaves the previous complete file."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.replace(path)
+
+
+# -- measuring ------------------------------------------------------------------------------------
+class Meshes:
+    """Family members and their reorderings, each built once; records prep time and metrics."""
+
+    def __init__(self) -> None:
+        self._base: dict[int, object] = {}
+        self._reordered: dict[tuple[int, str], object] = {}
+        self.records: list[dict] = []
+
+    def get(self, cells: int, order: str):
+        key = (cells, order)
+        if key not in self._reordered:
+            t0 = time.perf_counter()
+            if cells not in self._base:
+                self._base[cells] = family(cells)
+            t1 = time.perf_counter()
+            mesh = self._base[cells].reordered(order)[0]
+            t2 = time.perf_counter()
+            self._reordered[key] = mesh
+            self.records.append({
+                "cells": mesh.n_cells, "order": order, "family_s": t1 - t0, "reorder_s": t2 - t1,
+                "bandwidth": bandwidth(mesh), "profile": profile(mesh),
+                "mean_neighbour_gap": mean_gap(mesh),
+            })  # fmt: skip
+        return self._reordered[key]
+
+
+def time_runs(B, timer, W0: np.ndarray, t_end: float, repeats: int) -> dict:
+    """A warm-up run, then ``repeats`` timed runs to ``t_end``, each from the initial state."""
+    times, steps = [], []
+    for _ in range(1 + repeats):
+        B.set_state(W0)
+        B.t = 0.0
+        before = B.steps
+        times.append(timer.time(B, lambda: B.advance(t_end, 10**9)))
+        steps.append(B.steps - before)
+    warmup, times = times[0], times[1:]
+    if len(set(steps)) != 1:
+        raise SystemExit(f"runs of the same cell took different step counts: {steps}")
+    med = statistics.median(times)
+    return {
+        "steps": steps[0], "t": B.t, "repeats": repeats, "times_s": times, "warmup_s": warmup,
+        "median_s": med, "min_s": min(times), "max_s": max(times),
+        "spread": (max(times) - min(times)) / med if med > 0 else 0.0,
+        "valid": B.first_invalid() is None,
+    }  # fmt: skip
+
+
+def predict_run_s(rows: list[dict], test: str, scheme: str, dtype: str, cells: int) -> float:
+    """Seconds one run of this cell should take, from the slowest measured run of the same
+    test/scheme (same dtype if any) at the largest size not above ``cells``, times
+    (cells/size)^1.5; 0 when nothing comparable was measured yet."""
+    for same_dtype in (True, False):
+        near = [r for r in rows if r["test"] == test and r["scheme"] == scheme
+                and r["cells"] <= cells and (r["dtype"] == dtype or not same_dtype)]  # fmt: skip
+        if near:
+            size = max(r["cells"] for r in near)
+            slowest = max(r["median_s"] for r in near if r["cells"] == size)
+            return slowest * (cells / size) ** 1.5
+    return 0.0
+
+
+def tiers(orders: Iterable[str], dtypes: Iterable[str]) -> list[tuple[str, list, list]]:
+    """(name, orders, dtypes) in priority order: the paper's cells, other orderings, float64."""
+    orders, dtypes = list(orders), list(dtypes)
+    paper = [o for o in orders if o in PAPER_ORDERS]
+    extra = [o for o in orders if o not in PAPER_ORDERS]
+    rest = [d for d in dtypes if d != "float32"]
+    out = []
+    if "float32" in dtypes:
+        out += [("paper", paper, ["float32"]), ("extra-orders", extra, ["float32"])]
+    out.append(("float64", orders, rest))
+    return [t for t in out if t[1] and t[2]]
+
+
+def machine_info(backend: str, timer, threads: int | None) -> dict:
+    import numba
+
+    info = {"backend": backend, "cpu": cpu_model(), "cores": os.cpu_count(),
+            "python": platform.python_version(), "numpy": np.__version__,
+            "scipy": scipy.__version__, "numba": numba.__version__, **timer.machine()}  # fmt: skip
+    if backend == "cpu":
+        info["threads"] = threads or numba.get_num_threads()
+    return info
+
+
+def run_study(args, paper: dict) -> dict:
+    """Measure every planned cell (within the budget), rewriting results.json as it goes."""
+    start = time.perf_counter()
+    Backend, timer = backend_factory(args.backend)
+    extra = {"threads": args.threads} if args.backend == "cpu" else {}
+    if args.backend == "gpu" and args.variant:
+        extra["variant"] = args.variant
+    doc = {
+        "benchmark": "reorder_impact",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine_info(args.backend, timer, args.threads),
+        "settings": {
+            "t_end": args.t_end,
+            "paper_t_end": paper["t_end"],
+            "dt_mode": "lagged",
+            "repeats": {size_label(c): args.repeats or REPEATS.get(c, 3) for c in args.sizes},
+            "budget_s": args.budget_s,
+            "quick": args.quick,
+            "tests": args.tests,
+            "schemes": args.schemes,
+            "orders": args.orders,
+            "dtypes": args.dtypes,
+            "sizes": args.sizes,
+        },  # fmt: skip
+        "results": [],
+        "skipped": [],
+        "meshes": [],
+        "complete": False,
+    }
+    rows, skipped = doc["results"], doc["skipped"]
+    meshes = Meshes()
+    out = args.out / "results.json"
+    print(f"reorder impact on {args.backend}: {doc['machine']['device']}", flush=True)
+
+    def left() -> float:
+        if args.budget_s is None:
+            return math.inf
+        return args.budget_s - REPORT_RESERVE_S - (time.perf_counter() - start)
+
+    for tier, orders, dtypes in tiers(args.orders, args.dtypes):
+        for cells in args.sizes:
+            for order in orders:
+                ran = False
+                for test in args.tests:
+                    case = get_case(test)
+                    for dtype in dtypes:
+                        layout = None
+                        for scheme in args.schemes:
+                            want = args.repeats or REPEATS.get(cells, 3)
+                            run_s = predict_run_s(rows, test, scheme, dtype, cells)
+                            fits = [
+                                n for n in (want, 1) if (1 + n) * run_s + CELL_OVERHEAD_S <= left()
+                            ]
+                            reps = fits[0] if fits else 0
+                            cell = {"test": test, "scheme": scheme, "cells": cells,
+                                    "order": order, "dtype": dtype}  # fmt: skip
+                            if reps == 0:
+                                skipped.append({**cell, "tier": tier, "reason": "budget",
+                                                "predicted_run_s": run_s})  # fmt: skip
+                                continue
+                            mesh = meshes.get(cells, order)
+                            if layout is None:
+                                layout = case_layout(case, mesh, np.dtype(dtype))
+                            B = Backend(layout, scheme, cfl=case.cfl, dt_mode="lagged", **extra)
+                            row = {**cell, "cells": mesh.n_cells, "size": size_label(cells),
+                                   "tier": tier, "variant": getattr(B, "variant", None),
+                                   "block": getattr(B, "block", None),
+                                   "threads": getattr(B, "threads", None)}  # fmt: skip
+                            row.update(time_runs(B, timer, layout.W0, args.t_end, reps))
+                            del B
+                            row["cell_steps_per_s"] = row["cells"] * row["steps"] / row["median_s"]
+                            p = paper_seconds(paper, test, mesh.n_cells, scheme, order, dtype)
+                            if p is not None and args.t_end == paper["t_end"]:
+                                row.update(paper_s=p, speedup_vs_paper=p / row["median_s"])
+                            rows.append(row)
+                            ran = True
+                            print(progress(row, time.perf_counter() - start), flush=True)
+                if ran:
+                    doc["meshes"] = meshes.records
+                    doc["elapsed_s"] = time.perf_counter() - start
+                    write_json(doc, out)
+        write_reports(doc, args.out, paper, spy=False)
+    doc["meshes"] = meshes.records
+    doc["complete"] = not skipped
+    doc["elapsed_s"] = time.perf_counter() - start
+    write_json(doc, out)
+    return doc
+
+
+def progress(row: dict, elapsed: float) -> str:
+    paper = (
+        f"  paper {row['paper_s']:.4g} s, x{row['speedup_vs_paper']:.3g}"
+        if "paper_s" in row
+        else ""
+    )
+    return (f"[{elapsed:6.1f} s] {row['size']:>4} {LABEL[row['order']]:>7} {row['test']} "
+            f"{row['dtype']} {row['scheme']:>8}: {row['median_s']:.4g} s "
+            f"(±{50 * row['spread']:.0f}%, {row['repeats']} rep) {row['steps']} steps "
+            f"{row['cell_steps_per_s'] / 1e6:.4g} M cell-steps/s{paper}")  # fmt: skip
+
+
+# -- reports --------------------------------------------------------------------------------------
+def paper_seconds(paper: dict, test: str, cells: int, scheme: str, order: str, dtype: str):
+    """The paper's GTX 580 seconds of this cell, or None (only float32, orig/RCM/GPS)."""
+    if dtype != paper["dtype"]:
+        return None
+    return paper["seconds"].get(test, {}).get(str(cells), {}).get(scheme, {}).get(order)
+
+
+def index(doc: dict) -> dict[tuple, dict]:
+    """Measurements by (test, scheme, cells, order, dtype)."""
+    return {(r["test"], r["scheme"], r["cells"], r["order"], r["dtype"]): r for r in doc["results"]}
+
+
+def reductions(doc: dict) -> dict[tuple, float]:
+    """Time reduction (%) of each measurement against the original ordering of the same cell."""
+    by = index(doc)
+    out = {}
+    for (test, scheme, cells, order, dtype), r in by.items():
+        base = by.get((test, scheme, cells, "none", dtype))
+        if base is not None and order != "none":
+            out[(test, scheme, cells, order, dtype)] = 100 * (1 - r["median_s"] / base["median_s"])
+    return out
+
+
+def best_orders(doc: dict) -> dict[str, dict[int, tuple[str, float]]]:
+    """Per dtype and size: the ordering with the smallest geometric-mean time relative to the
+    original over every test and scheme measured in all orderings, and that mean ratio."""
+    by = index(doc)
+    out: dict[str, dict[int, tuple[str, float]]] = {}
+    for dtype in DTYPES:
+        for cells in sorted({r["cells"] for r in doc["results"] if r["dtype"] == dtype}):
+            here = {
+                r["order"] for r in doc["results"] if r["dtype"] == dtype and r["cells"] == cells
+            }
+            orders = sorted(here, key=ORDERS.index)
+            pairs = [(t, s) for t in TESTS for s in SCHEMES
+                     if all((t, s, cells, o, dtype) in by for o in orders)]  # fmt: skip
+            if "none" not in orders or not pairs:
+                continue
+            gm = {o: math.exp(statistics.fmean(
+                      math.log(by[(t, s, cells, o, dtype)]["median_s"]
+                               / by[(t, s, cells, "none", dtype)]["median_s"]) for t, s in pairs))
+                  for o in orders}  # fmt: skip
+            best = min(gm, key=gm.get)
+            out.setdefault(dtype, {})[cells] = (best, gm[best])
+    return out
+
+
+def recommendation(doc: dict) -> str | None:
+    """The ordering for ``order="auto"``: best at the largest size measured in every dtype."""
+    best = best_orders(doc)
+    common = set.intersection(*(set(v) for v in best.values())) if best else set()
+    if not common:
+        return None
+    cells = max(common)
+    votes = [best[d][cells] for d in best]
+    return min(votes, key=lambda v: v[1])[0]
+
+
+def _seconds(x: float) -> str:
+    return f"{x:.3g}" if x >= 0.01 else f"{x:.2e}"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + [
+        "| " + " | ".join(r) + " |" for r in rows
+    ]
+
+
+def tables_md(doc: dict, paper: dict) -> str:
+    """The Markdown report: the paper's Tables 1-3 with ours beside them, and the extensions."""
+    m, st = doc["machine"], doc["settings"]
+    by, red = index(doc), reductions(doc)
+    sizes = sorted({r["cells"] for r in doc["results"]} | {int(c) for c in paper["bandwidth"]})
+    same_t = st["t_end"] == paper["t_end"]
+    lines = [
+        f"# Reordering impact: {m['device']} ({m['backend']}) against the paper's GTX 580",
+        "",
+        f"{doc['date']}; {m['cpu']}, {m['cores']} cores; Python {m['python']}, NumPy "
+        f"{m['numpy']}, Numba {m['numba']}"
+        + (f", CuPy {m['cupy']}" if "cupy" in m else "")
+        + (f", {m['threads']} threads" if "threads" in m else "")
+        + ".",
+        "",
+        f"Whole runs to t = {st['t_end']} s from the initial state (lagged Δt, CFL 0.9), warm "
+        "(after a run that compiles the kernels and captures the graphs); median of the timed "
+        "repeats (" + ", ".join(f"{k}: {v}" for k, v in st["repeats"].items()) + "). The paper: "
+        f"GeForce GTX 580, float32, t = {paper['t_end']} s. Orderings: orig = the generator's "
+        "own with the 1→4 refinement appending children (the paper's pathology), RCM "
+        "(SciPy), GPS, and beyond the paper random, Hilbert and Morton curves.",
+        "",
+    ]
+    if not same_t:
+        lines += [f"**t_end = {st['t_end']} s differs from the paper's {paper['t_end']} s: "
+                  "no speed ratios.**", ""]  # fmt: skip
+    if doc["skipped"]:
+        lines += [f"**{len(doc['skipped'])} cells skipped for the time budget** (listed in "
+                  "results.json); their table entries read —.", ""]  # fmt: skip
+    for num, test in ((1, "test1"), (2, "test2")):
+        head = ["volumes"] + [f"{LABEL[s]} {LABEL[o]}" for s in SCHEMES for o in PAPER_ORDERS]
+        rows = []
+        for cells in sizes:
+            row = [str(cells)]
+            for s in SCHEMES:
+                for o in PAPER_ORDERS:
+                    p = paper_seconds(paper, test, cells, s, o, "float32")
+                    r = by.get((test, s, cells, o, "float32"))
+                    ours = _seconds(r["median_s"]) if r else "—"
+                    ratio = f" ({p / r['median_s']:.3g}×)" if r and p and same_t else ""
+                    row.append(f"{ours} / {p if p is not None else '—'}{ratio}")
+            rows.append(row)
+        lines += [f"## Table {num} — {test}, float32: seconds, ours / paper (paper ÷ ours)", ""]
+        lines += _table(head, rows) + [""]
+        head = ["volumes"] + [f"{LABEL[s]} {LABEL[o]}" for s in SCHEMES for o in ORDERS[1:]]
+        rows = []
+        for cells in sizes:
+            row = [str(cells)]
+            for s in SCHEMES:
+                base = paper_seconds(paper, test, cells, s, "none", "float32")
+                for o in ORDERS[1:]:
+                    v = red.get((test, s, cells, o, "float32"))
+                    p = paper_seconds(paper, test, cells, s, o, "float32")
+                    ref = f" ({100 * (1 - p / base):.0f})" if p is not None and base else ""
+                    row.append(("—" if v is None else f"{v:.0f}") + ref)
+            rows.append(row)
+        lines += [f"### {test}, float32: time reduction against orig, % (paper's in brackets)", ""]
+        lines += _table(head, rows) + [""]
+    for dtype in DTYPES:
+        for test in TESTS:
+            rows = []
+            for cells in sizes:
+                for s in SCHEMES:
+                    cols = [by.get((test, s, cells, o, dtype)) for o in ORDERS]
+                    if not any(cols):
+                        continue
+                    row = [str(cells), LABEL[s]]
+                    for o, r in zip(ORDERS, cols, strict=True):
+                        v = red.get((test, s, cells, o, dtype))
+                        txt = (
+                            "—"
+                            if r is None
+                            else f"{_seconds(r['median_s'])} ±{50 * r['spread']:.0f}%"
+                        )
+                        row.append(txt + (f" ({-v:+.0f}%)" if v is not None else ""))
+                    done = [(r["median_s"], o) for o, r in zip(ORDERS, cols, strict=True) if r]
+                    row.append(LABEL[min(done)[1]])
+                    rows.append(row)
+            if rows:
+                lines += [f"## All orderings — {test}, {dtype}: median seconds ±half-spread "
+                          "(change against orig)", ""]  # fmt: skip
+                lines += _table(["volumes", "scheme"] + [LABEL[o] for o in ORDERS] + ["best"], rows)
+                lines += [""]
+    steps_same = all(
+        len({r["steps"] for r in doc["results"] if (r["test"], r["scheme"], r["cells"],
+             r["dtype"]) == key}) == 1
+        for key in {(r["test"], r["scheme"], r["cells"], r["dtype"]) for r in doc["results"]}
+    )  # fmt: skip
+    lines += [f"Every ordering took the same number of steps in every cell: {steps_same}.", ""]
+    bw = {(r["cells"], r["order"]): r["bandwidth"] for r in doc["meshes"]}
+    rows = []
+    for cells in sizes:
+        pb = paper["bandwidth"].get(str(cells), {})
+        row = [str(cells)]
+        for o in ORDERS:
+            ours = bw.get((cells, o), "—")
+            row.append(f"{ours} / {pb[o]}" if o in pb else str(ours))
+        rows.append(row)
+    lines += ["## Table 3 — bandwidth of the cell adjacency (max |i−j|): ours / paper", ""]
+    lines += _table(["volumes"] + [LABEL[o] for o in ORDERS], rows) + [""]
+    best = best_orders(doc)
+    if best:
+        rows = [[str(c)] + [f"{LABEL[best[d][c][0]]} ({100 * (best[d][c][1] - 1):+.0f}%)"
+                            if c in best.get(d, {}) else "—" for d in DTYPES]
+                for c in sorted({c for v in best.values() for c in v})]  # fmt: skip
+        lines += ["## Best ordering per size: geometric mean over tests and schemes of the time "
+                  "relative to orig", ""]  # fmt: skip
+        lines += _table(["volumes"] + list(DTYPES), rows) + [""]
+        rec = recommendation(doc)
+        lines += [f"Recommended `order=\"auto\"` on {m['backend']}: **{rec}** (best at the "
+                  "largest size measured in every dtype).", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def figure3(doc: dict, path: Path, dtype: str) -> bool:
+    """Bars of the time reduction against orig per ordering, size, scheme and test (Figure 3)."""
+    red = reductions(doc)
+    keys = [k for k in red if k[4] == dtype]
+    if not keys:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    orders = [o for o in ORDERS[1:] if any(k[3] == o for k in keys)]
+    sizes = sorted({k[2] for k in keys})
+    tests = [t for t in TESTS if any(k[0] == t for k in keys)]
+    vals = [red[k] for k in keys]
+    lo = max(min(min(vals), 0.0), -60.0) - 8
+    hi = max(max(vals), 10.0) + 8
+    colours = {"rcm": "tab:blue", "gps": "tab:orange", "random": "tab:grey",
+               "hilbert": "tab:green", "morton": "tab:purple"}  # fmt: skip
+    size = (5.2 * len(SCHEMES), 3.9 * len(tests))
+    fig, axes = plt.subplots(len(tests), len(SCHEMES), figsize=size, squeeze=False, sharey=True)
+    width = 0.8 / len(orders)
+    x = np.arange(len(sizes))
+    for ti, test in enumerate(tests):
+        for si, scheme in enumerate(SCHEMES):
+            ax = axes[ti, si]
+            for oi, o in enumerate(orders):
+                v = np.array([red.get((test, scheme, c, o, dtype), np.nan) for c in sizes])
+                pos = x - 0.4 + width * (oi + 0.5)
+                ax.bar(pos, np.clip(v, lo, None), width, color=colours[o], label=LABEL[o])
+                for p, val in zip(pos, v, strict=True):
+                    if val < lo:  # clipped bar: print its value at the bottom
+                        ax.text(p, lo + 1, f"{val:.0f}", rotation=90, ha="center", va="bottom",
+                                fontsize=7, color="white")  # fmt: skip
+            ax.axhline(0, color="black", lw=0.8)
+            ax.set_ylim(lo, hi)
+            ax.set_xticks(x, [size_label(c) for c in sizes])
+            ax.grid(axis="y", alpha=0.3)
+            ax.set_title(f"{test}, {LABEL[scheme]}", fontsize=11)
+            if si == 0:
+                ax.set_ylabel("time reduction vs original (%)")
+            if ti == len(tests) - 1:
+                ax.set_xlabel("cells")
+    axes[0, -1].legend(fontsize=9, loc="upper left", ncol=2)
+    m = doc["machine"]
+    fig.suptitle(f"Time saved by reordering, {dtype}, t = {doc['settings']['t_end']} s — "
+                 f"{m['device']} ({m['backend']}); higher is faster", fontsize=12)  # fmt: skip
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def write_reports(doc: dict, out: Path, paper: dict, spy: bool = True) -> None:
+    """tables.md, figure3*.png and (``spy``) the spy plots of Figure 4, into ``out``."""
+    (out / "tables.md").write_text(tables_md(doc, paper))
+    figure3(doc, out / "figure3.png", "float32")
+    figure3(doc, out / "figure3_float64.png", "float64")
+    if spy and doc["results"]:
+        from fvswe.mesh.spy import spy_png
+
+        sizes = sorted({r["cells"] for r in doc["results"]})
+        cells = 16000 if 16000 in sizes else sizes[0]
+        orders = [o for o in ORDERS if any(r["order"] == o for r in doc["results"])]
+        spy_png(family(cells), out / f"figure4_spy_{size_label(cells)}.png", methods=orders)
+
+
+# -- command line ---------------------------------------------------------------------------------
+def _names(ap: argparse.ArgumentParser, text: str, allowed: Iterable[str], what: str) -> list:
+    """Comma-separated names checked against ``allowed`` (a usage error names the bad one)."""
+    allowed = list(allowed)
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    bad = [n for n in names if n not in allowed] or ([] if names else [text])
+    if bad:
+        ap.error(f"--{what}: unknown {bad[0]!r} (choose from {', '.join(allowed)})")
+    return names
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="reorder_impact",
+        description=__doc__.split("\n")[0],
+        epilog=__doc__.split("\n\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--backend", choices=("cpu", "gpu"), default="gpu")
+    ap.add_argument("--tests", default=",".join(TESTS))
+    ap.add_argument("--schemes", default=",".join(SCHEMES))
+    ap.add_argument("--sizes", default=",".join(SIZES), help=f"of {', '.join(SIZES)}")
+    ap.add_argument("--orders", default=",".join(ORDERS))
+    ap.add_argument("--dtypes", default=",".join(DTYPES))
+    by_size = ", ".join(f"{size_label(c)}: {n}" for c, n in REPEATS.items())
+    ap.add_argument("--repeats", type=int, default=None,
+                    help=f"timed runs per cell (default by size: {by_size})")  # fmt: skip
+    ap.add_argument("--t-end", type=float, default=None, help="simulated seconds (default 0.1)")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="wall seconds for the whole study; lower-priority cells are skipped "
+                    "when their predicted cost no longer fits")  # fmt: skip
+    ap.add_argument("--variant", default=None, help="GPU kernel variant (edge, gather)")
+    ap.add_argument("--threads", type=int, default=None, help="CPU threads (Numba)")
+    ap.add_argument("--quick", action="store_true",
+                    help="CI-sized: CPU, sizes 4k,16k, one repeat, t_end 0.02 s")  # fmt: skip
+    ap.add_argument("--from-json", type=Path, default=None,
+                    help="no measuring: the reports of an earlier results.json")  # fmt: skip
+    ap.add_argument("--out", type=Path, default=None, help="output folder")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.backend, args.sizes = QUICK["backend"], QUICK["sizes"]
+        args.repeats = args.repeats or QUICK["repeats"]
+        args.t_end = args.t_end or QUICK["t_end"]
+    args.tests = _names(ap, args.tests, TESTS, "tests")
+    args.schemes = _names(ap, args.schemes, SCHEMES, "schemes")
+    args.orders = _names(ap, args.orders, ORDERS, "orders")
+    args.dtypes = _names(ap, args.dtypes, DTYPES, "dtypes")
+    args.sizes = [SIZES[s] for s in _names(ap, args.sizes.lower(), SIZES, "sizes")]
+    if args.out is None:
+        args.out = args.from_json.parent if args.from_json else Path("out") / "reorder_impact"
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    paper = json.loads(REFERENCE.read_text())
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.from_json:
+        doc = json.loads(args.from_json.read_text())
+    else:
+        args.t_end = args.t_end or paper["t_end"]
+        doc = run_study(args, paper)
+    write_reports(doc, args.out, paper)
+    done = len(doc["results"])
+    print(f"{done} cells measured, {len(doc['skipped'])} skipped; recommended order: "
+          f"{recommendation(doc)}; wrote {args.out}/results.json, tables.md, figure3.png, "
+          "figure4_spy_*.png", flush=True)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
