@@ -218,6 +218,7 @@ def from_case(name: str) -> RunSpec:
         "r": case.r,
         "scheme": case.scheme,
         "cfl": case.cfl,
+        **case.options(),  # grid cases: friction, dt_mode, dt
     }
     return RunSpec(
         name=case.name,

@@ -58,6 +58,10 @@ def register(sub) -> None:
     p.add_argument("--backend", choices=("cpu", "gpu", "auto"),
                    help="auto (default): the GPU when CuPy sees one, else the CPU")  # fmt: skip
     p.add_argument("--t-end", type=float, metavar="S", help="simulated end time in seconds")
+    p.add_argument("--nx", type=int, metavar="N",
+                   help="grid cases (cgrid-*, mjos-drop): cells along x (--ny: along y; "
+                   "one alone keeps the cells square); DIR/grid.npz holds 2-D fields")  # fmt: skip
+    p.add_argument("--ny", type=int, metavar="N", help="grid cases: cells along y")
     p.add_argument("--cfl", type=float, help="CFL number gamma in (0, 1]")
     p.add_argument("--dt-mode", choices=("lagged", "nonlagged", "fixed"),
                    help="time step from the previous step's speeds (lagged, default), "
@@ -93,6 +97,10 @@ def list_cases(args) -> int:
 def _spec(args) -> casefile.RunSpec:
     """The case or case file with the command line's overrides applied."""
     spec = casefile.resolve(args.case)
+    if args.nx is not None or args.ny is not None:
+        if spec.case is None or spec.mesh is not None or args.mesh:
+            raise ConfigError("--nx/--ny: only for the grid cases (see `fvswe cases`)")
+        spec = dataclasses.replace(spec, case=spec.case.with_grid(args.nx, args.ny))
     return spec.with_overrides(
         scheme=args.scheme,
         order=args.order,
@@ -151,6 +159,8 @@ def run(args) -> int:
         summary = _advance(args, spec, sim, times, series, identity)
     if out is not None:
         output.write_final(sim, out / "final.npz")
+        if spec.mesh is None and spec.case is not None and spec.case.is_grid:
+            spec.case.grid().save_npz(out / "grid.npz", sim.fields(), sim.t)
     return _finish(args, spec, sim, summary, out, series.times if series else ())
 
 

@@ -22,26 +22,34 @@ With ``Hm = min(H_i, H_j)`` (the higher bed of the two):
 
     h_i* = h_i                        where H_i == Hm (the higher side is unchanged)
            max(0, (h_i - H_i) + Hm)   otherwise      (and likewise for j)
-    q_i* = q_i                        where h_i* == h_i
-           h_i* u_i                   otherwise, u_i = q_i inverse_depth(h_i) (§8)
+    u_i  = q_i inverse_depth(h_i)     (desingularised, §8),   u_i* = u_i (0 where h_i* = 0)
+    U_i* = (h_i*, h_i* u_i*)
 
 The HLL of :mod:`fvswe.schemes.hll` is applied to the flat-bed problem
 ``(U_i*, U_j*)`` (``DH = 0``), which gives its fluctuations ``D-_HLL, D+_HLL``.
+Its Roe averages and Einfeldt speeds are formed from the velocities ``u*``
+themselves (:func:`reconstructed_layer`), not recomputed from ``q*/h*``: in a
+thin layer (``h < eps_h``) the desingularised ``q inverse_depth(h)`` is smaller
+than ``q/h``, and a solver fed a discharge faster than its speed bounds loses
+positivity. Here every state the HLL sees moves exactly with the velocity its
+speeds are built from, so the depths stay non-negative under the CFL.
 In flux form HR is ``G_i = F_HLL(U_i*, U_j*) + (0, g/2 (h_i^2 - h_i*^2) eta)``;
 subtracting the cell's own flux ``F_eta(U_i)`` (fluctuation form, SCHEMES.md
 §2.2) the pressure terms cancel exactly and what is left is
 
-    F-_ij = D-_HLL + (q_i*.eta - q_i.eta) (1, u_i)
-    F+_ij = D+_HLL - (q_j*.eta - q_j.eta) (1, u_j)
+    F-_ij = D-_HLL + m_i (1, u_i),   m_i = h_i* (u_i*.eta) - q_i.eta
+    F+_ij = D+_HLL - m_j (1, u_j)
 
-(``q*.eta`` exactly as the HLL rotated it, so the mass parts of ``F-`` and
-``F+`` add up to ``q_j.eta - q_i.eta`` and mass is conserved to round-off).
+(in the rotated frame, then rotated back with ``D±_HLL``; the mass parts of
+``F-`` and ``F+`` add up to ``q_j.eta - q_i.eta``, so mass is conserved to
+round-off).
 
-with ``||D||_inf = max(|SL|, |SR|)`` of the reconstructed states. The
-corrections vanish exactly where nothing was reconstructed, so over a flat bed
-``hll-wd`` equals ``hll`` bit for bit. A wet cell beside a dry cell whose bed
-lies above the water sees ``h_i* = h_j* = 0`` there: zero contribution, the
-lake stays at rest and the dry cell stays dry.
+with ``||D||_inf = max(|SL|, |SR|)`` of the reconstructed states. At rest
+(``u = 0``) everything but the HLL's pressure fluctuation vanishes, and that
+vanishes with the reconstructed depth jump; a wet cell beside a dry cell whose
+bed lies above the water sees ``h_i* = h_j* = 0`` there: zero contribution,
+so the lake stays at rest and the dry cell stays dry, both exactly. Over a
+flat bed and in wet cells (``h >= eps_h``) it is HLL up to round-off.
 """
 
 from __future__ import annotations
@@ -49,35 +57,46 @@ from __future__ import annotations
 import numpy as np
 
 from .common import (
+    Layer,
     as_inputs,
     assemble1,
-    edge1,
     inverse_depth,
+    roe_weights,
+    rotate,
     total_fluctuation1,
     upwind_tangential,
 )
 from .hll import einfeldt_speeds, hll_coefficients, viscous_split1
 
 
-def reconstruct(h, qx, qy, H, Hm, eps_h: float):
-    """One side's ``h*, qx*, qy*`` and the desingularised ``ux, uy`` (§8)."""
-    hs = np.where(Hm == H, h, np.maximum(0.0, (h - H) + Hm))
-    k = inverse_depth(h, eps_h)
-    ux = qx * k
-    uy = qy * k
-    same = hs == h
-    return hs, np.where(same, qx, hs * ux), np.where(same, qy, hs * uy), ux, uy
+def reconstruct(h, qx, qy, H, Hm, ex, ey, eps_h: float):
+    """One side, rotated: ``h*``, the velocity ``(un, ut)`` and ``qn`` of the cell, ``(un*, ut*)``.
 
-
-def correction(qns, qx, qy, ux, uy, ex, ey):
-    """``F_eta(U*) - F_eta(U)`` less pressure: ``m (1, ux, uy)``, ``m = q*.eta - q.eta``.
-
-    ``qns`` is the reconstructed normal discharge exactly as the HLL saw it, so
-    the mass parts of ``F-`` and ``F+`` add up to ``q_j.eta - q_i.eta``
-    (conservation) even where ``u`` is desingularised; ``m == 0`` where ``q* == q``.
+    ``h* = h`` where ``H == Hm``, else ``max(0, (h - H) + Hm)``; ``u`` is
+    desingularised (§8); ``u* = u`` where ``h* > 0``, else 0.
     """
-    m = qns - (qx * ex + qy * ey)
-    return np.stack((m, m * ux, m * uy), axis=1)
+    hs = np.where(Hm == H, h, np.maximum(0.0, (h - H) + Hm))
+    qn, qt = rotate(qx, qy, ex, ey)
+    k = inverse_depth(h, eps_h)
+    un = qn * k
+    ut = qt * k
+    wet = hs > 0.0
+    return hs, un, ut, qn, np.where(wet, un, 0.0), np.where(wet, ut, 0.0)
+
+
+def reconstructed_layer(hi, uni, uti, hj, unj, utj, g: float) -> Layer:
+    """The :class:`Layer` of the states ``(h, h u)`` with the velocities as given (not ``q/h``)."""
+    qni = hi * uni
+    qti = hi * uti
+    qnj = hj * unj
+    qtj = hj * utj
+    ai, aj = roe_weights(hi, hj)
+    hbar = 0.5 * (hi + hj)
+    return Layer(
+        hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj,
+        hbar, ai * uni + aj * unj, ai * uti + aj * utj, g * hbar,
+        hj - hi, qnj - qni, qtj - qti,
+    )  # fmt: skip
 
 
 def flux1(
@@ -97,20 +116,19 @@ def flux1(
     """
     Wi, Wj, Hi, Hj, ex, ey = as_inputs(Wi, Wj, Hi, Hj, normal, 3)
     Hm = np.minimum(Hi, Hj)
-    hi, qxi, qyi, uxi, uyi = reconstruct(Wi[:, 0], Wi[:, 1], Wi[:, 2], Hi, Hm, eps_h)
-    hj, qxj, qyj, uxj, uyj = reconstruct(Wj[:, 0], Wj[:, 1], Wj[:, 2], Hj, Hm, eps_h)
-    Ri = np.stack((hi, qxi, qyi), axis=1)
-    Rj = np.stack((hj, qxj, qyj), axis=1)
-    L, DH = edge1(Ri, Rj, Hm, Hm, ex, ey, g, eps_h)
+    hi, uni, uti, qni, usi, vsi = reconstruct(Wi[:, 0], Wi[:, 1], Wi[:, 2], Hi, Hm, ex, ey, eps_h)
+    hj, unj, utj, qnj, usj, vsj = reconstruct(Wj[:, 0], Wj[:, 1], Wj[:, 2], Hj, Hm, ex, ey, eps_h)
+    L = reconstructed_layer(hi, usi, vsi, hj, usj, vsj, g)
+    DH = Hm - Hm
     v = total_fluctuation1(L, DH)
     sl, sr = einfeldt_speeds(L, g)
     a0, a1 = hll_coefficients(sl, sr)
     m0, m1 = viscous_split1(v, L, DH, a0, a1)
     tm, tp = upwind_tangential(L.qni + m0, L.qni, L.qnj, L.uti, L.utj)
-    ci = correction(L.qni, Wi[:, 1], Wi[:, 2], uxi, uyi, ex, ey)
-    cj = correction(L.qnj, Wj[:, 1], Wj[:, 2], uxj, uyj, ex, ey)
-    Fm = assemble1((m0, m1, tm), ex, ey) + ci
-    Fp = assemble1((v[0] - m0, v[1] - m1, tp), ex, ey) - cj
+    ci = L.qni - qni
+    cj = L.qnj - qnj
+    Fm = assemble1((m0 + ci, m1 + ci * uni, tm + ci * uti), ex, ey)
+    Fp = assemble1((v[0] - m0 - cj, v[1] - m1 - cj * unj, tp - cj * utj), ex, ey)
     dmax = np.maximum(np.abs(sl), np.abs(sr))
     if return_flags:
         return Fm, Fp, dmax, np.zeros(len(dmax), dtype=np.int32)
