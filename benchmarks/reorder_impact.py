@@ -42,7 +42,8 @@ import os
 import platform
 import statistics
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from itertools import groupby, product
 from pathlib import Path
 
 import numpy as np
@@ -166,7 +167,18 @@ def machine_info(backend: str, timer, threads: int | None) -> dict:
             "scipy": scipy.__version__, "numba": numba.__version__, **timer.machine()}  # fmt: skip
     if backend == "cpu":
         info["threads"] = threads or numba.get_num_threads()
+        info["device"] = f"{info['cpu']} ({info['threads']} threads)"
     return info
+
+
+def planned(args) -> Iterator[tuple[str, int, str, str, str, str]]:
+    """(tier, cells, order, test, dtype, scheme) in running order: tier by tier; within one,
+    each reordered mesh serves all its tests, dtypes and schemes (one layout per test/dtype)."""
+    for tier, orders, dtypes in tiers(args.orders, args.dtypes):
+        for cells, order, test, dtype, scheme in product(
+            args.sizes, orders, args.tests, dtypes, args.schemes
+        ):
+            yield tier, cells, order, test, dtype, scheme
 
 
 def run_study(args, paper: dict) -> dict:
@@ -176,6 +188,7 @@ def run_study(args, paper: dict) -> dict:
     extra = {"threads": args.threads} if args.backend == "cpu" else {}
     if args.backend == "gpu" and args.variant:
         extra["variant"] = args.variant
+    repeats = {c: args.repeats or REPEATS.get(c, 3) for c in args.sizes}
     doc = {
         "benchmark": "reorder_impact",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -184,7 +197,7 @@ def run_study(args, paper: dict) -> dict:
             "t_end": args.t_end,
             "paper_t_end": paper["t_end"],
             "dt_mode": "lagged",
-            "repeats": {size_label(c): args.repeats or REPEATS.get(c, 3) for c in args.sizes},
+            "repeats": {size_label(c): n for c, n in repeats.items()},
             "budget_s": args.budget_s,
             "quick": args.quick,
             "tests": args.tests,
@@ -198,63 +211,55 @@ def run_study(args, paper: dict) -> dict:
         "meshes": [],
         "complete": False,
     }
-    rows, skipped = doc["results"], doc["skipped"]
-    meshes = Meshes()
-    out = args.out / "results.json"
+    rows, meshes = doc["results"], Meshes()
     print(f"reorder impact on {args.backend}: {doc['machine']['device']}", flush=True)
 
-    def left() -> float:
-        if args.budget_s is None:
-            return math.inf
-        return args.budget_s - REPORT_RESERVE_S - (time.perf_counter() - start)
+    def save() -> None:
+        doc["meshes"], doc["elapsed_s"] = meshes.records, time.perf_counter() - start
+        doc["complete"] = not doc["skipped"]
+        write_json(doc, args.out / "results.json")
 
-    for tier, orders, dtypes in tiers(args.orders, args.dtypes):
-        for cells in args.sizes:
-            for order in orders:
-                ran = False
-                for test in args.tests:
-                    case = get_case(test)
-                    for dtype in dtypes:
-                        layout = None
-                        for scheme in args.schemes:
-                            want = args.repeats or REPEATS.get(cells, 3)
-                            run_s = predict_run_s(rows, test, scheme, dtype, cells)
-                            fits = [
-                                n for n in (want, 1) if (1 + n) * run_s + CELL_OVERHEAD_S <= left()
-                            ]
-                            reps = fits[0] if fits else 0
-                            cell = {"test": test, "scheme": scheme, "cells": cells,
-                                    "order": order, "dtype": dtype}  # fmt: skip
-                            if reps == 0:
-                                skipped.append({**cell, "tier": tier, "reason": "budget",
-                                                "predicted_run_s": run_s})  # fmt: skip
-                                continue
-                            mesh = meshes.get(cells, order)
-                            if layout is None:
-                                layout = case_layout(case, mesh, np.dtype(dtype))
-                            B = Backend(layout, scheme, cfl=case.cfl, dt_mode="lagged", **extra)
-                            row = {**cell, "cells": mesh.n_cells, "size": size_label(cells),
-                                   "tier": tier, "variant": getattr(B, "variant", None),
-                                   "block": getattr(B, "block", None),
-                                   "threads": getattr(B, "threads", None)}  # fmt: skip
-                            row.update(time_runs(B, timer, layout.W0, args.t_end, reps))
-                            del B
-                            row["cell_steps_per_s"] = row["cells"] * row["steps"] / row["median_s"]
-                            p = paper_seconds(paper, test, mesh.n_cells, scheme, order, dtype)
-                            if p is not None and args.t_end == paper["t_end"]:
-                                row.update(paper_s=p, speedup_vs_paper=p / row["median_s"])
-                            rows.append(row)
-                            ran = True
-                            print(progress(row, time.perf_counter() - start), flush=True)
-                if ran:
-                    doc["meshes"] = meshes.records
-                    doc["elapsed_s"] = time.perf_counter() - start
-                    write_json(doc, out)
+    def repeats_that_fit(run_s: float, want: int) -> int:
+        """``want``, else 1, else 0 timed runs (plus the warm-up) within the budget left."""
+        if args.budget_s is None:
+            return want
+        left = args.budget_s - REPORT_RESERVE_S - (time.perf_counter() - start)
+        return next((n for n in (want, 1) if (1 + n) * run_s + CELL_OVERHEAD_S <= left), 0)
+
+    layout, layout_key = None, None
+    for tier, in_tier in groupby(planned(args), key=lambda c: c[0]):
+        for (cells, order), group in groupby(in_tier, key=lambda c: c[1:3]):
+            ran = False
+            for _, _, _, test, dtype, scheme in group:
+                cell = {"test": test, "scheme": scheme, "cells": cells, "order": order,
+                        "dtype": dtype, "tier": tier}  # fmt: skip
+                run_s = predict_run_s(rows, test, scheme, dtype, cells)
+                reps = repeats_that_fit(run_s, repeats[cells])
+                if reps == 0:
+                    doc["skipped"].append({**cell, "reason": "budget", "predicted_run_s": run_s})
+                    continue
+                case = get_case(test)
+                if layout_key != (cells, order, test, dtype):
+                    mesh = meshes.get(cells, order)
+                    layout = case_layout(case, mesh, np.dtype(dtype))
+                    layout_key = (cells, order, test, dtype)
+                B = Backend(layout, scheme, cfl=case.cfl, dt_mode="lagged", **extra)
+                row = {**cell, "size": size_label(cells), "variant": getattr(B, "variant", None),
+                       "block": getattr(B, "block", None),
+                       "threads": getattr(B, "threads", None)}  # fmt: skip
+                row.update(time_runs(B, timer, layout.W0, args.t_end, reps))
+                del B
+                row["cell_steps_per_s"] = cells * row["steps"] / row["median_s"]
+                p = paper_seconds(paper, test, cells, scheme, order, dtype)
+                if p is not None and args.t_end == paper["t_end"]:
+                    row.update(paper_s=p, speedup_vs_paper=p / row["median_s"])
+                rows.append(row)
+                ran = True
+                print(progress(row, time.perf_counter() - start), flush=True)
+            if ran:
+                save()
         write_reports(doc, args.out, paper, spy=False)
-    doc["meshes"] = meshes.records
-    doc["complete"] = not skipped
-    doc["elapsed_s"] = time.perf_counter() - start
-    write_json(doc, out)
+    save()
     return doc
 
 
@@ -453,8 +458,16 @@ def tables_md(doc: dict, paper: dict) -> str:
     return "\n".join(lines)
 
 
-def figure3(doc: dict, path: Path, dtype: str) -> bool:
-    """Bars of the time reduction against orig per ordering, size, scheme and test (Figure 3)."""
+def paper_reduction(paper: dict, test: str, cells: int, scheme: str, order: str):
+    """The paper's time reduction (%) of ``order`` against orig, or None."""
+    base = paper_seconds(paper, test, cells, scheme, "none", "float32")
+    p = paper_seconds(paper, test, cells, scheme, order, "float32")
+    return None if p is None or not base else 100 * (1 - p / base)
+
+
+def figure3(doc: dict, paper: dict, path: Path, dtype: str) -> bool:
+    """Bars of the time reduction against orig per ordering, size, scheme and test, with the
+    paper's RCM/GPS reductions as black ticks (float32) - the paper's Figure 3."""
     red = reductions(doc)
     keys = [k for k in red if k[4] == dtype]
     if not keys:
@@ -469,10 +482,10 @@ def figure3(doc: dict, path: Path, dtype: str) -> bool:
     tests = [t for t in TESTS if any(k[0] == t for k in keys)]
     vals = [red[k] for k in keys]
     lo = max(min(min(vals), 0.0), -60.0) - 8
-    hi = max(max(vals), 10.0) + 8
+    hi = max(max(vals), 60.0) + 8
     colours = {"rcm": "tab:blue", "gps": "tab:orange", "random": "tab:grey",
                "hilbert": "tab:green", "morton": "tab:purple"}  # fmt: skip
-    size = (5.2 * len(SCHEMES), 3.9 * len(tests))
+    size = (5.2 * len(SCHEMES), 3.6 * len(tests) + 0.8)
     fig, axes = plt.subplots(len(tests), len(SCHEMES), figsize=size, squeeze=False, sharey=True)
     width = 0.8 / len(orders)
     x = np.arange(len(sizes))
@@ -484,23 +497,32 @@ def figure3(doc: dict, path: Path, dtype: str) -> bool:
                 pos = x - 0.4 + width * (oi + 0.5)
                 ax.bar(pos, np.clip(v, lo, None), width, color=colours[o], label=LABEL[o])
                 for p, val in zip(pos, v, strict=True):
-                    if val < lo:  # clipped bar: print its value at the bottom
+                    if val < lo:  # clipped bar: its value written along it
                         ax.text(p, lo + 1, f"{val:.0f}", rotation=90, ha="center", va="bottom",
                                 fontsize=7, color="white")  # fmt: skip
+                ref = [paper_reduction(paper, test, c, scheme, o) for c in sizes]
+                if dtype == paper["dtype"] and any(r is not None for r in ref):
+                    ref = np.array([np.nan if r is None else r for r in ref])
+                    ax.scatter(pos, ref, marker="_", s=260, linewidths=2.5, color="black",
+                               zorder=3, label="paper (GTX 580)")  # fmt: skip
             ax.axhline(0, color="black", lw=0.8)
             ax.set_ylim(lo, hi)
             ax.set_xticks(x, [size_label(c) for c in sizes])
             ax.grid(axis="y", alpha=0.3)
             ax.set_title(f"{test}, {LABEL[scheme]}", fontsize=11)
             if si == 0:
-                ax.set_ylabel("time reduction vs original (%)")
+                ax.set_ylabel("time reduction vs orig (%)")
             if ti == len(tests) - 1:
                 ax.set_xlabel("cells")
-    axes[0, -1].legend(fontsize=9, loc="upper left", ncol=2)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    fig.legend(unique.values(), unique.keys(), loc="upper center", ncol=len(unique),
+               bbox_to_anchor=(0.5, 0.955), frameon=False, fontsize=10)  # fmt: skip
     m = doc["machine"]
-    fig.suptitle(f"Time saved by reordering, {dtype}, t = {doc['settings']['t_end']} s — "
-                 f"{m['device']} ({m['backend']}); higher is faster", fontsize=12)  # fmt: skip
-    fig.tight_layout()
+    fig.suptitle(f"Time saved by renumbering against the original ordering (higher is faster): "
+                 f"{m['device']}, {m['backend']}, {dtype}, t = {doc['settings']['t_end']} s",
+                 fontsize=12)  # fmt: skip
+    fig.tight_layout(rect=(0, 0, 1, 0.92))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
@@ -509,15 +531,19 @@ def figure3(doc: dict, path: Path, dtype: str) -> bool:
 def write_reports(doc: dict, out: Path, paper: dict, spy: bool = True) -> None:
     """tables.md, figure3*.png and (``spy``) the spy plots of Figure 4, into ``out``."""
     (out / "tables.md").write_text(tables_md(doc, paper))
-    figure3(doc, out / "figure3.png", "float32")
-    figure3(doc, out / "figure3_float64.png", "float64")
+    figure3(doc, paper, out / "figure3.png", "float32")
+    figure3(doc, paper, out / "figure3_float64.png", "float64")
     if spy and doc["results"]:
         from fvswe.mesh.spy import spy_png
 
         sizes = sorted({r["cells"] for r in doc["results"]})
         cells = 16000 if 16000 in sizes else sizes[0]
-        orders = [o for o in ORDERS if any(r["order"] == o for r in doc["results"])]
-        spy_png(family(cells), out / f"figure4_spy_{size_label(cells)}.png", methods=orders)
+        measured = [o for o in ORDERS if any(r["order"] == o for r in doc["results"])]
+        mesh, name = family(cells), f"figure4_spy_{size_label(cells)}"
+        for suffix, group in (("", PAPER_ORDERS), ("_extra", ORDERS[len(PAPER_ORDERS) :])):
+            methods = [o for o in group if o in measured]
+            if methods:
+                spy_png(mesh, out / f"{name}{suffix}.png", methods=methods)
 
 
 # -- command line ---------------------------------------------------------------------------------

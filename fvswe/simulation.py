@@ -18,6 +18,7 @@ from .backends import backend_class
 from .backends.layout import FRICTION_KINDS, Layout
 from .boundary import edge_conditions, level_tables
 from .errors import BlowUpError, ConfigError
+from .mesh.orderings import resolve as resolve_order
 from .model import Model
 
 Field = np.ndarray | float | Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -110,7 +111,9 @@ class Simulation:
     Per-cell arrays in ``initial`` and ``H`` are in the order of ``mesh`` as
     given; functions are evaluated at the cell barycentres. ``order`` renumbers
     the cells internally (``none``, ``rcm``, ``gps``, ``random``, ``hilbert``,
-    ``morton``); :meth:`fields` always reports in the mesh's original order.
+    ``morton``, or ``auto``: the ordering ``benchmarks/reorder_impact.py`` found
+    fastest on the backend, :data:`fvswe.mesh.orderings.AUTO`); :meth:`fields`
+    always reports in the mesh's original order.
 
     ``dt_mode``: ``lagged`` (the paper's: each step uses the Δt from the
     previous step's speeds), ``nonlagged`` (Δt from the current speeds) or
@@ -147,6 +150,8 @@ class Simulation:
         if not 0 < cfl <= 1:
             raise ConfigError(f"cfl: must lie in (0, 1], got {cfl!r}")
         self.model = Model(layers=layers, g=g, r=r, eps_h=eps_h)
+        cls = backend_class(backend)
+        order = resolve_order(order, cls.name)  # "auto": the study's best for this backend
         self.scheme, self.dtype, self.order = scheme, dtype, order
         n = mesh.n_cells
         Hc = _cell_values(H, mesh.centroid, n, "H")
@@ -182,7 +187,6 @@ class Simulation:
             mesh, self.model, W0, Hc, edge_bc, DTYPES[dtype],
             friction=_friction(friction, layers), levels=levels if levels.count else None,
         )  # fmt: skip
-        cls = backend_class(backend)
         extra = {"threads": threads} if cls.name == "cpu" else {}
         self.backend = cls(self.layout, scheme, cfl=cfl, dt_mode=dt_mode, dt_fixed=dt, **extra)
         self.mass_initial = self.mass()

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from ..errors import FvsweError
 
 #: Subcommand modules; each defines ``register(subparsers)`` and sets ``func`` on its parser.
-SUBCOMMANDS = ("mesh", "run")
+SUBCOMMANDS = ("mesh", "run", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:

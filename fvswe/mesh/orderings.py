@@ -109,13 +109,36 @@ ORDERINGS: dict[str, Callable[[Mesh, int], np.ndarray]] = {
 }
 
 
-def ordering(mesh: Mesh, method: str, seed: int = 0) -> np.ndarray:
-    """The permutation ``perm`` of ``method`` for ``mesh`` (new cell n = old cell perm[n])."""
+#: What ``order="auto"`` means on each backend: the ordering that
+#: ``benchmarks/reorder_impact.py`` found fastest there (its ``tables.md`` ends with the
+#: recommendation). Provisional until the GPU study has run: RCM on both, the paper's
+#: winner on its largest meshes; the CPU quick study on 2 cores showed no clear winner.
+AUTO: dict[str, str] = {"gpu": "rcm", "cpu": "rcm"}
+
+
+def resolve(method: str, backend: str = "cpu") -> str:
+    """The concrete ordering of ``method``: ``auto`` becomes ``AUTO[backend]``, others stay."""
+    if method != "auto":
+        return method
     try:
-        fn = ORDERINGS[method]
+        return AUTO[backend]
     except KeyError:
         raise ConfigError(
-            f"ordering: unknown method {method!r} (choose from {', '.join(ORDERINGS)})"
+            f"ordering auto: no recommendation for backend {backend!r} (known: {', '.join(AUTO)})"
+        ) from None
+
+
+def ordering(mesh: Mesh, method: str, seed: int = 0) -> np.ndarray:
+    """The permutation ``perm`` of ``method`` for ``mesh`` (new cell n = old cell perm[n]).
+
+    ``auto`` is the CPU backend's recommendation here (:data:`AUTO`); a Simulation
+    resolves it for its own backend before renumbering.
+    """
+    try:
+        fn = ORDERINGS[resolve(method)]
+    except KeyError:
+        raise ConfigError(
+            f"ordering: unknown method {method!r} (choose from {', '.join(ORDERINGS)}, auto)"
         ) from None
     return fn(mesh, seed)
 
