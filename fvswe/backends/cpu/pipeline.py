@@ -211,12 +211,15 @@ def _friction(W, i, kind, coef, g, dt):
 
 @njit(parallel=True, cache=True)
 def volume_pass(
-    W, acc, area, k, dt, cfl, depth_cols, update, friction, coef, g, chunk_dt, chunk_clipped
+    W, acc, area, k, dt, cfl, depth_cols, update, eps_h, friction, coef, g, chunk_dt, chunk_clipped
 ):
     """``W_i -= dt/|V_i| Σ_slots`` (slots summed in local order) and ``dt_i`` from the speeds.
 
     With ``update`` false only the local time steps are computed. Negative
-    depths are clipped to 0 and counted (SCHEMES.md §8); then, for one layer
+    depths are clipped to 0 and counted (SCHEMES.md §8), and the discharge of a
+    layer thinner than ``eps_h`` is damped to ``h u`` with the desingularised
+    ``u = q inverse_depth(h)`` (0 on a dry layer; a no-op from ``eps_h`` up), so
+    a thinning layer cannot keep a discharge its depth cannot carry; then, for one layer
     with ``friction`` (1 Chézy, 2 Manning, coefficient ``coef``), the momentum
     gets the semi-implicit friction of :func:`_friction`. Per-chunk minima and
     counts come back in ``chunk_dt`` and ``chunk_clipped``.
@@ -246,6 +249,10 @@ def volume_pass(
                     if W[i, v] < 0:
                         W[i, v] = 0
                         clipped += 1
+                    if W[i, v] < eps_h:
+                        damp = W[i, v] * inverse_depth(W[i, v], eps_h)
+                        W[i, v + 1] = W[i, v + 1] * damp
+                        W[i, v + 2] = W[i, v + 2] * damp
                 if friction != 0:
                     _friction(W, i, friction, coef, g, dt)
         chunk_dt[c] = dt_min
@@ -364,7 +371,7 @@ class CpuBackend:
         lay = self.layout
         volume_pass(
             self.W, self.acc, lay.area, lay.k, dt, self.cfl, self._depth_cols, update,
-            lay.friction_kind, lay.friction_coef, self.model.g,
+            self.model.eps_h, lay.friction_kind, lay.friction_coef, self.model.g,
             self._chunk_dt, self._chunk_clipped,
         )  # fmt: skip
         if update:
