@@ -69,6 +69,8 @@ REPEATS = {4000: 5, 16000: 5, 64000: 5, 256000: 3, 1024000: 2, 2080560: 2}
 REPORT_RESERVE_S = 20.0
 #: Seconds a cell costs beyond its runs (layout, backend, first check), for the budget.
 CELL_OVERHEAD_S = 0.05
+#: Sizes studied by default: the whole family on a GPU, what fits in minutes on a CPU.
+DEFAULT_SIZES = {"gpu": ",".join(SIZES), "cpu": "4k,16k,64k"}
 QUICK = {"backend": "cpu", "sizes": "4k,16k", "repeats": 1, "t_end": 0.02}
 
 
@@ -108,6 +110,8 @@ class Meshes:
                 "bandwidth": bandwidth(mesh), "profile": profile(mesh),
                 "mean_neighbour_gap": mean_gap(mesh),
             })  # fmt: skip
+            print(f"mesh {size_label(cells)} {LABEL[order]}: bandwidth "
+                  f"{self.records[-1]['bandwidth']}, {t2 - t0:.1f} s", flush=True)  # fmt: skip
         return self._reordered[key]
 
 
@@ -122,7 +126,7 @@ def time_runs(B, timer, W0: np.ndarray, t_end: float, repeats: int) -> dict:
         steps.append(B.steps - before)
     warmup, times = times[0], times[1:]
     if len(set(steps)) != 1:
-        raise SystemExit(f"runs of the same cell took different step counts: {steps}")
+        raise RuntimeError(f"runs from the same state took different step counts: {steps}")
     med = statistics.median(times)
     return {
         "steps": steps[0], "t": B.t, "repeats": repeats, "times_s": times, "warmup_s": warmup,
@@ -208,6 +212,7 @@ def run_study(args, paper: dict) -> dict:
         },  # fmt: skip
         "results": [],
         "skipped": [],
+        "failed": [],
         "meshes": [],
         "complete": False,
     }
@@ -216,7 +221,7 @@ def run_study(args, paper: dict) -> dict:
 
     def save() -> None:
         doc["meshes"], doc["elapsed_s"] = meshes.records, time.perf_counter() - start
-        doc["complete"] = not doc["skipped"]
+        doc["complete"] = not doc["skipped"] and not doc["failed"]
         write_json(doc, args.out / "results.json")
 
     def repeats_that_fit(run_s: float, want: int) -> int:
@@ -243,12 +248,17 @@ def run_study(args, paper: dict) -> dict:
                     mesh = meshes.get(cells, order)
                     layout = case_layout(case, mesh, np.dtype(dtype))
                     layout_key = (cells, order, test, dtype)
-                B = Backend(layout, scheme, cfl=case.cfl, dt_mode="lagged", **extra)
-                row = {**cell, "size": size_label(cells), "variant": getattr(B, "variant", None),
-                       "block": getattr(B, "block", None),
-                       "threads": getattr(B, "threads", None)}  # fmt: skip
-                row.update(time_runs(B, timer, layout.W0, args.t_end, reps))
-                del B
+                row = {**cell, "size": size_label(cells)}
+                try:
+                    B = Backend(layout, scheme, cfl=case.cfl, dt_mode="lagged", **extra)
+                    row.update({k: getattr(B, k, None) for k in ("variant", "block", "threads")})
+                    row.update(time_runs(B, timer, layout.W0, args.t_end, reps))
+                except Exception as exc:  # one broken cell must not end a one-shot study
+                    doc["failed"].append({**cell, "error": f"{type(exc).__name__}: {exc}"})
+                    print(f"FAILED {cell}: {doc['failed'][-1]['error']}", flush=True)
+                    continue
+                finally:
+                    B = None  # frees the device memory before the next backend
                 row["cell_steps_per_s"] = cells * row["steps"] / row["median_s"]
                 p = paper_seconds(paper, test, cells, scheme, order, dtype)
                 if p is not None and args.t_end == paper["t_end"]:
@@ -338,6 +348,11 @@ def _seconds(x: float) -> str:
     return f"{x:.3g}" if x >= 0.01 else f"{x:.2e}"
 
 
+def _spread(r: dict) -> str:
+    """`` ±x%`` (half the max-min spread over the median) when there were several repeats."""
+    return f" ±{50 * r['spread']:.0f}%" if r["repeats"] > 1 else ""
+
+
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + [
         "| " + " | ".join(r) + " |" for r in rows
@@ -370,6 +385,8 @@ def tables_md(doc: dict, paper: dict) -> str:
     if not same_t:
         lines += [f"**t_end = {st['t_end']} s differs from the paper's {paper['t_end']} s: "
                   "no speed ratios.**", ""]  # fmt: skip
+    if doc.get("failed"):
+        lines += [f"**{len(doc['failed'])} cells failed** (errors in results.json).", ""]
     if doc["skipped"]:
         lines += [f"**{len(doc['skipped'])} cells skipped for the time budget** (listed in "
                   "results.json); their table entries read —.", ""]  # fmt: skip
@@ -413,11 +430,7 @@ def tables_md(doc: dict, paper: dict) -> str:
                     row = [str(cells), LABEL[s]]
                     for o, r in zip(ORDERS, cols, strict=True):
                         v = red.get((test, s, cells, o, dtype))
-                        txt = (
-                            "—"
-                            if r is None
-                            else f"{_seconds(r['median_s'])} ±{50 * r['spread']:.0f}%"
-                        )
+                        txt = "—" if r is None else _seconds(r["median_s"]) + _spread(r)
                         row.append(txt + (f" ({-v:+.0f}%)" if v is not None else ""))
                     done = [(r["median_s"], o) for o, r in zip(ORDERS, cols, strict=True) if r]
                     row.append(LABEL[min(done)[1]])
@@ -564,10 +577,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         epilog=__doc__.split("\n\n", 2)[2],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("--backend", choices=("cpu", "gpu"), default="gpu")
+    ap.add_argument("--backend", choices=("gpu", "cpu", "auto"), default="auto",
+                    help="auto: the GPU when CuPy sees one, else the CPU")  # fmt: skip
     ap.add_argument("--tests", default=",".join(TESTS))
     ap.add_argument("--schemes", default=",".join(SCHEMES))
-    ap.add_argument("--sizes", default=",".join(SIZES), help=f"of {', '.join(SIZES)}")
+    ap.add_argument("--sizes", default=None,
+                    help=f"of {', '.join(SIZES)} (default: " + "; ".join(
+                        f"{b}: {v}" for b, v in DEFAULT_SIZES.items()) + ")")  # fmt: skip
     ap.add_argument("--orders", default=",".join(ORDERS))
     ap.add_argument("--dtypes", default=",".join(DTYPES))
     by_size = ", ".join(f"{size_label(c)}: {n}" for c, n in REPEATS.items())
@@ -585,6 +601,13 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="no measuring: the reports of an earlier results.json")  # fmt: skip
     ap.add_argument("--out", type=Path, default=None, help="output folder")
     args = ap.parse_args(argv)
+    if args.backend != "cpu" and not args.quick and not args.from_json:
+        from fvswe.backends import gpu
+
+        ok, reason = gpu.available()
+        if args.backend == "gpu" and not ok:
+            ap.error(f"--backend gpu: {reason}")
+        args.backend = "gpu" if ok else "cpu"
     if args.quick:
         args.backend, args.sizes = QUICK["backend"], QUICK["sizes"]
         args.repeats = args.repeats or QUICK["repeats"]
@@ -593,7 +616,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.schemes = _names(ap, args.schemes, SCHEMES, "schemes")
     args.orders = _names(ap, args.orders, ORDERS, "orders")
     args.dtypes = _names(ap, args.dtypes, DTYPES, "dtypes")
-    args.sizes = [SIZES[s] for s in _names(ap, args.sizes.lower(), SIZES, "sizes")]
+    sizes = args.sizes or DEFAULT_SIZES.get(args.backend, "")
+    args.sizes = [SIZES[s] for s in _names(ap, sizes.lower(), SIZES, "sizes")]
     if args.out is None:
         args.out = args.from_json.parent if args.from_json else Path("out") / "reorder_impact"
     return args
