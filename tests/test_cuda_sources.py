@@ -276,12 +276,45 @@ def emulated_run(tmp_path, layout, scheme, variant, dt_mode, t_end, max_steps, d
         assert res.returncode == 0, res.stderr[-4000:]
     fixed = dt_mode == "fixed"
     e = layout.cell_edges.ravel()
+    lv, m = layout.levels, gpu.level_edges(layout)
+    if lv is None:
+        table, offsets, times, values = np.zeros(0, np.int32), np.zeros(1, np.int64), [], []
+    else:
+        table, offsets, times, values = lv.edge_level[m], lv.offsets, lv.times, lv.values
+    friction = (layout.friction_kind, layout.friction_coef)
     blobs = [
-        np.array([layout.n_cells, layout.n_edges, max_steps, 4], dtype=np.int32),
-        np.array([t_end, dt_fixed if fixed else np.nan, fixed, 0.9, model.g, model.r, model.eps_h]),
+        np.array(
+            [
+                layout.n_cells,
+                layout.n_edges,
+                max_steps,
+                4,
+                friction[0],
+                m.size,
+                len(offsets) - 1,
+                len(times),
+            ],
+            dtype=np.int32,
+        ),
+        np.array(
+            [
+                t_end,
+                dt_fixed if fixed else np.nan,
+                fixed,
+                0.9,
+                model.g,
+                model.r,
+                model.eps_h,
+                friction[1],
+            ]
+        ),
         plan_rows(gpu.initial_dt_plan(variant) if dt_mode == "lagged" else []),
         plan_rows(gpu.step_plan(variant, dt_mode, 0)),
         plan_rows(gpu.step_plan(variant, dt_mode, 1)),
+        np.asarray(table, dtype=np.int32),
+        np.asarray(offsets, dtype=np.int64),
+        np.asarray(times, dtype=np.float64),
+        np.asarray(values, dtype=np.float64),
         gpu.pack_state(layout.W0, layout.H, layout.area, model.layers),
         layout.area,
         gpu.edge_arrays(layout),
@@ -374,3 +407,54 @@ def test_batch_sizes_leave_few_idle_steps():
     ctrl["steps"], ctrl["t"], ctrl["dt"] = 0, 0.9, 0.03
     assert gpu.batch_size(ctrl, 1.0, 64) == 8  # ceil(0.1 / 0.03) + 1 = 5 steps estimated
     assert gpu.batch_size(ctrl, np.inf, 64) == 64
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize("friction", [("chezy", 30.0), ("manning", 0.03)])
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+def test_step_kernels_on_host_tide_with_level_and_friction(tmp_path, variant, friction):
+    """A tide over a sloping beach (hll-wd, wetting and drying) driven by an imposed level
+    on one side, with bottom friction: the state and the level inflow match the CPU."""
+    from fvswe.boundary import Level
+    from fvswe.mesh.generate import strip
+
+    mesh = strip(60, 2, x0=0.0, x1=300.0)
+
+    def H(x, y):
+        return 2.0 - x / 100.0  # dry beyond x = 200 m
+
+    def eta(t):
+        return 0.5 * np.sin(2 * np.pi * np.asarray(t) / 60.0)
+
+    sim = Simulation(mesh, layers=1, scheme="hll-wd", H=H, friction=friction,
+                     initial={"h": lambda x, y: np.maximum(H(x, y), 0.0)},
+                     boundary={"west": Level(eta, every=1.0, until=100.0), "east": "wall",
+                               "wall": "wall"})  # fmt: skip
+    sim.backend.advance(20.0, 10**6)
+    ref, counters = sim.backend.get_state(), sim.backend.counters()
+    W, ctrl = emulated_run(tmp_path, sim.layout, "hll-wd", variant, "lagged", 20.0, 10**6)
+    assert (ctrl["t"], ctrl["steps"]) == (sim.t, sim.steps)
+    assert np.abs(W - ref).max() <= 1e-12 * np.abs(ref).max()
+    assert counters["level_inflow"] != 0
+    assert ctrl["level_inflow"] == pytest.approx(counters["level_inflow"], rel=1e-12)
+    assert (ref[:, 0] == 0).any() and (ref[:, 0] > 0).any()  # wet and dry cells
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_control_block_layout_matches_ctrl_dtype(tmp_path):
+    """struct Ctrl (pipeline.cuh) and gpu.CTRL_DTYPE: same fields at the same offsets."""
+    names = gpu.CTRL_DTYPE.names
+    src = tmp_path / "layout.cpp"
+    lines = [f'    printf("{n} %zu\\n", offsetof(Ctrl, {n}));' for n in names]
+    head = '#include "shim.h"\n#include <cstddef>\n#include <cstdio>\n#include "pipeline.cuh"\n'
+    body = ['    printf("size %zu\\n", sizeof(Ctrl));', *lines]
+    src.write_text(head + "int main()\n{\n" + "\n".join(body) + "\n}\n")
+    exe = tmp_path / "layout"
+    flags = ["-std=c++20", "-Wno-psabi", f"-I{gpu.CUDA_DIR}", f"-I{EMU}"]
+    res = subprocess.run([CXX, *flags, str(src), "-o", str(exe)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-4000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True, check=True)
+    out = dict(line.split() for line in run.stdout.splitlines())
+    assert int(out["size"]) == gpu.CTRL_DTYPE.itemsize
+    for n in names:
+        assert int(out[n]) == gpu.CTRL_DTYPE.fields[n][1], n

@@ -233,3 +233,49 @@ def test_first_invalid_finds_nan_and_negative_depth(sym_mesh):
     W[40, 4] = 0.0
     B.set_state(W)
     assert B.first_invalid() == (70, 3)
+
+
+@pytest.mark.parametrize("friction", [("chezy", 30.0), ("manning", 0.03)])
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+def test_tide_with_level_and_friction_matches_cpu_backend(variant, friction, monkeypatch):
+    """hll-wd over a beach that dries, an imposed level on one side, bottom friction."""
+    from fvswe.boundary import Level
+    from fvswe.mesh.generate import strip
+
+    monkeypatch.setenv("FVSWE_GPU_VARIANT", variant)
+    mesh = strip(60, 2, x0=0.0, x1=300.0)
+
+    def H(x, y):
+        return 2.0 - x / 100.0
+
+    def eta(t):
+        return 0.5 * np.sin(2 * np.pi * np.asarray(t) / 60.0)
+
+    kw = dict(layers=1, scheme="hll-wd", H=H, friction=friction,
+              initial={"h": lambda x, y: np.maximum(H(x, y), 0.0)},
+              boundary={"west": Level(eta, every=1.0, until=200.0), "east": "wall",
+                        "wall": "wall"})  # fmt: skip
+    cpu, dev = Simulation(mesh, **kw), Simulation(mesh, backend="gpu", **kw)
+    cpu.run(120.0)
+    dev.run(120.0)
+    assert (dev.t, dev.steps) == (cpu.t, cpu.steps)
+    W, ref = dev.state(), cpu.state()
+    assert np.abs(W - ref).max() <= 1e-10 * np.abs(ref).max()
+    inflow = dev.backend.counters()["level_inflow"]
+    assert inflow == pytest.approx(cpu.backend.counters()["level_inflow"], rel=1e-10)
+
+
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+def test_snapshot_and_restore_continue_bitwise(variant, sym_mesh):
+    _, whole = cpu_and_gpu("test1", sym_mesh, "ir-roe", variant=variant)
+    whole.advance(0.1, 10**6)
+    _, first = cpu_and_gpu("test1", sym_mesh, "ir-roe", variant=variant)
+    first.advance(0.05, 10**6)
+    snap = first.snapshot()
+    _, second = cpu_and_gpu("test1", sym_mesh, "ir-roe", variant=variant)
+    second.restore(snap)
+    assert (second.t, second.steps) == (snap["t"], snap["steps"])
+    second.advance(0.1, 10**6)
+    assert (second.t, second.steps) == (whole.t, whole.steps)
+    assert np.array_equal(second.get_state(), whole.get_state())
+    assert second.counters() == whole.counters()

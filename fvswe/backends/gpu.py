@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..boundary import OPEN, WALL
+from ..boundary import LEVEL, OPEN, WALL
 from ..errors import BackendUnavailable, ConfigError
 from .layout import Layout
 
@@ -82,10 +82,27 @@ CTRL_DTYPE = np.dtype(
         ("blocks_done", "u4"),
         ("fixed", "i4"),
         ("stalled", "i4"),
+        ("friction", "i4"),
+        ("friction_coef", "f8"),
+        ("g", "f8"),
+        ("level_inflow", "f8"),
+        ("level_table", "u8"),  # device pointers
+        ("level_offsets", "u8"),
+        ("level_times", "u8"),
+        ("level_values", "u8"),
+        ("level_flux", "u8"),
+        ("n_level", "i4"),
         ("pad", "i4"),
     ]
 )
 INT32_MAX = 2**31 - 1
+#: counters() keys -> control block fields.
+COUNTERS = {
+    "clipped_cells": "clipped",
+    "nonhyperbolic_edges": "nonhyp",
+    "degenerate_edges": "degenerate",
+    "thin_layer_edges": "thin",
+}
 
 
 def available() -> tuple[bool, str]:
@@ -193,18 +210,30 @@ def unpack_state(P: np.ndarray, layers: int) -> np.ndarray:
     return P[:, 0, :3].copy()
 
 
+def level_edges(lay: Layout) -> np.ndarray:
+    """The imposed-level edges, in edge order (their index m among them is their slot in
+    the device's per-step level fluxes)."""
+    levels = getattr(lay, "levels", None)
+    if levels is None:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(levels.edge_level >= 0)
+
+
 def _boundary_codes(lay: Layout) -> np.ndarray:
-    """-bc for each boundary edge (wall -1, open -2), checked."""
+    """Per edge, minus the boundary code ``bc | 4 m`` (bc: wall 1, open 2, level 3; m: the
+    edge's index among the level edges), checked; 0 on interior edges."""
     boundary = lay.edge_cells[:, 1] < 0
-    bc = lay.edge_bc.astype(np.int32)
-    bad = np.flatnonzero(boundary & ~np.isin(bc, (WALL, OPEN)))
+    code = lay.edge_bc.astype(np.int32)
+    bad = np.flatnonzero(boundary & ~np.isin(code, (WALL, OPEN, LEVEL)))
     if bad.size:
-        raise ConfigError(f"layout: boundary edge {bad[0]} has no wall/open condition")
-    return -bc
+        raise ConfigError(f"layout: boundary edge {bad[0]} has no wall/open/level condition")
+    lv = level_edges(lay)
+    code[lv] = LEVEL + 4 * np.arange(lv.size, dtype=np.int32)
+    return np.where(boundary, -code, 0)
 
 
 def edge_arrays(lay: Layout) -> np.ndarray:
-    """(E, 4) int32 ``(i, j, slot_i, slot_j)`` with ``j = -bc`` on boundary edges."""
+    """(E, 4) int32 ``(i, j, slot_i, slot_j)``, ``j`` minus the boundary code on the boundary."""
     idx = np.empty((lay.n_edges, 4), dtype=np.int32)
     idx[:, 0] = lay.edge_cells[:, 0]
     boundary = lay.edge_cells[:, 1] < 0
@@ -214,7 +243,7 @@ def edge_arrays(lay: Layout) -> np.ndarray:
 
 
 def slot_codes(lay: Layout) -> np.ndarray:
-    """(L*k,) int32 per slot: ``2 * neighbour + side`` (interior) or ``-bc`` (boundary)."""
+    """(L*k,) int32 per slot: ``2 * neighbour + side`` (interior) or minus the boundary code."""
     e = lay.cell_edges.ravel()
     side = lay.cell_side.ravel().astype(np.int32)
     ij = lay.edge_cells[e]
@@ -350,6 +379,23 @@ class GpuBackend:
         ctrl["dt_fixed"] = dt_fixed or 0.0
         ctrl["cfl"] = self.cfl
         ctrl["fixed"] = dt_mode == "fixed"
+        ctrl["friction"] = getattr(lay, "friction_kind", 0)
+        ctrl["friction_coef"] = getattr(lay, "friction_coef", 0.0)
+        ctrl["g"] = self.model.g
+        self._has_levels = level_edges(lay).size > 0
+        if self._has_levels:  # the tables on the device, reached through the control block
+            lv = lay.levels
+            with self.stream:
+                self._level_arrays = {
+                    "level_table": cupy.asarray(lv.edge_level[level_edges(lay)].astype(np.int32)),
+                    "level_offsets": cupy.asarray(lv.offsets.astype(np.int64)),
+                    "level_times": cupy.asarray(lv.times.astype(np.float64)),
+                    "level_values": cupy.asarray(lv.values.astype(np.float64)),
+                    "level_flux": cupy.zeros(level_edges(lay).size, dtype=np.float64),
+                }
+            for name, arr in self._level_arrays.items():
+                ctrl[name] = arr.data.ptr
+            ctrl["n_level"] = level_edges(lay).size
         self._write_ctrl(ctrl)
         self._host = ctrl[0]
         self._graphs: dict[int, object] = {}
@@ -404,14 +450,37 @@ class GpuBackend:
         """A host copy ``(L, nvar)`` of the current state, current cell order."""
         return unpack_state(self._W.get(stream=self.stream), self.model.layers)
 
-    def counters(self) -> dict[str, int]:
+    def counters(self) -> dict[str, int | float]:
+        """Event counts; with level boundaries also ``level_inflow`` (m^3 in through them)."""
         c = self._read_ctrl()
-        return {
-            "clipped_cells": int(c["clipped"]),
-            "nonhyperbolic_edges": int(c["nonhyp"]),
-            "degenerate_edges": int(c["degenerate"]),
-            "thin_layer_edges": int(c["thin"]),
-        }
+        out = {key: int(c[field]) for key, field in COUNTERS.items()}
+        if self._has_levels:
+            out["level_inflow"] = float(c["level_inflow"])
+        return out
+
+    def snapshot(self) -> dict:
+        """Everything a bit-for-bit restart needs: state, time, steps, pending dt, counters."""
+        c = self._read_ctrl()
+        dt = math.nan if self._need_dt else float(c["dt"])
+        return {"W": self.get_state(), "t": float(c["t"]), "steps": int(c["steps"]), "dt": dt,
+                "counters": self.counters()}  # fmt: skip
+
+    def restore(self, snap: dict) -> None:
+        """The inverse of :meth:`snapshot`."""
+        self.set_state(snap["W"])
+        ctrl = np.zeros(1, dtype=CTRL_DTYPE)
+        ctrl["t"], ctrl["steps"] = snap["t"], snap["steps"]
+        fields = ["t", "steps"]
+        if self.dt_mode == "lagged" and math.isfinite(snap["dt"]):
+            ctrl["dt"] = snap["dt"]
+            fields.append("dt")
+            self._need_dt = False
+        counts = snap["counters"]
+        for key, field in COUNTERS.items():
+            ctrl[field] = counts.get(key, 0)
+        ctrl["level_inflow"] = counts.get("level_inflow", 0.0)
+        self._write_ctrl(ctrl, (*fields, *COUNTERS.values(), "level_inflow"))
+        self._read_ctrl()
 
     def first_invalid(self) -> tuple[int, int] | None:
         """The first cell (and component) holding NaN/inf or a negative depth, else None."""

@@ -2,11 +2,13 @@
 // fvswe/backends/gpu.py (step_plan, initial_dt_plan) in batches of idle-safe steps.
 // Build: g++ -std=c++20 -O1 -ffp-contract=off -pthread -DFVSWE_* -DFVSWE_BLOCK=32
 //        -I<cuda dir> driver.cpp
-// stdin: int32 L, E, max_steps, batch; float64 t_end, dt (NaN unless fixed), fixed (0/1),
-//        cfl, g, r, eps_h; three plans (initial dt, even step, odd step), each an int32
-//        count and (kernel, op, src, dst) int32 rows with kernel 0 edge_pass,
-//        1 volume_pass, 2 gather_step, 3 slot_step; then the device arrays in the order read below.
-// stdout: the packed state (buffer 0), then the control block.
+// stdin: int32 L, E, max_steps, batch, friction kind, n_level, n_tables, n_samples;
+//        float64 t_end, dt (NaN unless fixed), fixed (0/1), cfl, g, r, eps_h, friction coef;
+//        three plans (initial dt, even step, odd step), each an int32 count and
+//        (kernel, op, src, dst) int32 rows with kernel 0 edge_pass, 1 volume_pass,
+//        2 gather_step, 3 slot_step; the level tables (int32 table per level edge, int64
+//        offsets, float64 times, float64 values); then the device arrays in the order read
+//        below. stdout: the packed state (buffer 0), then the control block.
 #include "shim.h"
 #include "edge.cu"
 #include "gather.cu"
@@ -34,13 +36,18 @@ static Plan input_plan()
 
 int main()
 {
-    const auto hdr = input<int>(4);
-    const auto prm = input<double>(7);
+    const auto hdr = input<int>(8);
+    const auto prm = input<double>(8);
     const int L = hdr[0], E = hdr[1], batch = hdr[3];
     const unsigned B = FVSWE_BLOCK, cgrid = (L + B - 1) / B, egrid = (E + B - 1) / B;
     const unsigned sgrid = (L + CELLS_PER_BLOCK - 1) / CELLS_PER_BLOCK;
     const real g = real(prm[4]), r = real(prm[5]), eps_h = real(prm[6]);
     const Plan init = input_plan(), even = input_plan(), odd = input_plan();
+    const auto level_table = input<int>(hdr[5]);
+    const auto level_offsets = input<long long>(hdr[6] + 1);
+    const auto level_times = input<double>(hdr[7]);
+    const auto level_values = input<double>(hdr[7]);
+    std::vector<double> level_flux(hdr[5]);
     auto W = input<real4>(size_t(L) * NVEC);
     const auto area = input<real>(L);
     const auto idx = input<int4>(E);
@@ -59,6 +66,15 @@ int main()
     c.dt_fixed = prm[1];
     c.fixed = int(prm[2]);
     c.cfl = prm[3];
+    c.g = prm[4];
+    c.friction = hdr[4];
+    c.friction_coef = prm[7];
+    c.level_table = level_table.data();
+    c.level_offsets = level_offsets.data();
+    c.level_times = level_times.data();
+    c.level_values = level_values.data();
+    c.level_flux = level_flux.data();
+    c.n_level = hdr[5];
 
     auto run = [&](const Plan& plan) {
         for (const auto& [kernel, op, src, dst] : plan) {

@@ -4,7 +4,7 @@
 // cell and reduces dt. Two or three launches per step; CUDA graphs hide them.
 #include "pipeline.cuh"
 
-// Edge e: idx = (i, j, slot_i, slot_j) with j = -bc (wall -1, open -2) on the boundary.
+// Edge e: idx = (i, j, slot_i, slot_j) with j = -(boundary code) on the boundary.
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
 edge_pass(const int n_edges, const real4* __restrict__ W, const int4* __restrict__ idx,
           const real2* __restrict__ normal, const real* __restrict__ length, real4* __restrict__ S,
@@ -21,11 +21,12 @@ edge_pass(const int n_edges, const real4* __restrict__ W, const int4* __restrict
     if (id.y >= 0) {
         load_cell(W, id.y, Wj, Hj);
     } else {
-        ghost_state(Wi, -id.y, n.x, n.y, Wj);
+        ghost_state(Wi, Hi, -id.y, n.x, n.y, ctrl, eps_h, Wj);
         Hj = Hi;
     }
     real Fm[NVAR], Fp[NVAR], dmax;
     const int flags = scheme_flux(Wi, Wj, Hi, Hj, n.x, n.y, Params{g, r, eps_h}, Fm, Fp, dmax);
+    if (id.y < 0) record_level_flux(ctrl, -id.y, Wi, n.x, n.y, len, Fm);
     store_slot(S, id.z, len, Fm, dmax);
     if (id.y >= 0) store_slot(S, id.w, len, Fp, dmax);
     if ((op & OP_COUNT) && flags) count_flags(ctrl, flags);

@@ -113,6 +113,20 @@ struct Ctrl {
     unsigned int blocks_done;        // ticket of the last-block reduction (reset by it)
     int fixed;         // 1: dt_mode "fixed" (the reduction leaves dt alone)
     int stalled;       // 1: the reduction gave no positive dt (NaN or 0): stop stepping
+    int friction;      // one layer: 0 none, 1 Chezy, 2 Manning (fvswe.backends.layout)
+    double friction_coef;  // Chezy C or Manning n
+    double g;              // gravity, for the friction
+    double level_inflow;   // m^3 that entered through the imposed-level edges
+    // Imposed-level boundaries (fvswe.boundary.LevelTables), on the device: level edge m
+    // (in edge order) uses table level_table[m], whose samples are
+    // level_times/values[level_offsets[k] .. level_offsets[k+1]); each step writes its
+    // outward mass flux |Gamma| (F-_h + q_i.eta) into level_flux[m].
+    const int* level_table;
+    const long long* level_offsets;
+    const double* level_times;
+    const double* level_values;
+    double* level_flux;
+    int n_level;
     int pad;
 };
 
@@ -179,10 +193,22 @@ __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
     for (int o = 16; o > 0; o >>= 1) m = min_dt(m, __shfl_xor_sync(0xffffffffu, m, o));
     if (lane == 0) warp_min[warp] = m;
     __syncthreads();
+    double inflow = 0.0;  // this step's volume in through the level edges (fixed order)
+    if ((op & OP_UPDATE) && ctrl->n_level > 0) {
+        __shared__ double warp_sum[FVSWE_BLOCK / 32];
+        double s = 0.0;
+        const volatile double* lf = ctrl->level_flux;
+        for (int i = threadIdx.x; i < ctrl->n_level; i += FVSWE_BLOCK) s += lf[i];
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (lane == 0) warp_sum[warp] = s;
+        __syncthreads();
+        for (int w = 0; w < FVSWE_BLOCK / 32; ++w) inflow -= warp_sum[w];
+    }
     if (threadIdx.x == 0) {
         for (int w = 1; w < FVSWE_BLOCK / 32; ++w) m = min_dt(m, warp_min[w]);
         m = min_dt(warp_min[0], m);
         if (op & OP_UPDATE) {
+            ctrl->level_inflow += step_dt(ctrl) * inflow;
             const bool clip = last_step(ctrl);
             ctrl->dt_used = step_dt(ctrl);
             ctrl->t = clip ? ctrl->t_end : ctrl->t + ctrl->dt;
@@ -255,14 +281,48 @@ __device__ __forceinline__ void add_slot(const real4* __restrict__ S, int s, rea
 }
 
 // ---------------------------------------------------------------- boundary ghost (SCHEMES.md §7)
+// Boundary codes (edge j / slot code, negated): bc | 4 m with bc 1 wall, 2 open, 3 imposed
+// level (fvswe.boundary) and m the edge's index among the level edges.
 #define BC_WALL 1
 #define BC_OPEN 2
+#define BC_LEVEL 3
 
-// Wall: qn -> -qn (q - 2 (q.eta) eta), h and H unchanged; open: a copy of the cell.
-__device__ __forceinline__ void ghost_state(const real* w, int bc, real ex, real ey, real* g)
+// eta(t) of level table k: linear between samples, end values held outside (mirrors
+// fvswe.backends.cpu.pipeline.level_values).
+__device__ __forceinline__ double level_value(const Ctrl* c, int k, double t)
 {
+    int lo = (int)c->level_offsets[k], hi = (int)c->level_offsets[k + 1] - 1;
+    const double* times = c->level_times;
+    const double* values = c->level_values;
+    if (t <= times[lo]) return values[lo];
+    if (t >= times[hi]) return values[hi];
+    while (hi - lo > 1) {  // invariant: times[lo] <= t < times[hi]
+        const int mid = (lo + hi) / 2;
+        if (times[mid] <= t) lo = mid;
+        else hi = mid;
+    }
+    const double slope = (values[hi] - values[lo]) / (times[hi] - times[lo]);
+    return values[lo] + slope * (t - times[lo]);
+}
+
+// Ghost state of a boundary edge of cell state w (depth H) for boundary code `code`:
+// wall: qn -> -qn (q - 2 (q.eta) eta), h and H unchanged; open: a copy of the cell;
+// level (one layer): h_g = max(eta(t) + H, 0) moving with the cell's desingularised
+// velocity. H_g = H in every case.
+__device__ __forceinline__ void ghost_state(const real* w, real H, int code, real ex, real ey,
+                                            const Ctrl* ctrl, real eps_h, real* g)
+{
+    const int bc = code & 3;
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) g[m] = w[m];
+    if (bc == BC_LEVEL) {
+        const real hg = real(fmax(level_value(ctrl, ctrl->level_table[code >> 2], ctrl->t) + H, 0.0));
+        const real k = inverse_depth(w[0], eps_h);
+        g[0] = hg;
+        g[1] = hg * (w[1] * k);
+        g[2] = hg * (w[2] * k);
+        return;
+    }
     if (bc != BC_WALL) return;
 #pragma unroll
     for (int l = 0; l < FVSWE_LAYERS; ++l) {
@@ -270,6 +330,14 @@ __device__ __forceinline__ void ghost_state(const real* w, int bc, real ex, real
         g[3 * l + 1] = w[3 * l + 1] - real(2) * p * ex;
         g[3 * l + 2] = w[3 * l + 2] - real(2) * p * ey;
     }
+}
+
+// After a boundary edge's flux: a level edge records its outward mass flux
+// |Gamma| (F-_h + q_i.eta) for the inflow counter.
+__device__ __forceinline__ void record_level_flux(Ctrl* ctrl, int code, const real* w, real ex, real ey,
+                                                  real len, const real* Fm)
+{
+    if ((code & 3) == BC_LEVEL) ctrl->level_flux[code >> 2] = len * (Fm[0] + (w[1] * ex + w[2] * ey));
 }
 
 // ---------------------------------------------------------------- scheme dispatch
@@ -324,7 +392,7 @@ __device__ __forceinline__ void slot_contribution(const real4* __restrict__ Win,
     if (cd >= 0) {
         load_cell(Win, cd >> 1, wn, Hn);
     } else {
-        ghost_state(w, -cd, n.x, n.y, wn);
+        ghost_state(w, H, -cd, n.x, n.y, ctrl, prm.eps_h, wn);
         Hn = H;
     }
     real Wi[NVAR], Wj[NVAR], Fm[NVAR], Fp[NVAR], dmax;
@@ -335,9 +403,38 @@ __device__ __forceinline__ void slot_contribution(const real4* __restrict__ Win,
     }
     const int flags = scheme_flux(Wi, Wj, side_j ? Hn : H, side_j ? H : Hn, n.x, n.y, prm, Fm, Fp, dmax);
     if (!side_j && flags && (op & OP_COUNT)) count_flags(ctrl, flags);  // each edge once
+    if (cd < 0) record_level_flux(ctrl, -cd, w, n.x, n.y, len, Fm);
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) out[m] = mul_rn(len, side_j ? Fp[m] : Fm[m]);
     out[NVAR] = mul_rn(len, dmax);
+}
+
+// Semi-implicit bottom friction on an updated one-layer cell (mirrors the CPU backend's
+// _friction): q <- q / (1 + dt g |u| / (C^2 h)) (Chezy) or q / (1 + dt g n^2 |u| / h^(4/3))
+// (Manning), |u| = |q| / h; a dry cell (h == 0) gets q = 0. In float64.
+__device__ __forceinline__ void apply_friction(real* w, const Ctrl* ctrl, double dt)
+{
+    const double h = w[0];
+    if (!(h > 0)) {
+        w[1] = real(0);
+        w[2] = real(0);
+        return;
+    }
+    const double qx = w[1], qy = w[2];
+    const double speed = sqrt(qx * qx + qy * qy);
+    if (speed == 0) return;
+    const double coef = ctrl->friction_coef;
+    double num, den;
+    if (ctrl->friction == 1) {
+        num = dt * ctrl->g * (speed / h);
+        den = coef * coef * h;
+    } else {
+        num = dt * ctrl->g * coef * coef * (speed / h);
+        den = pow(h, 4.0 / 3.0);
+    }
+    const double factor = den > 0 ? 1.0 + num / den : __longlong_as_double(0x7ff0000000000000LL);
+    w[1] = real(qx / factor);
+    w[2] = real(qy / factor);
 }
 
 // Close cell c given the sum of its slots: dt_c = 2 cfl |V_c| / sum(|Gamma| ||D||) (returned
@@ -359,6 +456,9 @@ __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, 
                 w[3 * l] = real(0);
                 ++clipped;
             }
+#if FVSWE_LAYERS == 1
+        if (ctrl->friction) apply_friction(w, ctrl, step_dt(ctrl));
+#endif
         store_cell(Wout, c, w, H, A);
         if (clipped) atomicAdd(&ctrl->clipped, (unsigned long long)clipped);
     }
