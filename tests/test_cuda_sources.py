@@ -458,3 +458,21 @@ def test_control_block_layout_matches_ctrl_dtype(tmp_path):
     assert int(out["size"]) == gpu.CTRL_DTYPE.itemsize
     for n in names:
         assert int(out[n]) == gpu.CTRL_DTYPE.fields[n][1], n
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize("case_name", ["cgrid-island", "cgrid-tide"])
+def test_step_kernels_on_host_quads(tmp_path, case_name):
+    """The grid cases on quads (k = 4): wetting and drying, levels and friction."""
+    from fvswe.cases import get_case
+
+    case = get_case(case_name).with_grid(16, 16)
+    sim = case.simulation()
+    t_end = 20 * (sim.backend.dt_fixed or 1.0)
+    sim.backend.advance(t_end, 20)
+    ref = sim.backend.get_state()
+    for variant in gpu.VARIANTS:
+        W, ctrl = emulated_run(tmp_path, sim.layout, case.scheme, variant, sim.backend.dt_mode,
+                               t_end, 20, sim.backend.dt_fixed)  # fmt: skip
+        assert (ctrl["t"], ctrl["steps"]) == (sim.t, sim.steps)
+        assert np.abs(W - ref).max() <= 1e-12 * np.abs(ref).max()
