@@ -315,6 +315,7 @@ __device__ __forceinline__ void ghost_state(const real* w, real H, int code, rea
     const int bc = code & 3;
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) g[m] = w[m];
+#if FVSWE_LAYERS == 1  // imposed levels need a one-layer model (fvswe.simulation)
     if (bc == BC_LEVEL) {
         const real hg = real(fmax(level_value(ctrl, ctrl->level_table[code >> 2], ctrl->t) + H, 0.0));
         const real k = inverse_depth(w[0], eps_h);
@@ -323,6 +324,7 @@ __device__ __forceinline__ void ghost_state(const real* w, real H, int code, rea
         g[2] = hg * (w[2] * k);
         return;
     }
+#endif
     if (bc != BC_WALL) return;
 #pragma unroll
     for (int l = 0; l < FVSWE_LAYERS; ++l) {
@@ -337,7 +339,9 @@ __device__ __forceinline__ void ghost_state(const real* w, real H, int code, rea
 __device__ __forceinline__ void record_level_flux(Ctrl* ctrl, int code, const real* w, real ex, real ey,
                                                   real len, const real* Fm)
 {
+#if FVSWE_LAYERS == 1
     if ((code & 3) == BC_LEVEL) ctrl->level_flux[code >> 2] = len * (Fm[0] + (w[1] * ex + w[2] * ey));
+#endif
 }
 
 // ---------------------------------------------------------------- scheme dispatch
