@@ -407,6 +407,11 @@ def test_batch_sizes_leave_few_idle_steps():
     ctrl["steps"], ctrl["t"], ctrl["dt"] = 0, 0.9, 0.03
     assert gpu.batch_size(ctrl, 1.0, 64) == 8  # ceil(0.1 / 0.03) + 1 = 5 steps estimated
     assert gpu.batch_size(ctrl, np.inf, 64) == 64
+    # graphs launched but not yet seen in the control block count as taken
+    assert gpu.steps_left(ctrl, 1.0, launched=4) == (1, False)
+    ctrl["dt"] = np.nan
+    assert gpu.steps_left(ctrl, 1.0, launched=96) == (4, True)
+    assert gpu.batch_size(ctrl, 1.0, 64, launched=96) == 4
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")

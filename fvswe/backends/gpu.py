@@ -46,8 +46,10 @@ DT_MODES = ("lagged", "nonlagged", "fixed")
 DEFAULT_VARIANT = "slot"
 #: Threads per block of every kernel.
 DEFAULT_BLOCK = 128
-#: Most steps one CUDA graph replays between two looks at the control block.
+#: Most steps one CUDA graph replays.
 DEFAULT_BATCH = 64
+#: Most steps launched between two looks at the control block.
+SYNC_EVERY = 256
 
 #: (scheme, layers) -> FVSWE_SCHEME of the CUDA sources. Single-layer PVM-IFCP is HLL.
 SCHEME_DEFINES = {
@@ -281,20 +283,27 @@ def initial_dt_plan(variant: str) -> list[tuple[str, int, int, int]]:
     return [(f"{variant}_step", OP_DT, 0, 0)]
 
 
-def batch_size(ctrl: np.void, t_end: float, batch: int) -> int:
-    """Steps in the next graph: a power of two (>= 2, <= ``batch``), few idle steps.
-
-    When ``max_steps`` binds, the count left is exact and the graph does not exceed it
-    (but for a single step left); when ``t_end`` binds, the count is estimated from the
-    current dt (plus one, as a lagged dt may shrink) and rounded up.
-    """
-    left = int(ctrl["max_steps"] - ctrl["steps"])
+def steps_left(ctrl: np.void, t_end: float, launched: int = 0) -> tuple[int, bool]:
+    """``(steps, exact)``: how many steps remain beyond the ``launched`` ones not yet seen
+    in ``ctrl``. Exact when ``max_steps`` binds; else estimated from the current dt (plus
+    one, as a lagged dt may shrink), and then the device skips any surplus."""
+    left = int(ctrl["max_steps"] - ctrl["steps"]) - launched
     dt = float(ctrl["dt"])
     if dt > 0 and math.isfinite(dt) and math.isfinite(t_end):
-        est = math.ceil((t_end - float(ctrl["t"])) / dt) + 1
+        est = math.ceil((t_end - float(ctrl["t"])) / dt) + 1 - launched
         if est < left:
-            return min(batch, 2 ** max(1, math.ceil(math.log2(max(est, 1)))))
-    return min(batch, 2 ** max(1, int(math.log2(max(left, 1)))))
+            return est, False
+    return left, True
+
+
+def batch_size(ctrl: np.void, t_end: float, batch: int, launched: int = 0) -> int:
+    """Steps in the next graph: a power of two (>= 2, <= ``batch``), few idle steps: never
+    past an exact count (but for a single step left), an estimate rounded up."""
+    left, exact = steps_left(ctrl, t_end, launched)
+    left = max(left, 1)
+    if exact:
+        return min(batch, 2 ** max(1, int(math.log2(left))))
+    return min(batch, 2 ** max(1, math.ceil(math.log2(left))))
 
 
 class GpuBackend:
@@ -302,7 +311,7 @@ class GpuBackend:
 
     ``variant`` is ``edge``, ``gather`` or ``slot`` (default :data:`DEFAULT_VARIANT`, or the
     environment variable ``FVSWE_GPU_VARIANT``); ``block`` the threads per block;
-    ``batch`` the most steps replayed between two looks at ``t``.
+    ``batch`` the most steps one CUDA graph replays.
     """
 
     name = "gpu"
@@ -339,6 +348,7 @@ class GpuBackend:
         self.cfl, self.dt_fixed = float(cfl), dt_fixed
         self.block, self.graphs = block, graphs
         self.batch = 2 ** max(1, int(math.log2(max(batch, 2))))  # a power of two: even for gather
+        self.sync_every = max(SYNC_EVERY, self.batch)
         opts = compile_options(scheme, self.model.layers, self.dtype, variant, lay.k, block)
         mod = module(opts, variant)
         names = ("find_invalid", "debug_flux") + (
@@ -551,8 +561,9 @@ class GpuBackend:
     def advance(self, t_end: float, max_steps: int) -> tuple[float, int]:
         """Whole steps until ``t == t_end`` (last step clipped) or ``max_steps`` steps.
 
-        Launches graphs of up to ``batch`` steps and reads ``t`` once per graph;
-        steps past the goal are skipped by the kernels themselves.
+        Launches graphs of up to ``batch`` steps back to back while more steps surely
+        remain (at most ``sync_every`` steps), then reads ``t``; steps past the goal are
+        skipped by the kernels themselves.
         """
         start = self.steps
         if max_steps <= 0 or not self.t < t_end:
@@ -567,9 +578,14 @@ class GpuBackend:
                 self._need_dt = False
             c = self._read_ctrl()
             while True:
-                n = batch_size(c, t_end, self.batch)
-                before = int(c["steps"])
-                self._launch(n)
+                before, launched = int(c["steps"]), 0
+                while True:
+                    n = batch_size(c, t_end, self.batch, launched)
+                    self._launch(n)
+                    launched += n
+                    left, exact = steps_left(c, t_end, launched)
+                    if launched >= self.sync_every or left < (1 if exact else 2):
+                        break
                 c = self._read_ctrl()
                 if (c["steps"] >= c["max_steps"] or c["t"] >= t_end or c["stalled"]
                         or c["steps"] == before):  # fmt: skip
