@@ -27,7 +27,7 @@
 #define FVSWE_K 3
 #endif
 #ifndef FVSWE_BLOCK
-#define FVSWE_BLOCK 256
+#define FVSWE_BLOCK 128
 #endif
 
 #include "common.cuh"
@@ -381,7 +381,7 @@ __device__ __forceinline__ int scheme_flux(const real* Wi, const real* Wj, real 
 // |Gamma| F and |Gamma| ||D|| (out[0..NVAR]) that slot s contributes to its cell (state w,
 // depth H): the edge evaluated with its own orientation, flux(W_i, W_j, eta), keeping F-
 // when the cell is side i and F+ when it is side j, so the values are bitwise those the
-// edge pass writes. code[s] = 2*neighbour + side, or -bc on the boundary.
+// edge pass writes. code[s] = 2*neighbour + side, or minus the boundary code.
 __device__ __forceinline__ void slot_contribution(const real4* __restrict__ Win, const real* w, real H,
                                                   int s, const int* __restrict__ code,
                                                   const real2* __restrict__ normal,
