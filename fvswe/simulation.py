@@ -48,9 +48,12 @@ class RunSummary:
 
     @property
     def mass_rel_drift(self) -> list[float]:
+        """``|m - m0 - inflow| / |m0|`` per layer; ``inflow`` is the volume that level
+        boundaries let in (counter ``level_inflow``, one layer), 0 with walls."""
+        inflow = [float(self.counters.get("level_inflow", 0.0))] + [0.0] * (len(self.mass) - 1)
         return [
-            abs(m - m0) / abs(m0) if m0 else abs(m)
-            for m, m0 in zip(self.mass, self.mass_initial, strict=True)
+            abs(m - m0 - q) / abs(m0) if m0 else abs(m - q)
+            for m, m0, q in zip(self.mass, self.mass_initial, inflow, strict=True)
         ]
 
     def to_dict(self) -> dict:
