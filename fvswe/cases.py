@@ -60,7 +60,11 @@ class Case:
         return Grid(nx, ny, lx / nx, ly / ny)
 
     def with_grid(self, nx: int | None = None, ny: int | None = None) -> Case:
-        """This grid case on ``nx`` by ``ny`` cells; a missing one keeps the cells square."""
+        """This grid case on ``nx`` by ``ny`` cells; a missing one keeps the cells square.
+
+        A case with a fixed time step keeps its Courant number and its number
+        of steps: ``dt`` and ``t_end`` scale with the smaller cell side.
+        """
         if not self.is_grid:
             raise ConfigError(f"--nx/--ny: case {self.name!r} runs on a mesh, not a grid")
         lx, ly = self.extent
@@ -71,7 +75,11 @@ class Case:
             return self
         nx = nx if nx is not None else max(1, round(ny * lx / ly))
         ny = ny if ny is not None else max(1, round(nx * ly / lx))
-        return replace(self, grid_size=(nx, ny))
+        if self.dt is None:
+            return replace(self, grid_size=(nx, ny))
+        (nx0, ny0) = self.grid_size
+        scale = min(lx / nx, ly / ny) / min(lx / nx0, ly / ny0)
+        return replace(self, grid_size=(nx, ny), dt=self.dt * scale, t_end=self.t_end * scale)
 
     def options(self) -> dict:
         """The :class:`Simulation` keywords this case sets beyond the common ones."""

@@ -66,17 +66,19 @@ def test_grid_cases_take_a_size():
     assert case.with_grid(48).grid().shape == (48, 48)
     assert case.with_grid(48, 4).grid().shape == (4, 48)
     assert get_case("mjos-drop").grid().dx == 0.3
+    fine = get_case("mjos-drop").with_grid(448)  # fixed dt: same Courant number, same 5000 steps
+    assert fine.dt == pytest.approx(0.01 * 64 / 448) and fine.t_end / fine.dt == pytest.approx(5000)
     with pytest.raises(ConfigError, match="not a grid"):
         get_case("test1").with_grid(10)
 
 
 def test_cli_grid_case_writes_grid_npz(capsys, tmp_path):
     out = tmp_path / "out"
-    argv = ["run", "mjos-drop", "--nx", "16", "--t-end", "0.05", "--backend", "cpu",
+    argv = ["run", "mjos-drop", "--nx", "16", "--t-end", "0.2", "--backend", "cpu",
             "-o", str(out), "--json", "-q"]  # fmt: skip
     assert main(argv) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["steps"] == 5 and report["cells"] == 256  # fixed dt 0.01 s of the case
+    assert report["steps"] == 5 and report["cells"] == 256  # fixed dt 0.01 s * 64/16
     final = np.load(out / "final.npz")
     assert set(final.files) == {"x", "y", "area", "H", "h", "qx", "qy"}
     grid = np.load(out / "grid.npz")
@@ -84,7 +86,7 @@ def test_cli_grid_case_writes_grid_npz(capsys, tmp_path):
     for key in ("h", "qx", "qy", "H", "eta"):
         assert grid[key].shape == (16, 16)
     assert np.array_equal(grid["h"].ravel(), final["h"])
-    assert float(grid["t"]) == 0.05
+    assert float(grid["t"]) == 0.2
 
 
 def test_cli_nx_needs_a_grid_case(capsys, tmp_path):

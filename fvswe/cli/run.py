@@ -100,7 +100,13 @@ def _spec(args) -> casefile.RunSpec:
     if args.nx is not None or args.ny is not None:
         if spec.case is None or spec.mesh is not None or args.mesh:
             raise ConfigError("--nx/--ny: only for the grid cases (see `fvswe cases`)")
-        spec = dataclasses.replace(spec, case=spec.case.with_grid(args.nx, args.ny))
+        old = spec.case
+        new = old.with_grid(args.nx, args.ny)  # a fixed dt scales with the cells
+        settings = dict(spec.settings)
+        if old.dt is not None and settings.get("dt") == old.dt:
+            settings["dt"] = new.dt
+        t_end = new.t_end if spec.t_end == old.t_end else spec.t_end
+        spec = dataclasses.replace(spec, case=new, settings=settings, t_end=t_end)
     return spec.with_overrides(
         scheme=args.scheme,
         order=args.order,
