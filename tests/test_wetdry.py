@@ -375,7 +375,7 @@ def test_level_and_friction_runs_restart_bit_for_bit():
 
 
 def test_orderings_give_the_same_bits():
-    """Renumbering only permutes (edges keep their orientation): wet/dry, levels and friction too."""
+    """Renumbering only permutes (edges keep their orientation): wet/dry, levels, friction."""
     case = tide(24, 6)
     states = []
     for order in ("none", "rcm", "random"):
