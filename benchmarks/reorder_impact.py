@@ -65,6 +65,9 @@ LABEL = {"none": "orig", "rcm": "RCM", "gps": "GPS", "random": "random", "hilber
          "morton": "Morton", "roe": "Roe", "ir-roe": "IR-Roe", "pvm-ifcp": "IFCP"}  # fmt: skip
 #: Timed repeats per size unless --repeats says otherwise (fewer where one run is long).
 REPEATS = {4000: 5, 16000: 5, 64000: 5, 256000: 3, 1024000: 2, 2080560: 2}
+#: Orderings ``order="auto"`` may resolve to: those giving the same cell order whatever the
+#: input numbering (orig keeps the file's own, random is the worst case by design).
+AUTO_CANDIDATES = ("rcm", "gps", "hilbert", "morton")
 #: Seconds kept back from --budget-s for the reports (tables, figures, spy plots).
 REPORT_RESERVE_S = 20.0
 #: Seconds a cell costs beyond its runs (layout, backend, first check), for the budget.
@@ -171,7 +174,8 @@ def machine_info(backend: str, timer, threads: int | None) -> dict:
             "scipy": scipy.__version__, "numba": numba.__version__, **timer.machine()}  # fmt: skip
     if backend == "cpu":
         info["threads"] = threads or numba.get_num_threads()
-        info["device"] = f"{info['cpu']} ({info['threads']} threads)"
+        n = info["threads"]
+        info["device"] = f"{info['cpu']} ({n} thread{'s' if n > 1 else ''})"
     return info
 
 
@@ -209,7 +213,8 @@ def run_study(args, paper: dict) -> dict:
             "orders": args.orders,
             "dtypes": args.dtypes,
             "sizes": args.sizes,
-        },  # fmt: skip
+            "note": args.note,
+        },
         "results": [],
         "skipped": [],
         "failed": [],
@@ -309,39 +314,50 @@ def reductions(doc: dict) -> dict[tuple, float]:
     return out
 
 
+def mean_ratio(doc: dict, cells: int, dtypes: Iterable[str]) -> dict[str, float]:
+    """Each ordering's time relative to orig at ``cells``: the geometric mean over the tests,
+    schemes and ``dtypes`` measured in every ordering present there ({} without orig)."""
+    by, dtypes = index(doc), tuple(dtypes)
+    here = {r["order"] for r in doc["results"] if r["cells"] == cells and r["dtype"] in dtypes}
+    orders = sorted(here, key=ORDERS.index)
+    keys = [(t, s, d) for t, s, d in product(TESTS, SCHEMES, dtypes)
+            if all((t, s, cells, o, d) in by for o in orders)]  # fmt: skip
+    if "none" not in orders or not keys:
+        return {}
+    return {
+        o: math.exp(statistics.fmean(
+            math.log(by[(t, s, cells, o, d)]["median_s"] / by[(t, s, cells, "none", d)]["median_s"])
+            for t, s, d in keys))
+        for o in orders
+    }  # fmt: skip
+
+
 def best_orders(doc: dict) -> dict[str, dict[int, tuple[str, float]]]:
-    """Per dtype and size: the ordering with the smallest geometric-mean time relative to the
-    original over every test and scheme measured in all orderings, and that mean ratio."""
-    by = index(doc)
+    """Per dtype and size: the ordering with the smallest :func:`mean_ratio`, and that ratio."""
     out: dict[str, dict[int, tuple[str, float]]] = {}
     for dtype in DTYPES:
         for cells in sorted({r["cells"] for r in doc["results"] if r["dtype"] == dtype}):
-            here = {
-                r["order"] for r in doc["results"] if r["dtype"] == dtype and r["cells"] == cells
-            }
-            orders = sorted(here, key=ORDERS.index)
-            pairs = [(t, s) for t in TESTS for s in SCHEMES
-                     if all((t, s, cells, o, dtype) in by for o in orders)]  # fmt: skip
-            if "none" not in orders or not pairs:
-                continue
-            gm = {o: math.exp(statistics.fmean(
-                      math.log(by[(t, s, cells, o, dtype)]["median_s"]
-                               / by[(t, s, cells, "none", dtype)]["median_s"]) for t, s in pairs))
-                  for o in orders}  # fmt: skip
-            best = min(gm, key=gm.get)
-            out.setdefault(dtype, {})[cells] = (best, gm[best])
+            gm = mean_ratio(doc, cells, (dtype,))
+            if gm:
+                best = min(gm, key=gm.get)
+                out.setdefault(dtype, {})[cells] = (best, gm[best])
     return out
 
 
-def recommendation(doc: dict) -> str | None:
-    """The ordering for ``order="auto"``: best at the largest size measured in every dtype."""
-    best = best_orders(doc)
-    common = set.intersection(*(set(v) for v in best.values())) if best else set()
-    if not common:
-        return None
-    cells = max(common)
-    votes = [best[d][cells] for d in best]
-    return min(votes, key=lambda v: v[1])[0]
+def recommend(doc: dict) -> tuple[str, int, dict[str, float]] | None:
+    """``order="auto"``: the candidate of :data:`AUTO_CANDIDATES` with the smallest
+    :func:`mean_ratio` (dtypes pooled) at the largest size measured in every dtype of the
+    study; returns it, that size and every candidate's ratio."""
+    dtypes = {r["dtype"] for r in doc["results"]}
+    sizes = sorted({r["cells"] for r in doc["results"]}, reverse=True)
+    for cells in sizes:
+        if {r["dtype"] for r in doc["results"] if r["cells"] == cells} != dtypes:
+            continue
+        gm = mean_ratio(doc, cells, sorted(dtypes))
+        cand = {o: v for o, v in gm.items() if o in AUTO_CANDIDATES}
+        if cand:
+            return min(cand, key=cand.get), cells, cand
+    return None
 
 
 def _seconds(x: float) -> str:
@@ -366,22 +382,22 @@ def tables_md(doc: dict, paper: dict) -> str:
     sizes = sorted({r["cells"] for r in doc["results"]} | {int(c) for c in paper["bandwidth"]})
     same_t = st["t_end"] == paper["t_end"]
     lines = [
-        f"# Reordering impact: {m['device']} ({m['backend']}) against the paper's GTX 580",
+        f"# Reordering impact on the {m['backend'].upper()}: {m['device']}, beside the paper's "
+        "GTX 580",
         "",
         f"{doc['date']}; {m['cpu']}, {m['cores']} cores; Python {m['python']}, NumPy "
-        f"{m['numpy']}, Numba {m['numba']}"
-        + (f", CuPy {m['cupy']}" if "cupy" in m else "")
-        + (f", {m['threads']} threads" if "threads" in m else "")
-        + ".",
+        f"{m['numpy']}, Numba {m['numba']}" + (f", CuPy {m['cupy']}" if "cupy" in m else "") + ".",
         "",
         f"Whole runs to t = {st['t_end']} s from the initial state (lagged Δt, CFL 0.9), warm "
-        "(after a run that compiles the kernels and captures the graphs); median of the timed "
+        "(after a warm-up run: kernel compilation, on the GPU graph capture); median of the timed "
         "repeats (" + ", ".join(f"{k}: {v}" for k, v in st["repeats"].items()) + "). The paper: "
         f"GeForce GTX 580, float32, t = {paper['t_end']} s. Orderings: orig = the generator's "
         "own with the 1→4 refinement appending children (the paper's pathology), RCM "
         "(SciPy), GPS, and beyond the paper random, Hilbert and Morton curves.",
         "",
     ]
+    if st.get("note"):
+        lines += [f"Note: {st['note']}", ""]
     if not same_t:
         lines += [f"**t_end = {st['t_end']} s differs from the paper's {paper['t_end']} s: "
                   "no speed ratios.**", ""]  # fmt: skip
@@ -465,9 +481,14 @@ def tables_md(doc: dict, paper: dict) -> str:
         lines += ["## Best ordering per size: geometric mean over tests and schemes of the time "
                   "relative to orig", ""]  # fmt: skip
         lines += _table(["volumes"] + list(DTYPES), rows) + [""]
-        rec = recommendation(doc)
-        lines += [f"Recommended `order=\"auto\"` on {m['backend']}: **{rec}** (best at the "
-                  "largest size measured in every dtype).", ""]  # fmt: skip
+    rec = recommend(doc)
+    if rec:
+        order, cells, cand = rec
+        ratios = ", ".join(f"{LABEL[o]} {100 * (v - 1):+.1f}%" for o, v in cand.items())
+        lines += [f"Recommended `order=\"auto\"` on {m['backend']}: **{order}**. At {cells} "
+                  "cells, the largest size measured in every dtype, its time relative to orig "
+                  "(geometric mean over tests, schemes and dtypes) is the smallest among the "
+                  f"orderings independent of the input numbering: {ratios}.", ""]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -516,8 +537,8 @@ def figure3(doc: dict, paper: dict, path: Path, dtype: str) -> bool:
                 ref = [paper_reduction(paper, test, c, scheme, o) for c in sizes]
                 if dtype == paper["dtype"] and any(r is not None for r in ref):
                     ref = np.array([np.nan if r is None else r for r in ref])
-                    ax.scatter(pos, ref, marker="_", s=260, linewidths=2.5, color="black",
-                               zorder=3, label="paper (GTX 580)")  # fmt: skip
+                    ax.hlines(ref, pos - width / 2, pos + width / 2, colors="black", lw=2.5,
+                              zorder=3, label="paper (GTX 580)")  # fmt: skip
             ax.axhline(0, color="black", lw=0.8)
             ax.set_ylim(lo, hi)
             ax.set_xticks(x, [size_label(c) for c in sizes])
@@ -535,7 +556,7 @@ def figure3(doc: dict, paper: dict, path: Path, dtype: str) -> bool:
     fig.suptitle(f"Time saved by renumbering against the original ordering (higher is faster): "
                  f"{m['device']}, {m['backend']}, {dtype}, t = {doc['settings']['t_end']} s",
                  fontsize=12)  # fmt: skip
-    fig.tight_layout(rect=(0, 0, 1, 0.92))
+    fig.tight_layout(rect=(0, 0, 1, 0.935))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
@@ -599,6 +620,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="CI-sized: CPU, sizes 4k,16k, one repeat, t_end 0.02 s")  # fmt: skip
     ap.add_argument("--from-json", type=Path, default=None,
                     help="no measuring: the reports of an earlier results.json")  # fmt: skip
+    ap.add_argument("--note", default="", help="a line for the reports (machine load, ...)")
     ap.add_argument("--out", type=Path, default=None, help="output folder")
     args = ap.parse_args(argv)
     if args.backend != "cpu" and not args.quick and not args.from_json:
@@ -616,7 +638,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.schemes = _names(ap, args.schemes, SCHEMES, "schemes")
     args.orders = _names(ap, args.orders, ORDERS, "orders")
     args.dtypes = _names(ap, args.dtypes, DTYPES, "dtypes")
-    sizes = args.sizes or DEFAULT_SIZES.get(args.backend, "")
+    sizes = args.sizes or DEFAULT_SIZES.get(args.backend, DEFAULT_SIZES["cpu"])
     args.sizes = [SIZES[s] for s in _names(ap, sizes.lower(), SIZES, "sizes")]
     if args.out is None:
         args.out = args.from_json.parent if args.from_json else Path("out") / "reorder_impact"
@@ -634,8 +656,9 @@ def main(argv=None) -> int:
         doc = run_study(args, paper)
     write_reports(doc, args.out, paper)
     done = len(doc["results"])
+    rec = recommend(doc)
     print(f"{done} cells measured, {len(doc['skipped'])} skipped; recommended order: "
-          f"{recommendation(doc)}; wrote {args.out}/results.json, tables.md, figure3.png, "
+          f"{rec[0] if rec else None}; wrote {args.out}/results.json, tables.md, figure3.png, "
           "figure4_spy_*.png", flush=True)  # fmt: skip
     return 0
 

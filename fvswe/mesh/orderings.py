@@ -109,10 +109,11 @@ ORDERINGS: dict[str, Callable[[Mesh, int], np.ndarray]] = {
 }
 
 
-#: What ``order="auto"`` means on each backend: the ordering that
-#: ``benchmarks/reorder_impact.py`` found fastest there (its ``tables.md`` ends with the
-#: recommendation). Provisional until the GPU study has run: RCM on both, the paper's
-#: winner on its largest meshes; the CPU quick study on 2 cores showed no clear winner.
+#: What ``order="auto"`` means on each backend: the ordering that the committed study
+#: ``benchmarks/results/reorder_<backend>/`` (``benchmarks/reorder_impact.py``) recommends
+#: at the end of its ``tables.md``; a test keeps the two in step. cpu: RCM, the fastest of
+#: rcm/gps/hilbert/morton at 64k cells on a shared 2-core VM, though none beat the family's
+#: own order beyond the noise there. gpu: RCM, the paper's winner, until the GPU study runs.
 AUTO: dict[str, str] = {"gpu": "rcm", "cpu": "rcm"}
 
 
