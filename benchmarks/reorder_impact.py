@@ -74,7 +74,8 @@ REPORT_RESERVE_S = 20.0
 CELL_OVERHEAD_S = 0.05
 #: Sizes studied by default: the whole family on a GPU, what fits in minutes on a CPU.
 DEFAULT_SIZES = {"gpu": ",".join(SIZES), "cpu": "4k,16k,64k"}
-QUICK = {"backend": "cpu", "sizes": "4k,16k", "repeats": 1, "t_end": 0.02}
+#: --quick: CI-sized (one thread: steadier than a team of threads on a busy small machine).
+QUICK = {"backend": "cpu", "sizes": "4k,16k", "repeats": 1, "t_end": 0.02, "threads": 1}
 
 
 def size_label(cells: int) -> str:
@@ -617,7 +618,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--variant", default=None, help="GPU kernel variant (edge, gather)")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (Numba)")
     ap.add_argument("--quick", action="store_true",
-                    help="CI-sized: CPU, sizes 4k,16k, one repeat, t_end 0.02 s")  # fmt: skip
+                    help="CI-sized: CPU, 1 thread, 4k and 16k, 1 repeat, t_end 0.02")  # fmt: skip
     ap.add_argument("--from-json", type=Path, default=None,
                     help="no measuring: the reports of an earlier results.json")  # fmt: skip
     ap.add_argument("--note", default="", help="a line for the reports (machine load, ...)")
@@ -634,6 +635,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         args.backend, args.sizes = QUICK["backend"], QUICK["sizes"]
         args.repeats = args.repeats or QUICK["repeats"]
         args.t_end = args.t_end or QUICK["t_end"]
+        args.threads = args.threads or QUICK["threads"]
     args.tests = _names(ap, args.tests, TESTS, "tests")
     args.schemes = _names(ap, args.schemes, SCHEMES, "schemes")
     args.orders = _names(ap, args.orders, ORDERS, "orders")

@@ -28,8 +28,14 @@ QUICK_SIZES = (4000, 16000)
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
     """One --quick run (CPU, 4k and 16k, one repeat) through the CLI: (folder, results)."""
+    import numba
+
     out = tmp_path_factory.mktemp("reorder")
-    assert cli_main(["bench", "reorder", "--quick", "--out", str(out)]) == 0
+    threads = numba.get_num_threads()
+    try:
+        assert cli_main(["bench", "reorder", "--quick", "--out", str(out)]) == 0
+    finally:
+        numba.set_num_threads(threads)  # --quick runs on one thread; later tests keep theirs
     return out, json.loads((out / "results.json").read_text())
 
 
@@ -48,7 +54,8 @@ def test_quick_run_measures_every_cell(quick):
     got = {(r["test"], r["scheme"], r["cells"], r["order"], r["dtype"]) for r in doc["results"]}
     assert got == want and len(doc["results"]) == len(want)
     assert doc["complete"] and doc["skipped"] == []
-    assert doc["machine"]["backend"] == "cpu" and doc["machine"]["numpy"] == np.__version__
+    assert doc["machine"]["backend"] == "cpu" and doc["machine"]["threads"] == 1
+    assert doc["machine"]["numpy"] == np.__version__ and doc["failed"] == []
     assert {(m["cells"], m["order"]) for m in doc["meshes"]} == set(product(QUICK_SIZES, ri.ORDERS))
 
 
