@@ -220,14 +220,17 @@ def run_study(args, paper: dict) -> dict:
         "skipped": [],
         "failed": [],
         "meshes": [],
+        "finished": False,
         "complete": False,
     }
     rows, meshes = doc["results"], Meshes()
     print(f"reorder impact on {args.backend}: {doc['machine']['device']}", flush=True)
 
-    def save() -> None:
+    def save(finished: bool = False) -> None:
+        """results.json as it stands; ``finished`` once the whole plan has been gone through."""
         doc["meshes"], doc["elapsed_s"] = meshes.records, time.perf_counter() - start
-        doc["complete"] = not doc["skipped"] and not doc["failed"]
+        doc["finished"] = finished
+        doc["complete"] = finished and not doc["skipped"] and not doc["failed"]
         write_json(doc, args.out / "results.json")
 
     def repeats_that_fit(run_s: float, want: int) -> int:
@@ -275,7 +278,7 @@ def run_study(args, paper: dict) -> dict:
             if ran:
                 save()
         write_reports(doc, args.out, paper, spy=False)
-    save()
+    save(finished=True)
     return doc
 
 
@@ -402,6 +405,8 @@ def tables_md(doc: dict, paper: dict) -> str:
     if not same_t:
         lines += [f"**t_end = {st['t_end']} s differs from the paper's {paper['t_end']} s: "
                   "no speed ratios.**", ""]  # fmt: skip
+    if not doc.get("finished", True):
+        lines += ["**Partial results: this run stopped before the end of its plan.**", ""]
     if doc.get("failed"):
         lines += [f"**{len(doc['failed'])} cells failed** (errors in results.json).", ""]
     if doc["skipped"]:

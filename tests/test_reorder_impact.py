@@ -53,7 +53,7 @@ def test_quick_run_measures_every_cell(quick):
     want = set(product(ri.TESTS, ri.SCHEMES, QUICK_SIZES, ri.ORDERS, ri.DTYPES))
     got = {(r["test"], r["scheme"], r["cells"], r["order"], r["dtype"]) for r in doc["results"]}
     assert got == want and len(doc["results"]) == len(want)
-    assert doc["complete"] and doc["skipped"] == []
+    assert doc["finished"] and doc["complete"] and doc["skipped"] == []
     assert doc["machine"]["backend"] == "cpu" and doc["machine"]["threads"] == 1
     assert doc["machine"]["numpy"] == np.__version__ and doc["failed"] == []
     assert {(m["cells"], m["order"]) for m in doc["meshes"]} == set(product(QUICK_SIZES, ri.ORDERS))
