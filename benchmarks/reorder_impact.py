@@ -18,18 +18,22 @@ Cells run in priority order: the paper's (orig/RCM/GPS, float32) at every
 size first, then the other orderings in float32, then float64. With
 ``--budget-s`` a cell whose predicted cost (the same test/scheme/dtype at the
 largest smaller size, scaled by cells^1.5 since steps grow like sqrt(cells))
-no longer fits runs with one repeat, or is skipped and listed as such.
-``results.json`` is rewritten after every mesh, the reports after every tier,
-so a run cut short still leaves results.
+no longer fits runs with one repeat, or is skipped and listed as such. A cell
+that raises is listed under ``failed`` and the study goes on. ``results.json``
+is rewritten after every mesh (``finished`` says whether the plan was gone
+through), the reports after every tier, so a run cut short still leaves
+results; ``--from-json`` rebuilds the reports from it.
 
 Outputs in ``--out``: ``results.json`` (every measurement, meshes with their
 bandwidths, device, library versions, date), ``tables.md`` (Tables 1-2 in the
 paper's layout with its GTX 580 seconds beside ours and the speed ratio, all
-orderings, Table 3 of bandwidths, the best ordering per size),
-``figure3.png`` (time reduction against the original ordering per scheme and
-size, like the paper's Figure 3; ``figure3_float64.png`` too) and
-``figure4_spy_<size>.png`` (spy plots of the adjacency in every ordering, the
-paper's Figure 4). The paper's numbers come from ``reference/paper_tables.json``.
+orderings, Table 3 of bandwidths, the best ordering per size and the one
+``order="auto"`` should mean on this backend), ``figure3.png`` (time reduction
+against the original ordering per scheme and size with the paper's as ticks,
+like its Figure 3; ``figure3_float64.png`` too) and ``figure4_spy_<size>.png``
+(spy plots of the adjacency in orig/RCM/GPS order, the paper's Figure 4;
+``_extra`` for the other orderings). The paper's numbers come from
+``reference/paper_tables.json``.
 """
 
 from __future__ import annotations
@@ -283,6 +287,7 @@ def run_study(args, paper: dict) -> dict:
 
 
 def progress(row: dict, elapsed: float) -> str:
+    """One line per measured cell, for the log."""
     paper = (
         f"  paper {row['paper_s']:.4g} s, x{row['speedup_vs_paper']:.3g}"
         if "paper_s" in row
