@@ -228,7 +228,9 @@ def run_study(args, paper: dict) -> dict:
         "complete": False,
     }
     rows, meshes = doc["results"], Meshes()
-    print(f"reorder impact on {args.backend}: {doc['machine']['device']}", flush=True)
+    plan = list(planned(args))
+    print(f"reorder impact on {args.backend}: {doc['machine']['device']}; {len(plan)} cells "
+          f"planned, budget {args.budget_s or 'none'} s", flush=True)  # fmt: skip
 
     def save(finished: bool = False) -> None:
         """results.json as it stands; ``finished`` once the whole plan has been gone through."""
@@ -245,7 +247,7 @@ def run_study(args, paper: dict) -> dict:
         return next((n for n in (want, 1) if (1 + n) * run_s + CELL_OVERHEAD_S <= left), 0)
 
     layout, layout_key = None, None
-    for tier, in_tier in groupby(planned(args), key=lambda c: c[0]):
+    for tier, in_tier in groupby(plan, key=lambda c: c[0]):
         for (cells, order), group in groupby(in_tier, key=lambda c: c[1:3]):
             ran = False
             for _, _, _, test, dtype, scheme in group:
