@@ -397,7 +397,15 @@ def tables_md(doc: dict, paper: dict) -> str:
         "GTX 580",
         "",
         f"{doc['date']}; {m['cpu']}, {m['cores']} cores; Python {m['python']}, NumPy "
-        f"{m['numpy']}, Numba {m['numba']}" + (f", CuPy {m['cupy']}" if "cupy" in m else "") + ".",
+        f"{m['numpy']}, Numba {m['numba']}"
+        + (f", CuPy {m['cupy']}" if "cupy" in m else "")
+        + "."
+        + "".join(
+            f" GPU kernels: {v} variant, {b} threads per block."
+            for v, b in sorted(
+                {(r["variant"], r["block"]) for r in doc["results"] if r.get("variant")}
+            )
+        ),
         "",
         f"Whole runs to t = {st['t_end']} s from the initial state (lagged Δt, CFL 0.9), warm "
         "(after a warm-up run: kernel compilation, on the GPU graph capture); median of the timed "
