@@ -396,6 +396,47 @@ def test_step_kernels_on_host_one_layer_and_float32(tmp_path, scheme, layers, dt
         assert (np.abs(W - ref).max(axis=0) / np.abs(ref).max(axis=0)).max() <= tol
 
 
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize(("scheme", "layers"), [("hll-wd", 1), ("roe", 1), ("pvm-ifcp", 2)])
+def test_step_kernels_on_host_thin_layers(tmp_path, scheme, layers):
+    """Layers thinner than eps_h, moving, beside dry cells: every step damps their
+    discharge to h u (desingularised u) after the clip (SCHEMES.md §8) and the roe run
+    clips depths, so any drift between the volume kernels and the CPU volume pass (a
+    missing or reordered damping, clip or friction step) shows far above 1e-12."""
+    from fvswe.mesh.generate import structured_square
+
+    eps_h = 5e-3
+
+    def h(x, y):  # deep for x < 0; thin (0 .. eps_h) and dry patches for x > 0
+        return np.where(x < 0, 1.0, eps_h * np.maximum(0.0, np.sin(3 * x + 2 * y)))
+
+    if layers == 1:
+        initial = {"h": h, "qx": lambda x, y: 0.3 * h(x, y), "qy": lambda x, y: -0.2 * h(x, y)}
+        H = (lambda x, y: 1.0 - 0.05 * x) if scheme == "hll-wd" else 1.0
+    else:
+        initial = {"h1": h, "q1x": lambda x, y: 0.3 * h(x, y), "q1y": lambda x, y: 0.1 * h(x, y),
+                   "h2": lambda x, y: 2.0 - h(x, y), "q2x": 0.05}  # fmt: skip
+        H = 2.0
+    sim = Simulation(structured_square(10), layers=layers, scheme=scheme, H=H, eps_h=eps_h,
+                     initial=initial)  # fmt: skip
+    W0 = sim.layout.W0
+
+    def thin(W):
+        return (W[:, 0] > 0) & (W[:, 0] < eps_h)
+
+    assert thin(W0).sum() >= 20 and np.abs(W0[thin(W0), 1]).min() > 0  # the case is live
+    sim.backend.advance(0.5, 1000)
+    ref, counters = sim.backend.get_state(), sim.backend.counters()
+    assert thin(ref).sum() >= 20  # still thin at the end: damped at every step
+    if scheme == "roe":
+        assert counters["clipped_cells"] > 0
+    for variant in gpu.VARIANTS:
+        W, ctrl = emulated_run(tmp_path, sim.layout, scheme, variant, "lagged", 0.5, 1000)
+        assert (ctrl["t"], ctrl["steps"]) == (sim.t, sim.steps)
+        assert ctrl["clipped"] == counters["clipped_cells"]
+        assert (np.abs(W - ref).max(axis=0) / np.abs(ref).max(axis=0)).max() <= 1e-12, variant
+
+
 def test_batch_sizes_leave_few_idle_steps():
     ctrl = np.zeros(1, dtype=gpu.CTRL_DTYPE)[0]
     ctrl["max_steps"], ctrl["dt"] = 100, np.nan
@@ -419,7 +460,8 @@ def test_batch_sizes_leave_few_idle_steps():
 @pytest.mark.parametrize("variant", gpu.VARIANTS)
 def test_step_kernels_on_host_tide_with_level_and_friction(tmp_path, variant, friction):
     """A tide over a sloping beach (hll-wd, wetting and drying) driven by an imposed level
-    on one side, with bottom friction: the state and the level inflow match the CPU."""
+    on one side, with bottom friction: the state and the level inflow match the CPU.
+    The run of tests/test_gpu.py: to 120 s, through the ebb (layers thinning below eps_h)."""
     from fvswe.boundary import Level
     from fvswe.mesh.generate import strip
 
@@ -433,11 +475,11 @@ def test_step_kernels_on_host_tide_with_level_and_friction(tmp_path, variant, fr
 
     sim = Simulation(mesh, layers=1, scheme="hll-wd", H=H, friction=friction,
                      initial={"h": lambda x, y: np.maximum(H(x, y), 0.0)},
-                     boundary={"west": Level(eta, every=1.0, until=100.0), "east": "wall",
+                     boundary={"west": Level(eta, every=1.0, until=200.0), "east": "wall",
                                "wall": "wall"})  # fmt: skip
-    sim.backend.advance(20.0, 10**6)
+    sim.backend.advance(120.0, 10**6)
     ref, counters = sim.backend.get_state(), sim.backend.counters()
-    W, ctrl = emulated_run(tmp_path, sim.layout, "hll-wd", variant, "lagged", 20.0, 10**6)
+    W, ctrl = emulated_run(tmp_path, sim.layout, "hll-wd", variant, "lagged", 120.0, 10**6)
     assert (ctrl["t"], ctrl["steps"]) == (sim.t, sim.steps)
     assert np.abs(W - ref).max() <= 1e-12 * np.abs(ref).max()
     assert counters["level_inflow"] != 0

@@ -513,7 +513,8 @@ class GpuBackend:
     def _volume(self, op: int) -> None:
         self._k["volume_pass"](
             (self._cell_grid,), (self.block,),
-            (self._L, self._W, self._area, self._slots, self._ctrl, self._partial, np.int32(op)),
+            (self._L, self._W, self._area, self._slots, self._ctrl, self._partial,
+             self._params[2], np.int32(op)),
         )  # fmt: skip
 
     def _gather(self, op: int, win, wout) -> None:

@@ -82,7 +82,8 @@ int main()
                 launch(egrid, B, edge_pass, E, bufs[0], idx.data(), en.data(), el.data(), S.data(), &c,
                        g, r, eps_h, op);
             else if (kernel == 1)
-                launch(cgrid, B, volume_pass, L, bufs[0], area.data(), S.data(), &c, partial.data(), op);
+                launch(cgrid, B, volume_pass, L, bufs[0], area.data(), S.data(), &c, partial.data(), eps_h,
+                       op);
             else
                 launch(kernel == 2 ? cgrid : sgrid, B, kernel == 2 ? gather_step : slot_step, L,
                        bufs[src], bufs[dst], area.data(), code.data(), sn.data(), sl.data(), &c,

@@ -32,11 +32,12 @@ edge_pass(const int n_edges, const real4* __restrict__ W, const int4* __restrict
     if ((op & OP_COUNT) && flags) count_flags(ctrl, flags);
 }
 
-// Cell c: W_c -= dt/|V_c| sum(slots) (op & OP_UPDATE), dt_c = 2 cfl |V_c| / sum(|Gamma| ||D||)
-// (op & OP_DT); the last block closes the step (finish_step).
+// Cell c: W_c -= dt/|V_c| sum(slots), clip, thin-layer damping, friction (op & OP_UPDATE;
+// close_cell), dt_c = 2 cfl |V_c| / sum(|Gamma| ||D||) (op & OP_DT); the last block closes
+// the step (finish_step).
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
 volume_pass(const int n_cells, real4* W, const real* __restrict__ area, const real4* __restrict__ S,
-            Ctrl* ctrl, real* partial, const int op)
+            Ctrl* ctrl, real* partial, const real eps_h, const int op)
 {
     if (!step_active(ctrl)) return;
     const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
@@ -46,7 +47,7 @@ volume_pass(const int n_cells, real4* W, const real* __restrict__ area, const re
 #pragma unroll
         for (int l = 0; l < FVSWE_K; ++l) add_slot(S, c * FVSWE_K + l, acc, l == 0);
         load_cell(W, c, w, H);
-        dti = close_cell(W, c, w, H, cell_area(W, area, c), acc, ctrl, op);
+        dti = close_cell(W, c, w, H, cell_area(W, area, c), acc, ctrl, eps_h, op);
     }
     finish_step(ctrl, partial, dti, op);
 }

@@ -26,7 +26,7 @@ gather_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict_
 #pragma unroll
             for (int m = 0; m <= NVAR; ++m) acc[m] = l == 0 ? v[m] : add_rn(acc[m], v[m]);
         }
-        dti = close_cell(Wout, c, w, H, cell_area(Win, area, c), acc, ctrl, op);
+        dti = close_cell(Wout, c, w, H, cell_area(Win, area, c), acc, ctrl, eps_h, op);
     }
     finish_step(ctrl, partial, dti, op);
 }

@@ -442,10 +442,13 @@ __device__ __forceinline__ void apply_friction(real* w, const Ctrl* ctrl, double
 }
 
 // Close cell c given the sum of its slots: dt_c = 2 cfl |V_c| / sum(|Gamma| ||D||) (returned
-// when op & OP_DT, else inf) and, when op & OP_UPDATE, W_c -= dt/|V_c| sum(slots) with
-// negative depths clipped to 0 (and counted), stored into Wout.
+// when op & OP_DT, else inf) and, when op & OP_UPDATE, W_c -= dt/|V_c| sum(slots), then per
+// layer: a negative depth clipped to 0 (and counted), and the discharge of a layer thinner
+// than eps_h damped to h u with the desingularised u = q inverse_depth(h) (SCHEMES.md §8;
+// 0 on a dry layer); then friction (one layer); stored into Wout. The same operations in
+// the same order as the CPU backend's volume_pass.
 __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, real A, const real* acc,
-                                          Ctrl* ctrl, int op)
+                                          Ctrl* ctrl, real eps_h, int op)
 {
     real dti = REAL_INF;
     if ((op & OP_DT) && acc[NVAR] > real(0)) dti = div_rn(mul_rn(real(2 * ctrl->cfl), A), acc[NVAR]);
@@ -455,11 +458,18 @@ __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, 
 #pragma unroll
         for (int m = 0; m < NVAR; ++m) w[m] = add_rn(w[m], -mul_rn(rdt, acc[m]));
 #pragma unroll
-        for (int l = 0; l < FVSWE_LAYERS; ++l)
-            if (w[3 * l] < real(0)) {
-                w[3 * l] = real(0);
+        for (int l = 0; l < FVSWE_LAYERS; ++l) {
+            real* layer = w + 3 * l;
+            if (layer[0] < real(0)) {
+                layer[0] = real(0);
                 ++clipped;
             }
+            if (layer[0] < eps_h) {
+                const real damp = mul_rn(layer[0], inverse_depth(layer[0], eps_h));
+                layer[1] = mul_rn(layer[1], damp);
+                layer[2] = mul_rn(layer[2], damp);
+            }
+        }
 #if FVSWE_LAYERS == 1
         if (ctrl->friction) apply_friction(w, ctrl, step_dt(ctrl));
 #endif

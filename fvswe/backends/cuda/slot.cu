@@ -38,7 +38,7 @@ slot_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__ 
         for (int k = 1; k < FVSWE_K; ++k)
 #pragma unroll
             for (int m = 0; m <= NVAR; ++m) acc[m] = add_rn(acc[m], slot_values[threadIdx.x + k][m]);
-        dti = close_cell(Wout, c, w, H, cell_area(Win, area, c), acc, ctrl, op);
+        dti = close_cell(Wout, c, w, H, cell_area(Win, area, c), acc, ctrl, eps_h, op);
     }
     finish_step(ctrl, partial, dti, op);
 }
