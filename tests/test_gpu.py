@@ -267,10 +267,12 @@ def test_tide_with_level_and_friction_matches_cpu_backend(variant, friction, mon
 
 @pytest.mark.parametrize("variant", gpu.VARIANTS)
 def test_snapshot_and_restore_continue_bitwise(variant, sym_mesh):
+    """A restart from a checkpoint between whole steps (the first run stopped by max_steps;
+    stopping it at a t_end would clip a step) continues exactly as the uninterrupted run."""
     _, whole = cpu_and_gpu("test1", sym_mesh, "ir-roe", variant=variant)
     whole.advance(0.1, 10**6)
     _, first = cpu_and_gpu("test1", sym_mesh, "ir-roe", variant=variant)
-    first.advance(0.05, 10**6)
+    assert first.advance(0.1, 2) == (first.t, 2) and first.t < 0.1 and whole.steps > 2
     snap = first.snapshot()
     _, second = cpu_and_gpu("test1", sym_mesh, "ir-roe", variant=variant)
     second.restore(snap)
