@@ -437,6 +437,47 @@ def test_step_kernels_on_host_thin_layers(tmp_path, scheme, layers):
         assert (np.abs(W - ref).max(axis=0) / np.abs(ref).max(axis=0)).max() <= 1e-12, variant
 
 
+THROUGHPUT = Path(__file__).parents[1] / "benchmarks/results/throughput_gpu_h100_test1.json"
+
+
+def test_default_variant_by_scheme_and_size():
+    """slot on small meshes; on large ones edge for the Roe-type schemes, else gather."""
+    for scheme, _ in gpu.SCHEME_DEFINES:
+        assert gpu.default_variant(scheme, 4000) == "slot"
+        assert gpu.default_variant(scheme, gpu.SLOT_BELOW - 1) == "slot"
+    for n in (gpu.SLOT_BELOW, 64000, 2080560):
+        assert gpu.default_variant("roe", n) == gpu.default_variant("ir-roe", n) == "edge"
+        for scheme in ("pvm-ifcp", "hll", "hll-wd"):
+            assert gpu.default_variant(scheme, n) == "gather"
+
+
+def test_default_variant_is_fastest_measured():
+    """At every (scheme, dtype, size) of the H100 benchmark the default variant's
+    throughput is within 2% of the fastest (ties at 64000 float32 roe / ir-roe)."""
+    import json
+
+    rows = json.loads(THROUGHPUT.read_text())["results"]
+    best: dict[tuple, dict[str, float]] = {}
+    for row in rows:
+        key = (row["scheme"], row["dtype"], row["cells"])
+        best.setdefault(key, {})[row["variant"]] = row["cell_steps_per_s"]
+    assert len(best) == 24 and all(set(v) == set(gpu.VARIANTS) for v in best.values())
+    for (scheme, dtype, cells), speed in best.items():
+        got = speed[gpu.default_variant(scheme, cells)]
+        assert got >= 0.98 * max(speed.values()), (scheme, dtype, cells, speed)
+
+
+def test_explicit_variant_then_environment_then_default(monkeypatch):
+    monkeypatch.delenv("FVSWE_GPU_VARIANT", raising=False)
+    assert gpu.resolve_variant(None, "roe", 10**6) == "edge"
+    assert gpu.resolve_variant("slot", "roe", 10**6) == "slot"
+    monkeypatch.setenv("FVSWE_GPU_VARIANT", "gather")
+    assert gpu.resolve_variant(None, "roe", 10**6) == "gather"
+    assert gpu.resolve_variant("slot", "roe", 10**6) == "slot"
+    monkeypatch.setenv("FVSWE_GPU_VARIANT", "")  # set but empty: the default
+    assert gpu.resolve_variant(None, "pvm-ifcp", 10**6) == "gather"
+
+
 def test_batch_sizes_leave_few_idle_steps():
     ctrl = np.zeros(1, dtype=gpu.CTRL_DTYPE)[0]
     ctrl["max_steps"], ctrl["dt"] = 100, np.nan

@@ -40,10 +40,11 @@ from .layout import Layout
 CUDA_DIR = Path(__file__).with_name("cuda")
 VARIANTS = ("edge", "gather", "slot")
 DT_MODES = ("lagged", "nonlagged", "fixed")
-#: Variant used when none is asked for. Provisional (latency argument: k threads per cell
-#: at small sizes, no slot traffic at large ones) until benchmarks/throughput.py, which
-#: prints the fastest variant per scheme, dtype and size, has run on the H100.
-DEFAULT_VARIANT = "slot"
+#: Meshes below this many cells run the ``slot`` variant by default (:func:`default_variant`).
+SLOT_BELOW = 16_000
+#: Schemes whose per-edge flux costs enough that ``edge`` (each edge evaluated once) beats
+#: ``gather`` (each interior edge evaluated twice, no slot traffic) on large meshes.
+EDGE_SCHEMES = frozenset({"roe", "ir-roe"})
 #: Threads per block of every kernel.
 DEFAULT_BLOCK = 128
 #: Most steps one CUDA graph replays.
@@ -254,6 +255,30 @@ def slot_codes(lay: Layout) -> np.ndarray:
     return np.where(boundary, _boundary_codes(lay)[e], 2 * nbr + side).astype(np.int32)
 
 
+def default_variant(scheme: str, n_cells: int) -> str:
+    """The variant a run gets when none is asked for: the fastest measured on the H100.
+
+    benchmarks/results/throughput_gpu_h100_test1.json (test1, lagged, RCM order; 4000,
+    64000, 1.02M and 2.08M cells; float32 and float64): at 4000 cells ``slot`` is fastest
+    for every scheme and dtype (latency-bound: k threads per cell); from 64000 up
+    ``gather`` is fastest for pvm-ifcp (2.08M float32: 10.8 G cell-steps/s vs 6.6 G for
+    edge) and ``edge`` for roe and ir-roe (2.08M float32: 6.0 G vs 4.5 G for gather;
+    float64: 2.5 G vs 1.65 G), but for a tie within 1% at 64000 float32. The switch to
+    the large-mesh rule lies between the measured 4000 and 64000; :data:`SLOT_BELOW`
+    takes their geometric middle. The rule depends on neither dtype nor layers;
+    single-layer schemes (hll, hll-wd: cheap fluxes like pvm-ifcp) were not measured.
+    """
+    if n_cells < SLOT_BELOW:
+        return "slot"
+    return "edge" if scheme in EDGE_SCHEMES else "gather"
+
+
+def resolve_variant(variant: str | None, scheme: str, n_cells: int) -> str:
+    """The variant a backend runs: ``variant`` when given, else the environment variable
+    ``FVSWE_GPU_VARIANT`` when set, else :func:`default_variant`."""
+    return variant or os.environ.get("FVSWE_GPU_VARIANT") or default_variant(scheme, n_cells)
+
+
 def step_plan(variant: str, dt_mode: str, parity: int) -> list[tuple[str, int, int, int]]:
     """Kernels of one step as ``(kernel, op, src, dst)``; src/dst index the two state
     buffers of the gather and slot variants (step ``parity`` 0 reads buffer 0 and writes 1).
@@ -309,8 +334,8 @@ def batch_size(ctrl: np.void, t_end: float, batch: int, launched: int = 0) -> in
 class GpuBackend:
     """The pipeline on a CUDA GPU; see :mod:`fvswe.backends` for the shared API.
 
-    ``variant`` is ``edge``, ``gather`` or ``slot`` (default :data:`DEFAULT_VARIANT`, or the
-    environment variable ``FVSWE_GPU_VARIANT``); ``block`` the threads per block;
+    ``variant`` is ``edge``, ``gather`` or ``slot`` (else the environment variable
+    ``FVSWE_GPU_VARIANT``, else :func:`default_variant`); ``block`` the threads per block;
     ``batch`` the most steps one CUDA graph replays.
     """
 
@@ -338,7 +363,7 @@ class GpuBackend:
             raise ConfigError(f"dt_mode: unknown {dt_mode!r} (choose from {', '.join(DT_MODES)})")
         if dt_mode == "fixed" and not (dt_fixed and dt_fixed > 0):
             raise ConfigError("dt: a fixed time step needs a positive dt")
-        variant = variant or os.environ.get("FVSWE_GPU_VARIANT", DEFAULT_VARIANT)
+        variant = resolve_variant(variant, scheme, layout.n_cells)
         if block % 32 or not 32 <= block <= 1024:
             raise ConfigError(f"block: a multiple of 32 in [32, 1024], got {block}")
         lay = layout
