@@ -31,6 +31,15 @@ Field = np.ndarray | float | Callable[[np.ndarray, np.ndarray], np.ndarray]
 SIDES = ("west", "east", "south", "north")
 
 
+def _columns(*arrays: np.ndarray) -> np.ndarray:
+    """Equal-shape arrays as the columns of one ``(size, len(arrays))`` array (np.stack's
+    result, assigned column by column: several times faster at 10^8 entries)."""
+    out = np.empty(arrays[0].shape + (len(arrays),), dtype=np.result_type(*arrays))
+    for n, a in enumerate(arrays):
+        out[..., n] = a
+    return out.reshape(-1, len(arrays))
+
+
 @dataclass(frozen=True)
 class Grid:
     """``nx`` by ``ny`` cells of ``dx`` by ``dy``, the lower-left corner at ``origin``."""
@@ -129,21 +138,70 @@ class Grid:
 
     @functools.cached_property
     def _mesh(self) -> Mesh:
+        """The quad mesh by index arithmetic: exactly what :meth:`Mesh.from_arrays` builds from
+        the grid's nodes, cells and side tags (tests/test_grid_fast.py checks every array bit
+        for bit), without its sorts and checks, which a 6148^2 grid could not afford."""
         nx, ny = self.nx, self.ny
+        L = nx * ny
         X, Y = np.meshgrid(self.x_nodes, self.y_nodes)
-        nodes = np.stack((X.ravel(), Y.ravel()), axis=1)
+        nodes = _columns(X, Y)
         node = np.arange((nx + 1) * (ny + 1), dtype=np.int64).reshape(ny + 1, nx + 1)
-        cells = np.stack(
-            (node[:-1, :-1], node[:-1, 1:], node[1:, 1:], node[1:, :-1]), axis=-1
-        ).reshape(-1, 4)
-        tags = {
-            "west": np.stack((node[:-1, 0], node[1:, 0]), axis=1),
-            "east": np.stack((node[:-1, nx], node[1:, nx]), axis=1),
-            "south": np.stack((node[0, :-1], node[0, 1:]), axis=1),
-            "north": np.stack((node[ny, :-1], node[ny, 1:]), axis=1),
-        }
-        source = f"<grid {nx}x{ny}, dx={self.dx:g}, dy={self.dy:g}>"
-        return Mesh.from_arrays(nodes, cells, boundary_tags=tags, source=source)
+        # Counter-clockwise from the lower left: local edges south, east, north, west.
+        cells = _columns(node[:-1, :-1], node[:-1, 1:], node[1:, 1:], node[1:, :-1])
+        a = np.diff(self.x_nodes)[None, :]  # cell widths as the shoelace formula sees them
+        b = np.diff(self.y_nodes)[:, None]
+        ab = a * b
+        area = np.broadcast_to(ab, self.shape).ravel()
+        # _centroids' quad formula reduced to its non-zero terms, same operations, same order.
+        cx = (2.0 * a * ab + a * ab) / (6.0 * ab) + self.x_nodes[:-1][None, :]
+        cy = (b * ab + 2.0 * b * ab) / (6.0 * ab) + self.y_nodes[:-1][:, None]
+        centroid = _columns(*np.broadcast_arrays(cx, cy))
+        # Each edge belongs to its lower-numbered cell (the boundary's to its only one) and
+        # edges follow those slots: per cell [south on row 0], east, north, [west on column 0].
+        owned = np.zeros((ny, nx, 4), dtype=bool)
+        owned[0, :, 0] = True
+        owned[:, :, 1:3] = True
+        owned[:, 0, 3] = True
+        slot = np.flatnonzero(owned.ravel())
+        del owned
+        cell, local = slot >> 2, (slot & 3).astype(np.int8)
+        ix, iy = cell % nx, cell // nx
+        east, north = local == 1, local == 2
+        nbr = np.full(slot.size, -1, dtype=np.int64)
+        inner = east & (ix < nx - 1)
+        nbr[inner] = cell[inner] + 1
+        inner_n = north & (iy < ny - 1)
+        nbr[inner_n] = cell[inner_n] + nx
+        # The neighbour's slot of the shared edge: its west (3) across an east edge, else south.
+        slot_j = np.where(nbr >= 0, 4 * nbr + np.where(east, 3, 0), -1)
+        corner = cell + iy  # node index of the cell's lower-left corner
+        tail_off = np.array([0, 1, nx + 2, nx + 1], dtype=np.int64)
+        edge_nodes = _columns(corner + tail_off[local], corner + np.roll(tail_off, -1)[local])
+        # d = head - tail turned clockwise over |d|: exact unit vectors (signed zeros included).
+        normals = np.array([[0.0, -1.0], [1.0, -0.0], [0.0, 1.0], [-1.0, -0.0]])
+        length = np.where(local % 2 == 0, a[0, ix], b[iy, 0])
+        tags = {side: n for n, side in enumerate(SIDES, start=1)}
+        tag = np.zeros(slot.size, dtype=np.int32)
+        tag[local == 0] = tags["south"]
+        tag[local == 3] = tags["west"]
+        tag[east & ~inner] = tags["east"]
+        tag[north & ~inner_n] = tags["north"]
+        return Mesh(
+            nodes=nodes,
+            cells=cells,
+            area=area,
+            centroid=centroid,
+            edge_cells=_columns(cell, nbr),
+            edge_nodes=edge_nodes,
+            edge_normal=normals[local],
+            edge_length=length,
+            edge_tag=tag,
+            edge_slot=_columns(slot, slot_j),
+            tags=tags,
+            depth=None,
+            original_index=np.arange(L, dtype=np.int64),
+            source=f"<grid {nx}x{ny}, dx={self.dx:g}, dy={self.dy:g}>",
+        )
 
     # -- output ------------------------------------------------------------------------------
     def save_npz(self, path: str | Path, fields: Mapping[str, np.ndarray], t: float) -> None:
