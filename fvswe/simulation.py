@@ -237,10 +237,15 @@ class Simulation:
         t_end: float,
         *,
         max_steps: int | None = None,
-        check_every: int = 100,
+        check_every: int | None = None,
         callback: Callable[[Simulation], None] | None = None,
     ) -> RunSummary:
-        """Advance to ``t_end``; every ``check_every`` steps look for a blow-up and call back."""
+        """Advance to ``t_end``; every ``check_every`` steps look for a blow-up and call back.
+
+        ``check_every`` defaults to the backend's ``check_every`` attribute if it has one
+        (the GPU's: a look costs a device sync), else 100.
+        """
+        check_every = check_every or getattr(self.backend, "check_every", 100)
         if not t_end >= self.t:
             raise ConfigError(f"t_end: {t_end!r} lies before the current time {self.t!r}")
         levels = self.layout.levels

@@ -235,6 +235,21 @@ def test_first_invalid_finds_nan_and_negative_depth(sym_mesh):
     assert B.first_invalid() == (70, 3)
 
 
+def test_run_checks_every_backend_chunk(sym_mesh):
+    """Simulation.run looks for blow-ups (a device sync) every backend.check_every steps
+    by default, not every 100; an explicit check_every still wins."""
+    sim = get_case("test1").simulation(sym_mesh, scheme="pvm-ifcp", backend="gpu")
+    every = sim.backend.check_every
+    assert every >= 1000 and every % sim.backend.batch == 0
+    looks = []
+    summary = sim.run(1e9, max_steps=2 * every + 5, callback=lambda s: looks.append(s.steps))
+    assert summary.steps == 2 * every + 5
+    assert looks == [every, 2 * every, 2 * every + 5]
+    looks.clear()
+    sim.run(1e9, max_steps=250, check_every=100, callback=lambda s: looks.append(s.steps))
+    assert np.diff([2 * every + 5, *looks]).tolist() == [100, 100, 50]
+
+
 @pytest.mark.parametrize("friction", [("chezy", 30.0), ("manning", 0.03)])
 @pytest.mark.parametrize("variant", gpu.VARIANTS)
 def test_tide_with_level_and_friction_matches_cpu_backend(variant, friction, monkeypatch):

@@ -51,6 +51,9 @@ DEFAULT_BLOCK = 128
 DEFAULT_BATCH = 64
 #: Most steps launched between two looks at the control block.
 SYNC_EVERY = 256
+#: Default steps between two blow-up checks of Simulation.run, in units of the backend's
+#: sync_every: each check syncs the device (1024 steps: a whole number of 64-step graphs).
+CHECK_EVERY_SYNCS = 4
 
 #: (scheme, layers) -> FVSWE_SCHEME of the CUDA sources. Single-layer PVM-IFCP is HLL.
 SCHEME_DEFINES = {
@@ -336,7 +339,8 @@ class GpuBackend:
 
     ``variant`` is ``edge``, ``gather`` or ``slot`` (else the environment variable
     ``FVSWE_GPU_VARIANT``, else :func:`default_variant`); ``block`` the threads per block;
-    ``batch`` the most steps one CUDA graph replays.
+    ``batch`` the most steps one CUDA graph replays. ``check_every`` is the steps between
+    two blow-up checks that :meth:`fvswe.Simulation.run` makes by default.
     """
 
     name = "gpu"
@@ -374,6 +378,7 @@ class GpuBackend:
         self.block, self.graphs = block, graphs
         self.batch = 2 ** max(1, int(math.log2(max(batch, 2))))  # a power of two: even for gather
         self.sync_every = max(SYNC_EVERY, self.batch)
+        self.check_every = CHECK_EVERY_SYNCS * self.sync_every  # read by Simulation.run
         opts = compile_options(scheme, self.model.layers, self.dtype, variant, lay.k, block)
         mod = module(opts, variant)
         names = ("find_invalid", "debug_flux") + (
