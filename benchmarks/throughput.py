@@ -34,25 +34,14 @@ from fvswe.mesh import family
 from fvswe.model import Model
 
 SIZES = {"4k": 4000, "16k": 16000, "64k": 64000, "256k": 256000, "1m": 1024000, "2m": 2080560}
-#: The paper's GTX 580 float32 RCM times in seconds for t = 0.1 s (CASES.md Tables 1-2).
-PAPER_RCM = {
-    "test1": {
-        4000: {"roe": 0.072, "ir-roe": 0.022, "pvm-ifcp": 0.0050},
-        16000: {"roe": 0.38, "ir-roe": 0.081, "pvm-ifcp": 0.024},
-        64000: {"roe": 2.36, "ir-roe": 0.51, "pvm-ifcp": 0.15},
-        256000: {"roe": 15.12, "ir-roe": 3.26, "pvm-ifcp": 1.00},
-        1024000: {"roe": 99.98, "ir-roe": 21.34, "pvm-ifcp": 7.47},
-        2080560: {"roe": 384.6, "ir-roe": 78.58, "pvm-ifcp": 27.98},
-    },
-    "test2": {
-        4000: {"roe": 0.061, "ir-roe": 0.021, "pvm-ifcp": 0.0045},
-        16000: {"roe": 0.34, "ir-roe": 0.089, "pvm-ifcp": 0.020},
-        64000: {"roe": 2.19, "ir-roe": 0.53, "pvm-ifcp": 0.12},
-        256000: {"roe": 14.80, "ir-roe": 3.31, "pvm-ifcp": 0.86},
-        1024000: {"roe": 103.5, "ir-roe": 21.35, "pvm-ifcp": 6.37},
-        2080560: {"roe": 395.7, "ir-roe": 75.40, "pvm-ifcp": 23.40},
-    },
-}
+#: The paper's GTX 580 float32 times for t = 0.1 s (CASES.md Tables 1-2), transcribed once.
+PAPER_TABLES = Path(__file__).resolve().parent / "reference" / "paper_tables.json"
+PAPER = json.loads(PAPER_TABLES.read_text())
+
+
+def paper_seconds(case: str, cells: int, scheme: str, order: str) -> float | None:
+    """The paper's run time for this case, mesh size, scheme and ordering, if it measured it."""
+    return PAPER["seconds"].get(case, {}).get(str(cells), {}).get(scheme, {}).get(order)
 
 
 def case_layout(case, mesh, dtype) -> Layout:
@@ -206,7 +195,8 @@ def main(argv=None) -> None:
         **timer.machine(),
     }
     copy_bw = timer.copy_bandwidth() if args.backend == "gpu" else None
-    print(f"{args.backend}: {machine['device']}" +
+    threads = f", {machine['threads']} threads" if "threads" in machine else ""
+    print(f"{args.backend}: {machine['device']}{threads}" +
           (f", device-to-device copy {copy_bw:.0f} GB/s" if copy_bw else ""))  # fmt: skip
     head = (f"{'cells':>9} {'scheme':>8} {'dtype':>7} {'variant':>7} {'Gcell-steps/s':>13} "
             f"{'us/step':>9} {'GB/s':>7} {'%copy':>6} {'run_s':>8} {'steps':>6} {'paper_s':>8} "
@@ -234,7 +224,7 @@ def main(argv=None) -> None:
                                    fraction_of_copy=gbs / copy_bw)  # fmt: skip
                     if not args.no_whole_run:
                         row.update(whole_run(B, layout, case, 2 if args.backend == "gpu" else 1))
-                        paper = PAPER_RCM[args.case].get(mesh.n_cells, {}).get(scheme)
+                        paper = paper_seconds(args.case, mesh.n_cells, scheme, args.order)
                         if paper:
                             row.update(paper_rcm_s=paper, speedup=paper / row["whole_run_s"])
                     del B
