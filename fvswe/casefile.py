@@ -8,7 +8,7 @@ A case file (``fvswe run path/to/case.toml``) names every choice of a run::
     g = 9.81
     r = 0.5
     scheme = "ir-roe"     # roe, ir-roe, pvm-ifcp (one layer: also hll)
-    order = "rcm"         # none, rcm, gps, random, hilbert, morton
+    order = "rcm"         # none, rcm, gps, random, hilbert, morton, auto
     cfl = 0.9
     dtype = "float64"     # or float32
     backend = "auto"      # cpu, gpu, auto

@@ -53,7 +53,7 @@ def register(sub) -> None:
                    help="mesh file, or a member of the paper's family: square-4k (the default), "
                    "square-16k, -64k, -256k, -1m, -130k, -2m")  # fmt: skip
     p.add_argument("--scheme", help="roe, ir-roe, pvm-ifcp (one layer: also hll)")
-    p.add_argument("--order", help="cell ordering: none, rcm, gps, random, hilbert, morton")
+    p.add_argument("--order", help="cell ordering: none, rcm, gps, random, hilbert, morton, auto")
     p.add_argument("--dtype", choices=("float64", "float32"), help="precision (default float64)")
     p.add_argument("--backend", choices=("cpu", "gpu", "auto"),
                    help="auto (default): the GPU when CuPy sees one, else the CPU")  # fmt: skip
