@@ -35,6 +35,8 @@ import numpy as np
 
 from ..boundary import LEVEL, OPEN, WALL
 from ..errors import BackendUnavailable, ConfigError
+from ..schemes import KERNELS
+from ..schemes import kernel as scheme_kernel
 from .layout import Layout
 
 CUDA_DIR = Path(__file__).with_name("cuda")
@@ -55,17 +57,10 @@ SYNC_EVERY = 256
 #: sync_every: each check syncs the device (1024 steps: a whole number of 64-step graphs).
 CHECK_EVERY_SYNCS = 4
 
-#: (scheme, layers) -> FVSWE_SCHEME of the CUDA sources. Single-layer PVM-IFCP is HLL.
-SCHEME_DEFINES = {
-    ("roe", 2): 1,
-    ("ir-roe", 2): 2,
-    ("pvm-ifcp", 2): 3,
-    ("roe", 1): 1,
-    ("ir-roe", 1): 2,
-    ("hll", 1): 4,
-    ("pvm-ifcp", 1): 4,
-    ("hll-wd", 1): 5,
-}
+#: Scheme module (:data:`fvswe.schemes.KERNELS`) -> FVSWE_SCHEME of the CUDA sources.
+MODULE_DEFINES = {"roe": 1, "ir_roe": 2, "pvm_ifcp": 3, "hll": 4, "wetdry": 5}
+#: (scheme, layers) -> FVSWE_SCHEME; the layer count is a define of its own.
+SCHEME_DEFINES = {key: MODULE_DEFINES[ref.split(".")[0]] for key, ref in KERNELS.items()}
 
 # Kernel op bits (pipeline.cuh).
 OP_UPDATE, OP_DT, OP_COUNT = 1, 2, 4
@@ -139,13 +134,7 @@ def compile_options(
     scheme: str, layers: int, dtype, variant: str, k: int = 3, block: int = DEFAULT_BLOCK
 ) -> tuple[str, ...]:
     """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy."""
-    try:
-        sid = SCHEME_DEFINES[(scheme, layers)]
-    except KeyError:
-        names = sorted({n for n, lay in SCHEME_DEFINES if lay == layers})
-        raise ConfigError(
-            f"scheme: unknown {scheme!r} for {layers} layer(s) (choose from {', '.join(names)})"
-        ) from None
+    sid = MODULE_DEFINES[scheme_kernel(scheme, layers).split(".")[0]]
     if variant not in VARIANTS:
         raise ConfigError(f"variant: unknown {variant!r} (choose from {', '.join(VARIANTS)})")
     double = np.dtype(dtype) == np.float64

@@ -9,28 +9,16 @@ near-coincident internal pair, 4 thin-layer fallback.
 
 from __future__ import annotations
 
-from ...errors import ConfigError
-from . import hll, ir_roe, pvm_ifcp, roe, wetdry
+import sys
 
-#: (name, layers) -> Numba per-edge kernel. Single-layer "pvm-ifcp" is HLL (SCHEMES.md §6).
-EDGE_FLUXES = {
-    ("roe", 2): roe.flux2,
-    ("ir-roe", 2): ir_roe.flux2,
-    ("pvm-ifcp", 2): pvm_ifcp.flux2,
-    ("roe", 1): roe.flux1,
-    ("ir-roe", 1): ir_roe.flux1,
-    ("hll", 1): hll.flux1,
-    ("hll-wd", 1): wetdry.flux1,
-    ("pvm-ifcp", 1): hll.flux1,
-}
+from ...schemes import kernel, kernel_table
+from . import hll, ir_roe, pvm_ifcp, roe, wetdry  # noqa: F401  (resolved by kernel_table)
+
+#: (name, layers) -> Numba per-edge kernel, from :data:`fvswe.schemes.KERNELS`.
+EDGE_FLUXES = kernel_table(sys.modules[__name__])
 
 
 def get_edge_flux(name: str, layers: int):
     """The Numba per-edge kernel of scheme ``name`` for ``layers`` (1 or 2) layers."""
-    try:
-        return EDGE_FLUXES[(name, layers)]
-    except KeyError:
-        names = sorted({n for n, lay in EDGE_FLUXES if lay == layers})
-        raise ConfigError(
-            f"scheme: unknown {name!r} for {layers} layer(s) (choose from {', '.join(names)})"
-        ) from None
+    kernel(name, layers)
+    return EDGE_FLUXES[(name, layers)]

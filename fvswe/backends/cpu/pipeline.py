@@ -18,20 +18,20 @@ from numba import njit, prange
 
 from ...boundary import LEVEL, WALL
 from ...errors import ConfigError
+from ...schemes import kernel
 from ..layout import Layout
 from . import hll, ir_roe, pvm_ifcp, roe, wetdry
 from .common import inverse_depth
 
-#: (scheme name, layers) -> id used by the compiled dispatch below.
-SCHEME_IDS = {
-    ("roe", 2): 0,
-    ("ir-roe", 2): 1,
-    ("pvm-ifcp", 2): 2,
-    ("roe", 1): 3,
-    ("ir-roe", 1): 4,
-    ("hll", 1): 5,
-    ("pvm-ifcp", 1): 5,  # SCHEMES.md §6: single-layer PVM-IFCP is HLL
-    ("hll-wd", 1): 6,
+#: Kernel (:data:`fvswe.schemes.KERNELS`) -> id used by the compiled dispatch below.
+KERNEL_IDS = {
+    "roe.flux2": 0,
+    "ir_roe.flux2": 1,
+    "pvm_ifcp.flux2": 2,
+    "roe.flux1": 3,
+    "ir_roe.flux1": 4,
+    "hll.flux1": 5,
+    "wetdry.flux1": 6,
 }
 DT_MODES = ("lagged", "nonlagged", "fixed")
 #: A step within this fraction of itself of ``t_end`` is the last one: it lands on ``t_end``
@@ -43,13 +43,7 @@ CHUNKS = 256
 
 def scheme_id(name: str, layers: int) -> int:
     """The compiled dispatch id of a scheme, or a one-line error naming the choices."""
-    try:
-        return SCHEME_IDS[(name, layers)]
-    except KeyError:
-        names = sorted({n for n, lay in SCHEME_IDS if lay == layers})
-        raise ConfigError(
-            f"scheme: unknown {name!r} for {layers} layer(s) (choose from {', '.join(names)})"
-        ) from None
+    return KERNEL_IDS[kernel(name, layers)]
 
 
 @njit(cache=True, inline="always")
