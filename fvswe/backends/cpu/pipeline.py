@@ -21,7 +21,7 @@ from ...errors import ConfigError
 from ...schemes import kernel
 from ..layout import Layout
 from . import hll, ir_roe, pvm_ifcp, roe, wetdry
-from .common import inverse_depth
+from .common import inverse_depth, wall_ghost
 
 #: Kernel (:data:`fvswe.schemes.KERNELS`) -> id used by the compiled dispatch below.
 KERNEL_IDS = {
@@ -69,16 +69,7 @@ def _ghost(Wi, Hi, bc, ex, ey, level, eps_h):
         return (hg, hg * (Wi[1] * k), hg * (Wi[2] * k), z, z, z)
     if bc != WALL:
         return Wi
-    p1 = Wi[1] * ex + Wi[2] * ey
-    p2 = Wi[4] * ex + Wi[5] * ey
-    return (
-        Wi[0],
-        Wi[1] - 2 * p1 * ex,
-        Wi[2] - 2 * p1 * ey,
-        Wi[3],
-        Wi[4] - 2 * p2 * ex,
-        Wi[5] - 2 * p2 * ey,
-    )
+    return wall_ghost(Wi, ex, ey)
 
 
 @njit(cache=True, inline="always")
