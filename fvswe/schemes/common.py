@@ -295,3 +295,31 @@ def as_inputs(Wi, Wj, Hi, Hj, normal, nvar: int):
     Hj = np.broadcast_to(np.asarray(Hj, dtype=np.float64), (E,))
     normal = np.broadcast_to(normal, (E, 2))
     return Wi, Wj, Hi, Hj, normal[:, 0], normal[:, 1]
+
+
+FLUX_RETURNS = (
+    "Returns ``F-`` (contribution to cell i, not yet times ``|Gamma|``), ``F+`` (to cell j), "
+    "``||D||_inf`` and, with ``return_flags``, int32 flags (1 non-hyperbolic, 2 near-coincident "
+    "pair, 4 thin-layer fallback)."
+)
+
+
+def by_layers(name: str, flux2, flux1):
+    """A scheme's public ``flux``: ``flux2`` for (E, 6) states, ``flux1`` for (E, 3).
+
+    Either may be None where the scheme has no such form; asking for it is a
+    one-line ConfigError.
+    """
+
+    def flux(
+        Wi, Wj, Hi, Hj, normal, g: float = 9.81, r: float = 0.5, eps_h: float = 5e-3,
+        return_flags: bool = False,
+    ) -> tuple[np.ndarray, ...]:  # fmt: skip
+        impl = flux1 if np.shape(Wi)[-1] == 3 else flux2
+        if impl is None:
+            form = "(E, 6) two-layer" if flux1 is None else "(E, 3) single-layer"
+            raise ConfigError(f"{name}: expects {form} states, got {np.shape(Wi)}")
+        return impl(Wi, Wj, Hi, Hj, normal, g, r, eps_h, return_flags)
+
+    flux.__doc__ = f"{name} for (E, 6) two-layer or (E, 3) one-layer states. {FLUX_RETURNS}"
+    return flux

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..errors import ConfigError
 from .common import (
     as_inputs,
     assemble1,
+    by_layers,
     edge1,
     total_fluctuation1,
     upwind_tangential,
@@ -79,18 +79,5 @@ def flux1(
     return Fm, Fp, dmax
 
 
-def flux(
-    Wi: ArrayLike,
-    Wj: ArrayLike,
-    Hi: ArrayLike,
-    Hj: ArrayLike,
-    normal: ArrayLike,
-    g: float = 9.81,
-    r: float = 0.5,
-    eps_h: float = 5e-3,
-    return_flags: bool = False,
-) -> tuple[np.ndarray, ...]:
-    """HLL exists for one layer only: (E, 3) states (§6)."""
-    if np.shape(Wi)[-1] != 3:
-        raise ConfigError(f"hll: a single-layer scheme, expects (E, 3) states, got {np.shape(Wi)}")
-    return flux1(Wi, Wj, Hi, Hj, normal, g, r, eps_h, return_flags)
+#: The public flux: picks the two- or one-layer form by the state width.
+flux = by_layers("hll", None, flux1)

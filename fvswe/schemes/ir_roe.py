@@ -14,6 +14,7 @@ from .common import (
     as_inputs,
     assemble1,
     assemble2,
+    by_layers,
     edge1,
     edge2,
     total_fluctuation,
@@ -80,18 +81,5 @@ def flux1(
     return Fm, Fp, dmax
 
 
-def flux(
-    Wi: ArrayLike,
-    Wj: ArrayLike,
-    Hi: ArrayLike,
-    Hj: ArrayLike,
-    normal: ArrayLike,
-    g: float = 9.81,
-    r: float = 0.5,
-    eps_h: float = 5e-3,
-    return_flags: bool = False,
-) -> tuple[np.ndarray, ...]:
-    """IR-Roe for (E, 6) or (E, 3) states; see :func:`fvswe.schemes.roe.flux`."""
-    if np.shape(Wi)[-1] == 3:
-        return flux1(Wi, Wj, Hi, Hj, normal, g, r, eps_h, return_flags)
-    return flux2(Wi, Wj, Hi, Hj, normal, g, r, eps_h, return_flags)
+#: The public flux: picks the two- or one-layer form by the state width.
+flux = by_layers("ir-roe", flux2, flux1)

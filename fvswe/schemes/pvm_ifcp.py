@@ -17,6 +17,7 @@ from .common import (
     FLAG_THIN,
     as_inputs,
     assemble2,
+    by_layers,
     edge2,
     thin_edge,
     total_fluctuation,
@@ -138,18 +139,5 @@ def flux2(
     return Fm, Fp, dmax
 
 
-def flux(
-    Wi: ArrayLike,
-    Wj: ArrayLike,
-    Hi: ArrayLike,
-    Hj: ArrayLike,
-    normal: ArrayLike,
-    g: float = 9.81,
-    r: float = 0.5,
-    eps_h: float = 5e-3,
-    return_flags: bool = False,
-) -> tuple[np.ndarray, ...]:
-    """PVM-IFCP for (E, 6) two-layer states; for (E, 3) one-layer states it is HLL (§6)."""
-    if np.shape(Wi)[-1] == 3:
-        return hll.flux1(Wi, Wj, Hi, Hj, normal, g, r, eps_h, return_flags)
-    return flux2(Wi, Wj, Hi, Hj, normal, g, r, eps_h, return_flags)
+#: The public flux: picks the two- or one-layer form by the state width.
+flux = by_layers("pvm-ifcp", flux2, hll.flux1)  # one layer: HLL (§6)

@@ -20,6 +20,7 @@ from .common import (
     as_inputs,
     assemble1,
     assemble2,
+    by_layers,
     edge1,
     edge2,
     eig4,
@@ -191,23 +192,5 @@ def flux1(
     return Fm, Fp, dmax
 
 
-def flux(
-    Wi: ArrayLike,
-    Wj: ArrayLike,
-    Hi: ArrayLike,
-    Hj: ArrayLike,
-    normal: ArrayLike,
-    g: float = 9.81,
-    r: float = 0.5,
-    eps_h: float = 5e-3,
-    return_flags: bool = False,
-) -> tuple[np.ndarray, ...]:
-    """Classical Roe for (E, 6) two-layer or (E, 3) one-layer states.
-
-    Returns ``F-`` (contribution to cell i, not yet times ``|Gamma|``), ``F+``
-    (to cell j), ``||D||_inf`` and, with ``return_flags``, int32 flags
-    (1 non-hyperbolic, 2 near-coincident pair, 4 thin-layer fallback).
-    """
-    if np.shape(Wi)[-1] == 3:
-        return flux1(Wi, Wj, Hi, Hj, normal, g, r, eps_h, return_flags)
-    return flux2(Wi, Wj, Hi, Hj, normal, g, r, eps_h, return_flags)
+#: The public flux: picks the two- or one-layer form by the state width.
+flux = by_layers("roe", flux2, flux1)

@@ -60,6 +60,7 @@ from .common import (
     Layer,
     as_inputs,
     assemble1,
+    by_layers,
     inverse_depth,
     roe_weights,
     rotate,
@@ -135,18 +136,5 @@ def flux1(
     return Fm, Fp, dmax
 
 
-def flux(
-    Wi,
-    Wj,
-    Hi,
-    Hj,
-    normal,
-    g: float = 9.81,
-    r: float = 0.5,
-    eps_h: float = 5e-3,
-    return_flags: bool = False,
-):
-    """``hll-wd`` exists for one layer only: (E, 3) states."""
-    if np.shape(Wi)[-1] != 3:
-        raise ValueError("hll-wd: single-layer scheme, expects (E, 3) states")
-    return flux1(Wi, Wj, Hi, Hj, normal, g, r, eps_h, return_flags)
+#: The public flux: picks the two- or one-layer form by the state width.
+flux = by_layers("hll-wd", None, flux1)
