@@ -96,6 +96,17 @@ def roe_weights(hi: np.ndarray, hj: np.ndarray):
     return si * inv, sj * inv
 
 
+def averaged_layer(hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj, g: float) -> Layer:
+    """The :class:`Layer` of one layer's rotated states and velocities: Roe averages, jumps."""
+    ai, aj = roe_weights(hi, hj)
+    hbar = 0.5 * (hi + hj)
+    return Layer(
+        hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj,
+        hbar, ai * uni + aj * unj, ai * uti + aj * utj, g * hbar,
+        hj - hi, qnj - qni, qtj - qti,
+    )  # fmt: skip
+
+
 def layer_edge(hi, qxi, qyi, hj, qxj, qyj, ex, ey, g: float, eps_h: float) -> Layer:
     """Rotate one layer's two states and form its Roe averages and jumps (§0, §3.1)."""
     qni, qti = rotate(qxi, qyi, ex, ey)
@@ -106,13 +117,7 @@ def layer_edge(hi, qxi, qyi, hj, qxj, qyj, ex, ey, g: float, eps_h: float) -> La
     unj = qnj * kj
     uti = qti * ki
     utj = qtj * kj
-    ai, aj = roe_weights(hi, hj)
-    hbar = 0.5 * (hi + hj)
-    return Layer(
-        hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj,
-        hbar, ai * uni + aj * unj, ai * uti + aj * utj, g * hbar,
-        hj - hi, qnj - qni, qtj - qti,
-    )  # fmt: skip
+    return averaged_layer(hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj, g)
 
 
 def edge2(Wi, Wj, Hi, Hj, ex, ey, g: float, eps_h: float):

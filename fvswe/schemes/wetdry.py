@@ -60,9 +60,9 @@ from .common import (
     Layer,
     as_inputs,
     assemble1,
+    averaged_layer,
     by_layers,
     inverse_depth,
-    roe_weights,
     rotate,
     total_fluctuation1,
     upwind_tangential,
@@ -91,13 +91,7 @@ def reconstructed_layer(hi, uni, uti, hj, unj, utj, g: float) -> Layer:
     qti = hi * uti
     qnj = hj * unj
     qtj = hj * utj
-    ai, aj = roe_weights(hi, hj)
-    hbar = 0.5 * (hi + hj)
-    return Layer(
-        hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj,
-        hbar, ai * uni + aj * unj, ai * uti + aj * utj, g * hbar,
-        hj - hi, qnj - qni, qtj - qti,
-    )  # fmt: skip
+    return averaged_layer(hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj, g)
 
 
 def flux1(

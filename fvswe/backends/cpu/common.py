@@ -83,6 +83,18 @@ def roe_weights(hi, hj):
 
 
 @jit_inline
+def averaged_layer(hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj, g):
+    """The Layer of one layer's rotated states and velocities: Roe averages, jumps."""
+    ai, aj = roe_weights(hi, hj)
+    hbar = 0.5 * (hi + hj)
+    return Layer(
+        hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj,
+        hbar, ai * uni + aj * unj, ai * uti + aj * utj, g * hbar,
+        hj - hi, qnj - qni, qtj - qti,
+    )  # fmt: skip
+
+
+@jit_inline
 def layer_edge(hi, qxi, qyi, hj, qxj, qyj, ex, ey, g, eps_h):
     """One layer rotated, with Roe averages and jumps (§0, §3.1)."""
     qni, qti = rotate(qxi, qyi, ex, ey)
@@ -93,13 +105,7 @@ def layer_edge(hi, qxi, qyi, hj, qxj, qyj, ex, ey, g, eps_h):
     unj = qnj * kj
     uti = qti * ki
     utj = qtj * kj
-    ai, aj = roe_weights(hi, hj)
-    hbar = 0.5 * (hi + hj)
-    return Layer(
-        hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj,
-        hbar, ai * uni + aj * unj, ai * uti + aj * utj, g * hbar,
-        hj - hi, qnj - qni, qtj - qti,
-    )  # fmt: skip
+    return averaged_layer(hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj, g)
 
 
 @jit

@@ -7,13 +7,12 @@ and the reasons for the choice are in the reference module's docstring.
 from __future__ import annotations
 
 from .common import (
-    Layer,
     as_inputs1,
     assemble1,
+    averaged_layer,
     inverse_depth,
     jit,
     jit_inline,
-    roe_weights,
     rotate,
     total_fluctuation1,
     upwind_tangential,
@@ -41,13 +40,7 @@ def reconstructed_layer(hi, uni, uti, hj, unj, utj, g):
     qti = hi * uti
     qnj = hj * unj
     qtj = hj * utj
-    ai, aj = roe_weights(hi, hj)
-    hbar = 0.5 * (hi + hj)
-    return Layer(
-        hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj,
-        hbar, ai * uni + aj * unj, ai * uti + aj * utj, g * hbar,
-        hj - hi, qnj - qni, qtj - qti,
-    )  # fmt: skip
+    return averaged_layer(hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj, g)
 
 
 @jit

@@ -94,30 +94,45 @@ template <typename T> struct Layer {
     T dh, dqn, dqt;    // jumps j - i
 };
 
+// The Layer of one layer's rotated states and velocities: Roe averages and jumps.
+template <typename T>
+FVSWE_DEV Layer<T> averaged_layer(T hi, T hj, T qni, T qnj, T qti, T qtj, T uni, T unj, T uti,
+                                  T utj, T g)
+{
+    Layer<T> L;
+    L.hi = hi;
+    L.hj = hj;
+    L.qni = qni;
+    L.qnj = qnj;
+    L.qti = qti;
+    L.qtj = qtj;
+    L.uni = uni;
+    L.unj = unj;
+    L.uti = uti;
+    L.utj = utj;
+    T ai, aj;
+    roe_weights(hi, hj, ai, aj);
+    L.hbar = T(0.5) * (hi + hj);
+    L.u = ai * uni + aj * unj;
+    L.w = ai * uti + aj * utj;
+    L.c2 = g * L.hbar;
+    L.dh = hj - hi;
+    L.dqn = qnj - qni;
+    L.dqt = qtj - qti;
+    return L;
+}
+
 // Rotate one layer's two states and form its Roe averages and jumps (§0, §3.1).
 template <typename T>
 FVSWE_DEV Layer<T> layer_edge(T hi, T qxi, T qyi, T hj, T qxj, T qyj, T ex, T ey,
                                                T g, T eps_h)
 {
-    Layer<T> L;
-    L.hi = hi;
-    L.hj = hj;
-    rotate(qxi, qyi, ex, ey, L.qni, L.qti);
-    rotate(qxj, qyj, ex, ey, L.qnj, L.qtj);
-    L.uni = velocity(hi, L.qni, eps_h);
-    L.unj = velocity(hj, L.qnj, eps_h);
-    L.uti = velocity(hi, L.qti, eps_h);
-    L.utj = velocity(hj, L.qtj, eps_h);
-    T ai, aj;
-    roe_weights(hi, hj, ai, aj);
-    L.hbar = T(0.5) * (hi + hj);
-    L.u = ai * L.uni + aj * L.unj;
-    L.w = ai * L.uti + aj * L.utj;
-    L.c2 = g * L.hbar;
-    L.dh = hj - hi;
-    L.dqn = L.qnj - L.qni;
-    L.dqt = L.qtj - L.qti;
-    return L;
+    T qni, qti, qnj, qtj;
+    rotate(qxi, qyi, ex, ey, qni, qti);
+    rotate(qxj, qyj, ex, ey, qnj, qtj);
+    return averaged_layer(hi, hj, qni, qnj, qti, qtj, velocity(hi, qni, eps_h),
+                          velocity(hj, qnj, eps_h), velocity(hi, qti, eps_h),
+                          velocity(hj, qtj, eps_h), g);
 }
 
 // Both layers of a two-layer edge plus DH = H_j - H_i.

@@ -34,27 +34,7 @@ FVSWE_DEV void reconstruct(T h, T qx, T qy, T H, T Hm, T ex, T ey, T eps_h, T& h
 template <typename T>
 FVSWE_DEV Layer<T> reconstructed_layer(T hi, T uni, T uti, T hj, T unj, T utj, T g)
 {
-    Layer<T> L;
-    L.hi = hi;
-    L.hj = hj;
-    L.qni = hi * uni;
-    L.qti = hi * uti;
-    L.qnj = hj * unj;
-    L.qtj = hj * utj;
-    L.uni = uni;
-    L.unj = unj;
-    L.uti = uti;
-    L.utj = utj;
-    T ai, aj;
-    roe_weights(hi, hj, ai, aj);
-    L.hbar = T(0.5) * (hi + hj);
-    L.u = ai * uni + aj * unj;
-    L.w = ai * uti + aj * utj;
-    L.c2 = g * L.hbar;
-    L.dh = hj - hi;
-    L.dqn = L.qnj - L.qni;
-    L.dqt = L.qtj - L.qti;
-    return L;
+    return averaged_layer(hi, hj, hi * uni, hj * unj, hi * uti, hj * utj, uni, unj, uti, utj, g);
 }
 
 // Single-layer HLL with hydrostatic reconstruction: F-, F+, ||D||_inf; r is unused and
