@@ -1,4 +1,4 @@
-"""The C-grid thesis's timings (CASES.md §B) through the finite-volume pipeline on quads.
+"""The C-grid thesis's timings (docs/CASES.md §B) through the finite-volume pipeline on quads.
 
     python3 benchmarks/cgrid.py --budget-s 480                    # GPU, float32: the issue's set
     python3 benchmarks/cgrid.py --backend cpu --sizes 96 --hours 0.5 --out cpu.json
@@ -37,14 +37,14 @@ from fvswe.errors import FvsweError
 from fvswe.simulation import RunSummary
 
 DEFAULT_SIZES = {"cgrid-tide": (96, 192, 384, 1056), "cgrid-island": (6148,)}
-#: The thesis's RTX 2080 Ti float32 times (s) and step counts (CASES.md §B): the tide over
+#: The thesis's RTX 2080 Ti float32 times (s) and step counts (docs/CASES.md §B): the tide over
 #: 24 h, the island 1000 steps.
 THESIS = {
     "cgrid-tide": {96: (4.35, 237_670), 192: (8.90, 465_642), 384: (30.2, 922_757),
                    1056: (503.0, 2_510_297)},
     "cgrid-island": {6148: (5.757, 1000), 12292: (24.589, 1000)},
 }  # fmt: skip
-#: Other published timings quoted beside ours (CASES.md §B).
+#: Other published timings quoted beside ours (docs/CASES.md §B).
 REFERENCES = {
     "delft3d_flow_cpu_tide_24h_s": {"100x100": 40.0, "1000x1000": 57_600.0},
     "thesis_best_12_thread_cpu_island_1000_steps_s": {"6148x6148": 264.36},
@@ -209,7 +209,7 @@ def main(argv=None) -> None:
         "budget_s": args.budget_s,
         "timing": "host clock, initial state to end through Simulation.run after a warm-up "
         "and a restore; mesh and setup timed apart",
-        "thesis": "RTX 2080 Ti, float32, staggered C-grid finite differences (CASES.md §B)",
+        "thesis": "RTX 2080 Ti, float32, staggered C-grid finite differences (docs/CASES.md §B)",
         "thesis_s_steps": {c: {str(n): v for n, v in t.items()} for c, t in THESIS.items()},
         "references": REFERENCES,
         "results": [],

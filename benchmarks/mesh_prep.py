@@ -6,7 +6,7 @@ For the 2 080 560-triangle mesh it times reading + topology (from the cached
 .npz), and each ordering (rcm, gps, hilbert): computing the permutation and
 building the renumbered mesh. For every member it reports the bandwidths in
 the "original" (generator + 1->4 append), RCM and GPS orders beside the
-paper's Table 3 (CASES.md §A), plus space-filling-curve bandwidths (not in the
+paper's Table 3 (docs/CASES.md §A), plus space-filling-curve bandwidths (not in the
 paper; their bandwidth is large, their mean neighbour gap small). Results go
 to JSON with the machine and date; spy plots of the 16k member beside it.
 """

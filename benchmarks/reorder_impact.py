@@ -5,7 +5,7 @@
     fvswe bench reorder --backend cpu --sizes 4k,16k,64k --out out/reorder_cpu
     python3 benchmarks/reorder_impact.py --from-json out/reorder/results.json  # reports only
 
-For test1 and test2 (CASES.md §A), each scheme, each member of the paper's
+For test1 and test2 (docs/CASES.md §A), each scheme, each member of the paper's
 mesh family and each ordering (the paper's original, RCM and GPS; beyond it
 random, Hilbert and Morton), in float32 and float64, it times the whole run to
 ``t_end`` (0.1 s, the paper's) from the initial state: a warm-up run first

@@ -10,7 +10,7 @@ events on the GPU (wall clock on the CPU), median reported as cell-steps/s and
 µs/step. On the GPU also the effective bandwidth (compulsory bytes of the
 variant per step / time) against a measured device-to-device copy bandwidth,
 and the whole run to ``t_end`` from the initial state (host time, everything
-included) beside the paper's GTX 580 RCM time (CASES.md Tables 1-2). Results
+included) beside the paper's GTX 580 RCM time (docs/CASES.md Tables 1-2). Results
 go to JSON with the device, library versions and date.
 """
 
@@ -34,7 +34,7 @@ from fvswe.mesh import family
 from fvswe.model import Model
 
 SIZES = {"4k": 4000, "16k": 16000, "64k": 64000, "256k": 256000, "1m": 1024000, "2m": 2080560}
-#: The paper's GTX 580 float32 times for t = 0.1 s (CASES.md Tables 1-2), transcribed once.
+#: The paper's GTX 580 float32 times for t = 0.1 s (docs/CASES.md Tables 1-2), transcribed once.
 PAPER_TABLES = Path(__file__).resolve().parent / "reference" / "paper_tables.json"
 PAPER = json.loads(PAPER_TABLES.read_text())
 

@@ -1,4 +1,4 @@
-"""Boundary conditions by tag: which ghost state each boundary edge sees (SCHEMES.md §7).
+"""Boundary conditions by tag: which ghost state each boundary edge sees (docs/SCHEMES.md §7).
 
 Conditions are ``"wall"``, ``"open"`` or an imposed water level: :class:`Level`
 (or the shorthand ``("level", eta)``), with ``eta`` a function of time, a

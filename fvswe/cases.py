@@ -1,7 +1,7 @@
-"""Named problems from the source papers (CASES.md), runnable from Python and the CLI.
+"""Named problems from the source papers (docs/CASES.md), runnable from Python and the CLI.
 
 The paper's two-layer tests run on its mesh family; the single-layer C-grid
-and drop cases (CASES.md §B, §C) run on a Cartesian :class:`~fvswe.grid.Grid`
+and drop cases (docs/CASES.md §B, §C) run on a Cartesian :class:`~fvswe.grid.Grid`
 whose size ``Case.grid(nx, ny)`` (CLI ``--nx/--ny``) may change.
 """
 
@@ -119,7 +119,7 @@ def _test2_H(x, y):
     return 1.0 - 1.5 * np.exp(-(x**2) - y**2)
 
 
-# -- single layer on a Cartesian grid (CASES.md §B, §C); H is positive down, eta = h - H ----------
+# -- single layer on a Cartesian grid (docs/CASES.md §B, §C); H is positive down, eta = h - H ---
 WALLS = {"west": "wall", "east": "wall", "south": "wall", "north": "wall"}
 
 

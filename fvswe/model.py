@@ -1,6 +1,6 @@
 """The equations: one or two layers, physical constants and the packed state layout.
 
-State per cell, in component order (SCHEMES.md §0):
+State per cell, in component order (docs/SCHEMES.md §0):
 two layers ``(h1, q1x, q1y, h2, q2x, q2y)``, one layer ``(h, qx, qy)``.
 ``H`` is the depth of the bottom below the reference level (positive down).
 """
@@ -21,7 +21,7 @@ ONE_LAYER_FIELDS = ("h", "qx", "qy")
 class Model:
     """Physical model: number of layers, gravity ``g``, density ratio ``r = rho1/rho2``.
 
-    ``eps_h`` is the desingularisation depth of SCHEMES.md §8 (velocities are
+    ``eps_h`` is the desingularisation depth of docs/SCHEMES.md §8 (velocities are
     ``q/h`` exactly where ``h >= eps_h``).
     """
 

@@ -62,7 +62,7 @@ def original_cells(mesh) -> np.ndarray:
 
 
 def velocity(h: np.ndarray, q: np.ndarray, eps_h: float) -> np.ndarray:
-    """Desingularised velocity ``√2 h q / √(h⁴ + max(h, ε)⁴)`` (SCHEMES.md §8): q/h where h ≥ ε."""
+    """Desingularised velocity ``√2 h q / √(h⁴ + max(h, ε)⁴)`` (docs/SCHEMES.md §8)."""
     return np.sqrt(2.0) * h * q / np.sqrt(h**4 + np.maximum(h, eps_h) ** 4)
 
 

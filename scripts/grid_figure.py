@@ -1,6 +1,6 @@
 """Shared by run_cgrid.py and run_mjos_drop.py: the command line, a recorded run, rows of maps.
 
-A script names a single-layer grid case (CASES.md §B, §C). ``--nx`` coarsens its
+A script names a single-layer grid case (docs/CASES.md §B, §C). ``--nx`` coarsens its
 grid (square cells kept) so that a figure comes in seconds on a CPU. The
 physical times are the published ones whatever the grid: a fixed time step
 scales with the cell size (``Case.with_grid`` keeps the Courant number), so a

@@ -1,4 +1,4 @@
-"""Write the committed base meshes of the paper's family (CASES.md §A) under meshes/.
+"""Write the committed base meshes of the paper's family (docs/CASES.md §A) under meshes/.
 
     python scripts/make_meshes.py
 

@@ -1,4 +1,4 @@
-"""The C-grid thesis cases (CASES.md §B) on the Cartesian adapter: run one, draw its figure.
+"""The C-grid thesis cases (docs/CASES.md §B) on the Cartesian adapter: run one, draw its figure.
 
     python scripts/run_cgrid.py drop [--nx 50] [--backend cpu] [-o cgrid-drop.png]
     python scripts/run_cgrid.py island --nx 50

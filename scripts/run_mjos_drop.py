@@ -1,4 +1,4 @@
-"""The drop that broke Lax–Wendroff (CASES.md §C, mjos-drop): run it, draw its figure.
+"""The drop that broke Lax–Wendroff (docs/CASES.md §C, mjos-drop): run it, draw its figure.
 
     python scripts/run_mjos_drop.py [--nx 64] [--backend cpu] [-o mjos-drop.png]
 

@@ -1,5 +1,5 @@
 """Shared constructions for the scheme tests: random edge sets, and — independent of
-fvswe — the Cartesian 6x6 Roe matrix of SCHEMES.md §3.2, physical fluxes, ``B``,
+fvswe — the Cartesian 6x6 Roe matrix of docs/SCHEMES.md §3.2, physical fluxes, ``B``,
 ``S`` and the full 6x6 projector built with numpy.linalg.eig."""
 
 from __future__ import annotations

@@ -400,7 +400,7 @@ def test_step_kernels_on_host_one_layer_and_float32(tmp_path, scheme, layers, dt
 @pytest.mark.parametrize(("scheme", "layers"), [("hll-wd", 1), ("roe", 1), ("pvm-ifcp", 2)])
 def test_step_kernels_on_host_thin_layers(tmp_path, scheme, layers):
     """Layers thinner than eps_h, moving, beside dry cells: every step damps their
-    discharge to h u (desingularised u) after the clip (SCHEMES.md §8) and the roe run
+    discharge to h u (desingularised u) after the clip (docs/SCHEMES.md §8) and the roe run
     clips depths, so any drift between the volume kernels and the CPU volume pass (a
     missing or reordered damping, clip or friction step) shows far above 1e-12."""
     from fvswe.mesh.generate import structured_square

@@ -52,7 +52,7 @@ def cpu_and_gpu(case_name, mesh, scheme, dtype="float64", dt_mode="lagged", vari
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize(("scheme", "layers"), SCHEMES)
 def test_device_flux_matches_numpy_reference(scheme, layers, dtype):
-    """debug_flux runs the module's scheme_flux on random wet states (SCHEMES.md §10.1)."""
+    """debug_flux runs the module's scheme_flux on random wet states (docs/SCHEMES.md §10.1)."""
     double = dtype == "float64"
     rng = np.random.default_rng(3)
     # float32: moderate wet states, away from loss of hyperbolicity and thin layers, where

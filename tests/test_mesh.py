@@ -11,7 +11,7 @@ from fvswe.mesh.generate import square, strip, structured_square
 from fvswe.mesh.gps import gps_ordering
 from fvswe.mesh.orderings import hilbert_key, morton_key
 
-#: Paper's Table 3 (CASES.md §A): cells -> (original, RCM, GPS) bandwidths.
+#: Paper's Table 3 (docs/CASES.md §A): cells -> (original, RCM, GPS) bandwidths.
 PAPER_TABLE3 = {4000: (3786, 73, 62), 16000: (12000, 147, 126)}
 
 

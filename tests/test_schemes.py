@@ -1,4 +1,4 @@
-"""NumPy reference fluxes against SCHEMES.md §10.1 item 1 and the identities of §3–§7."""
+"""NumPy reference fluxes against docs/SCHEMES.md §10.1 item 1 and the identities of §3–§7."""
 
 from __future__ import annotations
 

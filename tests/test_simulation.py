@@ -1,4 +1,4 @@
-"""Whole-run properties of the CPU backend (SCHEMES.md §10.1 items 2–8)."""
+"""Whole-run properties of the CPU backend (docs/SCHEMES.md §10.1 items 2–8)."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_mass_positivity_and_counters(case_name, scheme, sym_mesh):
     assert summary.t == 0.1
     assert max(summary.mass_rel_drift) <= 1e-13
     W = sim.state()
-    assert W[:, 0].min() > 0.3 and W[:, 3].min() > 0.3  # SCHEMES.md §9: min h ≈ 0.4
+    assert W[:, 0].min() > 0.3 and W[:, 3].min() > 0.3  # docs/SCHEMES.md §9: min h ≈ 0.4
     assert summary.counters["clipped_cells"] == 0
     assert summary.counters["nonhyperbolic_edges"] == 0
 
@@ -189,7 +189,7 @@ def test_single_layer_dam_break_converges_to_stoker(scheme):
 
 
 def test_single_layer_roe_equals_hll_with_roe_speeds_on_a_run():
-    """SCHEMES.md §6: for one layer both schemes agree when HLL uses Roe speeds (smooth flow)."""
+    """docs/SCHEMES.md §6: one layer: both agree when HLL uses Roe speeds (smooth flow)."""
     mesh = strip(50, 1, -5.0, 5.0)
     states = []
     for scheme in ("roe", "hll"):
@@ -205,7 +205,7 @@ def test_single_layer_roe_equals_hll_with_roe_speeds_on_a_run():
     assert np.abs(states[0] - states[1]).max() <= 1e-3  # Einfeldt bounds differ only near shocks
 
 
-#: y-independent versions of the paper's tests (SCHEMES.md §10.1 item 5): H, h1, h2 of x, and r.
+#: the paper's tests made y-independent (docs/SCHEMES.md §10.1 item 5): H, h1, h2 of x, and r.
 STRIP_PROBLEMS = {
     "test1": (
         lambda x: np.full_like(x, 6.0),
@@ -249,7 +249,7 @@ def one_d_reference(scheme, nx, t_end, H, h1, h2, r, cfl=0.9, g=9.81):
 @pytest.mark.parametrize("problem", sorted(STRIP_PROBLEMS))
 @pytest.mark.parametrize("scheme", TWO_LAYER_SCHEMES)
 def test_strip_runs_converge_to_a_fine_1d_reference(scheme, problem):
-    """SCHEMES.md §10.1 item 5: y-independent test1/test2 on strips against a 10^4-cell 1-D run."""
+    """docs/SCHEMES.md §10.1 item 5: 1-D test1/test2 on strips against a 10^4-cell 1-D run."""
     H, h1, h2, r = STRIP_PROBLEMS[problem]
     xf, hf = one_d_reference(scheme, 10_000, 0.1, H, h1, h2, r=r)
     errors, transverse = [], []

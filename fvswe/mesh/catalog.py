@@ -1,4 +1,4 @@
-"""The renumbering paper's mesh family (CASES.md §A): committed bases, 1->4 refinement, cache.
+"""The renumbering paper's mesh family (docs/CASES.md §A): committed bases, 1->4 refinement, cache.
 
 Members ``square-4k`` (4000 triangles) and its 1..4-fold refinements
 ``square-16k``, ``square-64k``, ``square-256k``, ``square-1m`` (1 024 000),

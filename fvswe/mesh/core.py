@@ -36,7 +36,7 @@ def _ids(ids: np.ndarray, limit: int = 5) -> str:
 class Mesh:
     """An immutable 2-D finite-volume mesh of triangles (k = 3) or quads (k = 4).
 
-    Field meanings are the shared mesh contract (ARCHITECTURE.md). ``edge_nodes``
+    Field meanings are the shared mesh contract (docs/ARCHITECTURE.md). ``edge_nodes``
     (an addition) holds each edge's two nodes in the direction cell ``i``
     traverses them counter-clockwise, so ``edge_normal`` is that direction turned
     clockwise by 90 degrees.

@@ -1,4 +1,4 @@
-"""NumPy reference edge fluxes of every scheme (SCHEMES.md), vectorised over edges.
+"""NumPy reference edge fluxes of every scheme (docs/SCHEMES.md), vectorised over edges.
 
 Each scheme module exposes ``flux(Wi, Wj, Hi, Hj, normal, g=9.81, r=0.5,
 eps_h=5e-3, return_flags=False) -> (F-, F+, ||D||_inf[, flags])`` taking (E, 6)
@@ -16,7 +16,7 @@ from . import hll, ir_roe, pvm_ifcp, roe, wetdry
 #: (scheme name, layers) -> the kernel that implements it, ``"module.function"``. The NumPy
 #: reference (here), the Numba kernels (:mod:`fvswe.backends.cpu`) and the CUDA modules
 #: (:mod:`fvswe.backends.gpu`) all follow this one table. Single-layer "pvm-ifcp" is HLL
-#: (SCHEMES.md §6).
+#: (docs/SCHEMES.md §6).
 KERNELS: dict[tuple[str, int], str] = {
     ("roe", 2): "roe.flux2",
     ("ir-roe", 2): "ir_roe.flux2",

@@ -1,4 +1,4 @@
-"""Single-layer HLL (PVM-1U with Einfeldt speeds), SCHEMES.md §6 — NumPy reference.
+"""Single-layer HLL (PVM-1U with Einfeldt speeds), docs/SCHEMES.md §6 — NumPy reference.
 
 Also provides the HLL viscosity coefficients that PVM-IFCP uses on thin
 layers (§5.2). Mirrored by :mod:`fvswe.backends.cpu.hll`.

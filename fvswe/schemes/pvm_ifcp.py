@@ -1,4 +1,4 @@
-"""PVM-IFCP scheme, SCHEMES.md §5 — NumPy reference (one layer: HLL, §6).
+"""PVM-IFCP scheme, docs/SCHEMES.md §5 — NumPy reference (one layer: HLL, §6).
 
 The 4x4 normal part uses a quadratic viscosity matrix
 ``Q = alpha0 I + alpha1 A + alpha2 A^2`` interpolating ``|x|`` at the

@@ -1,4 +1,4 @@
-"""Classical Roe scheme, SCHEMES.md §3 (two layers) and §6 (one layer) — NumPy reference.
+"""Classical Roe scheme, docs/SCHEMES.md §3 (two layers) and §6 (one layer) — NumPy reference.
 
 The 6x6 projector ``P-`` is never formed: the block formula of §3.5 splits the
 4x4 normal part with the eigenpairs of EIG4 and treats the two shear waves in

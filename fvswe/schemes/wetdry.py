@@ -4,7 +4,7 @@ Wetting and drying for one layer, NumPy reference; mirrored by
 :mod:`fvswe.backends.cpu.wetdry` (and the CUDA ``wetdry.cuh``).
 
 **Why hydrostatic reconstruction (HR) and not the wet/dry edge fix of
-SCHEMES.md §8.** HR has three properties we need, each by construction rather
+docs/SCHEMES.md §8.** HR has three properties we need, each by construction rather
 than by tuning: (1) it is well-balanced for every lake at rest, *including
 dry cells above the water*; (2) a dry cell that no water can reach gets
 exactly zero contributions, so it stays bitwise dry (``h == 0``, ``q == 0``);
@@ -34,7 +34,7 @@ than ``q/h``, and a solver fed a discharge faster than its speed bounds loses
 positivity. Here every state the HLL sees moves exactly with the velocity its
 speeds are built from, so the depths stay non-negative under the CFL.
 In flux form HR is ``G_i = F_HLL(U_i*, U_j*) + (0, g/2 (h_i^2 - h_i*^2) eta)``;
-subtracting the cell's own flux ``F_eta(U_i)`` (fluctuation form, SCHEMES.md
+subtracting the cell's own flux ``F_eta(U_i)`` (fluctuation form, docs/SCHEMES.md
 §2.2) the pressure terms cancel exactly and what is left is
 
     F-_ij = D-_HLL + m_i (1, u_i),   m_i = h_i* (u_i*.eta) - q_i.eta

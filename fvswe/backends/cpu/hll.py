@@ -1,4 +1,4 @@
-"""Single-layer HLL per-edge kernel (SCHEMES.md §6), mirroring :mod:`fvswe.schemes.hll`."""
+"""Single-layer HLL per-edge kernel (docs/SCHEMES.md §6), mirroring :mod:`fvswe.schemes.hll`."""
 
 from __future__ import annotations
 

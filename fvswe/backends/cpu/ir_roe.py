@@ -1,4 +1,4 @@
-"""IR-Roe per-edge kernels (SCHEMES.md §4, §6), mirroring :mod:`fvswe.schemes.ir_roe`.
+"""IR-Roe per-edge kernels (docs/SCHEMES.md §4, §6), mirroring :mod:`fvswe.schemes.ir_roe`.
 
 ``flux`` is the two-layer kernel (6-tuples), ``flux1`` the single-layer one.
 """

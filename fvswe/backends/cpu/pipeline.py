@@ -57,7 +57,7 @@ def _load(W, i, nvar):
 
 @njit(cache=True, inline="always")
 def _ghost(Wi, Hi, bc, ex, ey, level, eps_h):
-    """Ghost state of a boundary edge (SCHEMES.md §7): wall reflects q·η, open copies.
+    """Ghost state of a boundary edge (docs/SCHEMES.md §7): wall reflects q·η, open copies.
 
     A level edge (one layer) sees ``h_g = max(level + H_i, 0)`` moving with the
     inner cell's (desingularised) velocity, which is 0 when the cell is dry.
@@ -201,7 +201,7 @@ def volume_pass(
     """``W_i -= dt/|V_i| Σ_slots`` (slots summed in local order) and ``dt_i`` from the speeds.
 
     With ``update`` false only the local time steps are computed. Negative
-    depths are clipped to 0 and counted (SCHEMES.md §8), and the discharge of a
+    depths are clipped to 0 and counted (docs/SCHEMES.md §8), and the discharge of a
     layer thinner than ``eps_h`` is damped to ``h u`` with the desingularised
     ``u = q inverse_depth(h)`` (0 on a dry layer; a no-op from ``eps_h`` up), so
     a thinning layer cannot keep a discharge its depth cannot carry; then, for one layer

@@ -1,4 +1,4 @@
-"""PVM-IFCP per-edge kernel (SCHEMES.md §5), mirroring :mod:`fvswe.schemes.pvm_ifcp`.
+"""PVM-IFCP per-edge kernel (docs/SCHEMES.md §5), mirroring :mod:`fvswe.schemes.pvm_ifcp`.
 
 ``flux`` is the two-layer kernel; ``flux1`` (one layer) is HLL (§6).
 """

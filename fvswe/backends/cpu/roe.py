@@ -1,4 +1,4 @@
-"""Classical Roe per-edge kernels (SCHEMES.md §3, §6), mirroring :mod:`fvswe.schemes.roe`.
+"""Classical Roe per-edge kernels (docs/SCHEMES.md §3, §6), mirroring :mod:`fvswe.schemes.roe`.
 
 ``flux`` is the two-layer kernel (6-tuples), ``flux1`` the single-layer one.
 Thin or non-hyperbolic edges return PVM-IFCP's contributions (HLL for one layer).

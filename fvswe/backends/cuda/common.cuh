@@ -1,7 +1,7 @@
 // Building blocks shared by every scheme: CUDA mirror of fvswe/schemes/common.py.
 //
 // Same names, same decomposition and the same order of floating-point operations as
-// the NumPy reference (SCHEMES.md conventions: W = (h1, q1x, q1y, h2, q2x, q2y),
+// the NumPy reference (docs/SCHEMES.md conventions: W = (h1, q1x, q1y, h2, q2x, q2y),
 // U = (h1, q1n, h2, q2n), tau = (-ey, ex)). Every function is templated on the real
 // type; float64 modules are compiled without FMA contraction so they reproduce the
 // reference to round-off.
@@ -23,7 +23,7 @@ using std::sqrt;
 #define FLAG_NEAR_COINCIDENT 2
 #define FLAG_THIN 4
 
-// EIG4 (SCHEMES.md §3.4): Newton stopping rule |dx| <= tol (|x| + cext), at most
+// EIG4 (docs/SCHEMES.md §3.4): Newton stopping rule |dx| <= tol (|x| + cext), at most
 // NEWTON_MAXIT steps; the tolerance and the near-coincidence ratio depend on precision.
 #define NEWTON_MAXIT 30
 #define POLISH_STEPS 2

@@ -1,4 +1,4 @@
-// IR-Roe (rotational-invariance Roe), SCHEMES.md §4 (two layers) and §6 (one layer):
+// IR-Roe (rotational-invariance Roe), docs/SCHEMES.md §4 (two layers) and §6 (one layer):
 // CUDA mirror of fvswe/schemes/ir_roe.py. The normal part is exactly the classical Roe
 // 4x4 (or 2x2) problem; tangential momentum is upwinded with the sign of each layer's
 // mass flux.

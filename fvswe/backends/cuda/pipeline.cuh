@@ -8,7 +8,7 @@
 //   FVSWE_K       3 triangles, 4 quads (slots per cell)
 //   FVSWE_BLOCK   threads per block
 //
-// Packed state (ARCHITECTURE.md): two layers use two 4-vectors per cell,
+// Packed state (docs/ARCHITECTURE.md): two layers use two 4-vectors per cell,
 // (h1, q1x, q1y, H) and (h2, q2x, q2y, area); one layer uses (h, qx, qy, H) with
 // the area in a separate array. A slot holds |Gamma| F (nvar values) and |Gamma| ||D||:
 // two layers (F0..F3), (F4, F5, D, 0); one layer (F0, F1, F2, D).
@@ -102,7 +102,7 @@ struct Ctrl {
     double dt;         // time step of the next step (lagged: from the previous speeds)
     double t_end;      // stop time of the current advance()
     double dt_fixed;   // the step of dt_mode "fixed"
-    double cfl;        // gamma of SCHEMES.md (3)
+    double cfl;        // gamma of docs/SCHEMES.md (3)
     double dt_used;    // the (possibly clipped) step last taken
     long long steps;   // steps taken since construction
     long long max_steps;  // stop when steps reaches this
@@ -280,7 +280,7 @@ __device__ __forceinline__ void add_slot(const real4* __restrict__ S, int s, rea
     for (int m = 0; m <= NVAR; ++m) acc[m] = first ? v[m] : add_rn(acc[m], v[m]);
 }
 
-// ---------------------------------------------------------------- boundary ghost (SCHEMES.md §7)
+// ---------------------------------------------------------------- boundary ghost (docs/SCHEMES.md §7)
 // Boundary codes (edge j / slot code, negated): bc | 4 m with bc 1 wall, 2 open, 3 imposed
 // level (fvswe.boundary) and m the edge's index among the level edges.
 #define BC_WALL 1
@@ -353,7 +353,7 @@ __device__ __forceinline__ void record_level_flux(Ctrl* ctrl, int code, const re
 #define SCHEME_FLUX1 ir_roe::flux1
 #elif FVSWE_SCHEME == 3
 #define SCHEME_FLUX2 pvm_ifcp::flux2
-#define SCHEME_FLUX1 hll::flux1  // SCHEMES.md §6: single-layer PVM-IFCP is HLL
+#define SCHEME_FLUX1 hll::flux1  // docs/SCHEMES.md §6: single-layer PVM-IFCP is HLL
 #elif FVSWE_SCHEME == 4 && FVSWE_LAYERS == 1
 #define SCHEME_FLUX1 hll::flux1
 #elif FVSWE_SCHEME == 5 && FVSWE_LAYERS == 1
@@ -366,7 +366,7 @@ struct Params {
     real g, r, eps_h;
 };
 
-// F-, F+, ||D|| of one edge for the compiled scheme; returns the flags of SCHEMES.md §3.5.
+// F-, F+, ||D|| of one edge for the compiled scheme; returns the flags of docs/SCHEMES.md §3.5.
 __device__ __forceinline__ int scheme_flux(const real* Wi, const real* Wj, real Hi, real Hj, real ex,
                                            real ey, const Params& p, real* Fm, real* Fp, real& dmax)
 {
@@ -444,7 +444,7 @@ __device__ __forceinline__ void apply_friction(real* w, const Ctrl* ctrl, double
 // Close cell c given the sum of its slots: dt_c = 2 cfl |V_c| / sum(|Gamma| ||D||) (returned
 // when op & OP_DT, else inf) and, when op & OP_UPDATE, W_c -= dt/|V_c| sum(slots), then per
 // layer: a negative depth clipped to 0 (and counted), and the discharge of a layer thinner
-// than eps_h damped to h u with the desingularised u = q inverse_depth(h) (SCHEMES.md §8;
+// than eps_h damped to h u with the desingularised u = q inverse_depth(h) (docs/SCHEMES.md §8;
 // 0 on a dry layer); then friction (one layer); stored into Wout. The same operations in
 // the same order as the CPU backend's volume_pass.
 __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, real A, const real* acc,

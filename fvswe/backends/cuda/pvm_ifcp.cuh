@@ -1,4 +1,4 @@
-// PVM-IFCP scheme, SCHEMES.md §5: CUDA mirror of fvswe/schemes/pvm_ifcp.py.
+// PVM-IFCP scheme, docs/SCHEMES.md §5: CUDA mirror of fvswe/schemes/pvm_ifcp.py.
 //
 // The 4x4 normal part uses a quadratic viscosity matrix Q = alpha0 I + alpha1 A +
 // alpha2 A^2 interpolating |x| at the approximate external speeds and chi; no

@@ -1,4 +1,4 @@
-// Classical Roe scheme, SCHEMES.md §3 (two layers) and §6 (one layer): CUDA mirror of
+// Classical Roe scheme, docs/SCHEMES.md §3 (two layers) and §6 (one layer): CUDA mirror of
 // fvswe/schemes/roe.py.
 //
 // The 6x6 projector P- is never formed: the block formula of §3.5 splits the 4x4
