@@ -11,23 +11,30 @@ import argparse
 import dataclasses
 import json
 import sys
-from contextlib import nullcontext
 from pathlib import Path
 
 from .. import casefile, output, runner
 from ..cases import CASES
 from ..errors import ConfigError
 
+#: The most output times a run may have (``t_end / output_every``).
+MAX_OUTPUTS = 100_000
+
 DESCRIPTION = """\
 Run a named case (see `fvswe cases`) or a TOML case file (see examples/*.toml);
 flags override the case's or the file's settings. With --output DIR, write there:
-  solution.xdmf + solution.h5  the fields at every output time (open in ParaView):
-                               h1 h2 eta1 eta2 u1 v1 u2 v2 bathymetry (one layer:
-                               h eta u v bathymetry)
+  solution.xdmf                the index of the fields at every output time (open it
+                               in ParaView): h1 h2 eta1 eta2 u1 v1 u2 v2 bathymetry
+                               (one layer: h eta u v bathymetry); the mesh is in
+                               solution.h5, each output time in solution/NNNNNN.h5
   final.npz                    the final state per cell (x, y, area, H, h1, q1x, ...)
   summary.json                 steps, wall time, cell-steps/s, mass drift, counters
   png/snapshot_NNNN.png        with --png: the chosen fields at every output time
   checkpoint.npz               with --checkpoint-every, and on Ctrl-C
+The series is readable at every moment (a killed run keeps its outputs so far), and
+a --restart continues it in place. One run at a time writes DIR; a DIR holding
+another run's results is refused unless --overwrite, which first removes them (the
+PNG snapshots included, so none of an earlier run is left beside the new ones).
 """
 
 EXAMPLES = """\
@@ -79,6 +86,9 @@ def register(sub) -> None:
     p.add_argument("--checkpoint-every", type=float, metavar="S",
                    help="write DIR/checkpoint.npz every S simulated seconds")  # fmt: skip
     p.add_argument("--restart", metavar="FILE", help="continue from a checkpoint of this run")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the results of another run in DIR (without it, such a folder "
+                   "is refused; a --restart continues its own run's series in place)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(func=main_run)
@@ -131,7 +141,8 @@ def _identity(spec: casefile.RunSpec, sim) -> dict:
     return {"cells": sim.mesh.n_cells, "mesh": output.mesh_fingerprint(sim.mesh),
             "layers": m.layers, "g": m.g, "r": m.r, "eps_h": m.eps_h, "scheme": sim.scheme,
             "dtype": sim.dtype, "order": sim.order, "cfl": s.get("cfl"),
-            "dt_mode": s.get("dt_mode"), "dt": s.get("dt")}  # fmt: skip
+            "dt_mode": s.get("dt_mode"), "dt": s.get("dt"),
+            "boundary": output.boundary_fingerprint(sim)}  # fmt: skip
 
 
 def run(args) -> int:
@@ -146,6 +157,8 @@ def run(args) -> int:
         spec = dataclasses.replace(spec, png=(), checkpoint_every=None)
     if spec.checkpoint_every is not None and not spec.checkpoint_every > 0:
         raise ConfigError(f"--checkpoint-every: must be positive, got {spec.checkpoint_every!r}")
+    _check_threads(args, spec)
+    _check_output_count(args, spec)
     times = spec.times()
     sim = spec.simulation(spec.load_mesh())
     if spec.png:
@@ -154,20 +167,72 @@ def run(args) -> int:
         check_fields(spec.png, output.FIELD_NAMES[sim.model.layers])
     identity = _identity(spec, sim)
     if args.restart:
-        output.restore_checkpoint(sim, output.load_checkpoint(args.restart, identity))
+        output.restore_checkpoint(sim, output.load_checkpoint(args.restart, sim, identity))
         if sim.t > times[-1]:
             raise ConfigError(f"--restart: the checkpoint is at t = {sim.t:g} s, past t_end")
+    if out is None:
+        summary = _advance(args, spec, sim, times, None, identity)
+        return _finish(args, spec, sim, summary, None)
     # All inputs are valid: from here on files may be written.
-    if out is not None:
+    try:
         out.mkdir(parents=True, exist_ok=True)
-    resume = sim.t if args.restart else None
-    with output.Series(out, sim, resume_at=resume) if out else nullcontext() as series:
-        summary = _advance(args, spec, sim, times, series, identity)
-    if out is not None:
+    except OSError as exc:
+        raise output.os_error(out, exc) from None
+    with output.folder_lock(out):
+        _claim(args, out, identity)
+        output.clean_stale(out)
+        resume = sim.t if args.restart else None
+        with output.Series(out, sim, resume_at=resume, identity=identity) as series:
+            summary = _advance(args, spec, sim, times, series, identity)
         output.write_final(sim, out / "final.npz")
         if spec.mesh is None and spec.case is not None and spec.case.is_grid:
             spec.case.grid().save_npz(out / "grid.npz", sim.fields(), sim.t)
-    return _finish(args, spec, sim, summary, out, series.times if series else ())
+        return _finish(args, spec, sim, summary, out, series.times)
+
+
+def _check_threads(args, spec: casefile.RunSpec) -> None:
+    """Threads between 1 and the cores Numba may use (NUMBA_NUM_THREADS, all by default)."""
+    threads = spec.settings.get("threads")
+    if threads is None:
+        return
+    import numba
+
+    limit = numba.config.NUMBA_NUM_THREADS
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= limit:
+        where = "--threads" if args.threads is not None else f"{spec.source}: threads"
+        raise ConfigError(f"{where}: must be a whole number from 1 to {limit}, got {threads!r}")
+
+
+def _check_output_count(args, spec: casefile.RunSpec) -> None:
+    """At most MAX_OUTPUTS output times: a tiny --output-every is a typo, not a plan."""
+    every, t_end = spec.output_every, spec.t_end
+    if not (isinstance(every, (int, float)) and every > 0 and isinstance(t_end, (int, float))):
+        return  # spec.times() names what is wrong
+    if t_end / every > MAX_OUTPUTS:
+        flag = args.output_every is not None
+        where = "--output-every" if flag else f"{spec.source}: output.every"
+        raise ConfigError(f"{where}: {every:g} s gives {t_end / every:.3g} output times up to "
+                          f"t_end = {t_end:g} s; at most {MAX_OUTPUTS} are allowed")  # fmt: skip
+
+
+def _claim(args, out: Path, identity: dict) -> None:
+    """Make ``out`` this run's: refuse another run's results unless --overwrite (then remove
+    them); a restart continues the series of its own run in place."""
+    present = output.previous_results(out)
+    if not present:
+        return
+    restart = Path(args.restart) if args.restart else None
+    if args.overwrite:
+        output.remove_results(out, keep=restart)
+        return
+    mine = json.dumps(identity, sort_keys=True)
+    series_h5 = out / f"{output.SERIES}.h5"
+    if restart is not None and (not series_h5.exists() or output.Series.identity_of(out) == mine):
+        return
+    raise ConfigError(
+        f"--output: {out} holds another run's results ({', '.join(present)}); "
+        "give --overwrite to replace them, or another folder"
+    )
 
 
 def _advance(args, spec, sim, times, series, identity):
