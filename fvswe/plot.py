@@ -132,3 +132,16 @@ def check_fields(names: Sequence[str], available) -> None:
     for name in names:
         if name not in available:
             raise ConfigError(f"png: unknown field {name!r} (choose from {', '.join(available)})")
+
+
+def check_title(title: str | None, where: str = "title") -> None:
+    """A one-line error for a title whose ``$...$`` math text matplotlib cannot draw."""
+    from matplotlib import cbook, mathtext
+
+    if not title or not cbook.is_math_text(title):
+        return
+    try:
+        mathtext.MathTextParser("path").parse(title)
+    except ValueError as exc:
+        reason = " ".join(str(exc).split()[-8:])
+        raise ConfigError(f"{where}: cannot draw {title!r} as math text ({reason})") from None

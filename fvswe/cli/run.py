@@ -162,9 +162,10 @@ def run(args) -> int:
     times = spec.times()
     sim = spec.simulation(spec.load_mesh())
     if spec.png:
-        from ..plot import check_fields
+        from ..plot import check_fields, check_title
 
         check_fields(spec.png, output.FIELD_NAMES[sim.model.layers])
+        check_title(spec.name, f"{spec.source}: title")
     identity = _identity(spec, sim)
     if args.restart:
         output.restore_checkpoint(sim, output.load_checkpoint(args.restart, sim, identity))

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MeshError
+from ..output import atomic_write
 from .core import Mesh
 
 #: Point or cell fields whose name matches this are offered as the bathymetry ``depth``.
@@ -112,10 +113,25 @@ def _read_npz(path: Path) -> Mesh:
         raise MeshError(f"{source}: cannot read mesh ({type(exc).__name__}: {exc})") from None
     if "nodes" not in data or "cells" not in data:
         raise MeshError(f"{source}: no triangles in the mesh (the .npz lacks nodes/cells)")
+    kinds = {"nodes": "fiu", "cells": "iu", "depth": "fiu", "tag_edges": "iu", "tag_ids": "iu",
+             "tag_names": "U"}  # fmt: skip
+    for key, allowed in kinds.items():
+        if key in data and data[key].dtype.kind not in allowed:
+            raise MeshError(f"{source}: {key} has dtype {data[key].dtype}, not a "
+                            f"{'string' if allowed == 'U' else 'number'} array")  # fmt: skip
+    tag_keys = ("tag_names", "tag_edges", "tag_ids")
+    given = [key for key in tag_keys if key in data]
+    if given and len(given) < 3:
+        missing = sorted(set(tag_keys) - set(given))
+        raise MeshError(f"{source}: boundary tags incomplete ({', '.join(missing)} missing)")
     tags = {}
-    if "tag_names" in data:
-        for tid, name in enumerate(data["tag_names"], start=1):
-            tags[str(name)] = data["tag_edges"][data["tag_ids"] == tid]
+    if given:
+        edges, ids = data["tag_edges"], data["tag_ids"]
+        if edges.ndim != 2 or edges.shape[1] != 2 or ids.shape != (edges.shape[0],):
+            raise MeshError(f"{source}: tag_edges {list(edges.shape)} and tag_ids "
+                            f"{list(ids.shape)} must be (m, 2) and (m,)")  # fmt: skip
+        for tid, name in enumerate(data["tag_names"].reshape(-1), start=1):
+            tags[str(name)] = edges[ids == tid]
     return Mesh.from_arrays(
         data["nodes"], data["cells"], boundary_tags=tags, depth=data.get("depth"), source=source
     )
@@ -125,6 +141,7 @@ def write_mesh(mesh: Mesh, path: str | Path) -> None:
     """Write ``mesh`` in its current cell order.
 
     ``.npz``: nodes, cells, tagged boundary edges, depth (read back exactly).
+    These two are written atomically (complete or not at all, e.g. on a full disk).
     ``.msh``: gmsh 2.2 with boundary lines in physical groups named by tag.
     Any other suffix: whatever meshio writes for it (cells, plus depth as cell data).
     """
@@ -133,15 +150,11 @@ def write_mesh(mesh: Mesh, path: str | Path) -> None:
     names = sorted(mesh.tags, key=mesh.tags.get)
     if path.suffix == ".npz":
         extra = {} if mesh.depth is None else {"depth": mesh.depth}
-        np.savez_compressed(
-            path,
-            nodes=mesh.nodes,
-            cells=mesh.cells.astype(np.int32),
-            tag_names=np.array(names, dtype=str),
-            tag_edges=mesh.edge_nodes[bnd].astype(np.int32),
-            tag_ids=mesh.edge_tag[bnd],
-            **extra,
-        )
+        arrays = dict(nodes=mesh.nodes, cells=mesh.cells.astype(np.int32),
+                      tag_names=np.array(names, dtype=str),
+                      tag_edges=mesh.edge_nodes[bnd].astype(np.int32),
+                      tag_ids=mesh.edge_tag[bnd], **extra)  # fmt: skip
+        atomic_write(path, lambda p: np.savez_compressed(p, **arrays))
         return
     import meshio
 
@@ -157,7 +170,7 @@ def write_mesh(mesh: Mesh, path: str | Path) -> None:
             cell_data={"gmsh:physical": phys, "gmsh:geometrical": [p.copy() for p in phys]},
             field_data=field_data,
         )
-        meshio.write(path, out, file_format="gmsh22", binary=False)
+        atomic_write(path, lambda p: meshio.write(p, out, file_format="gmsh22", binary=False))
         return
     cell_data = {} if mesh.depth is None else {"depth": [mesh.depth]}
     out = meshio.Mesh(points, [(cell_type, mesh.cells)], cell_data=cell_data)
