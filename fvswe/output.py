@@ -14,6 +14,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 import xml.etree.ElementTree as ET
@@ -46,8 +47,13 @@ FIELD_NAMES = {
 
 
 def os_error(path: str | Path, exc: OSError) -> OutputError:
-    """One line naming ``path`` and what the system said (disk full, read-only, ...)."""
-    return OutputError(f"{path}: cannot write ({exc.strerror or exc})")
+    """One line naming ``path`` and what the system said (disk full, read-only, ...).
+
+    HDF5's errors are OSErrors whose message spans lines and names the errno inside.
+    """
+    errno = exc.errno or next(map(int, re.findall(r"errno = (\d+)", str(exc))), None)
+    reason = os.strerror(errno) if errno else " ".join(str(exc).split())
+    return OutputError(f"{path}: cannot write ({reason})")
 
 
 def atomic_write(path: str | Path, write: Callable[[str], Any]) -> None:
@@ -421,7 +427,9 @@ def _check_snapshot(src: str, snap: Mapping[str, Any], sim) -> None:
         bad[:, c] |= W[:, c] < 0
     if bad.any():
         cell, c = np.argwhere(bad)[0]
-        raise ConfigError(f"{src}: invalid {model.fields[c]} = {W[cell, c]!r} in cell {cell}")
+        raise ConfigError(
+            f"{src}: invalid {model.fields[c]} = {float(W[cell, c])!r} in cell {cell}"
+        )
     checks = {
         "t": (np.issubdtype(np.asarray(snap["t"]).dtype, np.floating)
               and math.isfinite(snap["t"]) and snap["t"] >= 0),
@@ -433,7 +441,8 @@ def _check_snapshot(src: str, snap: Mapping[str, Any], sim) -> None:
     }  # fmt: skip
     for key, ok in checks.items():
         if not ok:
-            raise ConfigError(f"{src}: invalid {key} = {snap[key]!r}")
+            value = snap[key].item() if isinstance(snap[key], np.generic) else snap[key]
+            raise ConfigError(f"{src}: invalid {key} = {value!r}")
 
 
 def restore_checkpoint(sim, snap: Mapping[str, Any]) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from ..errors import FvsweError
@@ -26,26 +28,58 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C as fvswe raises it. Not KeyboardInterrupt itself: CPython ends a process
+    by SIGINT, whatever it returns, once a KeyboardInterrupt has crossed C code such as an
+    extension module's import, even when Python code caught it later."""
+
+
+#: Whether a Ctrl-C arrived: any error after it (an import that the interrupt broke...)
+#: is reported as the interrupt.
+_interrupted = threading.Event()
+
+
+def _interrupt(signum, frame) -> None:
+    _interrupted.set()
+    raise Interrupted
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: run a subcommand. User errors, failed writes and Ctrl-C at any moment
     become one line on stderr and a non-zero exit (2, 1 and 130), never a traceback."""
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _interrupt) if main_thread else None
+    _interrupted.clear()
     try:
         args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
-    except FvsweError as exc:
-        print(f"fvswe: error: {exc}", file=sys.stderr)
-        return 2
+    except Exception as exc:
+        if _interrupted.is_set() and not isinstance(exc, FvsweError):
+            return _interrupted_exit()
+        print(f"fvswe: error: {_one_line(exc)}", file=sys.stderr)
+        return 2 if isinstance(exc, FvsweError) else 1
     except KeyboardInterrupt:
-        print("fvswe: interrupted", file=sys.stderr)
-        return 130  # 128 + SIGINT, as shells expect
-    except OSError as exc:  # an OS error no stage turned into a message of its own
+        return _interrupted_exit()
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _one_line(exc: Exception) -> str:
+    """The message of a user error, a failed write, or an input too large to handle."""
+    if isinstance(exc, FvsweError):
+        return str(exc)
+    if isinstance(exc, OSError):  # an OS error no stage turned into a message of its own
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"fvswe: error: {where}{exc.strerror or exc}", file=sys.stderr)
-        return 1
-    except (MemoryError, RecursionError) as exc:
-        print(f"fvswe: error: input too large or too deeply nested ({type(exc).__name__})",
-              file=sys.stderr)  # fmt: skip
-        return 1
+        return f"{where}{exc.strerror or exc}"
+    if isinstance(exc, (MemoryError, RecursionError)):
+        return f"input too large or too deeply nested ({type(exc).__name__})"
+    raise exc
+
+
+def _interrupted_exit() -> int:
+    print("fvswe: interrupted", file=sys.stderr)
+    return 130  # 128 + SIGINT, as shells expect
 
 
 if __name__ == "__main__":
