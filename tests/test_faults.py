@@ -332,6 +332,20 @@ def test_restart_refuses_another_boundary_set_up(tmp_path):
     one_line_error(proc, "was written by a run with boundary = ")
 
 
+def test_restart_into_a_folder_of_another_run_is_refused(case, tmp_path):
+    """A 128-cell and a 200-cell series never share a file (issue 18's 4000 + 16000 cells)."""
+    write_mesh(square(200), tmp_path / "other.npz")
+    short = ["--t-end", "0.04", "--checkpoint-every", "0.02"]
+    mine = fvswe(*RUN, "--mesh", str(case / "square.npz"), *short, "-o", str(tmp_path / "a"))
+    theirs = fvswe(*RUN, "--mesh", str(tmp_path / "other.npz"), *short, "-o", str(tmp_path / "b"))
+    assert mine.returncode == theirs.returncode == 0
+    before = sorted(p.name for p in (tmp_path / "a").rglob("*"))
+    proc = fvswe(*RUN, "--mesh", str(tmp_path / "other.npz"), "-o", str(tmp_path / "a"),
+                 "--restart", str(tmp_path / "b" / "checkpoint.npz"))  # fmt: skip
+    one_line_error(proc, f"--output: {tmp_path / 'a'} holds another run's results")
+    assert sorted(p.name for p in (tmp_path / "a").rglob("*")) == before
+
+
 def test_extending_a_finished_run_from_a_checkpoint_at_an_output_time(case, tmp_path):
     out = tmp_path / "out"
     mesh = ["--mesh", str(case / "square.npz"), "-o", str(out)]

@@ -185,10 +185,14 @@ def run(args) -> int:
         resume = sim.t if args.restart else None
         with output.Series(out, sim, resume_at=resume, identity=identity) as series:
             summary = _advance(args, spec, sim, times, series, identity)
-        output.write_final(sim, out / "final.npz")
-        if spec.mesh is None and spec.case is not None and spec.case.is_grid:
-            spec.case.grid().save_npz(out / "grid.npz", sim.fields(), sim.t)
-        return _finish(args, spec, sim, summary, out, series.times)
+        try:
+            output.write_final(sim, out / "final.npz")
+            if spec.mesh is None and spec.case is not None and spec.case.is_grid:
+                spec.case.grid().save_npz(out / "grid.npz", sim.fields(), sim.t)
+            return _finish(args, spec, sim, summary, out, series.times)
+        except KeyboardInterrupt:  # the run is done: keep its end state for a --restart
+            where = f"interrupted at t = {sim.t:.6g} s (step {sim.steps})"
+            raise _interrupted(where, sim, out / output.CHECKPOINT, identity) from None
 
 
 def _check_threads(args, spec: casefile.RunSpec) -> None:
@@ -262,12 +266,17 @@ def _advance(args, spec, sim, times, series, identity):
             label=spec.name,
         )
     except runner.RunInterruptedError as exc:
-        if checkpoint is None:
-            tail = "no checkpoint written (give --output DIR to keep one)"
-        else:
-            output.save_checkpoint(checkpoint, sim, identity)
-            tail = f"checkpoint written to {checkpoint}; continue with --restart {checkpoint}"
-        raise runner.RunInterruptedError(f"{exc}; {tail}") from None
+        raise _interrupted(str(exc), sim, checkpoint, identity) from None
+
+
+def _interrupted(where: str, sim, checkpoint, identity) -> runner.RunInterruptedError:
+    """The error for a Ctrl-C at a whole step, after writing a checkpoint there (with -o)."""
+    if checkpoint is None:
+        tail = "no checkpoint written (give --output DIR to keep one)"
+    else:
+        output.save_checkpoint(checkpoint, sim, identity)
+        tail = f"checkpoint written to {checkpoint}; continue with --restart {checkpoint}"
+    return runner.RunInterruptedError(f"{where}; {tail}")
 
 
 def _finish(args, spec, sim, summary, out, written=()) -> int:
