@@ -95,3 +95,34 @@ def test_gps_level_sort_and_members_equal_numpy_sorts():
     order = RNG.permutation(comp)
     for first in (0, int(comp[0])):
         assert np.array_equal(gps._sorted_members(level, order, m, first), comp)
+
+
+def test_radix_argsort_equals_a_stable_argsort():
+    from fvswe.mesh.orderings import _radix_argsort
+
+    for bits, high in ((32, 2**32), (16, 50)):  # many repeated keys in the second case
+        keys = RNG.integers(0, high, 20000)
+        assert np.array_equal(_radix_argsort(keys, bits), np.argsort(keys, kind="stable"))
+
+
+def test_renamed_edges_equal_numpy(mesh):
+    inv = RNG.permutation(mesh.n_cells)
+    ec, slot, k = mesh.edge_cells, mesh.edge_slot, mesh.k
+    cells, slots = core._renamed_edges(ec, slot, inv, k)
+    assert np.array_equal(cells, np.where(ec >= 0, inv[np.maximum(ec, 0)], -1))
+    ref = np.where(slot >= 0, inv[np.maximum(slot, 0) // k] * k + slot % k, -1)
+    assert np.array_equal(slots, ref)
+
+
+def test_adjacency_equals_scipy_from_coordinates(mesh):
+    import scipy.sparse as sp
+
+    m = mesh.permuted(RNG.permutation(mesh.n_cells))
+    inner = m.edge_cells[m.edge_cells[:, 1] >= 0]
+    rows = np.concatenate([inner[:, 0], inner[:, 1]])
+    cols = np.concatenate([inner[:, 1], inner[:, 0]])
+    ref = sp.csr_matrix((np.ones(rows.size, np.int8), (rows, cols)), shape=(m.n_cells,) * 2)
+    ref.sort_indices()
+    adj = m.adjacency()
+    assert adj.has_sorted_indices or np.all(np.diff(adj.indices) != 0)
+    assert np.array_equal(adj.indptr, ref.indptr) and np.array_equal(adj.indices, ref.indices)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from numba import njit, prange
 
 from ..errors import MeshError
 
@@ -96,14 +96,10 @@ class Mesh:
 
     @functools.cached_property
     def _adjacency(self) -> sp.csr_matrix:
-        inner = self.edge_cells[self.edge_cells[:, 1] >= 0]
-        rows = np.concatenate([inner[:, 0], inner[:, 1]])
-        cols = np.concatenate([inner[:, 1], inner[:, 0]])
-        data = np.ones(rows.size, dtype=np.int8)
+        indptr, indices = _neighbour_lists(self.edge_cells, self.n_cells)
+        data = np.ones(indices.size, dtype=np.int8)
         n = self.n_cells
-        adj = sp.csr_matrix((data, (rows, cols)), shape=(n, n))
-        adj.sort_indices()
-        return adj
+        return sp.csr_matrix((data, indices, indptr), shape=(n, n))
 
     def adjacency(self) -> sp.csr_matrix:
         """Symmetric L x L cell adjacency (one entry per pair of cells sharing an edge)."""
@@ -168,10 +164,7 @@ class Mesh:
             raise MeshError(f"{self.source}: ordering is not a permutation of {n} cells")
         inv = np.empty(n, dtype=np.int64)
         inv[perm] = np.arange(n, dtype=np.int64)
-        ec = self.edge_cells
-        new_cells = np.where(ec >= 0, inv[np.maximum(ec, 0)], -1)
-        slot = self.edge_slot
-        new_slot = np.where(slot >= 0, inv[np.maximum(slot, 0) // k] * k + slot % k, -1)
+        new_cells, new_slot = _renamed_edges(self.edge_cells, self.edge_slot, inv, k)
         order = _edge_order(new_cells, new_slot)
         return replace(
             self,
@@ -199,12 +192,12 @@ class Mesh:
         return self.permuted(perm), perm
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _repeats_a_vertex(cells):
     """Whether each cell names one node twice."""
     n_cells, k = cells.shape
     out = np.zeros(n_cells, np.bool_)
-    for c in range(n_cells):
+    for c in prange(n_cells):
         for a in range(k - 1):
             for b in range(a + 1, k):
                 if cells[c, a] == cells[c, b]:
@@ -255,14 +248,14 @@ def _validated(nodes: np.ndarray, cells: np.ndarray, source: str) -> tuple[np.nd
     return nodes, cells
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _shoelace(nodes, cells):
     """Signed (shoelace) area of each cell, positive when counter-clockwise, and the square
     of its longest edge; relative to the cell's first vertex, terms summed in vertex order."""
     n_cells, k = cells.shape
     area = np.empty(n_cells)
     longest2 = np.empty(n_cells)
-    for c in range(n_cells):
+    for c in prange(n_cells):
         x0 = nodes[cells[c, 0], 0]
         y0 = nodes[cells[c, 0], 1]
         acc = 0.0
@@ -302,11 +295,11 @@ def _oriented(nodes: np.ndarray, cells: np.ndarray, source: str) -> tuple[np.nda
     return cells, area
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _barycentres(nodes, cells):
     """Mean of each triangle's three vertices (NumPy's ``mean`` order: sum, then divide)."""
     out = np.empty((cells.shape[0], 2))
-    for c in range(cells.shape[0]):
+    for c in prange(cells.shape[0]):
         a, b, d = cells[c, 0], cells[c, 1], cells[c, 2]
         for x in range(2):
             out[c, x] = (nodes[a, x] + nodes[b, x] + nodes[d, x]) / 3.0
@@ -340,11 +333,11 @@ def _edge_order(edge_cells: np.ndarray, edge_slot: np.ndarray) -> np.ndarray:
     return at[at >= 0]
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _gather(a, rows):
-    """``a[rows]`` for a 2-D array, as a plain loop."""
+    """``a[rows]`` for a 2-D array, as a plain (parallel) loop."""
     out = np.empty((rows.size, a.shape[1]), a.dtype)
-    for r in range(rows.size):
+    for r in prange(rows.size):
         for c in range(a.shape[1]):
             out[r, c] = a[rows[r], c]
     return out
@@ -357,6 +350,50 @@ def _take(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return _gather(flat, rows).reshape((rows.size, *a.shape[1:]))
 
 
+@njit(cache=True, parallel=True)
+def _renamed_edges(edge_cells, edge_slot, inv, k):
+    """Edge cells and slots under the cell renaming ``inv`` (old -> new); -1 stays -1."""
+    cells = np.empty_like(edge_cells)
+    slots = np.empty_like(edge_slot)
+    for e in prange(edge_cells.shape[0]):
+        for s in range(2):
+            c = edge_cells[e, s]
+            cells[e, s] = inv[c] if c >= 0 else -1
+            q = edge_slot[e, s]
+            slots[e, s] = inv[q // k] * k + q % k if q >= 0 else -1
+    return cells, slots
+
+
+@njit(cache=True)
+def _neighbour_lists(edge_cells, n_cells):
+    """CSR ``(indptr, indices)`` of the cell adjacency, each row's neighbours ascending."""
+    indptr = np.zeros(n_cells + 1, np.int64)
+    for e in range(edge_cells.shape[0]):
+        if edge_cells[e, 1] >= 0:
+            indptr[edge_cells[e, 0] + 1] += 1
+            indptr[edge_cells[e, 1] + 1] += 1
+    for c in range(n_cells):
+        indptr[c + 1] += indptr[c]
+    fill = indptr[:-1].copy()
+    indices = np.empty(indptr[-1], np.int32)
+    for e in range(edge_cells.shape[0]):
+        i, j = edge_cells[e, 0], edge_cells[e, 1]
+        if j >= 0:
+            indices[fill[i]] = j
+            fill[i] += 1
+            indices[fill[j]] = i
+            fill[j] += 1
+    for c in range(n_cells):  # rows are short (k entries at most): insertion sort
+        for a in range(indptr[c] + 1, indptr[c + 1]):
+            x = indices[a]
+            b = a - 1
+            while b >= indptr[c] and indices[b] > x:
+                indices[b + 1] = indices[b]
+                b -= 1
+            indices[b + 1] = x
+    return indptr, indices
+
+
 def _is_permutation(perm: np.ndarray, n: int) -> bool:
     """Whether ``perm`` holds each of ``0..n-1`` exactly once."""
     if perm.size and (perm.min() < 0 or perm.max() >= n):
@@ -364,12 +401,12 @@ def _is_permutation(perm: np.ndarray, n: int) -> bool:
     return bool((np.bincount(perm, minlength=n) == 1).all())
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _match_half_edges(tail, head, n_nodes):
     """The mate of each half-edge (``-1`` on the boundary), by buckets of the lower node.
 
     Returns ``(mate, bad)``: ``bad`` is a half-edge whose edge more than two cells
-    share, or ``-1``.
+    share, or ``-1``. Buckets are filled in one pass, then paired in parallel.
     """
     m = tail.size
     start = np.zeros(n_nodes + 1, np.int64)
@@ -384,7 +421,8 @@ def _match_half_edges(tail, head, n_nodes):
         bucket[fill[lo]] = h
         fill[lo] += 1
     mate = np.full(m, -1, np.int64)
-    for v in range(n_nodes):
+    crowded = np.full(n_nodes, -1, np.int64)
+    for v in prange(n_nodes):
         for a in range(start[v], start[v + 1]):
             ha = bucket[a]
             far = max(tail[ha], head[ha])
@@ -392,9 +430,12 @@ def _match_half_edges(tail, head, n_nodes):
                 hb = bucket[b]
                 if max(tail[hb], head[hb]) == far:
                     if mate[ha] >= 0 or mate[hb] >= 0:
-                        return mate, ha
+                        crowded[v] = ha
                     mate[ha] = hb
                     mate[hb] = ha
+    for v in range(n_nodes):
+        if crowded[v] >= 0:
+            return mate, crowded[v]
     return mate, -1
 
 
