@@ -185,9 +185,10 @@ class Probes:
             if len(set(names)) != len(names):
                 raise ConfigError(f"{kind}s: two named {_duplicate(names)!r}")
         self.cells = np.array([self._cell(mesh, g) for g in self.gauges], dtype=np.int64)
-        self._parts, self._signs, self.cut_edges = [], [], []
+        self._parts, self._signs, self.cut_edges, self._right = [], [], [], []
         for s in self.sections:
             right, cut = split(mesh, s)
+            self._right.append(right)
             if _closed(mesh, sim.layout.edge_bc, right):
                 part, sign = right, 1.0
             elif _closed(mesh, sim.layout.edge_bc, ~right):
@@ -215,6 +216,10 @@ class Probes:
                 f"gauge {gauge.name!r}: ({gauge.x:g}, {gauge.y:g}) lies outside {mesh.source}"
             )
         return cell
+
+    def part_cells(self, k: int, *, right: bool) -> np.ndarray:
+        """The cells (backend numbering, as ``sim.mesh``) right or left of section ``k``."""
+        return np.flatnonzero(self._right[k] == right)
 
     @property
     def original_cells(self) -> np.ndarray:

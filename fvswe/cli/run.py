@@ -90,7 +90,8 @@ def register(sub) -> None:
     p.add_argument("--crs", help="the mesh's coordinate reference system (EPSG:n or WKT), "
                    "written into solution.nc")  # fmt: skip
     p.add_argument("--gauge", action="append", metavar="X,Y[,NAME]", default=[],
-                   help="a gauge at (X, Y) (repeatable): DIR/gauges.csv (+ .nc)")  # fmt: skip
+                   help="a gauge at (X, Y) (repeatable; --gauge=-1,2 for a negative X): "
+                   "DIR/gauges.csv (+ .nc)")  # fmt: skip
     p.add_argument("--gauges", metavar="FILE",
                    help="gauges from a CSV file of name,x,y lines")  # fmt: skip
     p.add_argument("--section", action="append", metavar="X1,Y1,X2,Y2[,...]", default=[],
