@@ -255,6 +255,7 @@ def run(args) -> int:
         if sim.t > times[-1]:
             raise ConfigError(f"--restart: the checkpoint is at t = {sim.t:g} s, past t_end")
     probe = probes.Probes(sim, spec.gauges, spec.sections) if spec.gauges or spec.sections else None
+    sim.run(times[-1], max_steps=0)  # no step: checks t_end (e.g. against level series) now
     # All inputs are valid: from here on files may be written.
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
