@@ -8,10 +8,12 @@ The polyline cuts every pair of neighbouring cells whose barycentres lie on
 opposite sides of it. Removing those adjacencies must split the mesh into
 exactly two parts, the part to the right of the line (walking from its first
 point to its last) and the part to the left; the section is the set of mesh
-edges between them. The finite-volume update is conservative
-(docs/SCHEMES.md §0, §9: every edge's mass flux leaves one cell and enters
-the other), so the volume of a layer in a region changes only by the mass
-fluxes through the region's boundary edges, and a wall edge carries none.
+edges between them. The finite-volume update is conservative in every layer's
+mass (docs/SCHEMES.md §2.1-2.2: the mass rows of ``F-_ij + F+_ij`` are
+``(q_j - q_i)·n``, so edge ``ij`` moves ``dt |Γ_ij| (q_i·n + F-_ij,h)`` from
+``i`` to ``j``; docs/theory.md), so the volume of a layer in a region changes
+only by the mass fluxes through the region's boundary edges, and a wall edge
+carries none.
 When one part is bounded by walls and the section alone, the volume that has
 crossed the section since the start, positive to the right, is therefore
 exactly the change of that part's volume (with the sign of the side), to
