@@ -689,7 +689,8 @@ def evaluate(expression: str, names: Mapping[str, Any], where: str) -> np.ndarra
     """
     tree = _parse(expression, where)
     text = _quoted(expression)
-    scope = {**FUNCTIONS, **CONSTANTS, **names}
+    numbers = {k: np.float64(v) for k, v in names.items() if isinstance(v, (int, float))}
+    scope = {**FUNCTIONS, **CONSTANTS, **names, **numbers}
     for node in ast.walk(tree):
         if not isinstance(node, _NODES):
             raise ConfigError(

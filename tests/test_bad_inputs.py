@@ -59,6 +59,8 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
     # -- expressions
     "tower of powers": (SQUARE.replace("h1 = 1.0", 'H = "6 + 0*9**9**9**9"\nh1 = 1.0'), [],
                         "initial.H"),
+    "tower of integer names": (SQUARE.replace("h1 = 1.0", 'H = 9\nh1 = "0 * H**H**H**H"'), [],
+                               "initial.h1: '0 * H**H**H**H' is not finite in cell 0"),
     "expression too long": (SQUARE.replace("h1 = 1.0", 'h1 = "' + "+".join("1" * 500) + '"'),
                             [], "initial.h1: expression too long"),
     "expression too deep": (SQUARE.replace("h1 = 1.0", 'h1 = "' + "(" * 50 + "1" + "+1)" * 50
