@@ -164,6 +164,8 @@ SCHEMA: tuple[Key, ...] = (
         "(CF-UGRID solution.nc) or both", '"xdmf"'),
     Key("output", "crs", str, "coordinate reference system of the mesh, EPSG:n or WKT "
         "(NetCDF grid mapping)", '"EPSG:32631"', active=False),
+    Key("output", "time_origin", str, "the date model time 0 is written as in NetCDF files "
+        "(default 1970-01-01 00:00:00)", '"2026-01-01 00:00:00"', active=False),
     Key("output", "png", list, "fields drawn at every output time", '["h", "u"]', active=False),
     Key("output", "checkpoint_every", NUMBER, "write checkpoint.npz this often (s)", "30.0",
         active=False),
@@ -276,6 +278,7 @@ class RunSpec:
     checkpoint_every: float | None = None
     output_format: str | None = None
     crs: str | None = None
+    time_origin: str | None = None
     probe_every: float | None = None
     gauges: tuple = ()
     sections: tuple = ()
@@ -435,6 +438,7 @@ def load(path: str | Path) -> RunSpec:
         checkpoint_every=out.get("checkpoint_every"),
         output_format=fmt,
         crs=out.get("crs"),
+        time_origin=out.get("time_origin"),
         probe_every=out.get("probe_every"),
         gauges=tuple(_gauge(k, g, src) for k, g in enumerate(data.get("gauges", []))),
         sections=tuple(_section(k, s, src) for k, s in enumerate(data.get("sections", []))),
@@ -442,11 +446,12 @@ def load(path: str | Path) -> RunSpec:
     )
 
 
-def _table(table: Mapping[str, Any], section: str, src: str) -> None:
-    """Every key of one table known to :data:`SCHEMA` and of its type."""
+def _table(table: Mapping[str, Any], section: str, src: str, shown: str = "") -> None:
+    """Every key of one table known to :data:`SCHEMA` (``section``) and of its type; errors
+    name the table as ``shown`` (e.g. ``boundary.west`` for ``boundary.<tag>``)."""
     allowed = keys(section)
     for key, value in table.items():
-        _check(key, value, allowed, src, section=section)
+        _check(key, value, allowed, src, section=shown or section)
 
 
 def _friction(table: Mapping[str, Any], src: str) -> tuple[str, float]:
@@ -466,7 +471,7 @@ def _condition(tag: str, value: Any, path: Path):
         return value
     if not isinstance(value, dict):
         raise ConfigError(f"{src}: {where!r} must be a string (wall or open) or a level table")
-    _table(value, "boundary.<tag>", src)
+    _table(value, "boundary.<tag>", src, shown=where)
     given = [k for k in ("level", "level_file", "times") if k in value]
     if len(given) != 1 or ("levels" in value) != ("times" in value):
         raise ConfigError(

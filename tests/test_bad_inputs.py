@@ -87,7 +87,7 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
                              "'boundary.west' needs exactly one of"),
     "times without levels": (west("{ times = [0, 1] }"), [], "'boundary.west' needs exactly"),
     "level not finite": (west('{ level = "log(t - 1)" }'), [], "boundary.west.level"),
-    "unknown level key": (west("{ levle = 0.1 }"), [], "'boundary.<tag>.levle'"),
+    "unknown level key": (west("{ levle = 0.1 }"), [], "unknown key 'boundary.west.levle'"),
     "condition a number": (west("3"), [], "'boundary.west' must be a string"),
     "unknown condition": (west('"river"'), [], "unknown condition 'river'"),
     "every for a table": (west("{ times = [0, 1], levels = [0, 0], every = 1 }"), [],

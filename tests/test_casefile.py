@@ -289,7 +289,7 @@ def test_expressions_are_bounded_and_fail_fast_in_one_line(tmp_path, mesh, expre
     start = time.perf_counter()
     with pytest.raises(ConfigError) as err:
         spec.initial_fields(mesh)
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < 2.0  # a hang would be minutes; this is milliseconds
     message = str(err.value)
     assert message.startswith(f"{path}: initial.H: ") and "\n" not in message
     assert len(message) < 200 + len(str(path))

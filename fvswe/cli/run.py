@@ -195,8 +195,9 @@ class _Series(ExitStack):
             self.writers.append(output.Series(out, sim, resume_at=resume))
         if fmt in ("netcdf", "both"):
             self.writers.append(
-                ugrid.NetCDFSeries(out, sim, resume_at=resume, crs=spec.crs, title=spec.name)
-            )
+                ugrid.NetCDFSeries(out, sim, resume_at=resume, crs=spec.crs, title=spec.name,
+                                   time_origin=spec.time_origin or ugrid.TIME_ORIGIN)
+            )  # fmt: skip
 
     def __enter__(self) -> _Series:
         super().__enter__()
