@@ -348,9 +348,9 @@ class Probes:
             cell.long_name = "sampled cell (original numbering, from 0)"
             cell[:] = self.original_cells
             for name, values in self.gauge_values.items():
-                var = ds.createVariable(name, "f8", ("time", "gauge"), fill_value=False)
+                var = ds.createVariable(name, "f8", ("gauge", "time"), fill_value=False)
                 set_attrs(var, *FIELD_ATTRS[name], coordinates="x y gauge_name")
-                var[:] = np.array(values)
+                var[:] = np.array(values).T
 
         return _write_nc(path, "gauges", fill)
 
@@ -363,15 +363,15 @@ class Probes:
             layer = ds.createVariable("layer", "i4", ("layer",))
             layer.long_name = "layer (1 upper, 2 lower)"
             layer[:] = np.arange(1, len(self._layer_names()) + 1)
-            dims = ("time", "section", "layer")
+            dims = ("section", "time", "layer")
             q = ds.createVariable("discharge", "f8", dims, fill_value=False)
             set_attrs(q, "ocean_volume_transport_across_line", "discharge through the section, "
                       "mean since the previous sample, positive to the right", "m3 s-1",
                       cell_methods="time: mean")  # fmt: skip
-            q[:] = self.discharge
+            q[:] = self.discharge.transpose(1, 0, 2)
             v = ds.createVariable("volume", "f8", dims, fill_value=False)
             set_attrs(v, None, "volume through the section since the first sample", "m3")
-            v[:] = self.volume
+            v[:] = self.volume.transpose(1, 0, 2)
 
         return _write_nc(path, "sections", fill)
 
@@ -394,7 +394,8 @@ def _fmt(value) -> str:
 
 
 def _station_frame(ds, dim: str, names: list[str], times: list[float]) -> None:
-    """CF discrete-sampling-geometry frame: ``time`` and the named stations along ``dim``."""
+    """CF discrete-sampling-geometry frame (orthogonal multidimensional time series, CF §9.3.1:
+    data on ``(dim, time)``): ``time`` and the named stations along ``dim``."""
     from .ugrid import create_time, global_attrs
 
     global_attrs(ds, f"fvswe {dim}s")

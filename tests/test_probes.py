@@ -210,7 +210,11 @@ points = [[20.0, -1.0], [20.0, 3.0]]
         np.testing.assert_array_equal(ds["time"].values, [0.0, 4.0, 8.0])  # not probe times
     with xr.open_dataset(out / "sections.nc", decode_times=False) as ds:
         assert ds["discharge"].attrs["units"] == "m3 s-1"
-        assert float(ds["volume"].values[-1, 0, 0]) == float(rows[-1]["volume"])
+        assert ds["volume"].dims == ("section", "time", "layer")
+        assert float(ds["volume"].values[0, -1, 0]) == float(rows[-1]["volume"])
+    with xr.open_dataset(out / "gauges.nc", decode_times=False) as ds:
+        assert ds["h"].dims == ("gauge", "time") and ds["h"].attrs["units"] == "m"
+        assert float(ds["h"].values[0, -1]) == float(last["h"])
 
 
 def test_gauges_and_sections_from_the_command_line(tmp_path, capsys):
