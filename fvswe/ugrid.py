@@ -112,7 +112,7 @@ class NetCDFSeries:
     Use as a context manager; :meth:`write` appends the current fields along the
     unlimited ``time`` dimension and syncs the file. ``directory/solution.nc``
     is created under a hidden name with the mesh (and, with ``resume_at``, the
-    outputs of an existing series up to that time) and renamed into place before
+    outputs of an existing series before that time) and renamed into place before
     the first new output, so a restarted run leaves the same series as an
     uninterrupted one. ``crs`` (``"EPSG:n"`` or WKT) becomes the ``crs`` grid
     mapping; ``time_origin`` is the date that model time 0 is written as.
@@ -196,7 +196,8 @@ class NetCDFSeries:
                       coordinates="face_x face_y", **extra)  # fmt: skip
 
     def _previous(self) -> list[tuple[float, dict[str, np.ndarray]]]:
-        """The outputs of an existing series at times up to ``resume_at``."""
+        """The outputs of an existing series before ``resume_at`` (the runner writes one at
+        ``resume_at`` again when it is an output time)."""
         if not self.path.is_file():
             return []
         with netcdf4().Dataset(self.path) as ds:
@@ -205,7 +206,7 @@ class NetCDFSeries:
             return [
                 (float(t), {n: np.asarray(ds[n][k]) for n in names})
                 for k, t in enumerate(times)
-                if t <= self.resume_at
+                if t < self.resume_at  # the run writes an output at resume_at itself
             ]
 
     def _write(self, t: float, fields: Mapping[str, np.ndarray]) -> None:

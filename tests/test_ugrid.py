@@ -83,14 +83,39 @@ def test_the_series_on_disk_is_readable_after_every_output(tmp_path):
 
 
 def test_a_resumed_series_keeps_the_outputs_up_to_the_restart(tmp_path):
-    """Outputs after ``resume_at`` are dropped and the new ones appended, as after a restart."""
+    """Outputs from ``resume_at`` on are dropped and the new ones appended, as after a restart
+    (the runner writes the output at ``resume_at`` itself)."""
     sim = dam_break()
     first = write_series(tmp_path, sim)
     again = dam_break()
     again.run(TIMES[1])
-    later = write_series(tmp_path, again, times=(0.03,), resume_at=TIMES[1])
+    later = write_series(tmp_path, again, times=(0.01, 0.03), resume_at=TIMES[1])
     with xr.open_dataset(tmp_path / FILENAME, decode_times=False) as ds:
         np.testing.assert_array_equal(ds["time"].values, [0.0, 0.01, 0.03])
         np.testing.assert_array_equal(ds["eta2"].values[1], first[0.01]["eta2"])
+        np.testing.assert_array_equal(ds["eta2"].values[1], later[0.01]["eta2"])
         np.testing.assert_array_equal(ds["eta2"].values[2], later[0.03]["eta2"])
     assert not list(tmp_path.glob(".*"))  # no temporary file left behind
+
+
+def test_a_restarted_cli_run_leaves_the_same_netcdf_series_as_an_uninterrupted_one(tmp_path):
+    from fvswe.cli import main
+    from fvswe.mesh import write_mesh
+
+    write_mesh(structured_square(8), tmp_path / "square.npz")
+    common = ["test2", "--mesh", str(tmp_path / "square.npz"), "--backend", "cpu", "-q",
+              "--format", "netcdf", "--output-every", "0.3"]  # fmt: skip
+    whole, part = tmp_path / "whole", tmp_path / "part"
+    assert main(["run", *common, "-o", str(whole), "--t-end", "0.9"]) == 0
+    assert (
+        main(["run", *common, "-o", str(part), "--t-end", "0.6", "--checkpoint-every", "0.25"]) == 0
+    )
+    checkpoint = str(part / "checkpoint.npz")
+    assert main(["run", *common, "-o", str(part), "--t-end", "0.9", "--restart", checkpoint]) == 0
+    with (
+        xr.open_dataset(whole / FILENAME, decode_times=False) as a,
+        xr.open_dataset(part / FILENAME, decode_times=False) as b,
+    ):
+        np.testing.assert_array_equal(b["time"].values, [0.0, 0.3, 0.6, 0.9])
+        for name in ("time", *FIELD_NAMES[2]):
+            np.testing.assert_array_equal(b[name].values, a[name].values, err_msg=name)
