@@ -33,8 +33,9 @@ SERIES = "solution"
 CHECKPOINT = "checkpoint.npz"
 CHECKPOINT_VERSION = 2
 #: What a run writes into its output folder (and ``--overwrite`` removes first).
-RESULTS = (f"{SERIES}.xdmf", f"{SERIES}.h5", SERIES, "final.npz", "summary.json", CHECKPOINT,
-           "grid.npz", "png")  # fmt: skip
+RESULTS = (f"{SERIES}.xdmf", f"{SERIES}.h5", SERIES, f"{SERIES}.nc", "final.npz",
+           "summary.json", CHECKPOINT, "grid.npz", "gauges.csv", "gauges.nc", "sections.csv",
+           "sections.nc", "probes.png", "png")  # fmt: skip
 #: The lock file that makes a run the folder's only writer.
 LOCK = ".fvswe.lock"
 #: Marks the temporary names of :func:`atomic_write`.
@@ -138,6 +139,7 @@ def clean_stale(directory: str | Path) -> None:
             tmp.unlink(missing_ok=True)
     for old in directory.glob(".series-*"):  # the hidden series folders of older versions
         shutil.rmtree(old, ignore_errors=True)
+    (directory / f".{SERIES}.nc.tmp").unlink(missing_ok=True)  # fvswe.ugrid's, being made
 
 
 def previous_results(directory: str | Path) -> list[str]:
