@@ -284,6 +284,15 @@ def test_read_only_file_system_is_one_line(case, tmp_path):
     assert list(keep.iterdir()) == []
 
 
+def test_mesh_generate_onto_a_full_disk_leaves_no_truncated_file(tmp_path):
+    mnt, keep = tmp_path / "mnt", tmp_path / "keep"
+    target = mnt / "square.msh"
+    proc = in_tmpfs("4k", ["mesh", "generate", "square", "--cells", "1000", "-o", str(target)],
+                    mnt, keep)  # fmt: skip
+    one_line_error(proc, f"{target}: cannot write (No space left on device)")
+    assert list(keep.iterdir()) == []
+
+
 # -- the restart cases -------------------------------------------------------------------------
 def _rewritten(src: Path, dst: Path, **changes) -> Path:
     with np.load(src) as z:
