@@ -80,6 +80,23 @@ sys.exit(main(sys.argv[4:]))
 """
 
 
+@pytest.fixture
+def popen():
+    """``subprocess.Popen`` with this package on the path; what is still running at the end
+    of the test (after a failed assertion) is killed."""
+    started = []
+
+    def start(argv: list[str], **kwargs) -> subprocess.Popen:
+        started.append(subprocess.Popen([sys.executable, *argv], env=ENV, **kwargs))
+        return started[-1]
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def fvswe(*argv: str) -> subprocess.CompletedProcess:
     """``fvswe argv`` in this process (fast: Numba's kernels are compiled once)."""
     out, err = io.StringIO(), io.StringIO()
@@ -164,21 +181,22 @@ KILLS = [("checkpoint", 2, "empty"), ("checkpoint", 3, "half"), ("step", 5, "hal
 
 
 @pytest.mark.parametrize(("target", "nth", "phase"), KILLS)
-def test_killed_in_a_write_restarts_to_the_uninterrupted_result(case, tmp_path, target, nth,
-                                                                phase):  # fmt: skip
+def test_killed_in_a_write_restarts_to_the_uninterrupted_result(
+    case, tmp_path, popen, target, nth, phase
+):
     out = tmp_path / "out"
     argv = [*RUN, "--mesh", str(case / "square.npz"), "-o", str(out)]
-    killed = subprocess.Popen([sys.executable, "-c", KILLER, target, str(nth), phase, *argv],
-                              env=ENV, stderr=subprocess.PIPE)  # fmt: skip
+    killed = popen(["-c", KILLER, target, str(nth), phase, *argv], stderr=subprocess.PIPE)
     killed_then_restarted(case, out, killed)
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_killed_at_a_random_moment_restarts_to_the_uninterrupted_result(case, tmp_path, seed):
+def test_killed_at_a_random_moment_restarts_to_the_uninterrupted_result(
+    case, tmp_path, popen, seed
+):
     out = tmp_path / "out"
     rng = random.Random(seed)
-    killed = subprocess.Popen([sys.executable, "-m", "fvswe", *RUN, "--mesh",
-                               str(case / "square.npz"), "-o", str(out)], env=ENV)  # fmt: skip
+    killed = popen(["-m", "fvswe", *RUN, "--mesh", str(case / "square.npz"), "-o", str(out)])
     index = out / "solution.xdmf"
     while not (index.exists() and len(output.Series.read_index(index)) >= 2 + 3 * seed):
         assert killed.poll() is None, "the run ended before it could be killed"
@@ -188,11 +206,10 @@ def test_killed_at_a_random_moment_restarts_to_the_uninterrupted_result(case, tm
     killed_then_restarted(case, out, killed)
 
 
-def test_two_runs_into_one_folder_and_overwrite(case, tmp_path):
+def test_two_runs_into_one_folder_and_overwrite(case, tmp_path, popen):
     out = tmp_path / "out"
     mesh = ["--mesh", str(case / "square.npz"), "-o", str(out)]
-    first = subprocess.Popen([sys.executable, "-c", KILLER, "step", "5", "wait", *RUN, *mesh],
-                             env=ENV, stdin=subprocess.PIPE)  # fmt: skip
+    first = popen(["-c", KILLER, "step", "5", "wait", *RUN, *mesh], stdin=subprocess.PIPE)
     lock = out / output.LOCK
     while not lock.exists():
         assert first.poll() is None
@@ -220,11 +237,10 @@ READY = "import sys; from fvswe.cli import main; print('ready', flush=True); sys
 
 
 @pytest.mark.parametrize("delay", [0.03, 0.2, 0.6])
-def test_ctrl_c_in_the_first_second_is_one_line_and_exit_130(case, tmp_path, delay):
+def test_ctrl_c_in_the_first_second_is_one_line_and_exit_130(case, tmp_path, popen, delay):
     out = tmp_path / "out"
-    run = subprocess.Popen([sys.executable, "-c", READY, *RUN, "--mesh",
-                            str(case / "square.npz"), "-o", str(out)], env=ENV,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    run = popen(["-c", READY, *RUN, "--mesh", str(case / "square.npz"), "-o", str(out)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     assert run.stdout.readline() == "ready\n"
     time.sleep(delay)
     run.send_signal(signal.SIGINT)
