@@ -47,7 +47,8 @@ def test_help_is_complete(capsys, argv):
     if argv[0] == "run":
         flags = ("--mesh", "--scheme", "--order", "--dtype", "--backend", "--t-end", "--cfl",
                  "--dt-mode", "--dt", "--threads", "--output", "--output-every", "--png",
-                 "--checkpoint-every", "--restart", "--json", "--quiet", "examples:")  # fmt: skip
+                 "--checkpoint-every", "--restart", "--overwrite", "--json", "--quiet",
+                 "examples:")  # fmt: skip
         for flag in flags:
             assert flag in text, flag
 
