@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from xml.sax.saxutils import escape
 
 import numpy as np
 
@@ -57,12 +58,13 @@ def os_error(path: str | Path, exc: OSError) -> OutputError:
     return OutputError(f"{path}: cannot write ({reason})")
 
 
-def atomic_write(path: str | Path, write: Callable[[str], Any]) -> None:
+def atomic_write(path: str | Path, write: Callable[[str], Any], *, sync: bool = True) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it to ``path``.
 
-    The data is flushed to disk before the rename, so ``path`` holds either the
-    old or the new content whatever happens (kill, full disk, power loss). OS
-    errors become an :class:`OutputError` naming ``path``.
+    ``path`` holds either the old or the new content whatever happens to the
+    process (kill, full disk); with ``sync`` the data is also flushed to disk
+    before the rename, which guards against a power cut too. OS errors become
+    an :class:`OutputError` naming ``path``.
     """
     path = Path(path)
     tmp = None
@@ -71,8 +73,9 @@ def atomic_write(path: str | Path, write: Callable[[str], Any]) -> None:
                                    suffix=path.suffix)  # fmt: skip
         os.close(fd)
         write(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
+        if sync:
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 is for the temporary name only
         os.replace(tmp, path)
     except OSError as exc:
@@ -225,10 +228,12 @@ def _h5_write(path: str, arrays: Mapping[str, np.ndarray], attrs: Mapping[str, s
         f.attrs.update(attrs)
 
 
-def _data_item(parent: ET.Element, ref: str, shape: tuple[int, ...], dtype) -> None:
+def _data_item(ref: str, shape: tuple[int, ...], dtype) -> str:
+    """An XDMF ``DataItem`` that points at the HDF5 dataset ``ref`` (``file:/name``)."""
     kind = "Int" if np.dtype(dtype).kind in "iu" else "Float"
-    ET.SubElement(parent, "DataItem", DataType=kind, Dimensions=" ".join(map(str, shape)),
-                  Format="HDF", Precision=str(np.dtype(dtype).itemsize)).text = ref  # fmt: skip
+    dims = " ".join(map(str, shape))
+    return (f'<DataItem DataType="{kind}" Dimensions="{dims}" Format="HDF" '
+            f'Precision="{np.dtype(dtype).itemsize}">{escape(ref)}</DataItem>')  # fmt: skip
 
 
 class Series:
@@ -239,7 +244,9 @@ class Series:
     first, each output time goes to its own ``solution/NNNNNN.h5``, and only
     then is the index ``solution.xdmf`` replaced by one that lists it (all
     atomically), so a killed run leaves a readable series up to its last
-    completed output. With ``resume_at`` (a restart), the series in
+    completed output. (They are not flushed to disk one by one: that would cost
+    more than the output itself; a power cut may cost the last outputs, while
+    checkpoints are flushed.) With ``resume_at`` (a restart), the series in
     ``directory`` keeps its outputs up to that time and continues in place;
     an output time already in the series is not written twice.
     """
@@ -320,35 +327,48 @@ class Series:
             return  # a restart from a checkpoint taken at this output time
         name = f"{SERIES}/{len(self.steps):06d}.h5"
         fields = {k: np.asarray(v, dtype=np.float64) for k, v in output_fields(self.sim).items()}
-        atomic_write(self.directory / name, lambda p: _h5_write(p, fields, {"t": repr(t)}))
+        atomic_write(
+            self.directory / name, lambda p: _h5_write(p, fields, {"t": repr(t)}), sync=False
+        )
         self.steps.append((t, name))
         self._write_index()
 
     def _write_index(self) -> None:
-        """Replace ``solution.xdmf`` by an index of the mesh and of every output written."""
+        """Replace ``solution.xdmf`` by an index of the mesh and of every output written.
+
+        The index is rewritten whole (the price of being valid at every instant), from
+        text kept per output, so an output costs one file write, not an XML rebuild.
+        """
         mesh = self.sim.mesh
-        n, k = mesh.n_cells, mesh.k
-        ET.register_namespace("xi", XINCLUDE)
-        root = ET.Element("Xdmf", Version="3.0")
-        domain = ET.SubElement(root, "Domain")
-        grid = ET.SubElement(domain, "Grid", Name="mesh", GridType="Uniform")
-        geometry = ET.SubElement(grid, "Geometry", GeometryType="XYZ")
-        _data_item(geometry, f"{SERIES}.h5:/points", (mesh.n_nodes, 3), np.float64)
-        topology = ET.SubElement(grid, "Topology", TopologyType="Triangle" if k == 3 else
-                                 "Quadrilateral", NumberOfElements=str(n))  # fmt: skip
-        _data_item(topology, f"{SERIES}.h5:/cells", (n, k), np.int64)
-        series = ET.SubElement(domain, "Grid", Name="TimeSeries", GridType="Collection",
-                               CollectionType="Temporal")  # fmt: skip
-        pointer = 'xpointer(//Grid[@Name="mesh"]/*[self::Topology or self::Geometry])'
+        if not hasattr(self, "_head"):
+            n, k = mesh.n_cells, mesh.k
+            topology = "Triangle" if k == 3 else "Quadrilateral"
+            self._head = (
+                f'<?xml version="1.0"?>\n<Xdmf Version="3.0" xmlns:xi="{XINCLUDE}">\n<Domain>\n'
+                '<Grid Name="mesh" GridType="Uniform">\n<Geometry GeometryType="XYZ">'
+                f"{_data_item(f'{SERIES}.h5:/points', (mesh.n_nodes, 3), np.float64)}</Geometry>\n"
+                f'<Topology TopologyType="{topology}" NumberOfElements="{n}">'
+                f"{_data_item(f'{SERIES}.h5:/cells', (n, k), np.int64)}</Topology>\n</Grid>\n"
+                '<Grid Name="TimeSeries" GridType="Collection" CollectionType="Temporal">\n'
+            )
+            self._text: dict[tuple[float, str], str] = {}
         for t, name in self.steps:
-            step = ET.SubElement(series, "Grid")
-            ET.SubElement(step, f"{{{XINCLUDE}}}include", xpointer=pointer)
-            ET.SubElement(step, "Time", Value=repr(t))
-            for field in FIELD_NAMES[self.sim.model.layers]:
-                attr = ET.SubElement(step, "Attribute", Name=field, AttributeType="Scalar",
-                                     Center="Cell")  # fmt: skip
-                _data_item(attr, f"{name}:/{field}", (n,), np.float64)
-        atomic_write(self.path, lambda p: ET.ElementTree(root).write(p, xml_declaration=True))
+            if (t, name) not in self._text:
+                self._text[t, name] = self._step_text(t, name)
+        body = "".join(self._text[step] for step in self.steps)
+        text = self._head + body + "</Grid>\n</Domain>\n</Xdmf>\n"
+        atomic_write(self.path, lambda p: Path(p).write_text(text, encoding="utf-8"), sync=False)
+
+    def _step_text(self, t: float, name: str) -> str:
+        """One output time of the index: the mesh (by XInclude), the time, every field."""
+        n = self.sim.mesh.n_cells
+        pointer = 'xpointer(//Grid[@Name="mesh"]/*[self::Topology or self::Geometry])'
+        fields = "".join(
+            f'<Attribute Name="{field}" AttributeType="Scalar" Center="Cell">'
+            f"{_data_item(f'{name}:/{field}', (n,), np.float64)}</Attribute>"
+            for field in FIELD_NAMES[self.sim.model.layers]
+        )
+        return f"<Grid><xi:include xpointer='{pointer}'/><Time Value=\"{t!r}\"/>{fields}</Grid>\n"
 
 
 # -- checkpoints ------------------------------------------------------------------------------

@@ -60,20 +60,20 @@ def half(write, p):
     os.truncate(p, os.path.getsize(p) // 2)
     die()
 
-def atomic_write(path, write):
+def atomic_write(path, write, **kw):
     if names[target](Path(path)):
         seen[0] += 1
         if seen[0] == nth:
             if phase == "wait":
                 sys.stdin.read()
-                return real(path, write)
+                return real(path, write, **kw)
             if phase == "after":
-                real(path, write)
+                real(path, write, **kw)
                 die()
             wrap = {"empty": lambda p: die(), "half": lambda p: half(write, p),
                     "unrenamed": lambda p: (write(p), die())}[phase]
-            return real(path, wrap)
-    return real(path, write)
+            return real(path, wrap, **kw)
+    return real(path, write, **kw)
 
 output.atomic_write = atomic_write
 sys.exit(main(sys.argv[4:]))
