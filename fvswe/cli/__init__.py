@@ -66,14 +66,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _one_line(exc: Exception) -> str:
-    """The message of a user error, a failed write, or an input too large to handle."""
+    """The message of a user error, a failed write, or an input too large to handle;
+    any other exception is a bug and keeps its traceback."""
     if isinstance(exc, FvsweError):
         return str(exc)
     if isinstance(exc, OSError):  # an OS error no stage turned into a message of its own
         where = f"{exc.filename}: " if exc.filename else ""
         return f"{where}{exc.strerror or exc}"
-    if isinstance(exc, (MemoryError, RecursionError)):
-        return f"input too large or too deeply nested ({type(exc).__name__})"
+    if isinstance(exc, MemoryError):
+        return "out of memory (a mesh, an output count or an input too large for this machine)"
+    if isinstance(exc, RecursionError):
+        return "an input nested too deeply (RecursionError)"
     raise exc
 
 

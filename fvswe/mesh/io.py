@@ -141,8 +141,8 @@ def write_mesh(mesh: Mesh, path: str | Path) -> None:
     """Write ``mesh`` in its current cell order.
 
     ``.npz``: nodes, cells, tagged boundary edges, depth (read back exactly).
-    These two are written atomically (complete or not at all, e.g. on a full disk).
     ``.msh``: gmsh 2.2 with boundary lines in physical groups named by tag.
+    These two appear complete or not at all (e.g. on a full disk).
     Any other suffix: whatever meshio writes for it (cells, plus depth as cell data).
     """
     path = Path(path)
