@@ -256,6 +256,24 @@ def test_ctrl_c_in_the_first_second_is_one_line_and_exit_130(case, tmp_path, pop
         assert not list(out.rglob(".*"))
 
 
+def test_ctrl_c_after_the_last_step_keeps_the_end_state(case, tmp_path, monkeypatch, capsys):
+    """Interrupted while writing final.npz: a checkpoint at t_end, from which a restart ends."""
+
+    def interrupted(sim, path):
+        raise KeyboardInterrupt
+
+    out = tmp_path / "out"
+    argv = [*RUN, "--mesh", str(case / "square.npz"), "-o", str(out)]
+    with monkeypatch.context() as m:
+        m.setattr(output, "write_final", interrupted)
+        assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("fvswe: interrupted at t = 0.2 s") and err.count("\n") == 1, err
+    assert f"checkpoint written to {out / 'checkpoint.npz'}" in err
+    assert fvswe(*argv, "--restart", str(out / "checkpoint.npz")).returncode == 0
+    assert_same_run(out, case / "whole")
+
+
 def in_tmpfs(size: str, argv: list[str], mnt: Path, keep: Path, ro: bool = False):
     """Run ``fvswe argv`` with a fresh ``size`` tmpfs at ``mnt`` (read-only with ``ro``) in a
     private mount namespace; copy what it left into ``keep``. Skips where mounting is denied."""
