@@ -102,21 +102,28 @@ def folder_lock(directory: str | Path) -> Iterator[None]:
     """Hold ``directory/.fvswe.lock`` while the block runs: a second run is refused.
 
     An exclusive ``flock`` on the file, which the kernel releases when the
-    process ends however it ends (a lock is never stale); the file names the
-    holder's pid for the message and is removed on a clean exit.
+    process ends however it ends, so a lock left by a killed run is never in
+    the way. The file names the holder's pid: for the message, and to tell a
+    live holder from a dead one where the file system has no ``flock`` (some
+    network ones). The file is removed on a clean exit.
     """
     path = Path(directory) / LOCK
     try:
         while True:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            holder = os.read(fd, 32).decode(errors="replace").strip()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                busy = False
             except BlockingIOError:
-                holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+                busy = True
+            except OSError:  # no flock here: the recorded pid decides
+                busy = holder.isdigit() and int(holder) != os.getpid() and _alive(int(holder))
+            if busy:
                 os.close(fd)
                 raise ConfigError(
-                    f"--output: {directory} is in use by another fvswe run (pid {holder})"
-                ) from None
+                    f"--output: {directory} is in use by another fvswe run (pid {holder or '?'})"
+                )
             try:
                 if os.path.samestat(os.fstat(fd), os.stat(path)):
                     break  # else the holder removed the file as we opened it: try again
@@ -124,14 +131,25 @@ def folder_lock(directory: str | Path) -> Iterator[None]:
                 pass
             os.close(fd)
         os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     except OSError as exc:
         raise os_error(path, exc) from None
     try:
         yield
     finally:
-        os.unlink(path)
+        path.unlink(missing_ok=True)
         os.close(fd)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (signal 0 checks without sending anything)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def clean_stale(directory: str | Path) -> None:

@@ -9,6 +9,7 @@ is one line on stderr, a non-zero exit and no stray files.
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import os
@@ -26,6 +27,7 @@ from meshio.xdmf import TimeSeriesReader
 
 from fvswe import output
 from fvswe.cli import main
+from fvswe.errors import ConfigError
 from fvswe.mesh import write_mesh
 from fvswe.mesh.generate import square, strip
 
@@ -44,6 +46,7 @@ KILLER = """
 import os, signal, sys
 from pathlib import Path
 from fvswe import output
+from fvswe.errors import ConfigError
 from fvswe.cli import main
 
 target, nth, phase = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -234,6 +237,29 @@ def test_two_runs_into_one_folder_and_overwrite(case, tmp_path, popen):
 #: ``fvswe``, saying "ready" as its main() begins: what comes before (the interpreter's own
 #: start-up and ``import fvswe.cli``, a few ms of light imports) is Python's to handle.
 READY = "import sys; from fvswe.cli import main; print('ready', flush=True); sys.exit(main())"
+
+
+def test_folder_lock_without_flock_tells_live_from_dead_holders_by_pid(tmp_path, monkeypatch):
+    """With flock, a second holder is refused. Where the file system has none, a lock file
+    naming a live pid refuses, one naming a dead pid (a killed run) does not."""
+    busy = f"in use by another fvswe run \\(pid {os.getpid()}\\)"
+    with output.folder_lock(tmp_path), pytest.raises(ConfigError, match=busy):
+        output.folder_lock(tmp_path).__enter__()
+    assert not (tmp_path / output.LOCK).exists()
+
+    def no_flock(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(output.fcntl, "flock", no_flock)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (tmp_path / output.LOCK).write_text(f"{os.getppid()}\n")
+    with pytest.raises(ConfigError, match=f"\\(pid {os.getppid()}\\)"):
+        output.folder_lock(tmp_path).__enter__()
+    (tmp_path / output.LOCK).write_text(f"{dead.pid}\n")
+    with output.folder_lock(tmp_path):
+        assert (tmp_path / output.LOCK).read_text() == f"{os.getpid()}\n"
+    assert not (tmp_path / output.LOCK).exists()
 
 
 @pytest.mark.parametrize("delay", [0.03, 0.2, 0.6])
