@@ -17,6 +17,7 @@ A case file (``fvswe run path/to/case.toml``) names every choice of a run::
 
     [mesh]                # a file (relative to this file) ...
     file = "meshes/square.msh"
+    bathymetry = "z:elevation"  # z or a field, as elevation (up) or depth (down), or none
     # ... or a member of the paper's family (square-4k, square-16k, ... square-2m):
     # family = "square-4k"
     # ... or a generator and its arguments:
@@ -151,6 +152,8 @@ class RunSpec:
 
         if self.mesh is None:
             return self.case.default_mesh()
+        if "bathymetry" in self.mesh:
+            return mesh.read_mesh(self.mesh["file"], bathymetry=self.mesh["bathymetry"])
         if "file" in self.mesh:
             return mesh.load(self.mesh["file"])  # a path, or a family name such as square-16k
         if "family" in self.mesh:
@@ -339,12 +342,15 @@ def _mesh_spec(table: dict, path: Path) -> dict[str, Any]:
         raise ConfigError(f"{src}: [mesh] needs exactly one of 'file', 'family' or 'generator'")
     key = given[0]
     if key != "generator":
-        extra = sorted(set(table) - {key})
+        options = {"bathymetry"} if key == "file" else set()
+        extra = sorted(set(table) - {key} - options)
         if extra:
-            raise ConfigError(f"{src}: unknown key 'mesh.{extra[0]}' (mesh.{key} takes no options)")
-        if not isinstance(table[key], str):
-            raise ConfigError(f"{src}: 'mesh.{key}' must be a string")
-        return {key: str(path.parent / table[key]) if key == "file" else table[key]}
+            takes = ", ".join(sorted(options)) or "no options"
+            raise ConfigError(f"{src}: unknown key 'mesh.{extra[0]}' (mesh.{key} takes {takes})")
+        for name in table:
+            if not isinstance(table[name], str):
+                raise ConfigError(f"{src}: 'mesh.{name}' must be a string")
+        return {**table, key: str(path.parent / table[key]) if key == "file" else table[key]}
     spec = {**table, "source": src}
     _generator(spec)  # validates the name and the arguments now, before any run
     return spec

@@ -17,6 +17,7 @@ from pathlib import Path
 from .. import casefile, output, runner
 from ..cases import CASES
 from ..errors import ConfigError
+from .mesh import BATHYMETRY_HELP
 
 DESCRIPTION = """\
 Run a named case (see `fvswe cases`) or a TOML case file (see examples/*.toml);
@@ -52,6 +53,7 @@ def register(sub) -> None:
     p.add_argument("--mesh", metavar="FILE",
                    help="mesh file, or a member of the paper's family: square-4k (the default), "
                    "square-16k, -64k, -256k, -1m, -130k, -2m")  # fmt: skip
+    p.add_argument("--bathymetry", metavar="SOURCE:SIGN", help=BATHYMETRY_HELP)
     p.add_argument("--scheme", help="roe, ir-roe, pvm-ifcp (one layer: also hll)")
     p.add_argument("--order", help="cell ordering: none, rcm, gps, random, hilbert, morton, auto")
     p.add_argument("--dtype", choices=("float64", "float32"), help="precision (default float64)")
@@ -117,11 +119,22 @@ def _spec(args) -> casefile.RunSpec:
         dt=args.dt,
         threads=args.threads,
         t_end=args.t_end,
-        mesh={"file": args.mesh} if args.mesh else None,
+        mesh=_mesh_override(args, spec),
         output_every=args.output_every,
         png=tuple(f for f in args.png.split(",") if f) if args.png is not None else None,
         checkpoint_every=args.checkpoint_every,
     )
+
+
+def _mesh_override(args, spec: casefile.RunSpec) -> dict | None:
+    """``--mesh FILE`` and ``--bathymetry`` as the spec's ``mesh`` entry (None: unchanged)."""
+    if args.bathymetry is None:
+        return {"file": args.mesh} if args.mesh else None
+    if args.mesh:
+        return {"file": args.mesh, "bathymetry": args.bathymetry}
+    if spec.mesh is None or "file" not in spec.mesh:
+        raise ConfigError("--bathymetry: only with a mesh file (--mesh FILE, or [mesh] file)")
+    return {**spec.mesh, "bathymetry": args.bathymetry}
 
 
 def _identity(spec: casefile.RunSpec, sim) -> dict:
