@@ -62,7 +62,8 @@ def register(sub) -> None:
     p.add_argument("--t-end", type=float, metavar="S", help="simulated end time in seconds")
     p.add_argument("--nx", type=int, metavar="N",
                    help="grid cases (cgrid-*, mjos-drop): cells along x (--ny: along y; "
-                   "one alone keeps the cells square); DIR/grid.npz holds 2-D fields")  # fmt: skip
+                   "one alone keeps the cells square); a fixed dt scales with the cell size "
+                   "(same Courant number), t_end stays; DIR/grid.npz holds 2-D fields")  # fmt: skip
     p.add_argument("--ny", type=int, metavar="N", help="grid cases: cells along y")
     p.add_argument("--cfl", type=float, help="CFL number gamma in (0, 1]")
     p.add_argument("--dt-mode", choices=("lagged", "nonlagged", "fixed"),
@@ -103,12 +104,11 @@ def _spec(args) -> casefile.RunSpec:
         if spec.case is None or spec.mesh is not None or args.mesh:
             raise ConfigError("--nx/--ny: only for the grid cases (see `fvswe cases`)")
         old = spec.case
-        new = old.with_grid(args.nx, args.ny)  # a fixed dt scales with the cells
+        new = old.with_grid(args.nx, args.ny)  # a fixed dt scales with the cells; t_end stays
         settings = dict(spec.settings)
         if old.dt is not None and settings.get("dt") == old.dt:
             settings["dt"] = new.dt
-        t_end = new.t_end if spec.t_end == old.t_end else spec.t_end
-        spec = dataclasses.replace(spec, case=new, settings=settings, t_end=t_end)
+        spec = dataclasses.replace(spec, case=new, settings=settings)
     return spec.with_overrides(
         scheme=args.scheme,
         order=args.order,
