@@ -79,6 +79,9 @@ def register(sub) -> None:
     p.add_argument("--png", metavar="FIELDS",
                    help="draw these fields (comma-separated, e.g. h1,eta2) at every output time "
                    "into DIR/png/")  # fmt: skip
+    p.add_argument("--png-limits", metavar="NAME=LO:HI,...",
+                   help="colour limits of --png fields (default: each field's first "
+                   "non-constant frame, kept for the series; see fvswe.plot)")  # fmt: skip
     p.add_argument("--checkpoint-every", type=float, metavar="S",
                    help="write DIR/checkpoint.npz every S simulated seconds")  # fmt: skip
     p.add_argument("--restart", metavar="FILE", help="continue from a checkpoint of this run")
@@ -188,14 +191,18 @@ def _advance(args, spec, sim, times, series, identity):
     out = None if series is None else series.directory
     index = {t: k for k, t in enumerate((0.0, *times))}
 
+    pictures = None
+    if spec.png:
+        from ..plot import Pictures, parse_limits
+
+        pictures = Pictures(spec.png, parse_limits(args.png_limits or ""))
+
     def on_output(s) -> None:
         series.write()
-        if spec.png:
-            from ..plot import snapshot
-
+        if pictures is not None:
             (out / "png").mkdir(exist_ok=True)
             path = out / "png" / f"snapshot_{index[s.t]:04d}.png"
-            output.atomic_write(path, lambda p: snapshot(s, spec.png, p, title=spec.name))
+            output.atomic_write(path, lambda p: pictures.draw(s, p, title=spec.name))
 
     checkpoint = None if out is None else out / output.CHECKPOINT
     try:
