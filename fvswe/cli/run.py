@@ -214,6 +214,7 @@ def _advance(args, spec, sim, times, series, identity):
             on_checkpoint=lambda s: output.save_checkpoint(checkpoint, s, identity),
             progress=runner.show_progress(args.quiet),
             label=spec.name,
+            say=None if args.quiet else lambda text: print(f"fvswe: {text}", file=sys.stderr),
         )
     except runner.RunInterruptedError as exc:
         if checkpoint is None:
@@ -230,6 +231,7 @@ def _finish(args, spec, sim, summary, out, written=()) -> int:
         "source": spec.source,
         "mesh": sim.mesh.source,
         **summary.to_dict(),
+        "mass_balance": runner.mass_balance(sim, summary),
         "steps_total": sim.steps,
         "restart": args.restart,
         "output_times": list(written),
@@ -239,13 +241,9 @@ def _finish(args, spec, sim, summary, out, written=()) -> int:
     if args.json:
         print(json.dumps(report))
     else:
-        drift = ", ".join(f"{d:.1e}" for d in summary.mass_rel_drift)
-        print(
-            f"{spec.name}: t = {summary.t:g} s in {summary.steps} steps, {summary.wall_s:.3g} s "
-            f"wall ({summary.cell_steps_per_s / 1e6:.3g} M cell-steps/s, {sim.backend.name}, "
-            f"{sim.dtype}, {sim.scheme}, {sim.mesh.n_cells} cells); mass drift per layer {drift}"
-            + (f"; outputs in {out}/ (ParaView: {out / 'solution.xdmf'})" if out else "")
-        )
+        print(runner.summary_text(spec.name, sim, summary))
+        if out is not None:
+            print(f"outputs in {out}/ (ParaView: {out / 'solution.xdmf'})")
     return 0
 
 

@@ -22,3 +22,23 @@ def get_edge_flux(name: str, layers: int):
     """The Numba per-edge kernel of scheme ``name`` for ``layers`` (1 or 2) layers."""
     kernel(name, layers)
     return EDGE_FLUXES[(name, layers)]
+
+
+def kernels_cached(dtype: str) -> bool | None:
+    """Whether the edge and volume passes for states of ``dtype`` are compiled already.
+
+    True when this process compiled them or Numba's on-disk cache (``cache=True``)
+    holds them, so a run starts without compiling; None when Numba's cache
+    cannot be inspected (its layout is not public API).
+    """
+    from . import pipeline
+
+    try:
+        for dispatcher, w in ((pipeline.edge_pass, 1), (pipeline.volume_pass, 0)):
+            index = dispatcher._cache._cache_file._load_index()
+            signatures = [*dispatcher.signatures, *(key[0] for key in index)]
+            if not any(str(sig[w].dtype) == dtype for sig in signatures):
+                return False
+    except (AttributeError, IndexError, TypeError, OSError):
+        return None
+    return True
