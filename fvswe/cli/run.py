@@ -70,7 +70,9 @@ def register(sub) -> None:
                    help="time step from the previous step's speeds (lagged, default), "
                    "the current ones, or fixed (--dt)")  # fmt: skip
     p.add_argument("--dt", type=float, metavar="S", help="time step for --dt-mode fixed")
-    p.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
+    p.add_argument("--threads", type=int,
+                   help="CPU threads (default: the cores other processes leave idle, at least 1; "
+                   "NUMBA_NUM_THREADS when set)")  # fmt: skip
     p.add_argument("--output", "-o", metavar="DIR",
                    help="folder for solution.xdmf/.h5, final.npz, summary.json, PNGs, "
                    "checkpoints (created once the inputs are checked)")  # fmt: skip
