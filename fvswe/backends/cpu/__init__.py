@@ -18,7 +18,7 @@ from ...schemes import kernel, kernel_table
 
 # Numba's OpenMP layer (libgomp) spins at its barriers; a spinning thread that shares a
 # core with another process steals the time the late thread needs. Passive waiting made
-# two threads on a loaded machine 4x faster (README "CPU threads under load"). Set before
+# two threads on a loaded machine 3.6-4.4x faster (README "CPU threads under load"). Set before
 # the first parallel loop loads libgomp; a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from . import hll, ir_roe, pvm_ifcp, roe, wetdry  # noqa: F401  (resolved by kernel_table)
