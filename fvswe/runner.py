@@ -226,7 +226,11 @@ def summary_text(name: str, sim, summary) -> str:
         f"{name}: t = {summary.t:g} s in {summary.steps} steps, {summary.wall_s:.3g} s wall "
         f"({summary.cell_steps_per_s / 1e6:.3g} M cell-steps/s, {sim.backend.name}, "
         f"{sim.dtype}, {sim.scheme}, {sim.mesh.n_cells} cells, {_threads(summary.threads)})"
-        + (f"; kernels ready after {summary.compile_s:.3g} s more" if summary.compile_s else "")
+        + (
+            f"; {summary.compile_s:.3g} s before that compiling or loading kernels"
+            if summary.compile_s
+            else ""
+        )
     ]
     layers = ["volume"] if len(summary.mass) == 1 else ["upper layer", "lower layer"]
     for label, b in zip(layers, mass_balance(sim, summary), strict=True):

@@ -166,7 +166,7 @@ def _bathymetry(
         found = ", ".join(sorted(fields)) or "none"
         raise MeshError(f"{source}: bathymetry {where}: {what} (fields per cell: {found})")
     what = "z coordinate" if where == "z" else f"field {where!r}"
-    sense = "depth (positive down)" if factor > 0 else "bed elevation (positive up; H = -it)"
+    sense = "depth (positive down)" if factor > 0 else f"bed elevation (positive up; H = -{where})"
     return factor * fields[where], f"{what} as {sense}"
 
 
