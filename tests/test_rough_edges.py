@@ -40,7 +40,7 @@ def beach(tmp_path_factory):
 
 def test_z_is_read_as_the_convention_says_and_never_guessed(beach):
     path, z_cell = beach
-    with pytest.raises(MeshError, match="z coordinate is not zero.*--bathymetry z:elevation"):
+    with pytest.raises(MeshError, match=r"z coordinate is not zero.*--bathymetry .* z:elevation"):
         read_mesh(path)
     up = read_mesh(path, bathymetry="z:elevation").depth
     down = read_mesh(path, bathymetry="z:depth").depth
@@ -103,6 +103,9 @@ def test_run_and_case_file_take_the_bathymetry(capsys, beach, tmp_path):
     assert main(["run", str(case), "-o", str(tmp_path / "c"), "-q"]) == 0
     final = np.load(tmp_path / "c" / "final.npz")
     np.testing.assert_allclose(final["H"], -z_cell, atol=1e-12)  # no H given: the file's bed
+    case.write_text('t_end = 1e-3\n[mesh]\nfamily = "square-4k"\nbathymetry = "z:depth"\n')
+    assert main(["run", str(case), "-q"]) == 2
+    assert "mesh.family takes no options" in capsys.readouterr().err
 
 
 # -- flags that do what their help says ---------------------------------------------------------

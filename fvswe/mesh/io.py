@@ -28,7 +28,10 @@ OWN_FIELD = "depth"
 #: Signs of ``bathymetry="SOURCE:SIGN"``: the factor turning the values into fvswe's depth H.
 SIGNS = {"depth": 1.0, "elevation": -1.0}
 #: How the flag and the case-file key spell a bathymetry choice (for error messages).
-HOW = "--bathymetry z:elevation, z:depth, FIELD:elevation, FIELD:depth or none"
+HOW = (
+    "--bathymetry (case file: [mesh] bathymetry) z:elevation, z:depth, FIELD:elevation, "
+    "FIELD:depth or none"
+)
 
 #: meshio cell types read as triangles (corner vertices first) and as quads.
 TRIANGLE_TYPES = ("triangle", "triangle6", "triangle7")
