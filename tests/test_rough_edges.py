@@ -214,6 +214,17 @@ def test_warm_up_is_bitwise_neutral_and_kept_out_of_the_wall_time(monkeypatch):
     assert summary.to_dict()["compile_s"] == summary.compile_s
     assert summary.cell_steps_per_s == pytest.approx(summary.cells * summary.steps / summary.wall_s)
     assert cpu.kernels_cached(sim.dtype) is True  # compiled in this process by now
+    assert cpu.kernels_cached("float16") is False  # never compiled, nor in Numba's cache
+
+
+def test_a_cold_cache_is_announced_once(monkeypatch):
+    said = []
+    monkeypatch.setattr(cpu, "kernels_cached", lambda dtype: dtype != "float64")
+    runner.advance(beach_sim(), [0.1], say=said.append)
+    assert len(said) == 1 and said[0].startswith("compiling the CPU kernels (once")
+    monkeypatch.setattr(cpu, "kernels_cached", lambda dtype: True)
+    runner.advance(beach_sim(), [0.1], say=said.append)
+    assert len(said) == 1
 
 
 def test_thread_count_changes_no_bit():
