@@ -127,12 +127,15 @@ SCHEMA: tuple[Key, ...] = (
     Key("", "backend", str, "cpu, gpu or auto (the GPU when CuPy sees one)", '"auto"'),
     Key("", "dt_mode", str, "lagged, nonlagged or fixed (then give dt)", '"lagged"'),
     Key("", "dt", NUMBER, "time step of dt_mode = fixed (s)", "0.05", active=False),
-    Key("", "threads", int, "CPU threads (default: all cores)", "1", active=False),
+    Key("", "threads", int, "CPU threads (default: the cores left idle, at least 1)", "1",
+        active=False),
     Key("friction", "law", str, "one layer: bottom friction law, chezy or manning",
         '"manning"'),
     Key("friction", "coefficient", NUMBER, "Chézy C (m^½/s) or Manning n (s/m^⅓)", "0.03"),
     Key("mesh", "file", str, "a mesh file (relative to the case file) or a family member "
         "(square-4k ... square-2m)", '"meshes/channel.msh"', active=False),
+    Key("mesh", "bathymetry", str, "with mesh.file: the bed, z:elevation (positive up), z:depth "
+        "(positive down), FIELD:elevation, FIELD:depth or none", '"z:elevation"', active=False),
     Key("mesh", "family", str, "a member of the paper's mesh family: square-4k ... square-2m",
         '"square-4k"', active=False),
     Key("mesh", "generator", str, "square, structured_square or strip, with its arguments as "
