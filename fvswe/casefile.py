@@ -17,6 +17,7 @@ A case file (``fvswe run path/to/case.toml``) names every choice of a run::
 
     [mesh]                # a file (relative to this file) ...
     file = "meshes/square.msh"
+    bathymetry = "z:elevation"  # z or a field, as elevation (up) or depth (down), or none
     # ... or a member of the paper's family (square-4k, square-16k, ... square-2m):
     # family = "square-4k"
     # ... or a generator and its arguments:
@@ -126,12 +127,15 @@ SCHEMA: tuple[Key, ...] = (
     Key("", "backend", str, "cpu, gpu or auto (the GPU when CuPy sees one)", '"auto"'),
     Key("", "dt_mode", str, "lagged, nonlagged or fixed (then give dt)", '"lagged"'),
     Key("", "dt", NUMBER, "time step of dt_mode = fixed (s)", "0.05", active=False),
-    Key("", "threads", int, "CPU threads (default: all cores)", "1", active=False),
+    Key("", "threads", int, "CPU threads (default: the cores left idle, at least 1)", "1",
+        active=False),
     Key("friction", "law", str, "one layer: bottom friction law, chezy or manning",
         '"manning"'),
     Key("friction", "coefficient", NUMBER, "Chézy C (m^½/s) or Manning n (s/m^⅓)", "0.03"),
     Key("mesh", "file", str, "a mesh file (relative to the case file) or a family member "
         "(square-4k ... square-2m)", '"meshes/channel.msh"', active=False),
+    Key("mesh", "bathymetry", str, "with mesh.file: the bed, z:elevation (positive up), z:depth "
+        "(positive down), FIELD:elevation, FIELD:depth or none", '"z:elevation"', active=False),
     Key("mesh", "family", str, "a member of the paper's mesh family: square-4k ... square-2m",
         '"square-4k"', active=False),
     Key("mesh", "generator", str, "square, structured_square or strip, with its arguments as "
@@ -297,6 +301,8 @@ class RunSpec:
 
         if self.mesh is None:
             return self.case.default_mesh()
+        if "bathymetry" in self.mesh:
+            return mesh.read_mesh(self.mesh["file"], bathymetry=self.mesh["bathymetry"])
         if "file" in self.mesh:
             return mesh.load(self.mesh["file"])  # a path, or a family name such as square-16k
         if "family" in self.mesh:
@@ -584,12 +590,15 @@ def _mesh_spec(table: dict, path: Path) -> dict[str, Any]:
         raise ConfigError(f"{src}: [mesh] needs exactly one of 'file', 'family' or 'generator'")
     key = given[0]
     if key != "generator":
-        extra = sorted(set(table) - {key})
+        options = {"bathymetry"} if key == "file" else set()
+        extra = sorted(set(table) - {key} - options)
         if extra:
-            raise ConfigError(f"{src}: unknown key 'mesh.{extra[0]}' (mesh.{key} takes no options)")
-        if not isinstance(table[key], str):
-            raise ConfigError(f"{src}: 'mesh.{key}' must be a string")
-        return {key: str(path.parent / table[key]) if key == "file" else table[key]}
+            takes = ", ".join(sorted(options)) or "no options"
+            raise ConfigError(f"{src}: unknown key 'mesh.{extra[0]}' (mesh.{key} takes {takes})")
+        for name in table:
+            if not isinstance(table[name], str):
+                raise ConfigError(f"{src}: 'mesh.{name}' must be a string")
+        return {**table, key: str(path.parent / table[key]) if key == "file" else table[key]}
     spec = {**table, "source": src}
     _generator(spec)  # validates the name and the arguments now, before any run
     return spec

@@ -17,6 +17,7 @@ from pathlib import Path
 from .. import casefile, output, probes, runner, ugrid
 from ..cases import CASES
 from ..errors import ConfigError
+from .mesh import BATHYMETRY_HELP
 
 #: The most output times a run may have (``t_end / output_every``).
 MAX_OUTPUTS = 100_000
@@ -34,7 +35,7 @@ flags override the case's or the file's settings. With --output DIR, write there
                                with --gauge/--section: time series at points and
                                discharge per layer through lines
   final.npz                    the final state per cell (x, y, area, H, h1, q1x, ...)
-  summary.json                 steps, wall time, cell-steps/s, mass drift, counters
+  summary.json                 steps, wall and compile time, cell-steps/s, mass balance, counters
   png/snapshot_NNNN.png        with --png: the chosen fields at every output time
   checkpoint.npz               with --checkpoint-every, and on Ctrl-C
 The series is readable at every moment (a killed run keeps its outputs so far), and
@@ -66,6 +67,7 @@ def register(sub) -> None:
     p.add_argument("--mesh", metavar="FILE",
                    help="mesh file, or a member of the paper's family: square-4k (the default), "
                    "square-16k, -64k, -256k, -1m, -130k, -2m")  # fmt: skip
+    p.add_argument("--bathymetry", metavar="SOURCE:SIGN", help=BATHYMETRY_HELP)
     p.add_argument("--scheme", help="roe, ir-roe, pvm-ifcp (one layer: also hll)")
     p.add_argument("--order", help="cell ordering: none, rcm, gps, random, hilbert, morton, auto")
     p.add_argument("--dtype", choices=("float64", "float32"), help="precision (default float64)")
@@ -74,14 +76,17 @@ def register(sub) -> None:
     p.add_argument("--t-end", type=float, metavar="S", help="simulated end time in seconds")
     p.add_argument("--nx", type=int, metavar="N",
                    help="grid cases (cgrid-*, mjos-drop): cells along x (--ny: along y; "
-                   "one alone keeps the cells square); DIR/grid.npz holds 2-D fields")  # fmt: skip
+                   "one alone keeps the cells square); a fixed dt scales with the cell size "
+                   "(same Courant number), t_end stays; DIR/grid.npz holds 2-D fields")  # fmt: skip
     p.add_argument("--ny", type=int, metavar="N", help="grid cases: cells along y")
     p.add_argument("--cfl", type=float, help="CFL number gamma in (0, 1]")
     p.add_argument("--dt-mode", choices=("lagged", "nonlagged", "fixed"),
                    help="time step from the previous step's speeds (lagged, default), "
                    "the current ones, or fixed (--dt)")  # fmt: skip
     p.add_argument("--dt", type=float, metavar="S", help="time step for --dt-mode fixed")
-    p.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
+    p.add_argument("--threads", type=int,
+                   help="CPU threads (default: the cores other processes leave idle, at least 1; "
+                   "NUMBA_NUM_THREADS when set)")  # fmt: skip
     p.add_argument("--output", "-o", metavar="DIR",
                    help="folder for solution.xdmf/.h5, final.npz, summary.json, PNGs, "
                    "checkpoints (created once the inputs are checked)")  # fmt: skip
@@ -90,6 +95,9 @@ def register(sub) -> None:
     p.add_argument("--png", metavar="FIELDS",
                    help="draw these fields (comma-separated, e.g. h1,eta2) at every output time "
                    "into DIR/png/")  # fmt: skip
+    p.add_argument("--png-limits", metavar="NAME=LO:HI,...",
+                   help="colour limits of --png fields (default: each field's first "
+                   "non-constant frame, kept for the series; see fvswe.plot)")  # fmt: skip
     p.add_argument("--checkpoint-every", type=float, metavar="S",
                    help="write DIR/checkpoint.npz every S simulated seconds")  # fmt: skip
     p.add_argument("--restart", metavar="FILE", help="continue from a checkpoint of this run")
@@ -134,12 +142,11 @@ def _spec(args) -> casefile.RunSpec:
         if spec.case is None or spec.mesh is not None or args.mesh:
             raise ConfigError("--nx/--ny: only for the grid cases (see `fvswe cases`)")
         old = spec.case
-        new = old.with_grid(args.nx, args.ny)  # a fixed dt scales with the cells
+        new = old.with_grid(args.nx, args.ny)  # a fixed dt scales with the cells; t_end stays
         settings = dict(spec.settings)
         if old.dt is not None and settings.get("dt") == old.dt:
             settings["dt"] = new.dt
-        t_end = new.t_end if spec.t_end == old.t_end else spec.t_end
-        spec = dataclasses.replace(spec, case=new, settings=settings, t_end=t_end)
+        spec = dataclasses.replace(spec, case=new, settings=settings)
     return spec.with_overrides(
         scheme=args.scheme,
         order=args.order,
@@ -150,7 +157,7 @@ def _spec(args) -> casefile.RunSpec:
         dt=args.dt,
         threads=args.threads,
         t_end=args.t_end,
-        mesh={"file": args.mesh} if args.mesh else None,
+        mesh=_mesh_override(args, spec),
         output_every=args.output_every,
         png=tuple(f for f in args.png.split(",") if f) if args.png is not None else None,
         checkpoint_every=args.checkpoint_every,
@@ -160,6 +167,17 @@ def _spec(args) -> casefile.RunSpec:
         gauges=spec.gauges + _gauges(args) or None,
         sections=spec.sections + _sections(args) or None,
     )
+
+
+def _mesh_override(args, spec: casefile.RunSpec) -> dict | None:
+    """``--mesh FILE`` and ``--bathymetry`` as the spec's ``mesh`` entry (None: unchanged)."""
+    if args.bathymetry is None:
+        return {"file": args.mesh} if args.mesh else None
+    if args.mesh:
+        return {"file": args.mesh, "bathymetry": args.bathymetry}
+    if spec.mesh is None or "file" not in spec.mesh:
+        raise ConfigError("--bathymetry: only with a mesh file (--mesh FILE, or [mesh] file)")
+    return {**spec.mesh, "bathymetry": args.bathymetry}
 
 
 def _numbers(text: str, flag: str, count: int | None = None) -> list[float]:
@@ -356,18 +374,22 @@ def _advance(args, spec, sim, times, series, identity, probe=None):
             set(times) | {t for t in extra if t > sim.t and min(abs(t - u) for u in times) > near}
         )
 
+    pictures = None
+    if spec.png:
+        from ..plot import Pictures, parse_limits
+
+        pictures = Pictures(spec.png, parse_limits(args.png_limits or ""))
+
     def on_output(s) -> None:
         if probe is not None:
             probe.sample(s)
         if s.t not in index:
             return  # a probe time only
         series.write()
-        if spec.png:
-            from ..plot import snapshot
-
+        if pictures is not None:
             (out / "png").mkdir(exist_ok=True)
             path = out / "png" / f"snapshot_{index[s.t]:04d}.png"
-            output.atomic_write(path, lambda p: snapshot(s, spec.png, p, title=spec.name))
+            output.atomic_write(path, lambda p: pictures.draw(s, p, title=spec.name))
 
     checkpoint = None if out is None else out / output.CHECKPOINT
     try:
@@ -379,6 +401,7 @@ def _advance(args, spec, sim, times, series, identity, probe=None):
             on_checkpoint=lambda s: output.save_checkpoint(checkpoint, s, identity),
             progress=runner.show_progress(args.quiet),
             label=spec.name,
+            say=None if args.quiet else lambda text: print(f"fvswe: {text}", file=sys.stderr),
         )
     except runner.RunInterruptedError as exc:
         raise _interrupted(str(exc), sim, checkpoint, identity) from None
@@ -400,6 +423,7 @@ def _finish(args, spec, sim, summary, out, written=()) -> int:
         "source": spec.source,
         "mesh": sim.mesh.source,
         **summary.to_dict(),
+        "mass_balance": runner.mass_balance(sim, summary),
         "steps_total": sim.steps,
         "restart": args.restart,
         "output_times": list(written),
@@ -409,13 +433,9 @@ def _finish(args, spec, sim, summary, out, written=()) -> int:
     if args.json:
         print(json.dumps(report))
     else:
-        drift = ", ".join(f"{d:.1e}" for d in summary.mass_rel_drift)
-        print(
-            f"{spec.name}: t = {summary.t:g} s in {summary.steps} steps, {summary.wall_s:.3g} s "
-            f"wall ({summary.cell_steps_per_s / 1e6:.3g} M cell-steps/s, {sim.backend.name}, "
-            f"{sim.dtype}, {sim.scheme}, {sim.mesh.n_cells} cells); mass drift per layer {drift}"
-            + (f"; outputs in {out}/ (ParaView: {out / 'solution.xdmf'})" if out else "")
-        )
+        print(runner.summary_text(spec.name, sim, summary))
+        if out is not None:
+            print(f"outputs in {out}/ (ParaView: {out / 'solution.xdmf'})")
     return 0
 
 
