@@ -13,7 +13,7 @@ shallowest section coincide (one hydraulic control). The basins are 60 km x
 walls) and ``strait`` (the channel's sides). The depth is stored per cell in the
 mesh (``mesh.depth``). ``--size`` is the edge length in the channel (m); the
 basins' is three times that. The committed ``meshes/strait.npz`` is
-``--size 1500`` (2296 triangles, 30 KiB); ``--size 750`` gives 8552 and ``--size 400``
+``--size 1500`` (2192 triangles, 31 KiB); ``--size 750`` gives 8552 and ``--size 400``
 29048 triangles (0.45 MB), made on demand.
 """
 
@@ -45,7 +45,7 @@ def depth(x: np.ndarray) -> np.ndarray:
 
 def outline(size: float) -> tuple[np.ndarray, list[tuple[str, int, int]]]:
     """The domain's boundary, counter-clockwise, and its pieces ``(tag, first, last)``."""
-    n = max(8, int(np.ceil(L / size)))
+    n = 2 * max(4, int(np.ceil(L / (2 * size))))  # even: a node at the narrows
     xs = np.linspace(-L / 2, L / 2, n + 1)
     south = np.c_[xs, -width(xs) / 2]
     x0, x1 = -L / 2 - LB, L / 2 + LB
