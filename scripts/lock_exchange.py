@@ -90,6 +90,22 @@ def fronts(sim: Simulation) -> dict[str, float]:
     }
 
 
+def label(ax, xlabel: str, ylabel: str, title: str) -> None:
+    """Axis labels, title and legend of a panel of the validation scripts."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+
+
+def save_figure(fig, path: str | Path) -> None:
+    """Lay out, write (making the folder) and report a figure of the validation scripts."""
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    print(f"wrote {path}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nx", type=int, default=800, help="cells along the channel (x2)")
@@ -126,22 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     tt = np.linspace(0, args.t_end, 50)
     ax.plot(tt, c * tt, "k--", lw=1, label="theory ±c t")
     ax.plot(tt, -c * tt, "k--", lw=1)
-    ax.set_xlabel("t [s]")
-    ax.set_ylabel("front position [m]")
-    ax.set_title(f"fronts (solid: volume, dotted: h = H/4), {args.nx} cells, r = {args.r}")
-    ax.legend(fontsize=8)
+    label(ax, "t [s]", "front position [m]",
+          f"fronts (solid: volume, dotted: h = H/4), {args.nx} cells, r = {args.r}")  # fmt: skip
     xi = np.linspace(-2.5, 2.5, 501)
     bx.plot(xi, np.where(xi < -1, DEPTH, np.where(xi < 1, DEPTH / 2, 0.0)), "k--", lw=1,
             label="half-depth currents")  # fmt: skip
     bx.plot(xi, np.clip(DEPTH * (1 - xi / 2) / 2, 0, DEPTH), "k:", lw=1, label="self-similar fan")
-    bx.set_xlabel("x / (c t)")
-    bx.set_ylabel("h2 [m]")
-    bx.set_title(f"heavy layer at t = {args.t_end:g} s")
-    bx.legend(fontsize=8)
-    fig.tight_layout()
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(args.output, dpi=120)
-    print(f"wrote {args.output}")
+    label(bx, "x / (c t)", "h2 [m]", f"heavy layer at t = {args.t_end:g} s")
+    save_figure(fig, args.output)
     return 0
 
 

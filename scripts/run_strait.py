@@ -33,9 +33,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from lock_exchange import label, save_figure
 from make_strait_mesh import BMIN, HS, WB
 
 from fvswe.mesh import read_mesh
@@ -107,14 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         ax.plot(t[1:] / 3600, (flux[1:, 1] - flux[1:, 0]) / 2 / q, "k", label="exchange (mean)")
         ax.axhline(1.0, color="k", ls="--", lw=1, label="theory b sqrt(g' Hs³)/4")
         ax.axvspan(t[a] / 3600, t[b] / 3600, color="0.9", label="averaging window")
-        ax.set_xlabel("t [h]")
-        ax.set_ylabel("discharge / theory")
-        ax.set_title(f"strait exchange, {mesh.n_cells} cells, r = {args.r}, {args.scheme}")
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(args.output, dpi=120)
-        print(f"wrote {args.output}")
+        title = f"strait exchange, {mesh.n_cells} cells, r = {args.r}, {args.scheme}"
+        label(ax, "t [h]", "discharge / theory", title)
+        save_figure(fig, args.output)
     return 0
 
 
