@@ -154,3 +154,20 @@ def test_bad_rasters_are_named_in_one_line(tmp_path, mesh):
     with pytest.raises(ConfigError) as exc:
         casefile.load(case)
     one_line(exc, str(case), "unknown key 'initial.H.file'")
+
+
+def test_cli_run_stops_on_a_raster_that_does_not_cover_the_mesh(tmp_path, capsys):
+    """`fvswe run`: one line on stderr naming the raster and the cell, status 2, no output."""
+    from fvswe.cli import main
+
+    np.savez(tmp_path / "bed.npz", x=[-1.0, 1.0], y=[-1.0, 1.0], depth=np.ones((2, 2)))
+    case = tmp_path / "case.toml"
+    case.write_text(
+        't_end = 0.01\nlayers = 1\n[mesh]\ngenerator = "structured_square"\nn = 4\n'
+        '[initial]\nH = {raster = "bed.npz"}\nh = "H"\n'
+    )
+    out = tmp_path / "out"
+    assert main(["run", str(case), "-o", str(out), "--backend", "cpu"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "bed.npz:depth: cell 0 at" in err and "outside the raster" in err
+    assert not out.exists()
