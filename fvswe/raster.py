@@ -67,14 +67,13 @@ def read_raster(path: str | Path, variable: str | None = None) -> Raster:
     """A raster from a NetCDF (``.nc``) or ``.npz`` file; ``variable`` may be left out when
     the file holds a single one."""
     path = Path(path)
-    src = str(path)
     if not path.is_file():
-        raise ConfigError(f"{src}: no such raster file")
-    if path.suffix == ".npz":
-        return _read_npz(path, variable)
-    if path.suffix in (".nc", ".nc4", ".cdf"):
-        return _read_netcdf(path, variable)
-    raise ConfigError(f"{src}: unknown raster format (use .nc, or .npz with arrays x, y, values)")
+        raise ConfigError(f"{path}: no such raster file")
+    readers = {".npz": _read_npz, ".nc": _read_netcdf, ".nc4": _read_netcdf, ".cdf": _read_netcdf}
+    if path.suffix not in readers:
+        raise ConfigError(f"{path}: unknown raster format (use .nc, or .npz with arrays x, y and "
+                          "the variable)")  # fmt: skip
+    return readers[path.suffix](path, variable)
 
 
 def _pick(names: list[str], variable: str | None, src: str) -> str:

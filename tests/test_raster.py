@@ -128,6 +128,10 @@ def test_bad_rasters_are_named_in_one_line(tmp_path, mesh):
     with pytest.raises(ConfigError) as exc:
         read_raster(tmp_path / "nope.nc")
     one_line(exc, "nope.nc", "no such raster file")
+    (tmp_path / "bed.tif").write_bytes(b"II*")
+    with pytest.raises(ConfigError) as exc:
+        read_raster(tmp_path / "bed.tif")
+    one_line(exc, "bed.tif", "unknown raster format")
     small = Raster.from_arrays([-1.0, 1.0], [-1.0, 1.0], np.zeros((2, 2)), "small.nc:depth")
     with pytest.raises(ConfigError) as exc:
         Simulation(mesh, layers=1, H=lambda x, y: sample(small, x, y), initial={"h": 1.0})
