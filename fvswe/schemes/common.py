@@ -250,6 +250,23 @@ def eigen_coefficient(lam, v, u1, u2, c1sq, c2sq, r: float):
     return num / delta, a
 
 
+def harten_hyman(lam, lam_l, lam_r):
+    """Harten-Hyman entropy fix of one wave (§3.6): the weight added to ``beta_m k_m``.
+
+    ``lam`` is the Roe eigenvalue, ``lam_l``/``lam_r`` the field's eigenvalue in the
+    left/right cell. A transonic wave (``lam_l < 0 < lam_r``) sends the part
+    ``theta = (lam_r - lam)/(lam_r - lam_l)`` (clipped to [0, 1]) of its strength
+    ``beta_m`` left at speed ``lam_l`` instead of ``min(lam, 0)`` (the Roe part);
+    any other wave gets weight 0. Also returns the speed bound ``max(-lam_l, lam_r)``
+    of a transonic wave (0 otherwise) for ``||D||_inf``.
+    """
+    transonic = (lam_l < 0.0) & (lam_r > 0.0)
+    den = np.where(transonic, lam_r - lam_l, 1.0)
+    theta = np.minimum(np.maximum((lam_r - lam) / den, 0.0), 1.0)
+    weight = np.where(transonic, lam_l * theta - np.minimum(lam, 0.0), 0.0)
+    return weight, np.where(transonic, np.maximum(-lam_l, lam_r), 0.0)
+
+
 def upwind_tangential(Phi, qni, qnj, uti, utj):
     """Tangential momentum upwinded with the layer mass flux ``Phi`` (§4): ``(D-_qt, D+_qt)``."""
     ut = np.where(Phi > 0, uti, np.where(Phi < 0, utj, 0.0))
