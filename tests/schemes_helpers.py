@@ -202,6 +202,29 @@ def lake_at_rest(rng, E, layers, exact):
     return W[0], W[1], H[0], H[1], unit_normals(rng, E)
 
 
+def critical_shear(h1, h2, r, shift=0.0):
+    """The layer shear ``u1 - u2`` at the edge of hyperbolicity for depths ``h1, h2`` and
+    velocities ``shift +/- shear/2``: bisection on the sign of EIG4's discriminant."""
+    c1, c2 = G * h1, G * h2
+    lo, hi = np.zeros(len(h1)), np.full(len(h1), 3.0 * np.sqrt((1 - r) * (c1 + c2)))
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        real = common.eig4(shift + mid / 2, shift - mid / 2, c1, c2, r)[4] >= 0
+        lo, hi = np.where(real, mid, lo), np.where(real, hi, mid)
+    return lo
+
+
+def sheared_edges(h1, h2, u1, u2, n):
+    """Edges whose cells share the normal velocities ``u1``, ``u2`` (so the Roe averages
+    are those), with depths 2 % apart: ``Wi, Wj``."""
+    Wi, Wj = np.zeros((len(h1), 6)), np.zeros((len(h1), 6))
+    for W, f in ((Wi, 0.99), (Wj, 1.01)):
+        W[:, 0], W[:, 3] = f * h1, (2.0 - f) * h2
+        W[:, 1:3] = W[:, :1] * u1[:, None] * n
+        W[:, 4:6] = W[:, 3:4] * u2[:, None] * n
+    return Wi, Wj
+
+
 def near_double_internal_root(r, shift, E=64):
     """Edges at the edge of hyperbolicity: the internal pair almost coincides (§3.5 (b)).
 
@@ -211,55 +234,32 @@ def near_double_internal_root(r, shift, E=64):
     rng = np.random.default_rng(12)
     h1 = rng.uniform(0.5, 3.0, E)
     h2 = rng.uniform(0.5, 3.0, E)
-    c1, c2 = G * h1, G * h2
-    lo, hi = np.zeros(E), np.full(E, 3.0 * np.sqrt((1 - r) * (c1 + c2)))
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        real = common.eig4(shift + mid / 2, shift - mid / 2, c1, c2, r)[4] >= 0
-        lo, hi = np.where(real, mid, lo), np.where(real, hi, mid)
-    du = lo
+    du = critical_shear(h1, h2, r, shift)
     n = unit_normals(rng, E)
-    Wi, Wj = np.zeros((E, 6)), np.zeros((E, 6))
-    for W, f in ((Wi, 0.99), (Wj, 1.01)):  # same velocities: Roe averages un = shift +/- du/2
-        W[:, 0], W[:, 3] = f * h1, (2.0 - f) * h2
-        W[:, 1:3] = W[:, :1] * (shift + du / 2)[:, None] * n
-        W[:, 4:6] = W[:, 3:4] * (shift - du / 2)[:, None] * n
+    Wi, Wj = sheared_edges(h1, h2, shift + du / 2, shift - du / 2, n)
     return Wi, Wj, np.full(E, 5.0), np.full(E, 5.0), n
 
 
 def gap_sweep_edges(r, side, steps=range(0, 17, 2), E=4):
     """Two-layer edges whose internal pair sits at chosen gaps (docs/SCHEMES.md §3.5).
 
-    For ``E`` depth pairs the layer shear at the edge of hyperbolicity is found by
-    bisection on the sign of EIG4's discriminant, then reduced by the factors
-    ``1 - 10^-k`` (k in ``steps``): the internal gap shrinks like ``10^(-k/2)`` of the
-    external one, down to the float64 floor (~1e-8) and below it to an exact or
-    complex double root. A common velocity then puts the pair's centre at
+    For ``E`` depth pairs the critical shear is reduced by the factors ``1 - 10^-k``
+    (k in ``steps``): the internal gap shrinks like ``10^(-k/2)`` of the external
+    one, down to the float64 floor (~1e-8) and below it to an exact or complex
+    double root. A common velocity then puts the pair's centre at
     ``side * 0.3 (lambda4 - lambda1)`` (one sign) or, with ``side = 0``, on 0
-    (opposite signs). Both cells share velocities; depths differ by 2 %; the bottom
-    jumps at random. Returns ``Wi, Wj, Hi, Hj, normal``.
+    (opposite signs). The bottom jumps at random. Returns ``Wi, Wj, Hi, Hj, normal``.
     """
     rng = np.random.default_rng(21)
     h1 = rng.uniform(0.5, 3.0, E)
     h2 = rng.uniform(0.5, 3.0, E)
-    c1, c2 = G * h1, G * h2
-    lo, hi = np.zeros(E), np.full(E, 3.0 * np.sqrt((1 - r) * (c1 + c2)))
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        real = common.eig4(mid / 2, -mid / 2, c1, c2, r)[4] >= 0
-        lo, hi = np.where(real, mid, lo), np.where(real, hi, mid)
     factors = np.array([1.0 - 10.0**-k for k in steps])
-    du = (lo[:, None] * factors[None, :]).ravel()
+    du = (critical_shear(h1, h2, r)[:, None] * factors[None, :]).ravel()
     h1, h2 = np.repeat(h1, len(factors)), np.repeat(h2, len(factors))
-    c1, c2 = G * h1, G * h2
-    l1, l2, l3, l4, _ = common.eig4(du / 2, -du / 2, c1, c2, r)
+    l1, l2, l3, l4, _ = common.eig4(du / 2, -du / 2, G * h1, G * h2, r)
     shift = side * 0.3 * (l4 - l1) - 0.5 * (l2 + l3)
     n = unit_normals(rng, len(du))
-    Wi, Wj = np.zeros((len(du), 6)), np.zeros((len(du), 6))
-    for W, f in ((Wi, 0.99), (Wj, 1.01)):
-        W[:, 0], W[:, 3] = f * h1, (2.0 - f) * h2
-        W[:, 1:3] = W[:, :1] * (shift + du / 2)[:, None] * n
-        W[:, 4:6] = W[:, 3:4] * (shift - du / 2)[:, None] * n
+    Wi, Wj = sheared_edges(h1, h2, shift + du / 2, shift - du / 2, n)
     return Wi, Wj, rng.uniform(4.0, 6.0, len(du)), rng.uniform(4.0, 6.0, len(du)), n
 
 

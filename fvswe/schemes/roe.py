@@ -3,7 +3,8 @@
 The 6x6 projector ``P-`` is never formed: the block formula of §3.5 splits the
 4x4 normal part with the eigenpairs of EIG4 and treats the two shear waves in
 closed form. Edges the eigen-decomposition cannot serve fall back to PVM-IFCP
-(§3.5 (c), §8). Mirrored by :mod:`fvswe.backends.cpu.roe`.
+(§3.5 (c), §8); transonic waves get the Harten-Hyman entropy fix (§3.6).
+Mirrored by :mod:`fvswe.backends.cpu.roe`.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def entropy_fix2(Dm, lam, near, L1, L2, r: float, g: float, eps_h: float):
     are fixed, and the internal waves only where the pair is real in both cells and
     not near-coincident (``beta_2 k_2`` is ill-conditioned there).
     """
-    wet = np.minimum(np.minimum(L1.hi, L1.hj), np.minimum(L2.hi, L2.hj)) >= eps_h
+    wet = (L1.hi >= eps_h) & (L1.hj >= eps_h) & (L2.hi >= eps_h) & (L2.hj >= eps_h)
 
     def cell(u1, u2, h1, h2):
         return eig4(np.where(wet, u1, 0.0), np.where(wet, u2, 0.0),

@@ -1,7 +1,8 @@
 """Classical Roe per-edge kernels (docs/SCHEMES.md §3, §6), mirroring :mod:`fvswe.schemes.roe`.
 
 ``flux`` is the two-layer kernel (6-tuples), ``flux1`` the single-layer one.
-Thin or non-hyperbolic edges return PVM-IFCP's contributions (HLL for one layer).
+Thin or non-hyperbolic edges return PVM-IFCP's contributions (HLL for one layer);
+transonic waves get the Harten-Hyman entropy fix (§3.6).
 """
 
 from __future__ import annotations
@@ -96,8 +97,8 @@ def entropy_fix2(Dm, lam, near, L1, L2, r, g, eps_h):
     The cells' own eigenvalues (EIG4) are computed only where all four depths reach
     ``eps_h``; internal waves are fixed only for a real, not near-coincident pair.
     """
-    if min(min(L1.hi, L1.hj), min(L2.hi, L2.hj)) < eps_h:
-        return Dm, 0.0
+    if not (L1.hi >= eps_h and L1.hj >= eps_h and L2.hi >= eps_h and L2.hj >= eps_h):
+        return Dm, 0.0  # also where a depth is NaN: no 0/0 in a blown-up state
     ci = eig4(L1.uni, L2.uni, g * L1.hi, g * L2.hi, r)
     cj = eig4(L1.unj, L2.unj, g * L1.hj, g * L2.hj, r)
     internal = not near and ci[4] >= 0.0 and cj[4] >= 0.0

@@ -3,7 +3,8 @@
 //
 // The 6x6 projector P- is never formed: the block formula of §3.5 splits the 4x4
 // normal part with the eigenpairs of EIG4 and treats the two shear waves in closed
-// form. Edges the eigen-decomposition cannot serve fall back to PVM-IFCP (§3.5 (c), §8).
+// form. Edges the eigen-decomposition cannot serve fall back to PVM-IFCP (§3.5 (c), §8);
+// transonic waves get the Harten-Hyman entropy fix (§3.6).
 #pragma once
 #include "common.cuh"
 #include "hll.cuh"
@@ -68,7 +69,7 @@ FVSWE_DEV T entropy_fix2(const T* lam, bool near, const Layer<T>& L1, const Laye
                          T g, T eps_h, T* Dm)
 {
     T speed = T(0);
-    if (min_(min_(L1.hi, L1.hj), min_(L2.hi, L2.hj)) < eps_h) return speed;
+    if (!(L1.hi >= eps_h && L1.hj >= eps_h && L2.hi >= eps_h && L2.hj >= eps_h)) return speed;
     T ci[4], cj[4];
     const T di = eig4(L1.uni, L2.uni, g * L1.hi, g * L2.hi, r, ci);
     const T dj = eig4(L1.unj, L2.unj, g * L1.hj, g * L2.hj, r, cj);
