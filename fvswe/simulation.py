@@ -20,6 +20,7 @@ from .boundary import edge_conditions, level_tables
 from .errors import BlowUpError, ConfigError
 from .mesh.orderings import resolve as resolve_order
 from .model import Model
+from .schemes.common import refuse_dry_cells
 
 Field = np.ndarray | float | Callable[[np.ndarray, np.ndarray], np.ndarray]
 DTYPES = {"float64": np.float64, "float32": np.float32}
@@ -177,6 +178,7 @@ class Simulation:
                     f"initial {self.model.fields[c]}: negative or NaN depth in cell {bad[0]} "
                     f"of {mesh.source} ({bad.size} cells)"
                 )
+        refuse_dry_cells(scheme, layers, W0[:, 0], eps_h, mesh.source)
         if order != "none":
             mesh, perm = mesh.reordered(order)
             W0, Hc = W0[perm], Hc[perm]

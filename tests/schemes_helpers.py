@@ -202,6 +202,29 @@ def lake_at_rest(rng, E, layers, exact):
     return W[0], W[1], H[0], H[1], unit_normals(rng, E)
 
 
+def critical_shear(h1, h2, r, shift=0.0):
+    """The layer shear ``u1 - u2`` at the edge of hyperbolicity for depths ``h1, h2`` and
+    velocities ``shift +/- shear/2``: bisection on the sign of EIG4's discriminant."""
+    c1, c2 = G * h1, G * h2
+    lo, hi = np.zeros(len(h1)), np.full(len(h1), 3.0 * np.sqrt((1 - r) * (c1 + c2)))
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        real = common.eig4(shift + mid / 2, shift - mid / 2, c1, c2, r)[4] >= 0
+        lo, hi = np.where(real, mid, lo), np.where(real, hi, mid)
+    return lo
+
+
+def sheared_edges(h1, h2, u1, u2, n):
+    """Edges whose cells share the normal velocities ``u1``, ``u2`` (so the Roe averages
+    are those), with depths 2 % apart: ``Wi, Wj``."""
+    Wi, Wj = np.zeros((len(h1), 6)), np.zeros((len(h1), 6))
+    for W, f in ((Wi, 0.99), (Wj, 1.01)):
+        W[:, 0], W[:, 3] = f * h1, (2.0 - f) * h2
+        W[:, 1:3] = W[:, :1] * u1[:, None] * n
+        W[:, 4:6] = W[:, 3:4] * u2[:, None] * n
+    return Wi, Wj
+
+
 def near_double_internal_root(r, shift, E=64):
     """Edges at the edge of hyperbolicity: the internal pair almost coincides (§3.5 (b)).
 
@@ -211,17 +234,107 @@ def near_double_internal_root(r, shift, E=64):
     rng = np.random.default_rng(12)
     h1 = rng.uniform(0.5, 3.0, E)
     h2 = rng.uniform(0.5, 3.0, E)
-    c1, c2 = G * h1, G * h2
-    lo, hi = np.zeros(E), np.full(E, 3.0 * np.sqrt((1 - r) * (c1 + c2)))
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        real = common.eig4(shift + mid / 2, shift - mid / 2, c1, c2, r)[4] >= 0
-        lo, hi = np.where(real, mid, lo), np.where(real, hi, mid)
-    du = lo
+    du = critical_shear(h1, h2, r, shift)
     n = unit_normals(rng, E)
-    Wi, Wj = np.zeros((E, 6)), np.zeros((E, 6))
-    for W, f in ((Wi, 0.99), (Wj, 1.01)):  # same velocities: Roe averages un = shift +/- du/2
-        W[:, 0], W[:, 3] = f * h1, (2.0 - f) * h2
-        W[:, 1:3] = W[:, :1] * (shift + du / 2)[:, None] * n
-        W[:, 4:6] = W[:, 3:4] * (shift - du / 2)[:, None] * n
+    Wi, Wj = sheared_edges(h1, h2, shift + du / 2, shift - du / 2, n)
     return Wi, Wj, np.full(E, 5.0), np.full(E, 5.0), n
+
+
+def gap_sweep_edges(r, side, steps=range(0, 17, 2), E=4):
+    """Two-layer edges whose internal pair sits at chosen gaps (docs/SCHEMES.md §3.5).
+
+    For ``E`` depth pairs the critical shear is reduced by the factors ``1 - 10^-k``
+    (k in ``steps``): the internal gap shrinks like ``10^(-k/2)`` of the external
+    one, down to the float64 floor (~1e-8) and below it to an exact or complex
+    double root. A common velocity then puts the pair's centre at
+    ``side * 0.3 (lambda4 - lambda1)`` (one sign) or, with ``side = 0``, on 0
+    (opposite signs). The bottom jumps at random. Returns ``Wi, Wj, Hi, Hj, normal``.
+    """
+    rng = np.random.default_rng(21)
+    h1 = rng.uniform(0.5, 3.0, E)
+    h2 = rng.uniform(0.5, 3.0, E)
+    factors = np.array([1.0 - 10.0**-k for k in steps])
+    du = (critical_shear(h1, h2, r)[:, None] * factors[None, :]).ravel()
+    h1, h2 = np.repeat(h1, len(factors)), np.repeat(h2, len(factors))
+    l1, l2, l3, l4, _ = common.eig4(du / 2, -du / 2, G * h1, G * h2, r)
+    shift = side * 0.3 * (l4 - l1) - 0.5 * (l2 + l3)
+    n = unit_normals(rng, len(du))
+    Wi, Wj = sheared_edges(h1, h2, shift + du / 2, shift - du / 2, n)
+    return Wi, Wj, rng.uniform(4.0, 6.0, len(du)), rng.uniform(4.0, 6.0, len(du)), n
+
+
+def rotated_normal(W, normal):
+    """The normal components ``(h1, q1n, h2, q2n)`` (or ``(h, qn)``) of Cartesian (E, 6|3) rows."""
+    ex, ey = normal[:, 0], normal[:, 1]
+    cols = []
+    for k in range(0, W.shape[1], 3):
+        cols += [W[:, k], W[:, k + 1] * ex + W[:, k + 2] * ey]
+    return np.stack(cols, axis=1)
+
+
+def cell_eigenvalues(W, normal, g=G, r=0.5):
+    """Sorted eigenvalues (E, 4|2) of each cell's own normal matrix (§3.2 at the cell's
+    state, numpy.linalg.eigvals); NaN rows where the internal pair is complex."""
+    U = rotated_normal(W, normal)
+    if W.shape[1] == 3:
+        c = np.sqrt(g * U[:, 0])
+        u = U[:, 1] / U[:, 0]
+        return np.stack((u - c, u + c), axis=1)
+    A = normal_matrix4(U[:, 1] / U[:, 0], U[:, 3] / U[:, 2], g * U[:, 0], g * U[:, 2], r)
+    lam = np.linalg.eigvals(A)
+    out = np.sort(lam.real, axis=1)
+    out[np.any(lam.imag != 0, axis=1)] = np.nan
+    return out
+
+
+def transonic(Wi, Wj, normal, g=G, r=0.5):
+    """Edges where some field's eigenvalue is < 0 in cell i and > 0 in cell j."""
+    li, lj = cell_eigenvalues(Wi, normal, g, r), cell_eigenvalues(Wj, normal, g, r)
+    return np.any((li < 0) & (lj > 0), axis=1)
+
+
+def harten_hyman_split(Wi, Wj, Hi, Hj, normal, g=G, r=0.5):
+    """Roe's normal ``D-`` with the Harten-Hyman fix (§3.6), from numpy.linalg.eig of the
+    rotated 4x4 (2x2) Roe matrix: ``K (s- alpha + w beta)`` with ``alpha = K^{-1} v``,
+    ``beta = K^{-1} DU`` and, for a field with cell eigenvalues ``ll < 0 < lr``,
+    ``w = ll (lr - lam)/(lr - ll) - min(lam, 0)``."""
+    ex, ey = normal[:, 0], normal[:, 1]
+    v = rotated_normal(total_fluctuation(Wi, Wj, Hi, Hj, normal, g, r), normal)
+    du = rotated_normal(Wj, normal) - rotated_normal(Wi, normal)
+    us, cs = [], []
+    for k in range(0, Wi.shape[1], 3):
+        hbar, ub = roe_average(Wi, Wj, k)
+        us.append(ub[:, 0] * ex + ub[:, 1] * ey)
+        cs.append(g * hbar)
+    if Wi.shape[1] == 6:
+        A = normal_matrix4(us[0], us[1], cs[0], cs[1], r)
+    else:
+        A = np.zeros((len(v), 2, 2))
+        A[:, 0, 1] = 1.0
+        A[:, 1, 0] = cs[0] - us[0] ** 2
+        A[:, 1, 1] = 2.0 * us[0]
+    lam, K = np.linalg.eig(A)
+    order = np.argsort(lam.real, axis=1)
+    lam = np.take_along_axis(lam.real, order, axis=1)
+    K = np.take_along_axis(K.real, order[:, None, :], axis=2)
+    alpha = np.linalg.solve(K, v[..., None])[..., 0]
+    beta = np.linalg.solve(K, du[..., None])[..., 0]
+    ll, lr = cell_eigenvalues(Wi, normal, g, r), cell_eigenvalues(Wj, normal, g, r)
+    fix = (ll < 0) & (lr > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        w = np.where(fix, ll * (lr - lam) / (lr - ll) - np.minimum(lam, 0.0), 0.0)
+    s = 0.5 * (1.0 - np.sign(lam))
+    return np.einsum("eab,eb->ea", K, s * alpha + w * beta)
+
+
+def transonic_edges(seed, r, layers=2, E=4000):
+    """Random wet, hyperbolic edges drifting along the normal at up to the external speed,
+    kept where some wave is transonic (``transonic``): the edges the entropy fix acts on."""
+    rng = np.random.default_rng(seed)
+    Wi, Wj, Hi, Hj, n = hyperbolic_edges(seed, r, layers, E)
+    drift = rng.uniform(-1.0, 1.0, len(Wi)) * np.sqrt(G * (Wi[:, 0] + Wi[:, -3]))
+    for W in (Wi, Wj):
+        for k in range(0, W.shape[1], 3):
+            W[:, k + 1 : k + 3] += (W[:, k] * drift)[:, None] * n
+    keep = transonic(Wi, Wj, n, r=r) & hyperbolic_mask(Wi, Wj, n, r=r)
+    return Wi[keep], Wj[keep], Hi[keep], Hj[keep], n[keep]

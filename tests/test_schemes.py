@@ -95,8 +95,12 @@ def test_eig4_against_numpy(r):
 @pytest.mark.parametrize("r", [0.5, 0.98])
 @pytest.mark.parametrize("layers", [2, 1])
 def test_block_roe_matches_full_projector(r, layers):
-    """(d) The block Roe formula (§3.5) equals P-_ij (A DW - S DH) with P- from the 6x6 eig."""
+    """(d) The block Roe formula (§3.5) equals P-_ij (A DW - S DH) with P- from the 6x6 eig
+    where no wave is transonic (elsewhere the entropy fix of §3.6 adds to it)."""
     Wi, Wj, Hi, Hj, n = h.hyperbolic_edges(4, r, layers)
+    keep = ~h.transonic(Wi, Wj, n, r=r)
+    assert keep.sum() > len(keep) // 3
+    Wi, Wj, Hi, Hj, n = Wi[keep], Wj[keep], Hi[keep], Hj[keep], n[keep]
     Fm, Fp, _ = get_flux("roe", layers)(Wi, Wj, Hi, Hj, n, r=r)
     P, _ = h.full_roe_projector(Wi, Wj, n, r=r)
     v = h.total_fluctuation(Wi, Wj, Hi, Hj, n, r=r)
@@ -104,6 +108,29 @@ def test_block_roe_matches_full_projector(r, layers):
     scale = np.abs(v).max(axis=1)
     assert h.rel_err(Fm, ref, scale) < TOL
     assert h.rel_err(Fp, v - ref, scale) < TOL
+
+
+@pytest.mark.parametrize("r", [0.5, 0.98])
+@pytest.mark.parametrize("layers", [2, 1])
+@pytest.mark.parametrize("name", ["roe", "ir-roe"])
+def test_entropy_fix_matches_harten_hyman(name, layers, r):
+    """§3.6: on edges with a transonic wave, the normal part of F- is the Harten-Hyman split
+    of an independent eigen-decomposition (numpy.linalg.eig, cell eigenvalues from eigvals),
+    and differs from the unfixed P- v."""
+    Wi, Wj, Hi, Hj, n = h.transonic_edges(4, r, layers)
+    assert len(Wi) > 200
+    Fm, _, _, flags = get_flux(name, layers)(Wi, Wj, Hi, Hj, n, r=r, return_flags=True)
+    assert not flags.any()
+    mine = h.rotated_normal(Fm, n)
+    ref = h.harten_hyman_split(Wi, Wj, Hi, Hj, n, r=r)
+    v = h.rotated_normal(h.total_fluctuation(Wi, Wj, Hi, Hj, n, r=r), n)
+    du = h.rotated_normal(Wj, n) - h.rotated_normal(Wi, n)
+    scale = np.maximum(np.abs(v).max(axis=1), 10.0 * np.abs(du).max(axis=1))
+    assert h.rel_err(mine, ref, scale) < 1e-11
+    P, _ = h.full_roe_projector(Wi, Wj, n, r=r)
+    unfixed = h.rotated_normal(np.einsum("eab,eb->ea", P, h.total_fluctuation(Wi, Wj, Hi, Hj,
+                                                                           n, r=r)), n)  # fmt: skip
+    assert h.rel_err(mine, unfixed, scale) > 1e-3
 
 
 @pytest.mark.parametrize(("layers", "name"), [(2, s) for s in TWO] + [(1, s) for s in ONE])
@@ -172,13 +199,15 @@ def test_single_layer_roe_is_hll_with_roe_speeds():
     u DH = 0 (A^{-1} S = (c^2/(c^2-u^2), 0)), as for IFCP's wj (§5.3).
     """
     Wi, Wj, Hi, _, n = h.hyperbolic_edges(9, 0.5, 1, speed=3.0)
+    keep = ~h.transonic(Wi, Wj, n)  # no entropy fix (§3.6) on these edges
+    Wi, Wj, Hi, n = Wi[keep], Wj[keep], Hi[keep], n[keep]
     Hj = Hi
     L, DH = common.edge1(Wi, Wj, Hi, Hj, n[:, 0], n[:, 1], h.G, 5e-3)
     v = common.total_fluctuation1(L, DH)
     c = np.sqrt(L.c2)
     a0, a1 = hll.hll_coefficients(L.u - c, L.u + c)
     mine = np.stack(hll.viscous_split1(v, L, DH, a0, a1), axis=1)
-    ref = np.stack(roe.normal_split1(v, L)[0], axis=1)
+    ref = np.stack(roe.normal_split1(v, L, h.G)[0], axis=1)
     vs = np.stack(v, axis=1)
     assert np.abs(ref).max() > 1.0
     assert h.rel_err(mine, ref, np.abs(vs).max(axis=1)) < TOL
@@ -285,7 +314,7 @@ def test_near_coincident_pair_of_mixed_sign_gets_half_weight():
 
 
 def test_split_weights():
-    """sgn(0) = 0: a zero speed splits half/half (§0, no entropy fix)."""
+    """sgn(0) = 0: a zero speed splits half/half (§0; the entropy fix of §3.6 is separate)."""
     x = np.array([-2.0, -0.0, 0.0, 1e-300, 3.0])
     assert np.array_equal(common.s_minus(x), [1.0, 0.5, 0.5, 0.0, 0.0])
 

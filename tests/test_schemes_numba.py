@@ -62,9 +62,10 @@ def run_numba(name, layers, Wi, Wj, Hi, Hj, n, r, g=h.G, eps_h=5e-3):
 
 def edge_set(layers, r):
     """Hyperbolic random edges plus the special cases: lake at rest, walls, open
-    boundaries, thin and dry layers, near-double and complex internal pairs."""
+    boundaries, thin and dry layers, near-double and complex internal pairs, internal
+    gaps swept to 0 for both signs, transonic waves (entropy fix)."""
     rng = np.random.default_rng(21)
-    parts = [h.hyperbolic_edges(22, r, layers, E=1500)]
+    parts = [h.hyperbolic_edges(22, r, layers, E=1500), h.transonic_edges(26, r, layers)]
     parts.append(h.lake_at_rest(rng, 100, layers, exact=False))
     W = h.random_two_layer(rng, 300) if layers == 2 else h.random_one_layer(rng, 300)
     Hb = rng.uniform(4.0, 6.0, 300)
@@ -78,6 +79,7 @@ def edge_set(layers, r):
     if layers == 2:
         for shift in (-2.0, 0.7):
             parts.append(h.near_double_internal_root(r, shift))
+        parts += [h.gap_sweep_edges(r, side) for side in (-1, 0, 1)]
         Wi, Wj, Hi, Hj, n = h.near_double_internal_root(r, 0.3)
         Wi[:, 1:3] *= 2.0
         Wj[:, 1:3] *= 2.0

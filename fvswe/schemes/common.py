@@ -250,6 +250,23 @@ def eigen_coefficient(lam, v, u1, u2, c1sq, c2sq, r: float):
     return num / delta, a
 
 
+def harten_hyman(lam, lam_l, lam_r):
+    """Harten-Hyman entropy fix of one wave (§3.6): the weight added to ``beta_m k_m``.
+
+    ``lam`` is the Roe eigenvalue, ``lam_l``/``lam_r`` the field's eigenvalue in the
+    left/right cell. A transonic wave (``lam_l < 0 < lam_r``) sends the part
+    ``theta = (lam_r - lam)/(lam_r - lam_l)`` of its strength ``beta_m`` left at
+    speed ``lam_l`` instead of ``min(lam, 0)`` (the Roe part; ``theta`` is not
+    clipped to [0, 1], which would break the reversal symmetry of §10.1 (f));
+    any other wave gets weight 0. Also returns the speed bound ``max(-lam_l, lam_r)``
+    of a transonic wave (0 otherwise) for ``||D||_inf``.
+    """
+    transonic = (lam_l < 0.0) & (lam_r > 0.0)
+    den = np.where(transonic, lam_r - lam_l, 1.0)
+    weight = np.where(transonic, lam_l * ((lam_r - lam) / den) - np.minimum(lam, 0.0), 0.0)
+    return weight, np.where(transonic, np.maximum(-lam_l, lam_r), 0.0)
+
+
 def upwind_tangential(Phi, qni, qnj, uti, utj):
     """Tangential momentum upwinded with the layer mass flux ``Phi`` (§4): ``(D-_qt, D+_qt)``."""
     ut = np.where(Phi > 0, uti, np.where(Phi < 0, utj, 0.0))
@@ -328,3 +345,22 @@ def by_layers(name: str, flux2, flux1):
 
     flux.__doc__ = f"{name} for (E, 6) two-layer or (E, 3) one-layer states. {FLUX_RETURNS}"
     return flux
+
+
+def refuse_dry_cells(scheme: str, layers: int, h: np.ndarray, eps_h: float, source: str) -> None:
+    """One-line ConfigError where a one-layer run other than ``hll-wd`` starts with a cell
+    thinner than ``eps_h``.
+
+    Roe, IR-Roe and HLL (one-layer PVM-IFCP) have no wet/dry treatment: at a dry front
+    their depths go negative and the clip of §8 creates mass. ``hll-wd`` (hydrostatic
+    reconstruction) is the one-layer scheme for dry cells.
+    """
+    if layers != 1 or scheme == "hll-wd":
+        return
+    dry = np.flatnonzero(~(h >= eps_h))
+    if dry.size:
+        raise ConfigError(
+            f"initial h: cell {dry[0]} of {source} is dry or thinner than eps_h = {eps_h:g} "
+            f"({dry.size} cells): one-layer {scheme!r} has no wet/dry treatment, "
+            "use scheme 'hll-wd'"
+        )

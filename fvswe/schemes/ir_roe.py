@@ -43,7 +43,7 @@ def flux2(
     Wi, Wj, Hi, Hj, ex, ey = as_inputs(Wi, Wj, Hi, Hj, normal, 6)
     L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     v = total_fluctuation(L1, L2, DH, r)
-    m, dmax, flags, fallback = normal_part2(v, L1, L2, r, eps_h)
+    m, dmax, flags, fallback = normal_part2(v, L1, L2, r, g, eps_h)
     t1m, t1p = upwind_tangential(L1.qni + m[0], L1.qni, L1.qnj, L1.uti, L1.utj)
     t2m, t2p = upwind_tangential(L2.qni + m[2], L2.qni, L2.qnj, L2.uti, L2.utj)
     Fm = assemble2((m[0], m[1], t1m, m[2], m[3], t2m), ex, ey)
@@ -70,7 +70,7 @@ def flux1(
     L, DH = edge1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     thin = L.hbar < eps_h
     v = total_fluctuation1(L, DH)
-    m, dmax = normal_split1(v, placeholder1(L, thin))
+    m, dmax = normal_split1(v, placeholder1(L, thin), g)
     tm, tp = upwind_tangential(L.qni + m[0], L.qni, L.qnj, L.uti, L.utj)
     Fm = assemble1((m[0], m[1], tm), ex, ey)
     Fp = assemble1((v[0] - m[0], v[1] - m[1], tp), ex, ey)

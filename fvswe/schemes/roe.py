@@ -3,7 +3,8 @@
 The 6x6 projector ``P-`` is never formed: the block formula of §3.5 splits the
 4x4 normal part with the eigenpairs of EIG4 and treats the two shear waves in
 closed form. Edges the eigen-decomposition cannot serve fall back to PVM-IFCP
-(§3.5 (c), §8). Mirrored by :mod:`fvswe.backends.cpu.roe`.
+(§3.5 (c), §8); transonic waves get the Harten-Hyman entropy fix (§3.6).
+Mirrored by :mod:`fvswe.backends.cpu.roe`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .common import (
     edge2,
     eig4,
     eigen_coefficient,
+    harten_hyman,
     s_minus,
     tangential_fluctuation,
     thin_edge,
@@ -41,14 +43,17 @@ def wave_terms(x, lam, a):
 def normal_split2(v, L1, L2, r: float):
     """Upwind part ``D-_4 = sum_m s-(lambda_m) (l_m . v) k_m`` of the 4x4 Roe problem (§3.5).
 
-    Returns ``(D-_4, lambda1, lambda4, flags)``. A near-coincident real pair
-    (flag 2) uses the internal-subspace projector ``I - k1 l1 - k4 l4`` with
-    weight ``s-(lambda2)`` (1/2 if lambda2, lambda3 differ in sign). A complex
-    pair gets flag 1 and a meaningless ``D-_4``: the caller replaces it.
+    Returns ``(D-_4, (lambda1, .., lambda4), near, flags)``. Where ``s-(lambda2) =
+    s-(lambda3)`` the internal pair is split with the projector onto its joint
+    subspace, ``I - k1 l1 - k4 l4``, which is exact for any gap and needs no internal
+    eigenvector (§3.5 (b)). A near-coincident pair (flag 2) of opposite signs gets
+    that projector with weight 1/2. A complex pair gets flag 1 and a meaningless
+    ``D-_4``: the caller replaces it.
     """
     u1, u2, c1, c2 = L1.u, L2.u, L1.c2, L2.c2
     l1, l2, l3, l4, disc = eig4(u1, u2, c1, c2, r)
     near = (l3 - l2) < NEAR_COINCIDENT * (l4 - l1)
+    same = s_minus(l2) == s_minus(l3)
     d = (0.0, 0.0, 0.0, 0.0)
     # Near-coincident pairs divide by ~0 here; those edges are replaced below.
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -62,14 +67,14 @@ def normal_split2(v, L1, L2, r: float):
     t4 = wave_terms(al4, l4, a4)
     s1 = s_minus(l1)
     s4 = s_minus(l4)
-    wgt = np.where(np.sign(l2) == np.sign(l3), s_minus(l2), 0.5)
+    wgt = np.where(same, s_minus(l2), 0.5)
     proj = tuple(
         s1 * e1 + s4 * e4 + wgt * (vk - e1 - e4) for vk, e1, e4 in zip(v, t1, t4, strict=True)
     )
-    Dm = tuple(np.where(near, pk, dk) for pk, dk in zip(proj, d, strict=True))
+    Dm = tuple(np.where(same | near, pk, dk) for pk, dk in zip(proj, d, strict=True))
     complex_pair = disc < 0
     flags = np.where(complex_pair, FLAG_NONHYPERBOLIC, np.where(near, FLAG_NEAR_COINCIDENT, 0))
-    return Dm, l1, l4, flags
+    return Dm, (l1, l2, l3, l4), near, flags
 
 
 def placeholder2(L, thin):
@@ -80,15 +85,53 @@ def placeholder2(L, thin):
     return L._replace(u=np.where(thin, 0.0, L.u), c2=np.where(thin, 1.0, L.c2))
 
 
-def normal_part2(v, L1, L2, r: float, eps_h: float):
+def entropy_fix2(Dm, lam, near, L1, L2, r: float, g: float, eps_h: float):
+    """Harten-Hyman entropy fix of the 4x4 Roe split (§3.6): ``(D-_4, speed bound)``.
+
+    Each transonic wave adds ``harten_hyman(...) beta_m k_m`` to ``D-_4``, with the
+    wave strength ``beta_m = l_m . DU`` and the field's eigenvalues in the two cells
+    (EIG4 of each cell's own state). Only edges whose four cell depths reach ``eps_h``
+    are fixed, and the internal waves only where the pair is real in both cells and
+    not near-coincident (``beta_2 k_2`` is ill-conditioned there).
+    """
+    wet = (L1.hi >= eps_h) & (L1.hj >= eps_h) & (L2.hi >= eps_h) & (L2.hj >= eps_h)
+
+    def cell(u1, u2, h1, h2):
+        return eig4(np.where(wet, u1, 0.0), np.where(wet, u2, 0.0),
+                    np.where(wet, g * h1, 1.0), np.where(wet, g * h2, 1.0), r)  # fmt: skip
+
+    ci = cell(L1.uni, L2.uni, L1.hi, L2.hi)
+    cj = cell(L1.unj, L2.unj, L1.hj, L2.hj)
+    internal = ~near & (ci[4] >= 0) & (cj[4] >= 0)
+    du = (L1.dh, L1.dqn, L2.dh, L2.dqn)
+    speed = np.zeros(len(wet))
+    for m in range(4):
+        w, s = harten_hyman(lam[m], ci[m], cj[m])
+        w = np.where(wet & (internal if m in (1, 2) else True), w, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            beta, a = eigen_coefficient(lam[m], du, L1.u, L2.u, L1.c2, L2.c2, r)
+            t = wave_terms(w * beta, lam[m], a)
+        fixed = w != 0.0
+        Dm = tuple(dk + np.where(fixed, tk, 0.0) for dk, tk in zip(Dm, t, strict=True))
+        speed = np.maximum(speed, np.where(fixed, s, 0.0))
+    return Dm, speed
+
+
+def normal_part2(v, L1, L2, r: float, g: float, eps_h: float):
     """Roe normal part shared by Roe and IR-Roe: ``(D-_4, ||D||_inf, flags, fallback)``.
 
+    The split of :func:`normal_split2` with the entropy fix of :func:`entropy_fix2`.
     ``fallback`` marks thin (flag 4) and non-hyperbolic (flag 1) edges, whose
     contributions :func:`apply_fallback` replaces with PVM-IFCP's.
     """
     thin = thin_edge(L1, L2, eps_h)
-    Dm, l1, l4, flags = normal_split2(v, placeholder2(L1, thin), placeholder2(L2, thin), r)
+    P1 = placeholder2(L1, thin)
+    P2 = placeholder2(L2, thin)
+    Dm, lam, near, flags = normal_split2(v, P1, P2, r)
+    Dm, speed = entropy_fix2(Dm, lam, near, P1, P2, r, g, eps_h)
+    l1, l4 = lam[0], lam[3]
     dmax = np.maximum(np.maximum(np.abs(l1), np.abs(l4)), np.maximum(np.abs(L1.u), np.abs(L2.u)))
+    dmax = np.maximum(dmax, speed)
     flags = np.where(thin, FLAG_THIN, flags)
     return Dm, dmax, flags, thin | ((flags & FLAG_NONHYPERBOLIC) != 0)
 
@@ -122,7 +165,7 @@ def flux2(
     Wi, Wj, Hi, Hj, ex, ey = as_inputs(Wi, Wj, Hi, Hj, normal, 6)
     L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     v = total_fluctuation(L1, L2, DH, r)
-    m, dmax, flags, fallback = normal_part2(v, L1, L2, r, eps_h)
+    m, dmax, flags, fallback = normal_part2(v, L1, L2, r, g, eps_h)
     vt1 = tangential_fluctuation(L1)
     vt2 = tangential_fluctuation(L2)
     t1 = L1.w * m[0] + s_minus(L1.u) * (vt1 - L1.w * v[0])
@@ -135,15 +178,27 @@ def flux2(
     return Fm, Fp, dmax
 
 
-def normal_split1(v, L):
-    """Single-layer Roe upwind part ``D-_2`` and ``||D||_inf = |u| + c`` (§6)."""
+def normal_split1(v, L, g: float):
+    """Single-layer Roe upwind part ``D-_2`` and ``||D||_inf = |u| + c`` (§6).
+
+    With the Harten-Hyman entropy fix (§3.6): a transonic wave adds
+    ``harten_hyman(...) beta k`` with ``beta`` its strength in ``(Dh, Dqn)`` and the
+    cell speeds ``un -/+ sqrt(g h)``; ``||D||_inf`` then covers those speeds too.
+    """
     v0, v1 = v
     c = np.sqrt(L.c2)
     lm = L.u - c
     lp = L.u + c
     tm = s_minus(lm) * ((lp * v0 - v1) / (2.0 * c))
     tp = s_minus(lp) * ((v1 - lm * v0) / (2.0 * c))
-    return (tm + tp, tm * lm + tp * lp), np.abs(L.u) + c
+    ci = np.sqrt(g * L.hi)
+    cj = np.sqrt(g * L.hj)
+    wm, sm = harten_hyman(lm, L.uni - ci, L.unj - cj)
+    wp, sp = harten_hyman(lp, L.uni + ci, L.unj + cj)
+    fm = wm * ((lp * L.dh - L.dqn) / (2.0 * c))
+    fp = wp * ((L.dqn - lm * L.dh) / (2.0 * c))
+    dmax = np.maximum(np.abs(L.u) + c, np.maximum(sm, sp))
+    return (tm + tp + (fm + fp), tm * lm + tp * lp + (fm * lm + fp * lp)), dmax
 
 
 def thin_fallback1(Fm, Fp, dmax, flags, thin, Wi, Wj, Hi, Hj, ex, ey, g, eps_h):
@@ -180,7 +235,7 @@ def flux1(
     L, DH = edge1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     thin = L.hbar < eps_h
     v = total_fluctuation1(L, DH)
-    m, dmax = normal_split1(v, placeholder1(L, thin))
+    m, dmax = normal_split1(v, placeholder1(L, thin), g)
     vt = tangential_fluctuation(L)
     t = L.w * m[0] + s_minus(L.u) * (vt - L.w * v[0])
     Fm = assemble1((m[0], m[1], t), ex, ey)

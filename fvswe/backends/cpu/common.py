@@ -265,6 +265,14 @@ def eigen_coefficient(lam, v, u1, u2, c1sq, c2sq, r):
 
 
 @jit
+def harten_hyman(lam, lam_l, lam_r):
+    """Harten-Hyman weight of one wave and its speed bound (§3.6); ``(0, 0)`` unless transonic."""
+    if lam_l < 0.0 and lam_r > 0.0:
+        return lam_l * ((lam_r - lam) / (lam_r - lam_l)) - min(lam, 0.0), max(-lam_l, lam_r)
+    return 0.0, 0.0
+
+
+@jit
 def upwind_tangential(Phi, qni, qnj, uti, utj):
     """``(D-_qt, D+_qt)`` upwinded with the mass flux ``Phi`` (§4)."""
     if Phi > 0.0:

@@ -26,7 +26,7 @@ def flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
     Wi, Wj, Hi, Hj, ex, ey = as_inputs2(Wi, Wj, Hi, Hj, ex, ey)
     L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     v = total_fluctuation(L1, L2, DH, r)
-    m, dmax, flag, fallback = normal_part2(v, L1, L2, r, eps_h)
+    m, dmax, flag, fallback = normal_part2(v, L1, L2, r, g, eps_h)
     if fallback:
         return apply_fallback(flag, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
     t1m, t1p = upwind_tangential(L1.qni + m[0], L1.qni, L1.qnj, L1.uti, L1.utj)
@@ -44,7 +44,7 @@ def flux1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
     if L.hbar < eps_h:
         return thin_fallback1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     v = total_fluctuation1(L, DH)
-    m, dmax = normal_split1(v, L)
+    m, dmax = normal_split1(v, L, g)
     tm, tp = upwind_tangential(L.qni + m[0], L.qni, L.qnj, L.uti, L.utj)
     Fm = assemble1((m[0], m[1], tm), ex, ey)
     Fp = assemble1((v[0] - m[0], v[1] - m[1], tp), ex, ey)

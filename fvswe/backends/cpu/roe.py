@@ -1,7 +1,8 @@
 """Classical Roe per-edge kernels (docs/SCHEMES.md §3, §6), mirroring :mod:`fvswe.schemes.roe`.
 
 ``flux`` is the two-layer kernel (6-tuples), ``flux1`` the single-layer one.
-Thin or non-hyperbolic edges return PVM-IFCP's contributions (HLL for one layer).
+Thin or non-hyperbolic edges return PVM-IFCP's contributions (HLL for one layer);
+transonic waves get the Harten-Hyman entropy fix (§3.6).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .common import (
     edge2,
     eig4,
     eigen_coefficient,
+    harten_hyman,
     jit,
     s_minus,
     tangential_fluctuation,
@@ -39,40 +41,45 @@ def wave_terms(x, lam, a):
 
 @jit
 def normal_split2(v, L1, L2, r):
-    """``(D-_4, lambda1, lambda4, flag)`` of the 4x4 Roe problem (§3.5).
+    """``(D-_4, (lambda1, .., lambda4), near, flag)`` of the 4x4 Roe problem (§3.5).
 
-    Only waves with ``s-(lambda) != 0`` are evaluated; near-coincident pairs
-    use the internal-subspace projector (flag 2); a complex pair returns flag 1.
+    Only waves with ``s-(lambda) != 0`` are evaluated; a same-sign internal pair, or
+    a near-coincident one (flag 2), uses the joint-subspace projector; a complex pair
+    returns flag 1.
     """
     u1 = L1.u
     u2 = L2.u
     c1 = L1.c2
     c2 = L2.c2
     l1, l2, l3, l4, disc = eig4(u1, u2, c1, c2, r)
+    lam = (l1, l2, l3, l4)
     if disc < 0.0:
-        return (0.0, 0.0, 0.0, 0.0), l1, l4, FLAG_NONHYPERBOLIC
-    if not (l3 - l2) < NEAR_COINCIDENT * (l4 - l1):
+        return (0.0, 0.0, 0.0, 0.0), lam, False, FLAG_NONHYPERBOLIC
+    near = (l3 - l2) < NEAR_COINCIDENT * (l4 - l1)
+    flag = FLAG_NEAR_COINCIDENT if near else 0
+    same = s_minus(l2) == s_minus(l3)
+    if not (same or near):
         d0 = 0.0
         d1 = 0.0
         d2 = 0.0
         d3 = 0.0
-        for lam in (l1, l2, l3, l4):
-            s = s_minus(lam)
+        for lm in lam:
+            s = s_minus(lm)
             if s != 0.0:
-                alpha, a = eigen_coefficient(lam, v, u1, u2, c1, c2, r)
-                t0, t1, t2, t3 = wave_terms(s * alpha, lam, a)
+                alpha, a = eigen_coefficient(lm, v, u1, u2, c1, c2, r)
+                t0, t1, t2, t3 = wave_terms(s * alpha, lm, a)
                 d0 += t0
                 d1 += t1
                 d2 += t2
                 d3 += t3
-        return (d0, d1, d2, d3), l1, l4, 0
+        return (d0, d1, d2, d3), lam, near, flag
     al1, a1 = eigen_coefficient(l1, v, u1, u2, c1, c2, r)
     al4, a4 = eigen_coefficient(l4, v, u1, u2, c1, c2, r)
     e10, e11, e12, e13 = wave_terms(al1, l1, a1)
     e40, e41, e42, e43 = wave_terms(al4, l4, a4)
     s1 = s_minus(l1)
     s4 = s_minus(l4)
-    wgt = s_minus(l2) if s_minus(l2) == s_minus(l3) else 0.5
+    wgt = s_minus(l2) if same else 0.5
     v0, v1, v2, v3 = v
     proj = (
         s1 * e10 + s4 * e40 + wgt * (v0 - e10 - e40),
@@ -80,17 +87,53 @@ def normal_split2(v, L1, L2, r):
         s1 * e12 + s4 * e42 + wgt * (v2 - e12 - e42),
         s1 * e13 + s4 * e43 + wgt * (v3 - e13 - e43),
     )
-    return proj, l1, l4, FLAG_NEAR_COINCIDENT
+    return proj, lam, near, flag
 
 
 @jit
-def normal_part2(v, L1, L2, r, eps_h):
-    """``(D-_4, ||D||_inf, flag, fallback)``: the Roe normal part shared with IR-Roe."""
+def entropy_fix2(Dm, lam, near, L1, L2, r, g, eps_h):
+    """Harten-Hyman entropy fix of ``D-_4`` (§3.6): ``(D-_4, speed bound)``.
+
+    The cells' own eigenvalues (EIG4) are computed only where all four depths reach
+    ``eps_h``; internal waves are fixed only for a real, not near-coincident pair.
+    """
+    if not (L1.hi >= eps_h and L1.hj >= eps_h and L2.hi >= eps_h and L2.hj >= eps_h):
+        return Dm, 0.0  # also where a depth is NaN: no 0/0 in a blown-up state
+    ci = eig4(L1.uni, L2.uni, g * L1.hi, g * L2.hi, r)
+    cj = eig4(L1.unj, L2.unj, g * L1.hj, g * L2.hj, r)
+    internal = not near and ci[4] >= 0.0 and cj[4] >= 0.0
+    du = (L1.dh, L1.dqn, L2.dh, L2.dqn)
+    d0, d1, d2, d3 = Dm
+    speed = 0.0
+    for m in range(4):
+        if (m == 1 or m == 2) and not internal:
+            continue
+        w, s = harten_hyman(lam[m], ci[m], cj[m])
+        if w != 0.0:
+            beta, a = eigen_coefficient(lam[m], du, L1.u, L2.u, L1.c2, L2.c2, r)
+            t0, t1, t2, t3 = wave_terms(w * beta, lam[m], a)
+            d0 += t0
+            d1 += t1
+            d2 += t2
+            d3 += t3
+            speed = max(speed, s)
+    return (d0, d1, d2, d3), speed
+
+
+@jit
+def normal_part2(v, L1, L2, r, g, eps_h):
+    """``(D-_4, ||D||_inf, flag, fallback)``: the Roe normal part shared with IR-Roe.
+
+    The split of :func:`normal_split2` with the entropy fix of :func:`entropy_fix2`.
+    """
     if thin_edge(L1, L2, eps_h):
         return (0.0, 0.0, 0.0, 0.0), 0.0, FLAG_THIN, True
-    m, l1, l4, flag = normal_split2(v, L1, L2, r)
-    dmax = max(max(abs(l1), abs(l4)), max(abs(L1.u), abs(L2.u)))
-    return m, dmax, flag, (flag & FLAG_NONHYPERBOLIC) != 0
+    m, lam, near, flag = normal_split2(v, L1, L2, r)
+    if flag & FLAG_NONHYPERBOLIC:
+        return m, 0.0, flag, True
+    m, speed = entropy_fix2(m, lam, near, L1, L2, r, g, eps_h)
+    dmax = max(max(abs(lam[0]), abs(lam[3])), max(abs(L1.u), abs(L2.u)))
+    return m, max(dmax, speed), flag, False
 
 
 @jit
@@ -106,7 +149,7 @@ def flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
     Wi, Wj, Hi, Hj, ex, ey = as_inputs2(Wi, Wj, Hi, Hj, ex, ey)
     L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     v = total_fluctuation(L1, L2, DH, r)
-    m, dmax, flag, fallback = normal_part2(v, L1, L2, r, eps_h)
+    m, dmax, flag, fallback = normal_part2(v, L1, L2, r, g, eps_h)
     if fallback:
         return apply_fallback(flag, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
     vt1 = tangential_fluctuation(L1)
@@ -119,15 +162,22 @@ def flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
 
 
 @jit
-def normal_split1(v, L):
-    """Single-layer ``(D-_2, ||D||_inf)`` (§6)."""
+def normal_split1(v, L, g):
+    """Single-layer ``(D-_2, ||D||_inf)`` (§6) with the Harten-Hyman fix (§3.6)."""
     v0, v1 = v
     c = math.sqrt(L.c2)
     lm = L.u - c
     lp = L.u + c
     tm = s_minus(lm) * ((lp * v0 - v1) / (2.0 * c))
     tp = s_minus(lp) * ((v1 - lm * v0) / (2.0 * c))
-    return (tm + tp, tm * lm + tp * lp), abs(L.u) + c
+    ci = math.sqrt(g * L.hi)
+    cj = math.sqrt(g * L.hj)
+    wm, sm = harten_hyman(lm, L.uni - ci, L.unj - cj)
+    wp, sp = harten_hyman(lp, L.uni + ci, L.unj + cj)
+    fm = wm * ((lp * L.dh - L.dqn) / (2.0 * c))
+    fp = wp * ((L.dqn - lm * L.dh) / (2.0 * c))
+    dmax = max(abs(L.u) + c, max(sm, sp))
+    return (tm + tp + (fm + fp), tm * lm + tp * lp + (fm * lm + fp * lp)), dmax
 
 
 @jit
@@ -145,7 +195,7 @@ def flux1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
     if L.hbar < eps_h:
         return thin_fallback1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     v = total_fluctuation1(L, DH)
-    m, dmax = normal_split1(v, L)
+    m, dmax = normal_split1(v, L, g)
     vt = tangential_fluctuation(L)
     t = L.w * m[0] + s_minus(L.u) * (vt - L.w * v[0])
     Fm = assemble1((m[0], m[1], t), ex, ey)

@@ -295,6 +295,18 @@ FVSWE_DEV T eigen_coefficient(T lam, const T* v, T u1, T u2, T c1sq, T c2sq, T r
     return num / delta;
 }
 
+// Harten-Hyman entropy fix of one wave (§3.6): the weight added to beta_m k_m, and in speed
+// the bound max(-lam_l, lam_r); both 0 unless the wave is transonic (lam_l < 0 < lam_r).
+template <typename T> FVSWE_DEV T harten_hyman(T lam, T lam_l, T lam_r, T& speed)
+{
+    if (lam_l < T(0) && lam_r > T(0)) {
+        speed = max_(-lam_l, lam_r);
+        return lam_l * ((lam_r - lam) / (lam_r - lam_l)) - min_(lam, T(0));
+    }
+    speed = T(0);
+    return T(0);
+}
+
 // Tangential momentum upwinded with the layer mass flux Phi (§4): (D-_qt, D+_qt).
 template <typename T>
 FVSWE_DEV void upwind_tangential(T Phi, T qni, T qnj, T uti, T utj, T& tm, T& tp)

@@ -21,7 +21,7 @@ FVSWE_DEV int flux2(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r, 
     int flags;
     edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h, L1, L2, DH);
     total_fluctuation(L1, L2, DH, r, v);
-    if (roe::normal_part2(v, L1, L2, r, eps_h, m, dmax, flags))  // apply_fallback
+    if (roe::normal_part2(v, L1, L2, r, g, eps_h, m, dmax, flags))  // apply_fallback
         return flags | pvm_ifcp::flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, Fm, Fp, dmax);
     T t1m, t1p, t2m, t2p;
     upwind_tangential(L1.qni + m[0], L1.qni, L1.qnj, L1.uti, L1.utj, t1m, t1p);
@@ -44,7 +44,7 @@ FVSWE_DEV int flux1(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r, 
         return FLAG_THIN;
     }
     total_fluctuation1(L, DH, v);
-    dmax = roe::normal_split1(v, L.u, L.c2, m);
+    dmax = roe::normal_split1(v, L, g, m);
     upwind_tangential(L.qni + m[0], L.qni, L.qnj, L.uti, L.utj, tm, tp);
     assemble1(m[0], m[1], tm, ex, ey, Fm);
     assemble1(v[0] - m[0], v[1] - m[1], tp, ex, ey, Fp);

@@ -1,0 +1,214 @@
+"""Roe and IR-Roe at the edges of their state space (docs/SCHEMES.md §3.5 (b), §3.6):
+internal eigenvalue gaps down to 0 against a 60-digit matrix sign function, transonic
+dam breaks against the exact solution, dry one-layer starts refused."""
+
+from __future__ import annotations
+
+import mpmath as mp
+import numpy as np
+import pytest
+import schemes_helpers as h
+
+from fvswe.backends.cpu import common as ncommon
+from fvswe.backends.cpu import roe as nroe
+from fvswe.errors import ConfigError
+from fvswe.mesh.generate import strip
+from fvswe.schemes import common, get_flux, roe
+from fvswe.simulation import Simulation
+
+EPS = np.finfo(np.float64).eps
+
+
+def below(A, shift):
+    """Spectral projector of the 4x4 ``A`` onto its eigenvalues below ``shift``, as
+    ``(I - sign(A - shift I))/2`` by the scaled Newton iteration in 60 digits: exact
+    for the float64 matrix, and defined where ``A`` is (nearly) defective."""
+    with mp.workdps(60):
+        eye = mp.eye(4)
+        X = mp.matrix(A) - mp.mpf(shift) * eye
+        for _ in range(100):
+            mu = abs(mp.det(X)) ** (mp.mpf(-1) / 4)
+            Y = (mu * X + (mu * X) ** -1) / 2
+            done = mp.mnorm(Y - X, 1) < mp.mpf(10) ** -50
+            X = Y
+            if done:
+                break
+        return (eye - X) / 2
+
+
+def split_states(r, side):
+    """The package's Roe state, fluctuation, EIG4 and NumPy split on the gap-sweep edges."""
+    Wi, Wj, Hi, Hj, n = h.gap_sweep_edges(r, side)
+    L1, L2, DH = common.edge2(Wi, Wj, Hi, Hj, n[:, 0], n[:, 1], h.G, 5e-3)
+    v = common.total_fluctuation(L1, L2, DH, r)
+    lam = common.eig4(L1.u, L2.u, L1.c2, L2.c2, r)
+    Dm, _, _, flags = roe.normal_split2(v, L1, L2, r)
+    return L1, L2, np.stack(v, 1), np.stack(lam, 1), np.stack(Dm, 1), flags
+
+
+@pytest.mark.parametrize("r", [0.5, 0.98])
+@pytest.mark.parametrize("side", [-1, 0, 1])
+def test_split_across_internal_gaps(r, side):
+    """D-_4 against P- v for internal gaps from O(1) to the float64 floor: one sign (side
+    -1/+1) to 1e-12 at every gap (joint-subspace projector); opposite signs (side 0) to
+    1e-8 while the gap is >= 1e-4 of the external one and within the float64 conditioning
+    4 eps/gap^2 of the eigenvectors down to 1e-6; below that, flagged, the half/half
+    split of §3.5 (b) exactly. Numba gives the same numbers bit for bit."""
+    L1, L2, v, lam, Dm, flags = split_states(r, side)
+    gap = (lam[:, 2] - lam[:, 1]) / (lam[:, 3] - lam[:, 0])
+    real = lam[:, 4] >= 0
+    assert gap[real].max() > 0.05 and gap[real].min() < 1e-7  # the sweep is live
+    near = real & (gap < common.NEAR_COINCIDENT)
+    assert near.sum() >= 2
+    assert np.array_equal(flags[real], np.where(near, common.FLAG_NEAR_COINCIDENT, 0)[real])
+    errors = []
+    for e in np.flatnonzero(real):
+        A = h.normal_matrix4(L1.u[e : e + 1], L2.u[e : e + 1], L1.c2[e : e + 1],
+                             L2.c2[e : e + 1], r)[0]  # fmt: skip
+        vm = mp.matrix(v[e].tolist())
+        if side == 0 and near[e]:  # half/half on the internal subspace
+            P1 = below(A, 0.5 * (lam[e, 0] + lam[e, 1]))
+            P4 = mp.eye(4) - below(A, 0.5 * (lam[e, 2] + lam[e, 3]))
+            ref = P1 * vm + (mp.eye(4) - P1 - P4) * vm / 2
+        else:
+            ref = below(A, 0.0) * vm
+        ref = np.array([float(x) for x in ref])
+        err = np.abs(Dm[e] - ref).max() / max(np.abs(ref).max(), np.abs(v[e]).max())
+        errors.append(err)
+        if side != 0 or near[e]:
+            assert err <= 1e-12, (gap[e], err)
+        else:
+            assert np.sign(lam[e, 1]) != np.sign(lam[e, 2])
+            assert err <= (1e-8 if gap[e] >= 1e-4 else 4 * EPS / gap[e] ** 2), (gap[e], err)
+        layers = [ncommon.Layer(*(float(x[e]) for x in L)) for L in (L1, L2)]
+        nb = nroe.normal_split2(tuple(v[e]), *layers, r)
+        assert np.array_equal(nb[0], Dm[e]) and nb[3] == flags[e]
+    assert len(errors) >= 20
+
+
+def test_near_coincident_edges_are_counted():
+    """A run whose edges include near-coincident internal pairs reports them in the summary
+    counter degenerate_edges (flag 2), like the non-hyperbolic ones."""
+    flags = split_states(0.5, 1)[-1]
+    assert np.count_nonzero(flags == common.FLAG_NEAR_COINCIDENT) >= 2
+    Wi, Wj, _, _, n = h.gap_sweep_edges(0.5, 1)
+    e = int(np.flatnonzero(flags == common.FLAG_NEAR_COINCIDENT)[0])
+    R = h.rotation(-np.arctan2(n[e, 1], n[e, 0]))  # velocities along x, the dam's normal
+    Wi, Wj = h.rotate_states(Wi[e : e + 1], R)[0], h.rotate_states(Wj[e : e + 1], R)[0]
+    mesh = strip(2, 1, -1.0, 1.0)
+    W = np.where((mesh.centroid[:, 0] < 0)[:, None], Wi, Wj)
+    sim = Simulation(mesh, r=0.5, H=5.0, dt_mode="fixed", dt=1e-6,
+                     initial={k: W[:, c] for c, k in enumerate(("h1", "q1x", "q1y", "h2",
+                                                                 "q2x", "q2y"))})  # fmt: skip
+    sim.run(1e-6)
+    assert sim.backend.counters()["degenerate_edges"] >= 1
+
+
+# -- transonic dam breaks -------------------------------------------------------------------
+
+
+def ritter_stoker(x, t, hl, hr, g=h.G):
+    """Exact one-layer dam break (wet bed: Stoker) at time t, dam at x = 0."""
+    from scipy.optimize import brentq
+
+    cl = np.sqrt(g * hl)
+
+    def jump(hm):
+        return 2 * (cl - np.sqrt(g * hm)) - (hm - hr) * np.sqrt(g * (hm + hr) / (2 * hm * hr))
+
+    hm = brentq(jump, hr, hl)
+    um = 2 * (cl - np.sqrt(g * hm))
+    s = hm * um / (hm - hr)
+    xi = x / t
+    hh = np.where(xi < -cl, hl, (2 * cl - xi) ** 2 / (9 * g))
+    hh = np.where(xi > um - np.sqrt(g * hm), hm, hh)
+    return np.where(xi > s, hr, hh)
+
+
+def columns(sim, name):
+    """Column means of a field on a one-cell-wide triangle strip, and the column centres."""
+    f = sim.fields()
+    x = f["x"]
+    dx = 10.0 / (len(x) // 2)
+    col = np.floor((x + 5.0) / dx).astype(int)
+    area = np.bincount(col, f["area"])
+    return -5.0 + dx * (np.arange(len(area)) + 0.5), np.bincount(col, f["area"] * f[name]) / area
+
+
+def dam_break(scheme, layers, nx, hl, hr, t):
+    """A dam break at x = 0 on a one-cell-wide strip of [-5, 5] (flat bottom, r = 0.5; two
+    layers: h1 = h/2 above h2 = h), run to t: column centres and depth columns."""
+    step = {"h": lambda x, y: np.where(x < 0, hl, hr)}
+    if layers == 2:
+        step = {"h1": lambda x, y: np.where(x < 0, hl / 2, hr / 2), "h2": step["h"]}
+    sim = Simulation(strip(nx, 1, -5.0, 5.0), layers=layers, scheme=scheme, r=0.5, H=0.0,
+                     dt_mode="nonlagged", initial=step)  # fmt: skip
+    sim.run(t)
+    names = ("h",) if layers == 1 else ("h1", "h2")
+    x = columns(sim, names[0])[0]
+    return x, np.stack([columns(sim, k)[1] for k in names], axis=1)
+
+
+def one_d_pvm_ifcp(nx, hl, hr, t, r=0.5, cfl=0.9):
+    """Fine 1-D two-layer reference: NumPy PVM-IFCP (no sonic-point defect) on nx cells."""
+    flux = get_flux("pvm-ifcp", 2)
+    dx = 10.0 / nx
+    x = -5 + dx * (np.arange(nx) + 0.5)
+    W = np.zeros((nx, 6))
+    W[:, 0] = np.where(x < 0, hl / 2, hr / 2)
+    W[:, 3] = np.where(x < 0, hl, hr)
+    Z = np.zeros(nx + 1)
+    normal = np.tile([1.0, 0.0], (nx + 1, 1))
+    s = 0.0
+    while s < t:
+        Wl, Wr = np.vstack([W[:1], W]), np.vstack([W, W[-1:]])
+        Wl[0, [1, 4]] *= -1
+        Wr[-1, [1, 4]] *= -1
+        Fm, Fp, d = flux(Wl, Wr, Z, Z, normal, r=r)
+        dt = min(cfl * dx / np.maximum(d[:-1], d[1:]).max(), t - s)
+        W = W - dt / dx * (Fm[1:] + Fp[:-1])
+        s = t if dt == t - s else s + dt
+    return x, W[:, [0, 3]]
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("scheme", ["roe", "ir-roe"])
+def test_transonic_dam_break_opens(scheme, layers):
+    """§3.6: a dam break with depth ratio 0.05 (transonic rarefaction) converges to the exact
+    solution (one layer: Stoker; two layers: a 4000-cell 1-D PVM-IFCP run): the L1 error
+    falls at every refinement, and the jump between the two columns at the dam shrinks
+    like the exact profile's slope times dx instead of staying (~0.05 m without the fix)."""
+    hl, hr, t = 1.0, 0.05, 0.5
+    if layers == 1:
+
+        def exact(x):
+            return ritter_stoker(x, t, hl, hr)[:, None]
+    else:
+        xf, Wf = one_d_pvm_ifcp(4000, hl, hr, t)
+
+        def exact(x):
+            return np.stack([np.interp(x, xf, Wf[:, k]) for k in range(2)], axis=1)
+
+    slope = 4 * np.sqrt(h.G * hl) / (9 * h.G * t)  # |dh/dx| of the one-layer fan at x = 0
+    errors, jumps = [], []
+    for nx in (100, 200, 400):
+        x, D = dam_break(scheme, layers, nx, hl, hr, t)
+        errors.append(np.abs(D - exact(x)).sum(axis=1).mean())
+        k = nx // 2
+        jumps.append(np.abs(D[k] - D[k - 1]).sum())
+        assert jumps[-1] <= 3.0 * slope * (10.0 / nx) * (1.5 if layers == 2 else 1.0)
+    assert errors[1] < 0.8 * errors[0] and errors[2] < 0.8 * errors[1]
+    assert jumps[1] < 0.6 * jumps[0] and jumps[2] < 0.6 * jumps[1]
+
+
+@pytest.mark.parametrize("scheme", ["roe", "ir-roe", "hll", "pvm-ifcp"])
+def test_one_layer_dry_start_names_hll_wd(scheme):
+    """One-layer schemes without wet/dry treatment refuse dry or thin cells at set-up."""
+    mesh = strip(20, 1, -5.0, 5.0)
+    with pytest.raises(ConfigError, match=r"initial h: cell \d+ .*use scheme 'hll-wd'"):
+        Simulation(
+            mesh, layers=1, scheme=scheme, initial={"h": lambda x, y: np.where(x < 0, 1.0, 0.0)}
+        )
+    Simulation(
+        mesh, layers=1, scheme="hll-wd", initial={"h": lambda x, y: np.where(x < 0, 1.0, 0.0)}
+    )
