@@ -68,6 +68,9 @@ def register(sub) -> None:
                    "the current ones, or fixed (--dt)")  # fmt: skip
     p.add_argument("--dt", type=float, metavar="S", help="time step for --dt-mode fixed")
     p.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
+    p.add_argument("--allow-mass-error", action="store_true",
+                   help="continue a run that clipped a negative depth or lost mass beyond "
+                   "round-off (the summary still counts it) instead of stopping")  # fmt: skip
     p.add_argument("--output", "-o", metavar="DIR",
                    help="folder for solution.xdmf/.h5, final.npz, summary.json, PNGs, "
                    "checkpoints (created once the inputs are checked)")  # fmt: skip
@@ -148,6 +151,7 @@ def run(args) -> int:
         raise ConfigError(f"--checkpoint-every: must be positive, got {spec.checkpoint_every!r}")
     times = spec.times()
     sim = spec.simulation(spec.load_mesh())
+    sim.allow_mass_error = args.allow_mass_error
     if spec.png:
         from ..plot import check_fields
 
