@@ -330,18 +330,24 @@ class Simulation:
             cell, step, t, number = courant
             raise BlowUpError(
                 f"dt: the fixed step exceeds the stable one at step {step + 1} (t = {t:.6g} s): "
-                f"Courant number {number:.4g} > 1 in {self._where(cell)}"
+                f"Courant number up to {number:.4g} > 1, first in {self._where(cell)}"
             )
         if self.allow_mass_error:
             return
         clip = getattr(self.backend, "first_clip", None)
         if clip is not None:
-            cell, step, t, added = clip
-            total = self.backend.counters().get("clipped_volume", added)
+            cell, step, t = clip
+            counters = self.backend.counters()
+            if "clipped_volume" in counters:
+                amount = f"the clipping added {counters['clipped_volume']:.3g} m^3"
+            else:  # the GPU counts clips, not their volume: the mass change shows it
+                change = (m - m0 for m, m0 in zip(self.mass(), self.mass_initial, strict=True))
+                amount = "layer volumes changed by " + ", ".join(f"{d:.3g}" for d in change)
+                amount += " m^3"
             raise BlowUpError(
                 f"positivity lost: a negative depth was clipped to 0 in {self._where(cell)} at "
-                f"step {step + 1} (t = {t:.6g} s), adding {added:.3g} m^3 ({total:.3g} m^3 by "
-                f"step {self.steps}); allow_mass_error / --allow-mass-error to continue"
+                f"step {step + 1} (t = {t:.6g} s); {amount} by step {self.steps}; "
+                "allow_mass_error / --allow-mass-error to continue"
             )
         if self._closed:
             summary = self._summary(0.0, 0)

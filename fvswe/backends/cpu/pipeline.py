@@ -292,8 +292,9 @@ class CpuBackend:
         self._chunk_dt = np.empty(CHUNKS, dtype=np.float64)
         self._chunk_counts = np.empty((CHUNKS, 3), dtype=np.int64)
         self._chunk_clip_mass = np.empty(CHUNKS, dtype=np.float64)
-        #: The first clip ``(cell, step, t, m^3 added)`` and the first step whose fixed Δt
-        #: exceeded the stable one ``(cell, step, t, Courant number)``, or None.
+        #: The first step that clipped a depth ``(cell, step, t)`` (its smallest cell) and
+        #: the first whose fixed Δt exceeded the stable one ``(cell, step, t, Courant
+        #: number)``: its smallest cell with a Courant number > 1 and its largest one.
         self.first_clip = None
         self.courant_violation = None
         self._depth_cols = self.model.depth_components
@@ -392,7 +393,7 @@ class CpuBackend:
                 self._counts["clipped_volume"] += added
                 if self.first_clip is None:
                     cell = int(counts[counts[:, 2] >= 0, 2][0])
-                    self.first_clip = (cell, self.steps, self.t, added)
+                    self.first_clip = (cell, self.steps, self.t)
             if self._levels is not None:  # fixed order: reproducible
                 out = float(np.sum(self._level_flux[self._level_edges]))
                 self._counts["level_inflow"] -= dt * out
@@ -431,5 +432,5 @@ class CpuBackend:
             return
         speed = self.acc[:, lay.nvar].astype(np.float64).reshape(lay.n_cells, lay.k).sum(axis=1)
         courant = dt * speed / (2.0 * lay.area)
-        cell = int(np.argmax(courant))
-        self.courant_violation = (cell, self.steps, self.t, float(courant[cell]))
+        cell = int(np.flatnonzero(courant > 1.0)[0])
+        self.courant_violation = (cell, self.steps, self.t, float(courant.max()))
