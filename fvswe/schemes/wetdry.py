@@ -28,7 +28,7 @@ With ``Hm = min(H_i, H_j)`` (the higher bed of the two):
 The HLL of :mod:`fvswe.schemes.hll` is applied to the flat-bed problem
 ``(U_i*, U_j*)`` (``DH = 0``), which gives its fluctuations ``D-_HLL, D+_HLL``.
 Its Roe averages and Einfeldt speeds are formed from the velocities ``u*``
-themselves (:func:`reconstructed_layer`), not recomputed from ``q*/h*``: in a
+themselves (:func:`~fvswe.schemes.common.reconstructed_layer`), not recomputed from ``q*/h*``: in a
 thin layer (``h < eps_h``) the desingularised ``q inverse_depth(h)`` is smaller
 than ``q/h``, and a solver fed a discharge faster than its speed bounds loses
 positivity. Here every state the HLL sees moves exactly with the velocity its
