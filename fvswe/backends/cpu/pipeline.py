@@ -334,8 +334,13 @@ class CpuBackend:
 
     def counters(self) -> dict[str, int | float]:
         """Event counts; with level boundaries also ``level_inflow``, the volume (m^3) that
-        entered through them, ``Σ_steps dt Σ_level edges -|Γ| (F⁻_h + q_i·η)``."""
-        return dict(self._counts)
+        entered through them, ``Σ_steps dt Σ_level edges -|Γ| (F⁻_h + q_i·η)``; once a depth
+        was clipped also ``clipped_volume``, the m^3 the clipping added (the GPU counts
+        clips but does not measure them)."""
+        out = dict(self._counts)
+        if not out["clipped_cells"]:
+            del out["clipped_volume"]
+        return out
 
     def snapshot(self) -> dict:
         """Everything a bit-for-bit restart needs: state, time, steps, pending Δt, counters."""
