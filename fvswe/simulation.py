@@ -251,9 +251,7 @@ class Simulation:
 
     def mass(self) -> list[float]:
         """Volume of each layer, ``Σ |V_i| h_k,i``, summed in float64."""
-        W = self.backend.get_state().astype(np.float64)
-        area = self.mesh.area
-        return [float(np.dot(area, W[:, c])) for c in self.model.depth_components]
+        return self.backend.layer_mass(self.mesh.area)
 
     # -- running -----------------------------------------------------------------------------
     def run(

@@ -373,6 +373,7 @@ class GpuBackend:
             raise ConfigError(f"block: a multiple of 32 in [32, 1024], got {block}")
         lay = layout
         self.layout, self.model = lay, lay.model
+        self._area64 = None  # float64 cell areas on the device, for layer_mass
         self.dtype = np.dtype(lay.dtype)
         self.scheme, self.variant, self.dt_mode = scheme, variant, dt_mode
         self.cfl, self.dt_fixed = float(cfl), dt_fixed
@@ -490,6 +491,19 @@ class GpuBackend:
     def get_state(self) -> np.ndarray:
         """A host copy ``(L, nvar)`` of the current state, current cell order."""
         return unpack_state(self._W.get(stream=self.stream), self.model.layers)
+
+    def layer_mass(self, area: np.ndarray) -> list[float]:
+        """Volume of each layer, ``Σ area_i h_k,i`` in float64, reduced on the device: an
+        output time or the end of a ``run()`` costs a few launches, not a copy of the state."""
+        import cupy
+
+        if self._area64 is None or self._area64.size != area.size:
+            self._area64 = cupy.asarray(area, dtype=np.float64)
+        with self.stream:
+            return [
+                float(cupy.dot(self._W[:, vec, 0].astype(np.float64), self._area64))
+                for vec in range(self._W.shape[1])
+            ]
 
     def counters(self) -> dict[str, int | float]:
         """Event counts; with level boundaries also ``level_inflow`` (m^3 in through them)."""

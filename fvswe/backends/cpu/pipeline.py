@@ -332,6 +332,11 @@ class CpuBackend:
     def get_state(self) -> np.ndarray:
         return self.W.copy()
 
+    def layer_mass(self, area: np.ndarray) -> list[float]:
+        """Volume of each layer, ``Σ area_i h_k,i`` in float64 (``area`` in cell order)."""
+        W = self.W.astype(np.float64)
+        return [float(np.dot(area, W[:, c])) for c in self.model.depth_components]
+
     def counters(self) -> dict[str, int | float]:
         """Event counts; with level boundaries also ``level_inflow``, the volume (m^3) that
         entered through them, ``Σ_steps dt Σ_level edges -|Γ| (F⁻_h + q_i·η)``; once a depth
