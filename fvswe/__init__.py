@@ -5,12 +5,22 @@ Data flows one way: mesh → layout → passes → simulation → output.
 
 from __future__ import annotations
 
-from .cases import CASES, get_case
 from .errors import BackendUnavailable, BlowUpError, ConfigError, FvsweError, MeshError
-from .grid import Grid
-from .mesh import Mesh, read_mesh
-from .model import Model
-from .simulation import RunSummary, Simulation
+
+#: Public names and the modules they come from, imported on first use (PEP 562), so that
+#: ``fvswe`` on the command line starts at once (a Ctrl-C then meets its handler).
+_LAZY = {"CASES": "cases", "get_case": "cases", "Grid": "grid", "Mesh": "mesh",
+         "read_mesh": "mesh", "Model": "model", "RunSummary": "simulation",
+         "Simulation": "simulation"}  # fmt: skip
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'fvswe' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+
 
 __version__ = "0.1.0"
 

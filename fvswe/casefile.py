@@ -17,6 +17,7 @@ A case file (``fvswe run path/to/case.toml``) names every choice of a run::
 
     [mesh]                # a file (relative to this file) ...
     file = "meshes/square.msh"
+    bathymetry = "z:elevation"  # z or a field, as elevation (up) or depth (down), or none
     # ... or a member of the paper's family (square-4k, square-16k, ... square-2m):
     # family = "square-4k"
     # ... or a generator and its arguments:
@@ -126,12 +127,15 @@ SCHEMA: tuple[Key, ...] = (
     Key("", "backend", str, "cpu, gpu or auto (the GPU when CuPy sees one)", '"auto"'),
     Key("", "dt_mode", str, "lagged, nonlagged or fixed (then give dt)", '"lagged"'),
     Key("", "dt", NUMBER, "time step of dt_mode = fixed (s)", "0.05", active=False),
-    Key("", "threads", int, "CPU threads (default: all cores)", "1", active=False),
+    Key("", "threads", int, "CPU threads (default: the cores left idle, at least 1)", "1",
+        active=False),
     Key("friction", "law", str, "one layer: bottom friction law, chezy or manning",
         '"manning"'),
     Key("friction", "coefficient", NUMBER, "Chézy C (m^½/s) or Manning n (s/m^⅓)", "0.03"),
     Key("mesh", "file", str, "a mesh file (relative to the case file) or a family member "
         "(square-4k ... square-2m)", '"meshes/channel.msh"', active=False),
+    Key("mesh", "bathymetry", str, "with mesh.file: the bed, z:elevation (positive up), z:depth "
+        "(positive down), FIELD:elevation, FIELD:depth or none", '"z:elevation"', active=False),
     Key("mesh", "family", str, "a member of the paper's mesh family: square-4k ... square-2m",
         '"square-4k"', active=False),
     Key("mesh", "generator", str, "square, structured_square or strip, with its arguments as "
@@ -153,10 +157,18 @@ SCHEMA: tuple[Key, ...] = (
     Key("boundary.<tag>", "every", NUMBER, "sampling interval of a level expression (s)", "1.0"),
     Key("boundary.<tag>", "until", NUMBER, "last sample of a level expression (s; default 30 "
         "days)", "60.0"),
-    Key("initial", "<field>", (*NUMBER, str), "H (bottom depth, positive down), a state field "
-        "(h1 q1x q1y h2 q2x q2y; one layer h qx qy) or a velocity (u1 v1 u2 v2; u v): a number "
-        "or an expression of x, y, depth and earlier keys",
-        'H = 1.0\nh = "H"  # at rest: eta = h - H = 0\nu = 0.0'),
+    Key("initial", "<field>", (*NUMBER, str, dict), "H (bottom depth, positive down), a state "
+        "field (h1 q1x q1y h2 q2x q2y; one layer h qx qy) or a velocity (u1 v1 u2 v2; u v): a "
+        "number, an expression of x, y, depth and earlier keys, or a raster table {raster, "
+        "variable, method}",
+        'H = 1.0\n# H = {raster = "bed.nc", variable = "depth"}  # from a raster file\n'
+        'h = "H"  # at rest: eta = h - H = 0\nu = 0.0'),
+    Key("initial.<field>", "raster", str, "a raster file sampled at the cell barycentres: NetCDF "
+        "(coordinates x/y or lon/lat) or .npz (arrays x, y and the variable); relative to the "
+        "case file", '"bed.nc"'),
+    Key("initial.<field>", "variable", str, "the raster's variable (default: its only one)",
+        '"depth"'),
+    Key("initial.<field>", "method", str, "bilinear (default) or nearest", '"bilinear"'),
     Key("output", "every", NUMBER, "write the fields every this many simulated seconds", "20.0"),
     Key("output", "times", list, "and/or at these times (s); t_end is always written", "[5.0]",
         active=False),
@@ -186,8 +198,9 @@ def keys(section: str) -> dict[str, Key]:
     return {k.name: k for k in SCHEMA if k.section == section}
 
 
-#: Where :func:`template` puts a table whose name the file chooses.
-TEMPLATE_TABLES = {"boundary.<tag>": "boundary.west"}
+#: Where :func:`template` puts a table whose name the file chooses (None: an inline table,
+#: its keys commented out in the table above).
+TEMPLATE_TABLES = {"boundary.<tag>": "boundary.west", "initial.<field>": None}
 
 
 def template() -> str:
@@ -199,13 +212,14 @@ def template() -> str:
     ]
     section = ""
     for key in SCHEMA:
-        if key.section != section:
+        inline = TEMPLATE_TABLES.get(key.section, "") is None
+        if key.section != section and not inline:
             section = key.section
             brackets = "[[{}]]" if section in ARRAYS else "[{}]"
             lines += ["", brackets.format(TEMPLATE_TABLES.get(section, section))]
         if not key.example:
             continue
-        hash_ = "" if key.active else "# "
+        hash_ = "" if key.active and not inline else "# "
         if key.name.startswith("<"):
             lines.append(f"# {key.name}: {key.help}")
             lines += [hash_ + line for line in key.example.splitlines()]
@@ -297,6 +311,8 @@ class RunSpec:
 
         if self.mesh is None:
             return self.case.default_mesh()
+        if "bathymetry" in self.mesh:
+            return mesh.read_mesh(self.mesh["file"], bathymetry=self.mesh["bathymetry"])
         if "file" in self.mesh:
             return mesh.load(self.mesh["file"])  # a path, or a family name such as square-16k
         if "family" in self.mesh:
@@ -413,8 +429,12 @@ def load(path: str | Path) -> RunSpec:
         raise ConfigError(f"{src}: 'output.format' must be one of {choices}, got {fmt!r}")
     initial = dict(base.initial) if base is not None else {}
     for key, value in data.get("initial", {}).items():
-        if not isinstance(value, (int, float, str)) or isinstance(value, bool):
-            raise ConfigError(f"{src}: initial.{key} must be a number or an expression string")
+        if isinstance(value, dict):
+            value = _raster(key, value, path)
+        elif not isinstance(value, (int, float, str)) or isinstance(value, bool):
+            raise ConfigError(
+                f"{src}: initial.{key} must be a number, an expression string or a raster table"
+            )
         initial[key] = value
     _check_initial_names(initial, settings["layers"], src)
     boundary = data.get("boundary")
@@ -460,6 +480,18 @@ def _friction(table: Mapping[str, Any], src: str) -> tuple[str, float]:
     if missing:
         raise ConfigError(f"{src}: missing key 'friction.{missing[0]}'")
     return table["law"], float(table["coefficient"])
+
+
+def _raster(key: str, table: Mapping[str, Any], path: Path) -> Callable:
+    """``initial.<field>`` from a raster file (fvswe/raster.py), read and checked now."""
+    from .raster import raster_field
+
+    src, where = str(path), f"initial.{key}"
+    _table(table, "initial.<field>", src, shown=where)
+    if "raster" not in table:
+        raise ConfigError(f"{src}: missing key '{where}.raster'")
+    method = table.get("method", "bilinear")
+    return raster_field(path.parent / table["raster"], table.get("variable"), method)
 
 
 def _condition(tag: str, value: Any, path: Path):
@@ -584,12 +616,15 @@ def _mesh_spec(table: dict, path: Path) -> dict[str, Any]:
         raise ConfigError(f"{src}: [mesh] needs exactly one of 'file', 'family' or 'generator'")
     key = given[0]
     if key != "generator":
-        extra = sorted(set(table) - {key})
+        options = {"bathymetry"} if key == "file" else set()
+        extra = sorted(set(table) - {key} - options)
         if extra:
-            raise ConfigError(f"{src}: unknown key 'mesh.{extra[0]}' (mesh.{key} takes no options)")
-        if not isinstance(table[key], str):
-            raise ConfigError(f"{src}: 'mesh.{key}' must be a string")
-        return {key: str(path.parent / table[key]) if key == "file" else table[key]}
+            takes = ", ".join(sorted(options)) or "no options"
+            raise ConfigError(f"{src}: unknown key 'mesh.{extra[0]}' (mesh.{key} takes {takes})")
+        for name in table:
+            if not isinstance(table[name], str):
+                raise ConfigError(f"{src}: 'mesh.{name}' must be a string")
+        return {**table, key: str(path.parent / table[key]) if key == "file" else table[key]}
     spec = {**table, "source": src}
     _generator(spec)  # validates the name and the arguments now, before any run
     return spec

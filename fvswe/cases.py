@@ -62,8 +62,9 @@ class Case:
     def with_grid(self, nx: int | None = None, ny: int | None = None) -> Case:
         """This grid case on ``nx`` by ``ny`` cells; a missing one keeps the cells square.
 
-        A case with a fixed time step keeps its Courant number and its number
-        of steps: ``dt`` and ``t_end`` scale with the smaller cell side.
+        The simulated time ``t_end`` never changes; a case with a fixed time
+        step keeps its Courant number: ``dt`` scales with the smaller cell side
+        (so the number of steps changes).
         """
         if not self.is_grid:
             raise ConfigError(f"--nx/--ny: case {self.name!r} runs on a mesh, not a grid")
@@ -79,7 +80,7 @@ class Case:
             return replace(self, grid_size=(nx, ny))
         (nx0, ny0) = self.grid_size
         scale = min(lx / nx, ly / ny) / min(lx / nx0, ly / ny0)
-        return replace(self, grid_size=(nx, ny), dt=self.dt * scale, t_end=self.t_end * scale)
+        return replace(self, grid_size=(nx, ny), dt=self.dt * scale)
 
     def options(self) -> dict:
         """The :class:`Simulation` keywords this case sets beyond the common ones."""

@@ -25,3 +25,7 @@ class BlowUpError(FvsweError):
 
 class BackendUnavailable(FvsweError):
     """A backend was asked for that this machine cannot provide (e.g. no GPU)."""
+
+
+class OutputError(FvsweError):
+    """A file of the run's outputs could not be written (disk full, read-only, no permission…)."""

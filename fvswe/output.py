@@ -1,28 +1,46 @@
 """What a run leaves behind: an XDMF + HDF5 time series, final.npz, a JSON summary, checkpoints.
 
 Every file appears complete or not at all: it is written under a temporary
-name in its destination folder and renamed into place.
+name (``.NAME.part-XXXX``) in its destination folder, flushed to disk and
+renamed into place. A killed run leaves only such temporaries, which the
+next run into the folder removes (:func:`clean_stale`). An output folder has
+one owner at a time (:func:`folder_lock`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import math
 import os
+import re
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from xml.sax.saxutils import escape
 
 import numpy as np
 
-from .errors import ConfigError
+from .errors import ConfigError, OutputError
 
-#: Name of the time series (``solution.xdmf`` + ``solution.h5``) in an output folder.
+#: Name of the time series in an output folder: ``solution.xdmf`` (the index ParaView
+#: opens), ``solution.h5`` (the mesh) and ``solution/NNNNNN.h5`` (one file per output time).
 SERIES = "solution"
 CHECKPOINT = "checkpoint.npz"
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2
+#: What a run writes into its output folder (and ``--overwrite`` removes first).
+RESULTS = (f"{SERIES}.xdmf", f"{SERIES}.h5", SERIES, f"{SERIES}.nc", "final.npz",
+           "summary.json", CHECKPOINT, "grid.npz", "gauges.csv", "gauges.nc", "sections.csv",
+           "sections.nc", "probes.png", "png")  # fmt: skip
+#: The lock file that makes a run the folder's only writer.
+LOCK = ".fvswe.lock"
+#: Marks the temporary names of :func:`atomic_write`.
+PART = ".part-"
 #: Names of :func:`output_fields` for one and two layers.
 FIELD_NAMES = {
     2: ("h1", "h2", "eta1", "eta2", "u1", "v1", "u2", "v2", "bathymetry"),
@@ -30,17 +48,40 @@ FIELD_NAMES = {
 }
 
 
-def atomic_write(path: str | Path, write: Callable[[str], Any]) -> None:
-    """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it to ``path``."""
+def os_error(path: str | Path, exc: OSError) -> OutputError:
+    """One line naming ``path`` and what the system said (disk full, read-only, ...).
+
+    HDF5's errors are OSErrors whose message spans lines and names the errno inside.
+    """
+    errno = exc.errno or next(map(int, re.findall(r"errno = (\d+)", str(exc))), None)
+    reason = os.strerror(errno) if errno else " ".join(str(exc).split())
+    return OutputError(f"{path}: cannot write ({reason})")
+
+
+def atomic_write(path: str | Path, write: Callable[[str], Any], *, sync: bool = True) -> None:
+    """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it to ``path``.
+
+    ``path`` holds either the old or the new content whatever happens to the
+    process (kill, full disk); with ``sync`` the data is also flushed to disk
+    before the rename, which guards against a power cut too. OS errors become
+    an :class:`OutputError` naming ``path``.
+    """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-    os.close(fd)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{PART}",
+                                   suffix=path.suffix)  # fmt: skip
+        os.close(fd)
         write(tmp)
+        if sync:
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 is for the temporary name only
         os.replace(tmp, path)
+    except OSError as exc:
+        raise os_error(path, exc) from None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
 
 
@@ -53,6 +94,94 @@ def _umask() -> int:
 def write_json(path: str | Path, data: Mapping[str, Any]) -> None:
     """``data`` as indented JSON, atomically."""
     atomic_write(path, lambda p: Path(p).write_text(json.dumps(data, indent=2) + "\n"))
+
+
+# -- the output folder ------------------------------------------------------------------------
+@contextmanager
+def folder_lock(directory: str | Path) -> Iterator[None]:
+    """Hold ``directory/.fvswe.lock`` while the block runs: a second run is refused.
+
+    An exclusive ``flock`` on the file, which the kernel releases when the
+    process ends however it ends, so a lock left by a killed run is never in
+    the way. The file names the holder's pid: for the message, and to tell a
+    live holder from a dead one where the file system has no ``flock`` (some
+    network ones). The file is removed on a clean exit.
+    """
+    path = Path(directory) / LOCK
+    try:
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            holder = os.read(fd, 32).decode(errors="replace").strip()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                busy = False
+            except BlockingIOError:
+                busy = True
+            except OSError:  # no flock here: the recorded pid decides
+                busy = holder.isdigit() and int(holder) != os.getpid() and _alive(int(holder))
+            if busy:
+                os.close(fd)
+                raise ConfigError(
+                    f"--output: {directory} is in use by another fvswe run (pid {holder or '?'})"
+                )
+            try:
+                if os.path.samestat(os.fstat(fd), os.stat(path)):
+                    break  # else the holder removed the file as we opened it: try again
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError as exc:
+        raise os_error(path, exc) from None
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        os.close(fd)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (signal 0 checks without sending anything)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def clean_stale(directory: str | Path) -> None:
+    """Remove the temporaries that killed runs left in ``directory`` (and its series and PNGs)."""
+    directory = Path(directory)
+    for folder in (directory, directory / SERIES, directory / "png"):
+        for tmp in folder.glob(f".*{PART}*"):
+            tmp.unlink(missing_ok=True)
+    for old in directory.glob(".series-*"):  # the hidden series folders of older versions
+        shutil.rmtree(old, ignore_errors=True)
+    (directory / f".{SERIES}.nc.tmp").unlink(missing_ok=True)  # fvswe.ugrid's, being made
+
+
+def previous_results(directory: str | Path) -> list[str]:
+    """The names of :data:`RESULTS` present in ``directory``."""
+    return [name for name in RESULTS if (Path(directory) / name).exists()]
+
+
+def remove_results(directory: str | Path, keep: Path | None = None) -> None:
+    """Delete what a run writes (``png/``: only the snapshots), except the file ``keep``."""
+    directory = Path(directory)
+    for name in RESULTS:
+        path = directory / name
+        if keep is not None and path.exists() and path.resolve() == keep.resolve():
+            continue
+        if name == "png" and path.is_dir():
+            for png in path.glob("snapshot_*.png"):
+                png.unlink()
+        elif path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
 
 
 # -- fields -----------------------------------------------------------------------------------
@@ -104,90 +233,186 @@ def write_final(sim, path: str | Path) -> None:
 
 
 # -- XDMF time series -------------------------------------------------------------------------
-def _xdmf_writer(filename: Path):
-    """meshio's TimeSeriesWriter, with its ``.h5`` beside the ``.xdmf``.
+XINCLUDE = "http://www.w3.org/2001/XInclude"
 
-    meshio opens the HDF5 file relative to the working directory; the XDMF
-    refers to it by base name, i.e. relative to itself. Opening it beside the
-    XDMF keeps the pair together wherever the run was started.
-    """
+
+def _h5_write(path: str, arrays: Mapping[str, np.ndarray], attrs: Mapping[str, str]) -> None:
+    """An HDF5 file of ``arrays`` (one dataset each) and string ``attrs``, closed on any exit."""
     import h5py
-    from meshio.xdmf import TimeSeriesWriter
 
-    writer = TimeSeriesWriter(filename)
-    writer.h5_filename = str(filename.with_suffix(".h5"))
-    writer.h5_file = h5py.File(writer.h5_filename, "w")
-    return writer
+    with h5py.File(path, "w") as f:
+        for name, value in arrays.items():
+            f.create_dataset(name, data=np.asarray(value))
+        f.attrs.update(attrs)
+
+
+def _data_item(ref: str, shape: tuple[int, ...], dtype) -> str:
+    """An XDMF ``DataItem`` that points at the HDF5 dataset ``ref`` (``file:/name``)."""
+    kind = "Int" if np.dtype(dtype).kind in "iu" else "Float"
+    dims = " ".join(map(str, shape))
+    return (f'<DataItem DataType="{kind}" Dimensions="{dims}" Format="HDF" '
+            f'Precision="{np.dtype(dtype).itemsize}">{escape(ref)}</DataItem>')  # fmt: skip
 
 
 class Series:
     """An XDMF + HDF5 time series of :func:`output_fields`, which ParaView opens.
 
-    Use as a context manager; call :meth:`write` at each output time. The pair
-    ``directory/solution.xdmf`` + ``.h5`` is assembled in a hidden folder and
-    moved into place on exit (also after an error or an interrupt, so the
-    outputs up to that moment are kept). With ``resume_at``, the outputs of an
-    existing series in ``directory`` up to that time are carried over first:
-    a restarted run leaves the same series as an uninterrupted one.
+    Use as a context manager; call :meth:`write` at each output time. The
+    series is valid at every instant: ``solution.h5`` (the mesh) is written
+    first, each output time goes to its own ``solution/NNNNNN.h5``, and only
+    then is the index ``solution.xdmf`` replaced by one that lists it (all
+    atomically), so a killed run leaves a readable series up to its last
+    completed output. (They are not flushed to disk one by one: that would cost
+    more than the output itself; a power cut may cost the last outputs, while
+    checkpoints are flushed.) With ``resume_at`` (a restart), the series in
+    ``directory`` keeps its outputs up to that time and continues in place;
+    an output time already in the series is not written twice.
     """
 
-    def __init__(self, directory: str | Path, sim, *, resume_at: float | None = None) -> None:
+    def __init__(
+        self,
+        directory: str | Path,
+        sim,
+        *,
+        resume_at: float | None = None,
+        identity: Mapping[str, Any] | None = None,
+    ) -> None:
         self.directory = Path(directory)
         self.sim = sim
         self.resume_at = resume_at
-        self.times: list[float] = []
+        self.identity = json.dumps(dict(identity or {}), sort_keys=True)
+        self.steps: list[tuple[float, str]] = []  # (time, step file relative to directory)
 
     @property
     def path(self) -> Path:
         return self.directory / f"{SERIES}.xdmf"
 
+    @property
+    def times(self) -> list[float]:
+        return [t for t, _ in self.steps]
+
     def __enter__(self) -> Series:
-        previous = self._previous() if self.resume_at is not None else []
-        self._tmp = Path(tempfile.mkdtemp(dir=self.directory, prefix=".series-"))
-        self._writer = _xdmf_writer(self._tmp / f"{SERIES}.xdmf")
-        mesh = self.sim.mesh
-        kind = "triangle" if mesh.k == 3 else "quad"
-        points = np.column_stack([mesh.nodes, np.zeros(mesh.n_nodes)])  # XYZ: every reader's
-        self._writer.write_points_cells(points, [(kind, original_cells(mesh))])
-        for t, fields in previous:
-            self._write(t, fields)
+        mesh_file = self.directory / f"{SERIES}.h5"
+        if self.resume_at is not None and self.path.is_file() and mesh_file.is_file():
+            self.steps = [(t, f) for t, f in self.read_index(self.path) if t <= self.resume_at]
+        else:
+            mesh = self.sim.mesh
+            points = np.column_stack([mesh.nodes, np.zeros(mesh.n_nodes)])  # XYZ: every reader's
+            arrays = {"points": points, "cells": original_cells(mesh).astype(np.int64)}
+            atomic_write(mesh_file, lambda p: _h5_write(p, arrays, {"identity": self.identity}))
+        steps_dir = self.directory / SERIES
+        try:
+            steps_dir.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise os_error(steps_dir, exc) from None
+        kept = {self.directory / f for _, f in self.steps}
+        for stale in steps_dir.glob("*.h5"):  # outputs after the checkpoint, or of a killed run
+            if stale not in kept:
+                stale.unlink()
+        self._write_index()
         return self
 
-    def _previous(self) -> list[tuple[float, dict[str, np.ndarray]]]:
-        if not self.path.is_file():
-            return []
-        from meshio.xdmf import TimeSeriesReader
+    def __exit__(self, *exc) -> None:
+        """Nothing to do: every output is complete on disk once :meth:`write` returns."""
 
-        steps = []
-        with TimeSeriesReader(self.path) as reader:
-            reader.read_points_cells()
-            for k in range(reader.num_steps):
-                t, _, cell_data = reader.read_data(k)
-                if t <= self.resume_at:
-                    steps.append((float(t), {name: v[0] for name, v in cell_data.items()}))
-        return steps
+    @staticmethod
+    def read_index(path: Path) -> list[tuple[float, str]]:
+        """``(time, step file)`` of every output listed in an index ``solution.xdmf``."""
+        root = ET.parse(path).getroot()
+        out = []
+        for grid in root.iter("Grid"):
+            time = grid.find("Time")
+            item = grid.find("Attribute/DataItem")
+            if time is not None and item is not None:
+                out.append((float(time.get("Value")), item.text.split(":")[0]))
+        return out
 
-    def _write(self, t: float, fields: Mapping[str, np.ndarray]) -> None:
-        self._writer.write_data(t, cell_data={k: [np.asarray(v)] for k, v in fields.items()})
-        self.times.append(t)
+    @staticmethod
+    def identity_of(directory: str | Path) -> str | None:
+        """The identity stored in ``directory``'s series (None: none, or unreadable)."""
+        import h5py
+
+        try:
+            with h5py.File(Path(directory) / f"{SERIES}.h5", "r") as f:
+                return str(f.attrs["identity"])
+        except (OSError, KeyError):
+            return None
 
     def write(self) -> None:
-        """Append the simulation's current fields at its current time."""
-        self._write(float(self.sim.t), output_fields(self.sim))
+        """Append the simulation's current fields at its current time (once per time)."""
+        t = float(self.sim.t)
+        if self.steps and t <= self.steps[-1][0]:
+            return  # a restart from a checkpoint taken at this output time
+        name = f"{SERIES}/{len(self.steps):06d}.h5"
+        fields = {k: np.asarray(v, dtype=np.float64) for k, v in output_fields(self.sim).items()}
+        atomic_write(
+            self.directory / name, lambda p: _h5_write(p, fields, {"t": repr(t)}), sync=False
+        )
+        self.steps.append((t, name))
+        self._write_index()
 
-    def __exit__(self, *exc) -> None:
-        self._writer.__exit__()
-        for suffix in (".h5", ".xdmf"):  # the data first, then the file that points at it
-            os.replace(self._tmp / f"{SERIES}{suffix}", self.directory / f"{SERIES}{suffix}")
-        shutil.rmtree(self._tmp, ignore_errors=True)
+    def _write_index(self) -> None:
+        """Replace ``solution.xdmf`` by an index of the mesh and of every output written.
+
+        The index is rewritten whole (the price of being valid at every instant), from
+        text kept per output, so an output costs one file write, not an XML rebuild.
+        """
+        mesh = self.sim.mesh
+        if not hasattr(self, "_head"):
+            n, k = mesh.n_cells, mesh.k
+            topology = "Triangle" if k == 3 else "Quadrilateral"
+            self._head = (
+                f'<?xml version="1.0"?>\n<Xdmf Version="3.0" xmlns:xi="{XINCLUDE}">\n<Domain>\n'
+                '<Grid Name="mesh" GridType="Uniform">\n<Geometry GeometryType="XYZ">'
+                f"{_data_item(f'{SERIES}.h5:/points', (mesh.n_nodes, 3), np.float64)}</Geometry>\n"
+                f'<Topology TopologyType="{topology}" NumberOfElements="{n}">'
+                f"{_data_item(f'{SERIES}.h5:/cells', (n, k), np.int64)}</Topology>\n</Grid>\n"
+                '<Grid Name="TimeSeries" GridType="Collection" CollectionType="Temporal">\n'
+            )
+            self._text: dict[tuple[float, str], str] = {}
+        for t, name in self.steps:
+            if (t, name) not in self._text:
+                self._text[t, name] = self._step_text(t, name)
+        body = "".join(self._text[step] for step in self.steps)
+        text = self._head + body + "</Grid>\n</Domain>\n</Xdmf>\n"
+        atomic_write(self.path, lambda p: Path(p).write_text(text, encoding="utf-8"), sync=False)
+
+    def _step_text(self, t: float, name: str) -> str:
+        """One output time of the index: the mesh (by XInclude), the time, every field."""
+        n = self.sim.mesh.n_cells
+        pointer = 'xpointer(//Grid[@Name="mesh"]/*[self::Topology or self::Geometry])'
+        fields = "".join(
+            f'<Attribute Name="{field}" AttributeType="Scalar" Center="Cell">'
+            f"{_data_item(f'{name}:/{field}', (n,), np.float64)}</Attribute>"
+            for field in FIELD_NAMES[self.sim.model.layers]
+        )
+        return f"<Grid><xi:include xpointer='{pointer}'/><Time Value=\"{t!r}\"/>{fields}</Grid>\n"
 
 
 # -- checkpoints ------------------------------------------------------------------------------
+def _digest(*arrays: np.ndarray) -> str:
+    h = hashlib.sha1()
+    for a in arrays:
+        h.update(str(a.dtype).encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:16]
+
+
 def mesh_fingerprint(mesh) -> str:
     """A short hash of the nodes and of the cells in original order: same mesh, same hash."""
-    h = hashlib.sha1(np.ascontiguousarray(mesh.nodes, dtype=np.float64).tobytes())
-    h.update(np.ascontiguousarray(original_cells(mesh), dtype=np.int64).tobytes())
-    return h.hexdigest()[:16]
+    return _digest(np.asarray(mesh.nodes, dtype=np.float64),
+                   np.asarray(original_cells(mesh), dtype=np.int64))  # fmt: skip
+
+
+def boundary_fingerprint(sim) -> str:
+    """A short hash of each boundary edge's condition and of the imposed-level tables."""
+    layout = sim.layout
+    arrays = [np.asarray(layout.edge_bc)]
+    levels = getattr(layout, "levels", None)
+    if levels is not None:
+        arrays += [levels.edge_level, levels.offsets, levels.times, levels.values,
+                   np.array(levels.names, dtype=str)]  # fmt: skip
+    return _digest(*arrays)
 
 
 def save_checkpoint(path: str | Path, sim, identity: Mapping[str, Any]) -> None:
@@ -203,29 +428,61 @@ def save_checkpoint(path: str | Path, sim, identity: Mapping[str, Any]) -> None:
     )
 
 
-def load_checkpoint(path: str | Path, identity: Mapping[str, Any]) -> dict[str, Any]:
-    """Read a checkpoint and check it belongs to a run with this ``identity``."""
-    src = str(path)
+def load_checkpoint(path: str | Path, sim, identity: Mapping[str, Any]) -> dict[str, Any]:
+    """Read a checkpoint and check it is whole and belongs to ``sim``'s run (``identity``)."""
+    src = f"--restart: {path}"
     if not Path(path).is_file():
-        raise ConfigError(f"--restart: {src}: no such checkpoint")
+        raise ConfigError(f"{src}: no such checkpoint")
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
-            snap = {"W": z["W"], "t": float(z["t"]), "steps": int(z["steps"]), "dt": float(z["dt"])}
-    except Exception as exc:  # zip, key and JSON errors all mean "not a checkpoint"
-        raise ConfigError(f"--restart: {src}: not a fvswe checkpoint ({exc})") from None
+            snap = {"W": z["W"], "t": z["t"][()], "steps": z["steps"][()], "dt": z["dt"][()]}
+        saved = meta["identity"]
+        snap["counters"] = dict(meta["counters"])
+        snap["mass_initial"] = [float(m) for m in meta["mass_initial"]]
+    except Exception as exc:  # zip, key, type and JSON errors all mean "not a checkpoint"
+        raise ConfigError(f"{src}: not a fvswe checkpoint ({exc})") from None
     if meta.get("version") != CHECKPOINT_VERSION:
-        raise ConfigError(f"--restart: {src}: checkpoint version {meta.get('version')!r} unknown")
-    saved = meta["identity"]
+        raise ConfigError(f"{src}: checkpoint version {meta.get('version')!r} unknown")
     for key, value in identity.items():
         if saved.get(key) != value:
             raise ConfigError(
-                f"--restart: {src} was written by a run with {key} = {saved.get(key)!r}, "
+                f"{src} was written by a run with {key} = {saved.get(key)!r}, "
                 f"this run has {value!r}"
             )
-    snap["counters"] = meta["counters"]
-    snap["mass_initial"] = meta["mass_initial"]
+    _check_snapshot(src, snap, sim)
+    snap["t"], snap["steps"], snap["dt"] = float(snap["t"]), int(snap["steps"]), float(snap["dt"])
     return snap
+
+
+def _check_snapshot(src: str, snap: Mapping[str, Any], sim) -> None:
+    """Shape, dtype and finite non-negative depths of W; time, step count and Δt; masses."""
+    W, model = snap["W"], sim.model
+    shape = (sim.mesh.n_cells, model.nvar)
+    if W.shape != shape or W.dtype != np.dtype(sim.dtype):
+        raise ConfigError(f"{src}: state W is {W.dtype}{list(W.shape)}, "
+                          f"this run needs {sim.dtype}{list(shape)}")  # fmt: skip
+    bad = ~np.isfinite(W)
+    for c in model.depth_components:
+        bad[:, c] |= W[:, c] < 0
+    if bad.any():
+        cell, c = np.argwhere(bad)[0]
+        raise ConfigError(
+            f"{src}: invalid {model.fields[c]} = {float(W[cell, c])!r} in cell {cell}"
+        )
+    checks = {
+        "t": (np.issubdtype(np.asarray(snap["t"]).dtype, np.floating)
+              and math.isfinite(snap["t"]) and snap["t"] >= 0),
+        "steps": np.issubdtype(np.asarray(snap["steps"]).dtype, np.integer) and snap["steps"] >= 0,
+        "dt": (np.issubdtype(np.asarray(snap["dt"]).dtype, np.floating)
+               and (math.isnan(snap["dt"]) or 0 < snap["dt"] < math.inf)),
+        "mass_initial": (len(snap["mass_initial"]) == model.layers
+                         and all(math.isfinite(m) for m in snap["mass_initial"])),
+    }  # fmt: skip
+    for key, ok in checks.items():
+        if not ok:
+            value = snap[key].item() if isinstance(snap[key], np.generic) else snap[key]
+            raise ConfigError(f"{src}: invalid {key} = {value!r}")
 
 
 def restore_checkpoint(sim, snap: Mapping[str, Any]) -> None:

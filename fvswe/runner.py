@@ -18,10 +18,21 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import SimpleNamespace
 
+import numpy as np
+
 #: Wall seconds aimed for between two looks at the run (progress, checkpoint, Ctrl-C).
 LOOK_EVERY_S = 0.25
 #: A progress bar appears once a run has taken this long.
 PROGRESS_AFTER_S = 1.0
+#: Event counters (``backend.counters()``) -> (what each counts per, the sentence's verb phrase).
+EVENTS = {
+    "clipped_cells": ("cell", "clipped a negative depth to 0"),
+    "nonhyperbolic_edges": ("edge", "met a non-hyperbolic state (complex eigenvalues)"),
+    "degenerate_edges": ("edge", "had near-coincident internal eigenvalues"),
+    "thin_layer_edges": ("edge", "fell back to the thin-layer flux"),
+}
+#: A counter becomes a sentence once it reaches this fraction of its updates.
+EVENTS_WORTH_SAYING = 1e-3
 
 
 class RunInterruptedError(Exception):
@@ -90,6 +101,24 @@ def show_progress(quiet: bool) -> bool:
     return not quiet and sys.stdout.isatty() and sys.stderr.isatty()
 
 
+def warm_up(sim, t_end: float) -> float:
+    """Compile (or load from Numba's cache) the kernels before the clock starts; their seconds.
+
+    Takes one step and undoes it (``backend.snapshot``/``restore``, bitwise), twice:
+    the first pays for the compilation, the second is an ordinary step, and
+    their difference is the compile time.
+    """
+    backend = sim.backend
+    snap = backend.snapshot()
+    took = []
+    for _ in range(2):
+        start = time.perf_counter()
+        backend.advance(t_end, 1)
+        took.append(time.perf_counter() - start)
+        backend.restore(snap)
+    return max(took[0] - took[1], 0.0)
+
+
 def advance(
     sim,
     times: Sequence[float],
@@ -99,6 +128,7 @@ def advance(
     on_checkpoint: Callable | None = None,
     progress: bool = False,
     label: str = "",
+    say: Callable[[str], None] | None = None,
 ):
     """Run ``sim`` through the output ``times`` (the last is the end) and return a RunSummary.
 
@@ -106,8 +136,16 @@ def advance(
     time; ``on_checkpoint(sim)`` each time the simulated time passes a multiple
     of ``checkpoint_every``. Ctrl-C stops at the next whole chunk of steps and
     raises :class:`RunInterruptedError`. The summary's steps and wall time cover
-    this call only.
+    this call only; the kernels are compiled first (:func:`warm_up`), and that
+    time is the summary's ``compile_s``, not part of ``wall_s``. ``say(text)``
+    hears that compiling is under way when the kernels are not cached yet.
     """
+    if say is not None and sim.backend.name == "cpu":
+        from .backends.cpu import kernels_cached
+
+        if kernels_cached(sim.dtype) is False:
+            say("compiling the CPU kernels (once: later runs load them from Numba's cache) ...")
+    compile_s = warm_up(sim, times[-1]) if sim.t < times[-1] else 0.0
     t_start = sim.t
     every = checkpoint_every
     next_checkpoint = (math.floor(t_start / every) + 1) * every if every else math.inf
@@ -141,4 +179,69 @@ def advance(
         bar.close()
     if last is None:
         last = sim.run(sim.t)
-    return dataclasses.replace(last, steps=steps, wall_s=wall)
+    return dataclasses.replace(last, steps=steps, wall_s=wall, compile_s=compile_s)
+
+
+def mass_balance(sim, summary) -> list[dict[str, float | bool]]:
+    """Per layer, the volume balance in m^3: ``initial + net_in + rest = now``.
+
+    ``net_in`` is what imposed-level boundaries let in, net (counter
+    ``level_inflow``, one layer; 0 otherwise); ``rest`` is what no counter
+    measured: round-off with walls, or what crossed the open boundaries
+    (``open_boundaries``) when there are any.
+    """
+    from .boundary import OPEN
+
+    has_open = bool(np.any(sim.layout.edge_bc == OPEN))
+    inflow = [float(summary.counters.get("level_inflow", 0.0))] + [0.0] * (len(summary.mass) - 1)
+    return [
+        {"initial": m0, "net_in": q, "now": m, "rest": m - m0 - q, "open_boundaries": has_open}
+        for m0, q, m in zip(summary.mass_initial, inflow, summary.mass, strict=True)
+    ]
+
+
+def event_sentences(sim, counters: dict) -> list[str]:
+    """The event counters as sentences, for those that reached :data:`EVENTS_WORTH_SAYING`.
+
+    Counters cover every step of the simulation (a restart included), so they
+    are divided by ``sim.steps`` times the cells or edges.
+    """
+    per = {"cell": sim.mesh.n_cells, "edge": sim.mesh.n_edges}
+    out = []
+    for key, (unit, what) in EVENTS.items():
+        updates = per[unit] * sim.steps
+        share = counters.get(key, 0) / updates if updates else 0.0
+        if share >= EVENTS_WORTH_SAYING:
+            out.append(f"{100 * share:.3g} % of {unit} updates {what} ({counters[key]:,} times)")
+    return out
+
+
+def _threads(n: int | None) -> str:
+    return "1 thread" if n in (None, 1) else f"{n} threads"
+
+
+def summary_text(name: str, sim, summary) -> str:
+    """The lines ``fvswe run`` prints: speed, compile time, the mass balance, the events."""
+    lines = [
+        f"{name}: t = {summary.t:g} s in {summary.steps} steps, {summary.wall_s:.3g} s wall "
+        f"({summary.cell_steps_per_s / 1e6:.3g} M cell-steps/s, {sim.backend.name}, "
+        f"{sim.dtype}, {sim.scheme}, {sim.mesh.n_cells} cells, {_threads(summary.threads)})"
+        + (
+            f"; {summary.compile_s:.3g} s before that compiling or loading kernels"
+            if summary.compile_s
+            else ""
+        )
+    ]
+    layers = ["volume"] if len(summary.mass) == 1 else ["upper layer", "lower layer"]
+    for label, b in zip(layers, mass_balance(sim, summary), strict=True):
+        scale = max(abs(b["initial"]), abs(b["now"]), 1e-300)
+        if b["open_boundaries"]:
+            rest = f"{b['rest']:+.4g} through the open boundaries"
+        else:
+            rest = f"{b['rest']:+.2g} unaccounted ({abs(b['rest']) / scale:.1g} relative)"
+        net_in = f" {b['net_in']:+.6g} in at levels," if b["net_in"] else ""
+        lines.append(
+            f"  {label} [m^3]: initial {b['initial']:.6g},{net_in} {rest}, now {b['now']:.6g}"
+        )
+    lines += [f"  {sentence}" for sentence in event_sentences(sim, summary.counters)]
+    return "\n".join(lines)

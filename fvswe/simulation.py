@@ -43,6 +43,8 @@ class RunSummary:
     mass_initial: list[float]
     counters: dict[str, int] = field(default_factory=dict)
     threads: int | None = None
+    #: Seconds spent compiling (or loading) the kernels before the run; not in ``wall_s``.
+    compile_s: float = 0.0
 
     @property
     def cell_steps_per_s(self) -> float:
@@ -68,6 +70,7 @@ class RunSummary:
             "t": self.t,
             "steps": self.steps,
             "wall_s": self.wall_s,
+            "compile_s": self.compile_s,
             "cells": self.cells,
             "cell_steps_per_s": self.cell_steps_per_s,
             "scheme": self.scheme,

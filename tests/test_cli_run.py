@@ -47,7 +47,8 @@ def test_help_is_complete(capsys, argv):
     if argv[0] == "run":
         flags = ("--mesh", "--scheme", "--order", "--dtype", "--backend", "--t-end", "--cfl",
                  "--dt-mode", "--dt", "--threads", "--output", "--output-every", "--png",
-                 "--checkpoint-every", "--restart", "--json", "--quiet", "examples:")  # fmt: skip
+                 "--checkpoint-every", "--restart", "--overwrite", "--json", "--quiet",
+                 "examples:")  # fmt: skip
         for flag in flags:
             assert flag in text, flag
 
@@ -77,10 +78,12 @@ def test_named_case_writes_outputs_and_a_json_summary(capsys, meshes, tmp_path):
         assert moved.max() > 0.1 and final["h1"].min() >= 0
     assert sorted(p.name for p in out.iterdir()) == [
         "final.npz",
+        "solution",
         "solution.h5",
         "solution.xdmf",
         "summary.json",
-    ]  # no temporary files left behind
+    ]  # no temporary files left behind, no lock
+    assert sorted(p.name for p in (out / "solution").iterdir()) == ["000000.h5", "000001.h5"]
 
 
 def test_flags_override_the_case_file(capsys, meshes, tmp_path):

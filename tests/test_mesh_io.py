@@ -127,15 +127,15 @@ def test_depth_from_z_and_from_a_field(tmp_path, small):
     z = small.nodes[:, 0] ** 2
     path = tmp_path / "z.vtu"
     meshio.write(path, meshio.Mesh(np.column_stack([small.nodes, z]), [("triangle", small.cells)]))
-    assert np.allclose(read_mesh(path).depth, z[small.cells].mean(axis=1))
+    assert np.allclose(read_mesh(path, bathymetry="z:depth").depth, z[small.cells].mean(axis=1))
     path = tmp_path / "field.vtu"
     cell_h = np.arange(small.n_cells, dtype=float)
     meshio.write(
         path,
         meshio.Mesh(pts3(small), [("triangle", small.cells)], cell_data={"Bathymetry": [cell_h]}),
     )
-    assert np.array_equal(read_mesh(path).depth, cell_h)
-    reordered, perm = read_mesh(path).reordered("rcm")
+    assert np.array_equal(read_mesh(path, bathymetry="Bathymetry:depth").depth, cell_h)
+    reordered, perm = read_mesh(path, bathymetry="Bathymetry:depth").reordered("rcm")
     assert np.array_equal(reordered.depth, cell_h[perm])
     write_mesh(reordered, tmp_path / "reordered.npz")
     assert np.array_equal(read_mesh(tmp_path / "reordered.npz").depth, cell_h[perm])

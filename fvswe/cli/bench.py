@@ -34,9 +34,16 @@ def benchmarks_dir() -> Path:
 
 def load(script: str):
     """Import a benchmark script by path (its folder goes on ``sys.path`` for its siblings)."""
-    path = benchmarks_dir() / script
+    folder = benchmarks_dir()
+    path = folder / script
+    if not folder.is_dir():
+        package = Path(__file__).resolve().parents[1]
+        raise ConfigError(
+            f"fvswe bench runs the scripts in benchmarks/ of a source checkout, and this fvswe "
+            f"is an installed package ({package}): clone the repository and run it from there"
+        )
     if not path.is_file():
-        raise ConfigError(f"{path}: no such benchmark (fvswe bench runs from a source checkout)")
+        raise ConfigError(f"{path}: no such benchmark")
     folder = str(path.parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)
@@ -54,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``fvswe bench`` and one subcommand per benchmark script."""
     p = subparsers.add_parser(
         "bench",
-        help="run a benchmark (reorder: the renumbering study)",
+        help="run a benchmark from a source checkout (reorder: the renumbering study)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -4,6 +4,12 @@ FILE is a mesh file (any meshio format with triangles or quads, or fvswe's
 ``.npz``) or the name of a member of the paper's family (``square-4k``,
 ``square-16k``, ``square-64k``, ``square-256k``, ``square-1m``,
 ``square-130k``, ``square-2m``), made and cached on first use.
+
+The bathymetry is never guessed: a file whose z coordinate is not zero, or
+that has a field named like a bathymetry, needs ``--bathymetry SOURCE:SIGN``
+(SOURCE ``z`` or a field name; SIGN ``elevation``, positive up, or ``depth``,
+positive down), or ``--bathymetry none``. A field named ``depth`` (what fvswe
+writes) is read as depth, positive down.
 """
 
 from __future__ import annotations
@@ -16,20 +22,34 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..mesh import ORDERINGS, Mesh, bandwidth, load, profile, write_mesh
+from ..mesh.io import read_mesh_with_note
+
+#: Help of ``--bathymetry`` (``fvswe mesh info|reorder`` and ``fvswe run``).
+BATHYMETRY_HELP = (
+    "where the bed is and which way is up: z:elevation (z is bed height, positive up), "
+    "z:depth (positive down), FIELD:elevation, FIELD:depth, or none"
+)
 
 
-def _load(spec: str) -> Mesh:
-    """Load FILE; mesh warnings (unused/duplicate nodes) become one stderr line each."""
+def _load(spec: str, bathymetry: str | None = None) -> tuple[Mesh, str]:
+    """Load FILE and say what its bathymetry is; mesh warnings become one stderr line each."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        mesh = load(spec)
+        if Path(spec).exists() or bathymetry is not None:
+            mesh, note = read_mesh_with_note(spec, bathymetry)
+        else:  # a member of the paper's family (flat, no bathymetry), or a one-line error
+            mesh, note = load(spec), "none"
     for w in caught:
         print(f"fvswe: warning: {w.message}", file=sys.stderr)
-    return mesh
+    return mesh, note
 
 
-def mesh_info(mesh: Mesh) -> dict:
-    """The numbers ``fvswe mesh info`` reports, as a JSON-ready dict."""
+def mesh_info(mesh: Mesh, bathymetry: str = "") -> dict:
+    """The numbers ``fvswe mesh info`` reports, as a JSON-ready dict.
+
+    ``bathymetry`` says what the reader took as the bed (from :func:`_load`).
+    """
+    depth = mesh.depth
     bnd = mesh.boundary
     counts = {name: int((mesh.edge_tag[bnd] == tid).sum()) for name, tid in mesh.tags.items()}
     return {
@@ -43,17 +63,20 @@ def mesh_info(mesh: Mesh) -> dict:
         "area_min": float(mesh.area.min()),
         "area_max": float(mesh.area.max()),
         "area_total": float(mesh.area.sum()),
-        "depth": mesh.depth is not None,
+        "depth": depth is not None,
+        "bathymetry": bathymetry,
+        "depth_min": None if depth is None else float(depth.min()),
+        "depth_max": None if depth is None else float(depth.max()),
         "bandwidth": bandwidth(mesh),
         "profile": profile(mesh),
     }
 
 
 def _info(args: argparse.Namespace) -> int:
-    mesh = _load(args.file)
+    mesh, note = _load(args.file, args.bathymetry)
     if args.method != "none":
         mesh = mesh.reordered(args.method, seed=args.seed)[0]
-    info = mesh_info(mesh) | {"ordering": args.method}
+    info = mesh_info(mesh, note) | {"ordering": args.method}
     if args.json:
         print(json.dumps(info))
         return 0
@@ -64,13 +87,18 @@ def _info(args: argparse.Namespace) -> int:
         f"  area       min {info['area_min']:.6g}  max {info['area_max']:.6g}"
         f"  total {info['area_total']:.6g}"
     )
-    print(f"  depth      {'from the file' if info['depth'] else 'none'}")
+    span = (
+        f": H from {info['depth_min']:.6g} to {info['depth_max']:.6g} m (positive down)"
+        if info["depth"]
+        else ""
+    )
+    print(f"  bathymetry {info['bathymetry']}{span}")
     print(f"  ordering   {args.method}: bandwidth {info['bandwidth']}, profile {info['profile']}")
     return 0
 
 
 def _reorder(args: argparse.Namespace) -> int:
-    mesh = _load(args.input)
+    mesh = _load(args.input, args.bathymetry)[0]
     out = Path(args.output)
     if not out.parent.is_dir():
         raise ConfigError(f"{out}: folder {out.parent} does not exist")
@@ -86,7 +114,7 @@ def _reorder(args: argparse.Namespace) -> int:
 def _spy(args: argparse.Namespace) -> int:
     from ..mesh.spy import spy_png
 
-    mesh = _load(args.file)
+    mesh = _load(args.file)[0]
     spy_png(mesh, args.output, methods=args.method, seed=args.seed)
     print(f"{args.output}: spy plot of {mesh.n_cells} cells ({', '.join(args.method)})")
     return 0
@@ -117,6 +145,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.add_argument("--method", choices=methods, default="none", help="renumber first")
     info.add_argument("--seed", type=int, default=0, help="seed of the random ordering")
+    info.add_argument("--bathymetry", metavar="SOURCE:SIGN", help=BATHYMETRY_HELP)
     info.set_defaults(func=_info)
 
     reorder = sub.add_parser("reorder", help="renumber the cells and write the mesh")
@@ -124,6 +153,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     reorder.add_argument("output", metavar="OUT", help=".npz, .msh (gmsh 2.2) or any meshio format")
     reorder.add_argument("--method", choices=methods, required=True)
     reorder.add_argument("--seed", type=int, default=0, help="seed of the random ordering")
+    reorder.add_argument("--bathymetry", metavar="SOURCE:SIGN", help=BATHYMETRY_HELP)
     reorder.set_defaults(func=_reorder)
 
     spy = sub.add_parser("spy", help="PNG spy plot of the cell adjacency, one panel per method")

@@ -11,27 +11,37 @@ import argparse
 import dataclasses
 import json
 import sys
-from contextlib import ExitStack, nullcontext
+from contextlib import ExitStack
 from pathlib import Path
 
 from .. import casefile, output, probes, runner, ugrid
 from ..cases import CASES
 from ..errors import ConfigError
+from .mesh import BATHYMETRY_HELP
+
+#: The most output times a run may have (``t_end / output_every``).
+MAX_OUTPUTS = 100_000
 
 DESCRIPTION = """\
 Run a named case (see `fvswe cases`) or a TOML case file (see examples/*.toml);
 flags override the case's or the file's settings. With --output DIR, write there:
-  solution.xdmf + solution.h5  the fields at every output time (open in ParaView):
-                               h1 h2 eta1 eta2 u1 v1 u2 v2 bathymetry (one layer:
-                               h eta u v bathymetry); --format netcdf: solution.nc
+  solution.xdmf                the index of the fields at every output time (open it
+                               in ParaView): h1 h2 eta1 eta2 u1 v1 u2 v2 bathymetry
+                               (one layer: h eta u v bathymetry); the mesh is in
+                               solution.h5, each output time in solution/NNNNNN.h5;
+                               --format netcdf: solution.nc
                                (CF-UGRID: xarray, xugrid, QGIS, ParaView), or both
   gauges.csv/.nc, sections.csv/.nc, probes.png
                                with --gauge/--section: time series at points and
                                discharge per layer through lines
   final.npz                    the final state per cell (x, y, area, H, h1, q1x, ...)
-  summary.json                 steps, wall time, cell-steps/s, mass drift, counters
+  summary.json                 steps, wall and compile time, cell-steps/s, mass balance, counters
   png/snapshot_NNNN.png        with --png: the chosen fields at every output time
   checkpoint.npz               with --checkpoint-every, and on Ctrl-C
+The series is readable at every moment (a killed run keeps its outputs so far), and
+a --restart continues it in place. One run at a time writes DIR; a DIR holding
+another run's results is refused unless --overwrite, which first removes them (the
+PNG snapshots included, so none of an earlier run is left beside the new ones).
 """
 
 EXAMPLES = """\
@@ -57,6 +67,7 @@ def register(sub) -> None:
     p.add_argument("--mesh", metavar="FILE",
                    help="mesh file, or a member of the paper's family: square-4k (the default), "
                    "square-16k, -64k, -256k, -1m, -130k, -2m")  # fmt: skip
+    p.add_argument("--bathymetry", metavar="SOURCE:SIGN", help=BATHYMETRY_HELP)
     p.add_argument("--scheme", help="roe, ir-roe, pvm-ifcp (one layer: also hll)")
     p.add_argument("--order", help="cell ordering: none, rcm, gps, random, hilbert, morton, auto")
     p.add_argument("--dtype", choices=("float64", "float32"), help="precision (default float64)")
@@ -65,14 +76,17 @@ def register(sub) -> None:
     p.add_argument("--t-end", type=float, metavar="S", help="simulated end time in seconds")
     p.add_argument("--nx", type=int, metavar="N",
                    help="grid cases (cgrid-*, mjos-drop): cells along x (--ny: along y; "
-                   "one alone keeps the cells square); DIR/grid.npz holds 2-D fields")  # fmt: skip
+                   "one alone keeps the cells square); a fixed dt scales with the cell size "
+                   "(same Courant number), t_end stays; DIR/grid.npz holds 2-D fields")  # fmt: skip
     p.add_argument("--ny", type=int, metavar="N", help="grid cases: cells along y")
     p.add_argument("--cfl", type=float, help="CFL number gamma in (0, 1]")
     p.add_argument("--dt-mode", choices=("lagged", "nonlagged", "fixed"),
                    help="time step from the previous step's speeds (lagged, default), "
                    "the current ones, or fixed (--dt)")  # fmt: skip
     p.add_argument("--dt", type=float, metavar="S", help="time step for --dt-mode fixed")
-    p.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
+    p.add_argument("--threads", type=int,
+                   help="CPU threads (default: the cores other processes leave idle, at least 1; "
+                   "NUMBA_NUM_THREADS when set)")  # fmt: skip
     p.add_argument("--allow-mass-error", action="store_true",
                    help="continue a run that clipped a negative depth or lost mass beyond "
                    "round-off (the summary still counts it) instead of stopping")  # fmt: skip
@@ -84,6 +98,9 @@ def register(sub) -> None:
     p.add_argument("--png", metavar="FIELDS",
                    help="draw these fields (comma-separated, e.g. h1,eta2) at every output time "
                    "into DIR/png/")  # fmt: skip
+    p.add_argument("--png-limits", metavar="NAME=LO:HI,...",
+                   help="colour limits of --png fields (default: each field's first "
+                   "non-constant frame, kept for the series; see fvswe.plot)")  # fmt: skip
     p.add_argument("--checkpoint-every", type=float, metavar="S",
                    help="write DIR/checkpoint.npz every S simulated seconds")  # fmt: skip
     p.add_argument("--restart", metavar="FILE", help="continue from a checkpoint of this run")
@@ -103,6 +120,9 @@ def register(sub) -> None:
     p.add_argument("--probe-every", type=float, metavar="S",
                    help="sample gauges and sections every S simulated s (default: at output "
                    "times)")  # fmt: skip
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the results of another run in DIR (without it, such a folder "
+                   "is refused; a --restart continues its own run's series in place)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(func=main_run)
@@ -125,12 +145,11 @@ def _spec(args) -> casefile.RunSpec:
         if spec.case is None or spec.mesh is not None or args.mesh:
             raise ConfigError("--nx/--ny: only for the grid cases (see `fvswe cases`)")
         old = spec.case
-        new = old.with_grid(args.nx, args.ny)  # a fixed dt scales with the cells
+        new = old.with_grid(args.nx, args.ny)  # a fixed dt scales with the cells; t_end stays
         settings = dict(spec.settings)
         if old.dt is not None and settings.get("dt") == old.dt:
             settings["dt"] = new.dt
-        t_end = new.t_end if spec.t_end == old.t_end else spec.t_end
-        spec = dataclasses.replace(spec, case=new, settings=settings, t_end=t_end)
+        spec = dataclasses.replace(spec, case=new, settings=settings)
     return spec.with_overrides(
         scheme=args.scheme,
         order=args.order,
@@ -141,7 +160,7 @@ def _spec(args) -> casefile.RunSpec:
         dt=args.dt,
         threads=args.threads,
         t_end=args.t_end,
-        mesh={"file": args.mesh} if args.mesh else None,
+        mesh=_mesh_override(args, spec),
         output_every=args.output_every,
         png=tuple(f for f in args.png.split(",") if f) if args.png is not None else None,
         checkpoint_every=args.checkpoint_every,
@@ -151,6 +170,17 @@ def _spec(args) -> casefile.RunSpec:
         gauges=spec.gauges + _gauges(args) or None,
         sections=spec.sections + _sections(args) or None,
     )
+
+
+def _mesh_override(args, spec: casefile.RunSpec) -> dict | None:
+    """``--mesh FILE`` and ``--bathymetry`` as the spec's ``mesh`` entry (None: unchanged)."""
+    if args.bathymetry is None:
+        return {"file": args.mesh} if args.mesh else None
+    if args.mesh:
+        return {"file": args.mesh, "bathymetry": args.bathymetry}
+    if spec.mesh is None or "file" not in spec.mesh:
+        raise ConfigError("--bathymetry: only with a mesh file (--mesh FILE, or [mesh] file)")
+    return {**spec.mesh, "bathymetry": args.bathymetry}
 
 
 def _numbers(text: str, flag: str, count: int | None = None) -> list[float]:
@@ -190,12 +220,12 @@ def _sections(args) -> tuple[probes.Section, ...]:
 class _Series(ExitStack):
     """The field series --format asks for (XDMF, NetCDF or both), written together."""
 
-    def __init__(self, fmt: str, out: Path, sim, resume: float | None, spec) -> None:
+    def __init__(self, fmt: str, out: Path, sim, resume: float | None, spec, identity) -> None:
         super().__init__()
         self.directory = out
         self.writers = []
         if fmt in ("xdmf", "both"):
-            self.writers.append(output.Series(out, sim, resume_at=resume))
+            self.writers.append(output.Series(out, sim, resume_at=resume, identity=identity))
         if fmt in ("netcdf", "both"):
             self.writers.append(
                 ugrid.NetCDFSeries(out, sim, resume_at=resume, crs=spec.crs, title=spec.name,
@@ -224,7 +254,8 @@ def _identity(spec: casefile.RunSpec, sim) -> dict:
     return {"cells": sim.mesh.n_cells, "mesh": output.mesh_fingerprint(sim.mesh),
             "layers": m.layers, "g": m.g, "r": m.r, "eps_h": m.eps_h, "scheme": sim.scheme,
             "dtype": sim.dtype, "order": sim.order, "cfl": s.get("cfl"),
-            "dt_mode": s.get("dt_mode"), "dt": s.get("dt")}  # fmt: skip
+            "dt_mode": s.get("dt_mode"), "dt": s.get("dt"),
+            "boundary": output.boundary_fingerprint(sim)}  # fmt: skip
 
 
 def run(args) -> int:
@@ -247,33 +278,92 @@ def run(args) -> int:
         raise ConfigError(f"--probe-every: must be positive, got {spec.probe_every!r}")
     if spec.checkpoint_every is not None and not spec.checkpoint_every > 0:
         raise ConfigError(f"--checkpoint-every: must be positive, got {spec.checkpoint_every!r}")
+    _check_threads(args, spec)
+    _check_output_count(args, spec)
     times = spec.times()
     sim = spec.simulation(spec.load_mesh())
     sim.allow_mass_error = args.allow_mass_error
     if spec.png:
-        from ..plot import check_fields
+        from ..plot import check_fields, check_title
 
         check_fields(spec.png, output.FIELD_NAMES[sim.model.layers])
+        check_title(spec.name, f"{spec.source}: title")
     identity = _identity(spec, sim)
     if args.restart:
-        output.restore_checkpoint(sim, output.load_checkpoint(args.restart, identity))
+        output.restore_checkpoint(sim, output.load_checkpoint(args.restart, sim, identity))
         if sim.t > times[-1]:
             raise ConfigError(f"--restart: the checkpoint is at t = {sim.t:g} s, past t_end")
     probe = probes.Probes(sim, spec.gauges, spec.sections) if spec.gauges or spec.sections else None
     sim.run(times[-1], max_steps=0)  # no step: checks t_end (e.g. against level series) now
+    if out is None:
+        summary = _advance(args, spec, sim, times, None, identity)
+        return _finish(args, spec, sim, summary, None)
     # All inputs are valid: from here on files may be written.
-    if out is not None:
+    try:
         out.mkdir(parents=True, exist_ok=True)
-    resume = sim.t if args.restart else None
-    with _Series(fmt, out, sim, resume, spec) if out else nullcontext() as series:
-        summary = _advance(args, spec, sim, times, series, identity, probe)
-    if probe is not None:
-        probe.write(out, netcdf=probes.netcdf_available())
-    if out is not None:
-        output.write_final(sim, out / "final.npz")
-        if spec.mesh is None and spec.case is not None and spec.case.is_grid:
-            spec.case.grid().save_npz(out / "grid.npz", sim.fields(), sim.t)
-    return _finish(args, spec, sim, summary, out, series.times if series else ())
+    except OSError as exc:
+        raise output.os_error(out, exc) from None
+    with output.folder_lock(out):
+        _claim(args, out, identity)
+        output.clean_stale(out)
+        resume = sim.t if args.restart else None
+        with _Series(fmt, out, sim, resume, spec, identity) as series:
+            summary = _advance(args, spec, sim, times, series, identity, probe)
+        try:
+            if probe is not None:
+                probe.write(out, netcdf=probes.netcdf_available())
+            output.write_final(sim, out / "final.npz")
+            if spec.mesh is None and spec.case is not None and spec.case.is_grid:
+                spec.case.grid().save_npz(out / "grid.npz", sim.fields(), sim.t)
+            return _finish(args, spec, sim, summary, out, series.times)
+        except KeyboardInterrupt:  # the run is done: keep its end state for a --restart
+            where = f"interrupted at t = {sim.t:.6g} s (step {sim.steps})"
+            raise _interrupted(where, sim, out / output.CHECKPOINT, identity) from None
+
+
+def _check_threads(args, spec: casefile.RunSpec) -> None:
+    """Threads between 1 and the cores Numba may use (NUMBA_NUM_THREADS, all by default)."""
+    threads = spec.settings.get("threads")
+    if threads is None:
+        return
+    import numba
+
+    limit = numba.config.NUMBA_NUM_THREADS
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= limit:
+        where = "--threads" if args.threads is not None else f"{spec.source}: threads"
+        raise ConfigError(f"{where}: must be a whole number from 1 to {limit}, got {threads!r}")
+
+
+def _check_output_count(args, spec: casefile.RunSpec) -> None:
+    """At most MAX_OUTPUTS output times: a tiny --output-every is a typo, not a plan."""
+    every, t_end = spec.output_every, spec.t_end
+    if not (isinstance(every, (int, float)) and every > 0 and isinstance(t_end, (int, float))):
+        return  # spec.times() names what is wrong
+    if t_end / every > MAX_OUTPUTS:
+        flag = args.output_every is not None
+        where = "--output-every" if flag else f"{spec.source}: output.every"
+        raise ConfigError(f"{where}: {every:g} s gives {t_end / every:.3g} output times up to "
+                          f"t_end = {t_end:g} s; at most {MAX_OUTPUTS} are allowed")  # fmt: skip
+
+
+def _claim(args, out: Path, identity: dict) -> None:
+    """Make ``out`` this run's: refuse another run's results unless --overwrite (then remove
+    them); a restart continues the series of its own run in place."""
+    present = output.previous_results(out)
+    if not present:
+        return
+    restart = Path(args.restart) if args.restart else None
+    if args.overwrite:
+        output.remove_results(out, keep=restart)
+        return
+    mine = json.dumps(identity, sort_keys=True)
+    series_h5 = out / f"{output.SERIES}.h5"
+    if restart is not None and (not series_h5.exists() or output.Series.identity_of(out) == mine):
+        return
+    raise ConfigError(
+        f"--output: {out} holds another run's results ({', '.join(present)}); "
+        "give --overwrite to replace them, or another folder"
+    )
 
 
 def _advance(args, spec, sim, times, series, identity, probe=None):
@@ -288,18 +378,22 @@ def _advance(args, spec, sim, times, series, identity, probe=None):
             set(times) | {t for t in extra if t > sim.t and min(abs(t - u) for u in times) > near}
         )
 
+    pictures = None
+    if spec.png:
+        from ..plot import Pictures, parse_limits
+
+        pictures = Pictures(spec.png, parse_limits(args.png_limits or ""))
+
     def on_output(s) -> None:
         if probe is not None:
             probe.sample(s)
         if s.t not in index:
             return  # a probe time only
         series.write()
-        if spec.png:
-            from ..plot import snapshot
-
+        if pictures is not None:
             (out / "png").mkdir(exist_ok=True)
             path = out / "png" / f"snapshot_{index[s.t]:04d}.png"
-            output.atomic_write(path, lambda p: snapshot(s, spec.png, p, title=spec.name))
+            output.atomic_write(path, lambda p: pictures.draw(s, p, title=spec.name))
 
     checkpoint = None if out is None else out / output.CHECKPOINT
     try:
@@ -311,14 +405,20 @@ def _advance(args, spec, sim, times, series, identity, probe=None):
             on_checkpoint=lambda s: output.save_checkpoint(checkpoint, s, identity),
             progress=runner.show_progress(args.quiet),
             label=spec.name,
+            say=None if args.quiet else lambda text: print(f"fvswe: {text}", file=sys.stderr),
         )
     except runner.RunInterruptedError as exc:
-        if checkpoint is None:
-            tail = "no checkpoint written (give --output DIR to keep one)"
-        else:
-            output.save_checkpoint(checkpoint, sim, identity)
-            tail = f"checkpoint written to {checkpoint}; continue with --restart {checkpoint}"
-        raise runner.RunInterruptedError(f"{exc}; {tail}") from None
+        raise _interrupted(str(exc), sim, checkpoint, identity) from None
+
+
+def _interrupted(where: str, sim, checkpoint, identity) -> runner.RunInterruptedError:
+    """The error for a Ctrl-C at a whole step, after writing a checkpoint there (with -o)."""
+    if checkpoint is None:
+        tail = "no checkpoint written (give --output DIR to keep one)"
+    else:
+        output.save_checkpoint(checkpoint, sim, identity)
+        tail = f"checkpoint written to {checkpoint}; continue with --restart {checkpoint}"
+    return runner.RunInterruptedError(f"{where}; {tail}")
 
 
 def _finish(args, spec, sim, summary, out, written=()) -> int:
@@ -327,6 +427,7 @@ def _finish(args, spec, sim, summary, out, written=()) -> int:
         "source": spec.source,
         "mesh": sim.mesh.source,
         **summary.to_dict(),
+        "mass_balance": runner.mass_balance(sim, summary),
         "steps_total": sim.steps,
         "restart": args.restart,
         "output_times": list(written),
@@ -336,13 +437,9 @@ def _finish(args, spec, sim, summary, out, written=()) -> int:
     if args.json:
         print(json.dumps(report))
     else:
-        drift = ", ".join(f"{d:.1e}" for d in summary.mass_rel_drift)
-        print(
-            f"{spec.name}: t = {summary.t:g} s in {summary.steps} steps, {summary.wall_s:.3g} s "
-            f"wall ({summary.cell_steps_per_s / 1e6:.3g} M cell-steps/s, {sim.backend.name}, "
-            f"{sim.dtype}, {sim.scheme}, {sim.mesh.n_cells} cells); mass drift per layer {drift}"
-            + (f"; outputs in {out}/ (ParaView: {out / 'solution.xdmf'})" if out else "")
-        )
+        print(runner.summary_text(spec.name, sim, summary))
+        if out is not None:
+            print(f"outputs in {out}/ (ParaView: {out / 'solution.xdmf'})")
     return 0
 
 

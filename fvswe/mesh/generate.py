@@ -19,6 +19,12 @@ HALF = 5.0
 SMOOTHING_PASSES = 20
 
 
+def _check_count(name: str, value, least: int) -> None:
+    """A count (cells, squares) must be a whole number: 300.5 triangles is a typo."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        raise ConfigError(f"{name} must be a whole number of at least {least}, got {value!r}")
+
+
 def _boundary_points(n_b: int, half: float) -> np.ndarray:
     """``n_b`` points on the square's boundary, counter-clockwise, corners included.
 
@@ -64,8 +70,7 @@ def square(cells: int = 4000, seed: int = 0, half: float = HALF) -> Mesh:
     ``cells``) is chosen. Interior points start uniform at random (``seed``) and
     are smoothed towards a quasi-uniform distribution.
     """
-    if cells < 2:
-        raise ConfigError(f"square: cells must be at least 2, got {cells}")
+    _check_count("square: cells", cells, 2)
     h = np.sqrt(4.0 * (2 * half) ** 2 / (np.sqrt(3.0) * cells))
     n_b = max(4, int(round(8 * half / h)))
     if (n_b - cells) % 2:
@@ -90,8 +95,9 @@ def structured_square(n: int, half: float = HALF) -> Mesh:
     90-degree rotation (solver symmetry tests rely on it). ``n`` must be even:
     for odd ``n`` the middle row of squares cannot be mirror-symmetric.
     """
-    if n < 2 or n % 2:
-        raise ConfigError(f"structured_square: n must be even and positive, got {n}")
+    _check_count("structured_square: n", n, 2)
+    if n % 2:
+        raise ConfigError(f"structured_square: n must be even, got {n!r}")
     x = np.linspace(-half, half, n + 1)
     gx, gy = np.meshgrid(x, x, indexing="ij")
     nodes = np.stack([gx.ravel(), gy.ravel()], axis=1)
@@ -114,8 +120,8 @@ def strip(
     sides). Diagonals alternate in a checkerboard. ``width`` defaults to
     ``ny`` times the cell length in x.
     """
-    if nx < 1 or ny < 1:
-        raise ConfigError(f"strip: nx and ny must be at least 1, got {nx}, {ny}")
+    _check_count("strip: nx", nx, 1)
+    _check_count("strip: ny", ny, 1)
     width = (x1 - x0) / nx * ny if width is None else width
     x = np.linspace(x0, x1, nx + 1)
     y = np.linspace(0.0, width, ny + 1)

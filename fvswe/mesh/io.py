@@ -1,7 +1,12 @@
 """Reading and writing meshes: every meshio format holding triangles (or quads), plus ``.npz``.
 
-Gmsh physical groups on line elements become boundary tags; a z coordinate
-(not all zero) or a point/cell field named like a bathymetry becomes ``depth``.
+Gmsh physical groups on line elements become boundary tags. The bathymetry is
+never guessed: ``bathymetry="SOURCE:SIGN"`` names where it is (``z``, the third
+coordinate, or a point/cell field) and what it means (``elevation``: bed height,
+positive up, the gmsh/GIS convention; ``depth``: below the reference, positive
+down, fvswe's ``H``). Without it a mesh is read with no bathymetry, or with its
+field named exactly ``depth`` (what :func:`write_mesh` writes), and a file whose
+z coordinate or field names could hold one is refused with a one-line error.
 """
 
 from __future__ import annotations
@@ -14,24 +19,57 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MeshError
+from ..output import atomic_write
 from .core import Mesh
 
-#: Point or cell fields whose name matches this are offered as the bathymetry ``depth``.
-DEPTH_FIELD = re.compile(r"depth|bathy|bottom|^h$|^H$|^b$|^z$", re.IGNORECASE)
+#: Point or cell fields whose name suggests a bathymetry: present, they need ``bathymetry=``.
+BATHY_LIKE = re.compile(r"depth|bathy|bottom|bed|elev|topo|height|^[hbz]$", re.IGNORECASE)
+#: The field fvswe writes and reads without being told: depth below the reference, positive down.
+OWN_FIELD = "depth"
+#: Signs of ``bathymetry="SOURCE:SIGN"``: the factor turning the values into fvswe's depth H.
+SIGNS = {"depth": 1.0, "elevation": -1.0}
+#: How the flag and the case-file key spell a bathymetry choice (for error messages).
+HOW = (
+    "--bathymetry (case file: [mesh] bathymetry) z:elevation, z:depth, FIELD:elevation, "
+    "FIELD:depth or none"
+)
 
 #: meshio cell types read as triangles (corner vertices first) and as quads.
 TRIANGLE_TYPES = ("triangle", "triangle6", "triangle7")
 QUAD_TYPES = ("quad", "quad8", "quad9")
 
 
-def read_mesh(path: str | Path) -> Mesh:
-    """Read a mesh file into a validated :class:`Mesh` (errors name the file)."""
+def parse_bathymetry(text: str | None) -> tuple[str, float] | None:
+    """``"SOURCE:SIGN"`` -> ``(source, factor to depth)``; ``"none"`` -> ``("", 0.0)``; None."""
+    if text is None:
+        return None
+    if text == "none":
+        return "", 0.0
+    where, _, sign = text.rpartition(":")
+    if not where or sign not in SIGNS:
+        raise MeshError(f"bathymetry: expected SOURCE:elevation or SOURCE:depth, got {text!r}")
+    return where, SIGNS[sign]
+
+
+def read_mesh(path: str | Path, bathymetry: str | None = None) -> Mesh:
+    """Read a mesh file into a validated :class:`Mesh` (errors name the file).
+
+    ``bathymetry`` (``"z:elevation"``, ``"z:depth"``, ``"FIELD:elevation"``,
+    ``"FIELD:depth"`` or ``"none"``) says where the bed is and which way is up;
+    see the module docstring for what happens without it.
+    """
+    return read_mesh_with_note(path, bathymetry)[0]
+
+
+def read_mesh_with_note(path: str | Path, bathymetry: str | None = None) -> tuple[Mesh, str]:
+    """:func:`read_mesh` and a sentence saying what was taken as the bathymetry."""
     path = Path(path)
     source = str(path)
+    choice = parse_bathymetry(bathymetry)
     if not path.is_file():
         raise MeshError(f"{source}: no such file")
     if path.suffix == ".npz":
-        return _read_npz(path)
+        return _read_npz(path, choice)
     import meshio
 
     chatter = io.StringIO()
@@ -43,10 +81,10 @@ def read_mesh(path: str | Path) -> Mesh:
         reason = " ".join(str(exc).split()) if isinstance(exc, Exception) else ""
         reason = reason or " ".join(chatter.getvalue().split()) or type(exc).__name__
         raise MeshError(f"{source}: cannot read mesh ({reason})") from None
-    return _from_meshio(m, source)
+    return _from_meshio(m, source, choice)
 
 
-def _from_meshio(m, source: str) -> Mesh:
+def _from_meshio(m, source: str, choice: tuple[str, float] | None) -> tuple[Mesh, str]:
     """Cells, boundary tags and depth from a ``meshio.Mesh``."""
     triangles = [b for b in m.cells if b.type in TRIANGLE_TYPES]
     quads = [b for b in m.cells if b.type in QUAD_TYPES]
@@ -59,10 +97,14 @@ def _from_meshio(m, source: str) -> Mesh:
     k = 3 if blocks[0].type in TRIANGLE_TYPES else 4
     cells = np.concatenate([b.data[:, :k] for b in blocks]).astype(np.int64)
     points = np.asarray(m.points, dtype=np.float64)
-    depth = _depth(m, blocks, cells, points)
-    return Mesh.from_arrays(
+    fields = _cell_fields(m, blocks, cells)
+    if points.shape[1] == 3 and np.any(points[:, 2] != 0):
+        fields["z"] = points[cells, 2].mean(axis=1)
+    depth, note = _bathymetry(fields, choice, source)
+    mesh = Mesh.from_arrays(
         points[:, :2], cells, boundary_tags=_gmsh_tags(m), depth=depth, source=source
     )
+    return mesh, note
 
 
 def _gmsh_tags(m) -> dict[str, np.ndarray]:
@@ -81,28 +123,58 @@ def _gmsh_tags(m) -> dict[str, np.ndarray]:
     return {names.get(t, str(t)): np.concatenate(pairs[t]) for t in sorted(pairs)}
 
 
-def _depth(m, blocks, cells: np.ndarray, points: np.ndarray) -> np.ndarray | None:
-    """Per-cell depth from a bathymetry-like field, else from a non-zero z coordinate."""
+def _cell_fields(m, blocks, cells: np.ndarray) -> dict[str, np.ndarray]:
+    """Every scalar point field (averaged over each cell's corners) and cell field, per cell."""
+    out = {}
     for name, data in m.point_data.items():
         data = np.asarray(data)
-        if DEPTH_FIELD.search(name) and data.ndim == 1:
-            return data[cells].mean(axis=1)
+        if data.ndim == 1:
+            out[name] = data[cells].mean(axis=1)
     for name, per_block in m.cell_data.items():
-        if not DEPTH_FIELD.search(name):
-            continue
         chosen = [
             np.asarray(d)
             for b, d in zip(m.cells, per_block, strict=True)
             if any(b is c for c in blocks)
         ]
-        if chosen and all(d.ndim == 1 for d in chosen):
-            return np.concatenate(chosen).astype(np.float64)
-    if points.shape[1] == 3 and np.isfinite(points[:, 2]).all() and np.any(points[:, 2] != 0):
-        return points[cells, 2].mean(axis=1)
-    return None
+        if name not in out and chosen and all(d.ndim == 1 for d in chosen):
+            out[name] = np.concatenate(chosen).astype(np.float64)
+    return out
 
 
-def _read_npz(path: Path) -> Mesh:
+def _bathymetry(
+    fields: dict[str, np.ndarray], choice: tuple[str, float] | None, source: str
+) -> tuple[np.ndarray | None, str]:
+    """fvswe's depth H (positive down) per cell from the chosen field, and what was taken.
+
+    ``fields`` holds the per-cell candidates (``z``: the third coordinate, when not
+    all zero). Without a choice only :data:`OWN_FIELD` is taken; ``z`` or a field
+    whose name suggests a bathymetry is refused rather than guessed.
+    """
+    if choice is None:
+        if OWN_FIELD in fields and "z" not in fields:
+            note = f"field {OWN_FIELD!r} as depth (positive down), fvswe's own name"
+            return fields[OWN_FIELD], note
+        if "z" in fields:
+            raise MeshError(f"{source}: the z coordinate is not zero; say what it is with {HOW}")
+        named = sorted(name for name in fields if BATHY_LIKE.search(name))
+        if named:
+            raise MeshError(
+                f"{source}: field {named[0]!r} may be the bathymetry; say what it is with {HOW}"
+            )
+        return None, "none"
+    where, factor = choice
+    if not where:
+        return None, "none (bathymetry none)"
+    if where not in fields:
+        what = "the z coordinate is zero" if where == "z" else f"no field {where!r}"
+        found = ", ".join(sorted(fields)) or "none"
+        raise MeshError(f"{source}: bathymetry {where}: {what} (fields per cell: {found})")
+    what = "z coordinate" if where == "z" else f"field {where!r}"
+    sense = "depth (positive down)" if factor > 0 else f"bed elevation (positive up; H = -{where})"
+    return factor * fields[where], f"{what} as {sense}"
+
+
+def _read_npz(path: Path, choice: tuple[str, float] | None) -> tuple[Mesh, str]:
     """Read the ``.npz`` written by :func:`write_mesh` (nodes, cells, tagged boundary edges)."""
     source = str(path)
     try:
@@ -112,13 +184,31 @@ def _read_npz(path: Path) -> Mesh:
         raise MeshError(f"{source}: cannot read mesh ({type(exc).__name__}: {exc})") from None
     if "nodes" not in data or "cells" not in data:
         raise MeshError(f"{source}: no triangles in the mesh (the .npz lacks nodes/cells)")
+    kinds = {"nodes": "fiu", "cells": "iu", "depth": "fiu", "tag_edges": "iu", "tag_ids": "iu",
+             "tag_names": "U"}  # fmt: skip
+    for key, allowed in kinds.items():
+        if key in data and data[key].dtype.kind not in allowed:
+            raise MeshError(f"{source}: {key} has dtype {data[key].dtype}, not a "
+                            f"{'string' if allowed == 'U' else 'number'} array")  # fmt: skip
+    tag_keys = ("tag_names", "tag_edges", "tag_ids")
+    given = [key for key in tag_keys if key in data]
+    if given and len(given) < 3:
+        missing = sorted(set(tag_keys) - set(given))
+        raise MeshError(f"{source}: boundary tags incomplete ({', '.join(missing)} missing)")
     tags = {}
-    if "tag_names" in data:
-        for tid, name in enumerate(data["tag_names"], start=1):
-            tags[str(name)] = data["tag_edges"][data["tag_ids"] == tid]
-    return Mesh.from_arrays(
-        data["nodes"], data["cells"], boundary_tags=tags, depth=data.get("depth"), source=source
+    if given:
+        edges, ids = data["tag_edges"], data["tag_ids"]
+        if edges.ndim != 2 or edges.shape[1] != 2 or ids.shape != (edges.shape[0],):
+            raise MeshError(f"{source}: tag_edges {list(edges.shape)} and tag_ids "
+                            f"{list(ids.shape)} must be (m, 2) and (m,)")  # fmt: skip
+        for tid, name in enumerate(data["tag_names"].reshape(-1), start=1):
+            tags[str(name)] = edges[ids == tid]
+    fields = {OWN_FIELD: data[OWN_FIELD]} if OWN_FIELD in data else {}
+    depth, note = _bathymetry(fields, choice, source)
+    mesh = Mesh.from_arrays(
+        data["nodes"], data["cells"], boundary_tags=tags, depth=depth, source=source
     )
+    return mesh, note
 
 
 def write_mesh(mesh: Mesh, path: str | Path) -> None:
@@ -126,6 +216,7 @@ def write_mesh(mesh: Mesh, path: str | Path) -> None:
 
     ``.npz``: nodes, cells, tagged boundary edges, depth (read back exactly).
     ``.msh``: gmsh 2.2 with boundary lines in physical groups named by tag.
+    These two appear complete or not at all (e.g. on a full disk).
     Any other suffix: whatever meshio writes for it (cells, plus depth as cell data).
     """
     path = Path(path)
@@ -133,15 +224,11 @@ def write_mesh(mesh: Mesh, path: str | Path) -> None:
     names = sorted(mesh.tags, key=mesh.tags.get)
     if path.suffix == ".npz":
         extra = {} if mesh.depth is None else {"depth": mesh.depth}
-        np.savez_compressed(
-            path,
-            nodes=mesh.nodes,
-            cells=mesh.cells.astype(np.int32),
-            tag_names=np.array(names, dtype=str),
-            tag_edges=mesh.edge_nodes[bnd].astype(np.int32),
-            tag_ids=mesh.edge_tag[bnd],
-            **extra,
-        )
+        arrays = dict(nodes=mesh.nodes, cells=mesh.cells.astype(np.int32),
+                      tag_names=np.array(names, dtype=str),
+                      tag_edges=mesh.edge_nodes[bnd].astype(np.int32),
+                      tag_ids=mesh.edge_tag[bnd], **extra)  # fmt: skip
+        atomic_write(path, lambda p: np.savez_compressed(p, **arrays))
         return
     import meshio
 
@@ -157,7 +244,7 @@ def write_mesh(mesh: Mesh, path: str | Path) -> None:
             cell_data={"gmsh:physical": phys, "gmsh:geometrical": [p.copy() for p in phys]},
             field_data=field_data,
         )
-        meshio.write(path, out, file_format="gmsh22", binary=False)
+        atomic_write(path, lambda p: meshio.write(p, out, file_format="gmsh22", binary=False))
         return
     cell_data = {} if mesh.depth is None else {"depth": [mesh.depth]}
     out = meshio.Mesh(points, [(cell_type, mesh.cells)], cell_data=cell_data)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import ConfigError
+from ..output import atomic_write
 from .core import Mesh
 from .orderings import bandwidth
 
@@ -33,13 +35,19 @@ def spy_image(mesh: Mesh, pixels: int = PIXELS) -> np.ndarray:
 def spy_png(
     mesh: Mesh, path: str | Path, methods: Sequence[str] = ("none",), seed: int = 0
 ) -> None:
-    """Write one spy panel per ordering ``method`` side by side, titled with its bandwidth."""
-    import matplotlib
+    """Write one spy panel per ordering ``method`` side by side, titled with its bandwidth.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    The image type follows the suffix of ``path`` (an unknown one is a one-line
+    error before any work); the file appears complete or not at all.
+    """
+    from matplotlib.figure import Figure  # not pyplot: no global state, no display needed
 
-    fig, axes = plt.subplots(1, len(methods), figsize=(4 * len(methods), 4.3), squeeze=False)
+    fig = Figure(figsize=(4 * len(methods), 4.3))
+    kinds = fig.canvas.get_supported_filetypes()
+    suffix = Path(path).suffix.lstrip(".").lower()
+    if suffix not in kinds:
+        raise ConfigError(f"{path}: unknown image type {suffix!r} (choose from {', '.join(kinds)})")
+    axes = fig.subplots(1, len(methods), squeeze=False)
     for ax, method in zip(axes[0], methods, strict=True):
         m = mesh.reordered(method, seed=seed)[0]
         n = m.n_cells
@@ -49,5 +57,4 @@ def spy_png(
         ax.set_ylabel("cell i")
     fig.suptitle(f"{Path(mesh.source).name}: {mesh.n_cells} cells", fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    atomic_write(path, lambda p: fig.savefig(p, dpi=100))

@@ -9,9 +9,18 @@ near-coincident internal pair, 4 thin-layer fallback.
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
+import time
 
 from ...schemes import kernel, kernel_table
+
+# Numba's OpenMP layer (libgomp) spins at its barriers; a spinning thread that shares a
+# core with another process steals the time the late thread needs. Passive waiting made
+# two threads on a loaded machine 3.6-4.4x faster (README "CPU threads under load"). Set before
+# the first parallel loop loads libgomp; a user's own setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from . import hll, ir_roe, pvm_ifcp, roe, wetdry  # noqa: F401  (resolved by kernel_table)
 
 #: (name, layers) -> Numba per-edge kernel, from :data:`fvswe.schemes.KERNELS`.
@@ -22,3 +31,79 @@ def get_edge_flux(name: str, layers: int):
     """The Numba per-edge kernel of scheme ``name`` for ``layers`` (1 or 2) layers."""
     kernel(name, layers)
     return EDGE_FLUXES[(name, layers)]
+
+
+#: Seconds :func:`idle_cores` watches the processors for.
+IDLE_SAMPLE_S = 0.1
+
+
+def idle_cores(sample_s: float = IDLE_SAMPLE_S) -> float | None:
+    """How many of this process's cores sat idle over ``sample_s`` (from /proc/stat), or None.
+
+    Instantaneous, unlike the load average (a minute-long mean that hardly sees
+    a process started seconds ago).
+    """
+    cpus = {f"cpu{i}" for i in os.sched_getaffinity(0)}
+
+    def ticks() -> dict[str, tuple[int, int]]:
+        out = {}
+        with open("/proc/stat") as f:
+            for line in f:
+                name, *values = line.split()
+                if name in cpus:
+                    v = [int(x) for x in values]
+                    out[name] = (v[3] + v[4], sum(v[:8]))  # idle + iowait, all but guest
+        return out
+
+    try:
+        before = ticks()
+        time.sleep(sample_s)
+        after = ticks()
+    except (OSError, ValueError, IndexError):
+        return None
+    idle = 0.0
+    for name, (i1, t1) in after.items():
+        i0, t0 = before.get(name, (i1, t1))
+        idle += (i1 - i0) / (t1 - t0) if t1 > t0 else 1.0
+    return idle if after else None
+
+
+@functools.lru_cache(maxsize=1)
+def default_threads() -> int:
+    """Threads of a run without ``threads=``: the cores other processes leave idle, at least 1.
+
+    Fork-join loops wait at every barrier for their slowest thread, so a thread
+    sharing its core with another process stalls the whole step (measured up
+    to 26 times slower than one thread; README "CPU threads under load").
+    ``NUMBA_NUM_THREADS`` set by the user is taken as given; chosen once per
+    process.
+    """
+    import numba
+
+    most = numba.config.NUMBA_NUM_THREADS
+    if "NUMBA_NUM_THREADS" in os.environ or not hasattr(os, "sched_getaffinity"):
+        return most
+    idle = idle_cores()
+    if idle is None:
+        return most
+    return max(1, min(most, len(os.sched_getaffinity(0)), int(idle + 0.5)))
+
+
+def kernels_cached(dtype: str) -> bool | None:
+    """Whether the edge and volume passes for states of ``dtype`` are compiled already.
+
+    True when this process compiled them or Numba's on-disk cache (``cache=True``)
+    holds them, so a run starts without compiling; None when Numba's cache
+    cannot be inspected (its layout is not public API).
+    """
+    from . import pipeline
+
+    try:
+        for dispatcher, w in ((pipeline.edge_pass, 1), (pipeline.volume_pass, 0)):
+            index = dispatcher._cache._cache_file._load_index()
+            signatures = [*dispatcher.signatures, *(key[0] for key in index)]
+            if not any(str(sig[w].dtype) == dtype for sig in signatures):
+                return False
+    except (AttributeError, IndexError, TypeError, OSError):
+        return None
+    return True

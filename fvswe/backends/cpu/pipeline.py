@@ -20,7 +20,7 @@ from ...boundary import LEVEL, WALL
 from ...errors import ConfigError
 from ...schemes import kernel
 from ..layout import Layout
-from . import hll, ir_roe, pvm_ifcp, roe, wetdry
+from . import default_threads, hll, ir_roe, pvm_ifcp, roe, wetdry
 from .common import inverse_depth, wall_ghost
 
 #: Kernel (:data:`fvswe.schemes.KERNELS`) -> id used by the compiled dispatch below.
@@ -277,8 +277,7 @@ class CpuBackend:
             raise ConfigError(f"dt_mode: unknown {dt_mode!r} (choose from {', '.join(DT_MODES)})")
         if dt_mode == "fixed" and not (dt_fixed and dt_fixed > 0):
             raise ConfigError("dt: a fixed time step needs a positive dt")
-        if threads is not None:
-            numba.set_num_threads(threads)
+        numba.set_num_threads(threads if threads is not None else default_threads())
         self.layout = layout
         self.model = layout.model
         self.scheme = scheme_id(scheme, self.model.layers)
