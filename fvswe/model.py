@@ -13,6 +13,23 @@ import numpy as np
 
 from .errors import ConfigError
 
+#: Default thin-layer threshold ``eps_h`` (docs/SCHEMES.md §8): this fraction of the
+#: problem's depth scale (the largest initial total depth), by precision...
+EPS_H_RELATIVE = {"float64": 1e-6, "float32": 1e-4}
+#: ... and never below this depth (m), whose fourth power float32 still represents.
+EPS_H_FLOOR = 1e-8
+
+
+def thin_layer_threshold(depth_scale: float, dtype: str = "float64") -> float:
+    """The default ``eps_h``: ``max(EPS_H_RELATIVE[dtype] * depth_scale, EPS_H_FLOOR)``.
+
+    A fixed 5 mm (HySEA's) is a sizeable part of a metre-deep flow and stops a
+    dam break from converging; relative to the depth scale it lies far below
+    anything a refined mesh resolves, and round-off is still well below it.
+    """
+    return max(EPS_H_RELATIVE[dtype] * float(depth_scale), EPS_H_FLOOR)
+
+
 TWO_LAYER_FIELDS = ("h1", "q1x", "q1y", "h2", "q2x", "q2y")
 ONE_LAYER_FIELDS = ("h", "qx", "qy")
 
@@ -21,8 +38,10 @@ ONE_LAYER_FIELDS = ("h", "qx", "qy")
 class Model:
     """Physical model: number of layers, gravity ``g``, density ratio ``r = rho1/rho2``.
 
-    ``eps_h`` is the desingularisation depth of docs/SCHEMES.md §8 (velocities are
-    ``q/h`` exactly where ``h >= eps_h``).
+    ``eps_h`` is the thin-layer threshold and desingularisation depth of
+    docs/SCHEMES.md §8 (velocities are ``q/h`` exactly where ``h >= eps_h``); a
+    :class:`~fvswe.simulation.Simulation` sets it from the problem's depth scale
+    (:func:`thin_layer_threshold`) unless given.
     """
 
     layers: int = 2

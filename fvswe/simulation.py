@@ -10,20 +10,22 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .backends import backend_class
 from .backends.layout import FRICTION_KINDS, Layout
-from .boundary import edge_conditions, level_tables
+from .boundary import OPEN, edge_conditions, level_tables
 from .errors import BlowUpError, ConfigError
 from .mesh.orderings import resolve as resolve_order
-from .model import Model
+from .model import Model, thin_layer_threshold
 from .schemes.common import refuse_dry_cells
 
 Field = np.ndarray | float | Callable[[np.ndarray, np.ndarray], np.ndarray]
 DTYPES = {"float64": np.float64, "float32": np.float32}
+#: Largest ``|m - m0 - inflow| / m0`` of a layer that is still round-off, by precision.
+MASS_TOLERANCE = {"float64": 1e-12, "float32": 1e-5}
 
 
 @dataclass
@@ -50,14 +52,19 @@ class RunSummary:
         return self.cells * self.steps / self.wall_s if self.wall_s > 0 else math.inf
 
     @property
-    def mass_rel_drift(self) -> list[float]:
-        """``|m - m0 - inflow| / |m0|`` per layer; ``inflow`` is the volume that level
+    def mass_error(self) -> list[float]:
+        """``|m - m0 - inflow|`` per layer (m^3); ``inflow`` is the volume that level
         boundaries let in (counter ``level_inflow``, one layer), 0 with walls."""
         inflow = [float(self.counters.get("level_inflow", 0.0))] + [0.0] * (len(self.mass) - 1)
         return [
-            abs(m - m0 - q) / abs(m0) if m0 else abs(m - q)
-            for m, m0, q in zip(self.mass, self.mass_initial, inflow, strict=True)
+            abs(m - m0 - q) for m, m0, q in zip(self.mass, self.mass_initial, inflow, strict=True)
         ]
+
+    @property
+    def mass_rel_drift(self) -> list[float]:
+        """:attr:`mass_error` relative to ``|m0|`` (absolute where ``m0 = 0``)."""
+        pairs = zip(self.mass_error, self.mass_initial, strict=True)
+        return [e / abs(m0) if m0 else e for e, m0 in pairs]
 
     def to_dict(self) -> dict:
         return {
@@ -129,6 +136,16 @@ class Simulation:
     ``boundary`` maps each tag to ``"wall"``, ``"open"`` or an imposed level
     (:class:`fvswe.boundary.Level`, one layer). ``friction`` is None,
     ``("chezy", C)`` or ``("manning", n)`` (one layer; semi-implicit, SI units).
+
+    ``eps_h`` is the thin-layer threshold (docs/SCHEMES.md §8); by default
+    :func:`fvswe.model.thin_layer_threshold` of the largest initial total depth.
+
+    A run stops with a :class:`~fvswe.errors.BlowUpError` (one line) when a depth
+    had to be clipped, when a layer's mass drifts beyond round-off
+    (:data:`MASS_TOLERANCE`; not checked with open boundaries, which have no
+    flux counter) or when a fixed ``dt`` exceeds the stable step (Courant number
+    > 1); ``allow_mass_error=True`` lets the first two pass (they stay counted
+    in the summary).
     """
 
     def __init__(
@@ -149,14 +166,16 @@ class Simulation:
         dt: float | None = None,
         order: str = "none",
         backend: str = "cpu",
-        eps_h: float = 5e-3,
+        eps_h: float | None = None,
         threads: int | None = None,
+        allow_mass_error: bool = False,
     ) -> None:
         if dtype not in DTYPES:
             raise ConfigError(f"dtype: unknown {dtype!r} (choose from {', '.join(DTYPES)})")
         if not 0 < cfl <= 1:
             raise ConfigError(f"cfl: must lie in (0, 1], got {cfl!r}")
-        self.model = Model(layers=layers, g=g, r=r, eps_h=eps_h)
+        self.model = Model(layers=layers, g=g, r=r, eps_h=1.0 if eps_h is None else eps_h)
+        self.allow_mass_error = allow_mass_error
         cls = backend_class(backend)
         order = resolve_order(order, cls.name)  # "auto": the study's best for this backend
         self.scheme, self.dtype, self.order = scheme, dtype, order
@@ -178,7 +197,11 @@ class Simulation:
                     f"initial {self.model.fields[c]}: negative or NaN depth in cell {bad[0]} "
                     f"of {mesh.source} ({bad.size} cells)"
                 )
-        refuse_dry_cells(scheme, layers, W0[:, 0], eps_h, mesh.source)
+        if eps_h is None:
+            depth = W0[:, list(self.model.depth_components)].sum(axis=1)
+            scale = float(depth.max()) if depth.size else 0.0
+            self.model = replace(self.model, eps_h=thin_layer_threshold(scale, dtype))
+        refuse_dry_cells(scheme, layers, W0[:, 0], self.model.eps_h, mesh.source)
         if order != "none":
             mesh, perm = mesh.reordered(order)
             W0, Hc = W0[perm], Hc[perm]
@@ -198,6 +221,7 @@ class Simulation:
         extra = {"threads": threads} if cls.name == "cpu" else {}
         self.backend = cls(self.layout, scheme, cfl=cfl, dt_mode=dt_mode, dt_fixed=dt, **extra)
         self.mass_initial = self.mass()
+        self._closed = not np.any(edge_bc == OPEN)  # every volume change is counted
 
     # -- state -------------------------------------------------------------------------------
     @property
@@ -269,10 +293,13 @@ class Simulation:
             self._check()
             if callback is not None:
                 callback(self)
-        wall = time.perf_counter() - start
+        return self._summary(time.perf_counter() - start, taken)
+
+    def _summary(self, wall: float, steps: int) -> RunSummary:
+        """The :class:`RunSummary` of the current state."""
         return RunSummary(
             t=self.t,
-            steps=taken,
+            steps=steps,
             wall_s=wall,
             cells=self.mesh.n_cells,
             scheme=self.scheme,
@@ -285,15 +312,57 @@ class Simulation:
             threads=getattr(self.backend, "threads", None),
         )
 
-    def _check(self) -> None:
-        bad = self.backend.first_invalid()
-        if bad is None:
-            return
-        cell, comp = bad
-        orig = int(self.mesh.original_index[cell])
+    def _where(self, cell: int) -> str:
+        """``cell N at (x, y)``: the original number and the barycentre of internal cell."""
         x, y = self.mesh.centroid[cell]
-        value = self.backend.get_state()[cell, comp]
-        raise BlowUpError(
-            f"state blew up: {self.model.fields[comp]} = {value:g} in cell {orig} "
-            f"at ({x:.4g}, {y:.4g}) by step {self.steps}, t = {self.t:.6g} s"
-        )
+        return f"cell {int(self.mesh.original_index[cell])} at ({x:.4g}, {y:.4g})"
+
+    def _check(self) -> None:
+        """Raise a one-line BlowUpError on an invalid state, a Courant number above 1 with a
+        fixed dt, or (unless ``allow_mass_error``) a clipped depth or a mass drift."""
+        bad = self.backend.first_invalid()
+        if bad is not None:
+            cell, comp = bad
+            value = self.backend.get_state()[cell, comp]
+            raise BlowUpError(
+                f"state blew up: {self.model.fields[comp]} = {value:g} in {self._where(cell)} "
+                f"by step {self.steps}, t = {self.t:.6g} s"
+            )
+        courant = getattr(self.backend, "courant_violation", None)
+        if courant is not None:
+            cell, step, t, number = courant
+            raise BlowUpError(
+                f"dt: the fixed step exceeds the stable one at step {step + 1} (t = {t:.6g} s): "
+                f"Courant number up to {number:.4g} > 1, first in {self._where(cell)}"
+            )
+        if self.allow_mass_error:
+            return
+        clip = getattr(self.backend, "first_clip", None)
+        if clip is not None:
+            cell, step, t = clip
+            counters = self.backend.counters()
+            if "clipped_volume" in counters:
+                amount = f"the clipping added {counters['clipped_volume']:.3g} m^3"
+            else:  # the GPU counts clips, not their volume: the mass change shows it
+                change = (m - m0 for m, m0 in zip(self.mass(), self.mass_initial, strict=True))
+                amount = "layer volumes changed by " + ", ".join(f"{d:.3g}" for d in change)
+                amount += " m^3"
+            raise BlowUpError(
+                f"positivity lost: a negative depth was clipped to 0 in {self._where(cell)} at "
+                f"step {step + 1} (t = {t:.6g} s); {amount} by step {self.steps}; "
+                "allow_mass_error / --allow-mass-error to continue"
+            )
+        if self._closed:
+            summary = self._summary(0.0, 0)
+            tol = MASS_TOLERANCE[self.dtype]
+            masses = zip(summary.mass_error, summary.mass, summary.mass_initial, strict=True)
+            for k, (err, m, m0) in enumerate(masses):
+                scale = max(abs(m), abs(m0))
+                d = err / scale if scale else 0.0
+                if d > tol:
+                    name = self.model.fields[self.model.depth_components[k]]
+                    raise BlowUpError(
+                        f"mass of {name} changed by {d:.3g} (relative; round-off is <= {tol:g}) "
+                        f"by step {self.steps}, t = {self.t:.6g} s; allow_mass_error / "
+                        "--allow-mass-error to continue"
+                    )

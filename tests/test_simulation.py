@@ -285,6 +285,34 @@ def test_unknown_scheme_is_a_one_line_error(sym_mesh):
 
 
 def test_blow_up_names_cell_step_and_time(sym_mesh):
-    sim = get_case("test1").simulation(sym_mesh, dt_mode="fixed", dt=0.5)
-    with pytest.raises(BlowUpError, match=r"in cell \d+ at \(.*\) by step \d+, t = "):
-        sim.run(10.0, check_every=5)
+    sim = get_case("test1").simulation(sym_mesh)
+    W = sim.backend.get_state()
+    W[0, 4] = np.nan  # what an unstable run leaves behind
+    sim.backend.set_state(W)
+    cell = int(sim.mesh.original_index[0])
+    with pytest.raises(BlowUpError, match=rf"h1 = nan in cell {cell} at \(.*\) by step 1, t = "):
+        sim.run(10.0, check_every=1)
+
+
+@pytest.mark.parametrize("order", ["none", "rcm"])
+def test_fixed_dt_above_the_stable_step_names_step_cell_and_courant(sym_mesh, order):
+    """The first step whose fixed dt exceeds dt_stable = 2|V| / sum(|Gamma| ||D||) stops the
+    run: the Courant number dt / dt_stable of the step (largest over the cells) and the
+    first cell (lowest internal number) above 1, in the mesh's numbering."""
+    case = get_case("test1")
+    ref = case.simulation(sym_mesh, dt_mode="nonlagged", cfl=1.0, order=order)
+    ref.backend.advance(1.0, 1)
+    stable = ref.t  # the first step at Courant number 1
+    sim = case.simulation(sym_mesh, dt_mode="fixed", dt=1.5 * stable, order=order)
+    with pytest.raises(BlowUpError) as err:
+        sim.run(1.0)
+    msg = str(err.value)
+    assert "\n" not in msg and "step 1 (t = 0 s)" in msg
+    assert float(msg.split("up to ")[1].split(" ")[0]) == pytest.approx(1.5, rel=1e-12)
+    lay = sim.layout
+    speed = sim.backend.acc[:, lay.nvar].reshape(lay.n_cells, lay.k).sum(axis=1)
+    first = np.flatnonzero(1.5 * stable * speed / (2 * lay.area) > 1)[0]
+    assert f"in cell {int(sim.mesh.original_index[first])} at" in msg
+    assert sim.steps == 1  # stopped at once
+    ok = case.simulation(sym_mesh, dt_mode="fixed", dt=0.99 * stable, order=order)
+    ok.run(2 * 0.99 * stable)  # below the limit: runs

@@ -94,8 +94,18 @@ CTRL_DTYPE = np.dtype(
         ("level_flux", "u8"),
         ("n_level", "i4"),
         ("pad", "i4"),
+        ("thin_cells", "u8"),
+        ("clip_t", "f8"),
+        ("cfl_t", "f8"),
+        ("courant", "f8"),
+        ("clip_step", "i8"),  # 1 + step (0: none)
+        ("cfl_step", "i8"),
+        ("clip_cell", "i4"),  # cell - NO_CELL (0: none)
+        ("cfl_cell", "i4"),
     ]
 )
+#: pipeline.cuh's NO_CELL: control-block cells are stored as ``cell - NO_CELL``.
+NO_CELL = 2**31 - 1
 INT32_MAX = 2**31 - 1
 #: counters() keys -> control block fields.
 COUNTERS = {
@@ -103,6 +113,7 @@ COUNTERS = {
     "nonhyperbolic_edges": "nonhyp",
     "degenerate_edges": "degenerate",
     "thin_layer_edges": "thin",
+    "thin_layer_cells": "thin_cells",
 }
 
 
@@ -276,21 +287,22 @@ def step_plan(variant: str, dt_mode: str, parity: int) -> list[tuple[str, int, i
     buffers of the gather and slot variants (step ``parity`` 0 reads buffer 0 and writes 1).
 
     edge: edge pass, then the volume pass updating and reducing dt (lagged), or reducing
-    dt first (non-lagged), or only updating (fixed). gather, slot: the same ops in one
-    kernel.
+    dt first (non-lagged), or updating and checking the fixed dt against the stable
+    one (fixed: the reduction leaves dt alone). gather, slot: the same ops in one kernel.
     """
+    update = OP_UPDATE | (OP_DT if dt_mode == "fixed" else 0)
     if variant == "edge":
         plan = [("edge_pass", OP_COUNT, 0, 0)]
         if dt_mode == "lagged":
             return plan + [("volume_pass", OP_UPDATE | OP_DT, 0, 0)]
         if dt_mode == "nonlagged":
             plan.append(("volume_pass", OP_DT, 0, 0))
-        return plan + [("volume_pass", OP_UPDATE, 0, 0)]
+        return plan + [("volume_pass", update, 0, 0)]
     step, src, dst = f"{variant}_step", parity, 1 - parity
     if dt_mode == "lagged":
         return [(step, OP_UPDATE | OP_DT | OP_COUNT, src, dst)]
     plan = [(step, OP_DT, src, src)] if dt_mode == "nonlagged" else []
-    return plan + [(step, OP_UPDATE | OP_COUNT, src, dst)]
+    return plan + [(step, update | OP_COUNT, src, dst)]
 
 
 def initial_dt_plan(variant: str) -> list[tuple[str, int, int, int]]:
@@ -500,6 +512,24 @@ class GpuBackend:
         if self._has_levels:
             out["level_inflow"] = float(c["level_inflow"])
         return out
+
+    @property
+    def first_clip(self) -> tuple[int, int, float] | None:
+        """``(cell, step, t)`` of the first step that clipped a depth (its smallest cell)."""
+        c = self._host
+        if not c["clip_step"]:
+            return None
+        return int(c["clip_cell"]) + NO_CELL, int(c["clip_step"]) - 1, float(c["clip_t"])
+
+    @property
+    def courant_violation(self) -> tuple[int, int, float, float] | None:
+        """``(cell, step, t, Courant number)`` of the first fixed step above the stable one:
+        its smallest cell with a Courant number > 1 and the step's largest one."""
+        c = self._host
+        if not c["cfl_step"]:
+            return None
+        cell = int(c["cfl_cell"]) + NO_CELL
+        return cell, int(c["cfl_step"]) - 1, float(c["cfl_t"]), float(c["courant"])
 
     def snapshot(self) -> dict:
         """Everything a bit-for-bit restart needs: state, time, steps, pending dt, counters."""

@@ -87,6 +87,9 @@ def register(sub) -> None:
     p.add_argument("--threads", type=int,
                    help="CPU threads (default: the cores other processes leave idle, at least 1; "
                    "NUMBA_NUM_THREADS when set)")  # fmt: skip
+    p.add_argument("--allow-mass-error", action="store_true",
+                   help="continue a run that clipped a negative depth or lost mass beyond "
+                   "round-off (the summary still counts it) instead of stopping")  # fmt: skip
     p.add_argument("--output", "-o", metavar="DIR",
                    help="folder for solution.xdmf/.h5, final.npz, summary.json, PNGs, "
                    "checkpoints (created once the inputs are checked)")  # fmt: skip
@@ -279,6 +282,7 @@ def run(args) -> int:
     _check_output_count(args, spec)
     times = spec.times()
     sim = spec.simulation(spec.load_mesh())
+    sim.allow_mass_error = args.allow_mass_error
     if spec.png:
         from ..plot import check_fields, check_title
 

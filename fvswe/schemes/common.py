@@ -153,8 +153,112 @@ def tangential_fluctuation(L: Layer):
 
 
 def thin_edge(L1: Layer, L2: Layer, eps_h: float):
-    """Edges where a layer's mean depth is below ``eps_h`` (§5.2, §8)."""
-    return (L1.hbar < eps_h) | (L2.hbar < eps_h)
+    """Edges where a layer is thinner than ``eps_h`` on either side (§5.2, §8, §13).
+
+    This contains every edge whose mean depth ``hbar_k`` is below ``eps_h``; on
+    these edges a layer may vanish, so PVM-IFCP reconstructs both interfaces
+    hydrostatically (:func:`reconstructed_edge2`) and Roe/IR-Roe fall back to it.
+    """
+    return (np.minimum(L1.hi, L1.hj) < eps_h) | (np.minimum(L2.hi, L2.hj) < eps_h)
+
+
+def hydrostatic_depths(h1, h2, H, Hm):
+    """One side's ``(h1*, h2*)`` over the bed ``Hm``, keeping its surface and interface (§13).
+
+    ``h* = h`` where ``H == Hm``; else the total depth ``ht* = max(0, (h1 + h2 - H) + Hm)``,
+    ``h2* = min(ht*, max(0, (h2 - H) + Hm))`` and ``h1* = ht* - h2*``.
+    """
+    ht = np.maximum(0.0, ((h1 + h2) - H) + Hm)
+    h2s = np.minimum(ht, np.maximum(0.0, (h2 - H) + Hm))
+    same = Hm == H
+    return np.where(same, h1, ht - h2s), np.where(same, h2, h2s)
+
+
+def moving_side(hs, h, qx, qy, ex, ey, eps_h: float):
+    """One side of a reconstructed layer, rotated: ``(un, ut, qn, un*, ut*)``.
+
+    ``u = q inverse_depth(h)`` is the cell's desingularised velocity (§8) and
+    ``u* = u`` where the reconstructed depth ``hs > 0``, else 0.
+    """
+    qn, qt = rotate(qx, qy, ex, ey)
+    k = inverse_depth(h, eps_h)
+    un = qn * k
+    ut = qt * k
+    wet = hs > 0.0
+    return un, ut, qn, np.where(wet, un, 0.0), np.where(wet, ut, 0.0)
+
+
+def reconstructed_layer(hi, uni, uti, hj, unj, utj, g: float) -> Layer:
+    """The :class:`Layer` of the states ``(h, h u)`` with the velocities as given (not ``q/h``)."""
+    qni = hi * uni
+    qti = hi * uti
+    qnj = hj * unj
+    qtj = hj * utj
+    return averaged_layer(hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj, g)
+
+
+class Correction(NamedTuple):
+    """What brings a reconstructed layer's fluctuations back to the cells' own states (§13).
+
+    ``F-`` gains ``ci (1, uni, uti)`` and ``F+`` loses ``cj (1, unj, utj)`` on
+    ``(h, qn, qt)``, with ``c = h* u*.eta - q.eta`` on each side.
+    """
+
+    ci: np.ndarray
+    uni: np.ndarray
+    uti: np.ndarray
+    cj: np.ndarray
+    unj: np.ndarray
+    utj: np.ndarray
+
+
+def corrected(Dm, Dp, C: Correction):
+    """One reconstructed layer's ``(D-, D+)`` on ``(h, qn, qt)`` brought back to the cells (§13).
+
+    ``F- = D- + ci (1, uni, uti)`` and ``F+ = D+ - cj (1, unj, utj)``: the mass
+    parts add up to ``q_j.eta - q_i.eta``, so mass is conserved to round-off.
+    """
+    Fm = (Dm[0] + C.ci, Dm[1] + C.ci * C.uni, Dm[2] + C.ci * C.uti)
+    Fp = (Dp[0] - C.cj, Dp[1] - C.cj * C.unj, Dp[2] - C.cj * C.utj)
+    return Fm, Fp
+
+
+def reconstructed_side(Wi, Wj, k: int, hi, hj, ex, ey, g: float, eps_h: float):
+    """Layer ``k`` (component offset 0 or 3) of a reconstructed edge: ``(L*, Correction)``."""
+    uni, uti, qni, usi, vsi = moving_side(hi, Wi[:, k], Wi[:, k + 1], Wi[:, k + 2], ex, ey, eps_h)
+    unj, utj, qnj, usj, vsj = moving_side(hj, Wj[:, k], Wj[:, k + 1], Wj[:, k + 2], ex, ey, eps_h)
+    L = reconstructed_layer(hi, usi, vsi, hj, usj, vsj, g)
+    return L, Correction(L.qni - qni, uni, uti, L.qnj - qnj, unj, utj)
+
+
+def reconstructed_edge2(Wi, Wj, Hi, Hj, ex, ey, g: float, eps_h: float):
+    """Both layers of a two-layer edge reconstructed over ``Hm = min(H_i, H_j)`` (§13).
+
+    Returns ``(L1*, L2*, C1, C2)``: the :class:`Layer` of each reconstructed layer
+    (flat bed, so ``DH* = 0``) and its :class:`Correction`.
+    """
+    Hm = np.minimum(Hi, Hj)
+    h1i, h2i = hydrostatic_depths(Wi[:, 0], Wi[:, 3], Hi, Hm)
+    h1j, h2j = hydrostatic_depths(Wj[:, 0], Wj[:, 3], Hj, Hm)
+    L1, C1 = reconstructed_side(Wi, Wj, 0, h1i, h1j, ex, ey, g, eps_h)
+    L2, C2 = reconstructed_side(Wi, Wj, 3, h2i, h2j, ex, ey, g, eps_h)
+    return L1, L2, C1, C2
+
+
+def reconstructed_speeds(l1, l4, L1: Layer, L2: Layer, g: float):
+    """``(SL, SR)``: ``l1, l4`` widened to bound each side's layer velocities (§13).
+
+    ``SL = min(l1, min(u1i*, u2i*) - sqrt(g (h1i* + h2i*)))`` and its mirror on
+    side j, so that the HLL mass flux of each layer keeps its depth non-negative.
+    """
+    sl = np.minimum(l1, np.minimum(L1.uni, L2.uni) - np.sqrt(g * (L1.hi + L2.hi)))
+    sr = np.maximum(l4, np.maximum(L1.unj, L2.unj) + np.sqrt(g * (L1.hj + L2.hj)))
+    return sl, sr
+
+
+def select_layer(mask, a: Layer, b: Layer) -> Layer:
+    """``a`` where ``mask``, else ``b``, field by field."""
+    return Layer(*(np.where(mask, x, y) for x, y in zip(a, b, strict=True)))
 
 
 def quartic(x, u1, u2, c1sq, c2sq, r: float):

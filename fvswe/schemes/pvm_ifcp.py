@@ -18,7 +18,11 @@ from .common import (
     as_inputs,
     assemble2,
     by_layers,
+    corrected,
     edge2,
+    reconstructed_edge2,
+    reconstructed_speeds,
+    select_layer,
     thin_edge,
     total_fluctuation,
     upwind_tangential,
@@ -108,31 +112,42 @@ def flux2(
     eps_h: float = 5e-3,
     return_flags: bool = False,
 ) -> tuple[np.ndarray, ...]:
-    """Two-layer PVM-IFCP edge contributions ``(F-, F+, ||D||_inf[, flags])`` (§5).
+    """Two-layer PVM-IFCP edge contributions ``(F-, F+, ||D||_inf[, flags])`` (§5, §13).
 
-    ``S_ext = sgn(lambda1 + lambda4)`` (1 where that sum is 0); HLL coefficients
-    on thin layers (flag 4); flag 1 where the approximate hyperbolicity
-    criterion fails (the scheme still runs, it needs only real speeds).
-    ``||D||_inf = max(|lambda1|, |lambda4|)``.
+    ``S_ext = sgn(lambda1 + lambda4)`` (1 where that sum is 0); flag 1 where the
+    approximate hyperbolicity criterion fails (the scheme still runs, it needs
+    only real speeds); ``||D||_inf = max(|lambda1|, |lambda4|)``. On thin edges
+    (a layer below ``eps_h`` on either side, flag 4) both interfaces are
+    reconstructed hydrostatically and HLL coefficients with the widened speeds of
+    :func:`~fvswe.schemes.common.reconstructed_speeds` are used (§13).
     """
     Wi, Wj, Hi, Hj, ex, ey = as_inputs(Wi, Wj, Hi, Hj, normal, 6)
     L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
+    thin = thin_edge(L1, L2, eps_h)
+    R1, R2, C1, C2 = reconstructed_edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
+    L1 = select_layer(thin, R1, L1)
+    L2 = select_layer(thin, R2, L2)
+    DH = np.where(thin, 0.0, DH)
     v = total_fluctuation(L1, L2, DH, r)
     l1, l2, l3, l4, hyperbolic = approx_eigenvalues(L1, L2, r)
-    thin = thin_edge(L1, L2, eps_h)
     S = np.sign(l1 + l4)
     chi = np.where(S == 0, 1.0, S) * np.maximum(np.abs(l2), np.abs(l3))
     a0, a1, a2 = ifcp_coefficients(l1, l4, chi)
-    h0, h1 = hll.hll_coefficients(l1, l4)
+    sl, sr = reconstructed_speeds(l1, l4, L1, L2, g)
+    h0, h1 = hll.hll_coefficients(sl, sr)
     a0 = np.where(thin, h0, a0)
     a1 = np.where(thin, h1, a1)
     a2 = np.where(thin, 0.0, a2)
     m = viscous_split2(v, L1, L2, DH, r, a0, a1, a2)
     t1m, t1p = upwind_tangential(L1.qni + m[0], L1.qni, L1.qnj, L1.uti, L1.utj)
     t2m, t2p = upwind_tangential(L2.qni + m[2], L2.qni, L2.qnj, L2.uti, L2.utj)
-    Fm = assemble2((m[0], m[1], t1m, m[2], m[3], t2m), ex, ey)
-    Fp = assemble2((v[0] - m[0], v[1] - m[1], t1p, v[2] - m[2], v[3] - m[3], t2p), ex, ey)
-    dmax = np.maximum(np.abs(l1), np.abs(l4))
+    Dm = (m[0], m[1], t1m, m[2], m[3], t2m)
+    Dp = (v[0] - m[0], v[1] - m[1], t1p, v[2] - m[2], v[3] - m[3], t2p)
+    Cm1, Cp1 = corrected(Dm[:3], Dp[:3], C1)
+    Cm2, Cp2 = corrected(Dm[3:], Dp[3:], C2)
+    Fm = assemble2(tuple(np.where(thin, c, d) for c, d in zip(Cm1 + Cm2, Dm, strict=True)), ex, ey)
+    Fp = assemble2(tuple(np.where(thin, c, d) for c, d in zip(Cp1 + Cp2, Dp, strict=True)), ex, ey)
+    dmax = np.where(thin, np.maximum(np.abs(sl), np.abs(sr)), np.maximum(np.abs(l1), np.abs(l4)))
     if return_flags:
         flags = np.where(hyperbolic, 0, FLAG_NONHYPERBOLIC) | np.where(thin, FLAG_THIN, 0)
         return Fm, Fp, dmax, flags.astype(np.int32)

@@ -28,7 +28,7 @@ With ``Hm = min(H_i, H_j)`` (the higher bed of the two):
 The HLL of :mod:`fvswe.schemes.hll` is applied to the flat-bed problem
 ``(U_i*, U_j*)`` (``DH = 0``), which gives its fluctuations ``D-_HLL, D+_HLL``.
 Its Roe averages and Einfeldt speeds are formed from the velocities ``u*``
-themselves (:func:`reconstructed_layer`), not recomputed from ``q*/h*``: in a
+themselves (:func:`~fvswe.schemes.common.reconstructed_layer`), not recomputed from ``q*/h*``: in a
 thin layer (``h < eps_h``) the desingularised ``q inverse_depth(h)`` is smaller
 than ``q/h``, and a solver fed a discharge faster than its speed bounds loses
 positivity. Here every state the HLL sees moves exactly with the velocity its
@@ -57,13 +57,13 @@ from __future__ import annotations
 import numpy as np
 
 from .common import (
-    Layer,
+    Correction,
     as_inputs,
     assemble1,
-    averaged_layer,
     by_layers,
-    inverse_depth,
-    rotate,
+    corrected,
+    moving_side,
+    reconstructed_layer,
     total_fluctuation1,
     upwind_tangential,
 )
@@ -77,21 +77,7 @@ def reconstruct(h, qx, qy, H, Hm, ex, ey, eps_h: float):
     desingularised (§8); ``u* = u`` where ``h* > 0``, else 0.
     """
     hs = np.where(Hm == H, h, np.maximum(0.0, (h - H) + Hm))
-    qn, qt = rotate(qx, qy, ex, ey)
-    k = inverse_depth(h, eps_h)
-    un = qn * k
-    ut = qt * k
-    wet = hs > 0.0
-    return hs, un, ut, qn, np.where(wet, un, 0.0), np.where(wet, ut, 0.0)
-
-
-def reconstructed_layer(hi, uni, uti, hj, unj, utj, g: float) -> Layer:
-    """The :class:`Layer` of the states ``(h, h u)`` with the velocities as given (not ``q/h``)."""
-    qni = hi * uni
-    qti = hi * uti
-    qnj = hj * unj
-    qtj = hj * utj
-    return averaged_layer(hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj, g)
+    return (hs, *moving_side(hs, h, qx, qy, ex, ey, eps_h))
 
 
 def flux1(
@@ -120,10 +106,10 @@ def flux1(
     a0, a1 = hll_coefficients(sl, sr)
     m0, m1 = viscous_split1(v, L, DH, a0, a1)
     tm, tp = upwind_tangential(L.qni + m0, L.qni, L.qnj, L.uti, L.utj)
-    ci = L.qni - qni
-    cj = L.qnj - qnj
-    Fm = assemble1((m0 + ci, m1 + ci * uni, tm + ci * uti), ex, ey)
-    Fp = assemble1((v[0] - m0 - cj, v[1] - m1 - cj * unj, tp - cj * utj), ex, ey)
+    C = Correction(L.qni - qni, uni, uti, L.qnj - qnj, unj, utj)
+    Fm, Fp = corrected((m0, m1, tm), (v[0] - m0, v[1] - m1, tp), C)
+    Fm = assemble1(Fm, ex, ey)
+    Fp = assemble1(Fp, ex, ey)
     dmax = np.maximum(np.abs(sl), np.abs(sr))
     if return_flags:
         return Fm, Fp, dmax, np.zeros(len(dmax), dtype=np.int32)

@@ -165,8 +165,80 @@ def tangential_fluctuation(L):
 
 @jit
 def thin_edge(L1, L2, eps_h):
-    """A layer's mean depth below ``eps_h`` (§5.2, §8)."""
-    return L1.hbar < eps_h or L2.hbar < eps_h
+    """A layer thinner than ``eps_h`` on either side (§5.2, §8, §13)."""
+    return min(L1.hi, L1.hj) < eps_h or min(L2.hi, L2.hj) < eps_h
+
+
+@jit
+def hydrostatic_depths(h1, h2, H, Hm):
+    """One side's ``(h1*, h2*)`` over the bed ``Hm``, keeping its surface and interface (§13)."""
+    if Hm == H:
+        return h1, h2
+    ht = max(0.0, ((h1 + h2) - H) + Hm)
+    h2s = min(ht, max(0.0, (h2 - H) + Hm))
+    return ht - h2s, h2s
+
+
+@jit
+def moving_side(hs, h, qx, qy, ex, ey, eps_h):
+    """One side of a reconstructed layer, rotated: ``(un, ut, qn, un*, ut*)``."""
+    qn, qt = rotate(qx, qy, ex, ey)
+    k = inverse_depth(h, eps_h)
+    un = qn * k
+    ut = qt * k
+    if hs > 0.0:
+        return un, ut, qn, un, ut
+    return un, ut, qn, 0.0, 0.0
+
+
+@jit_inline
+def reconstructed_layer(hi, uni, uti, hj, unj, utj, g):
+    """The Layer of the states ``(h, h u)`` with the velocities as given."""
+    qni = hi * uni
+    qti = hi * uti
+    qnj = hj * unj
+    qtj = hj * utj
+    return averaged_layer(hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj, g)
+
+
+@jit
+def corrected(Dm, Dp, C):
+    """One reconstructed layer's ``(D-, D+)`` brought back to the cells' states (§13).
+
+    ``C = (ci, uni, uti, cj, unj, utj)``.
+    """
+    ci, uni, uti, cj, unj, utj = C
+    Fm = (Dm[0] + ci, Dm[1] + ci * uni, Dm[2] + ci * uti)
+    Fp = (Dp[0] - cj, Dp[1] - cj * unj, Dp[2] - cj * utj)
+    return Fm, Fp
+
+
+@jit_inline
+def reconstructed_side(Wi, Wj, k, hi, hj, ex, ey, g, eps_h):
+    """Layer ``k`` (component offset 0 or 3) of a reconstructed edge: ``(L*, correction)``."""
+    uni, uti, qni, usi, vsi = moving_side(hi, Wi[k], Wi[k + 1], Wi[k + 2], ex, ey, eps_h)
+    unj, utj, qnj, usj, vsj = moving_side(hj, Wj[k], Wj[k + 1], Wj[k + 2], ex, ey, eps_h)
+    L = reconstructed_layer(hi, usi, vsi, hj, usj, vsj, g)
+    return L, (L.qni - qni, uni, uti, L.qnj - qnj, unj, utj)
+
+
+@jit_inline
+def reconstructed_edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h):
+    """Both layers reconstructed over ``Hm = min(H_i, H_j)``: ``(L1*, L2*, C1, C2)`` (§13)."""
+    Hm = min(Hi, Hj)
+    h1i, h2i = hydrostatic_depths(Wi[0], Wi[3], Hi, Hm)
+    h1j, h2j = hydrostatic_depths(Wj[0], Wj[3], Hj, Hm)
+    L1, C1 = reconstructed_side(Wi, Wj, 0, h1i, h1j, ex, ey, g, eps_h)
+    L2, C2 = reconstructed_side(Wi, Wj, 3, h2i, h2j, ex, ey, g, eps_h)
+    return L1, L2, C1, C2
+
+
+@jit
+def reconstructed_speeds(l1, l4, L1, L2, g):
+    """``(SL, SR)``: ``l1, l4`` widened to bound each side's layer velocities (§13)."""
+    sl = min(l1, min(L1.uni, L2.uni) - math.sqrt(g * (L1.hi + L2.hi)))
+    sr = max(l4, max(L1.unj, L2.unj) + math.sqrt(g * (L1.hj + L2.hj)))
+    return sl, sr
 
 
 @jit

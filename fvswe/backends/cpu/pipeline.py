@@ -196,18 +196,22 @@ def _friction(W, i, kind, coef, g, dt):
 
 @njit(parallel=True, cache=True)
 def volume_pass(
-    W, acc, area, k, dt, cfl, depth_cols, update, eps_h, friction, coef, g, chunk_dt, chunk_clipped
-):
+    W, acc, area, k, dt, cfl, depth_cols, update, eps_h, friction, coef, g, chunk_dt, chunk_counts,
+    chunk_clip_mass,
+):  # fmt: skip
     """``W_i -= dt/|V_i| Σ_slots`` (slots summed in local order) and ``dt_i`` from the speeds.
 
     With ``update`` false only the local time steps are computed. Negative
-    depths are clipped to 0 and counted (docs/SCHEMES.md §8), and the discharge of a
+    depths are clipped to 0 and counted, with the volume the clip adds
+    (``-h |V_i|``, m^3) and the chunk's first clipped cell (docs/SCHEMES.md §8);
+    layers left with ``0 < h < eps_h`` are counted as thin cells. The discharge of a
     layer thinner than ``eps_h`` is damped to ``h u`` with the desingularised
     ``u = q inverse_depth(h)`` (0 on a dry layer; a no-op from ``eps_h`` up), so
     a thinning layer cannot keep a discharge its depth cannot carry; then, for one layer
     with ``friction`` (1 Chézy, 2 Manning, coefficient ``coef``), the momentum
-    gets the semi-implicit friction of :func:`_friction`. Per-chunk minima and
-    counts come back in ``chunk_dt`` and ``chunk_clipped``.
+    gets the semi-implicit friction of :func:`_friction`. Per-chunk minima come
+    back in ``chunk_dt``; ``chunk_counts[c]`` is (clipped layers, thin layers, first
+    clipped cell or -1) and ``chunk_clip_mass[c]`` the clipped volume.
     """
     L = W.shape[0]
     nvar = W.shape[1]
@@ -217,6 +221,9 @@ def volume_pass(
         hi = (c + 1) * L // nchunks
         dt_min = math.inf
         clipped = 0
+        thin = 0
+        first = -1
+        added = 0.0
         for i in range(lo, hi):
             s0 = i * k
             speed = acc[s0, nvar]
@@ -232,8 +239,13 @@ def volume_pass(
                     W[i, v] -= dt / area[i] * total
                 for v in depth_cols:
                     if W[i, v] < 0:
+                        added -= float(W[i, v]) * area[i]
                         W[i, v] = 0
                         clipped += 1
+                        if first < 0:
+                            first = i
+                    elif W[i, v] < eps_h and W[i, v] > 0:
+                        thin += 1
                     if W[i, v] < eps_h:
                         damp = W[i, v] * inverse_depth(W[i, v], eps_h)
                         W[i, v + 1] = W[i, v + 1] * damp
@@ -241,7 +253,10 @@ def volume_pass(
                 if friction != 0:
                     _friction(W, i, friction, coef, g, dt)
         chunk_dt[c] = dt_min
-        chunk_clipped[c] = clipped
+        chunk_counts[c, 0] = clipped
+        chunk_counts[c, 1] = thin
+        chunk_counts[c, 2] = first
+        chunk_clip_mass[c] = added
 
 
 class CpuBackend:
@@ -274,15 +289,23 @@ class CpuBackend:
         self.acc = np.zeros((lay.n_cells * lay.k, lay.nvar + 1), dtype=lay.dtype)
         self.flags = np.zeros(lay.n_edges, dtype=np.int32)
         self._chunk_dt = np.empty(CHUNKS, dtype=np.float64)
-        self._chunk_clipped = np.empty(CHUNKS, dtype=np.int64)
+        self._chunk_counts = np.empty((CHUNKS, 3), dtype=np.int64)
+        self._chunk_clip_mass = np.empty(CHUNKS, dtype=np.float64)
+        #: The first step that clipped a depth ``(cell, step, t)`` (its smallest cell) and
+        #: the first whose fixed Δt exceeded the stable one ``(cell, step, t, Courant
+        #: number)``: its smallest cell with a Courant number > 1 and its largest one.
+        self.first_clip = None
+        self.courant_violation = None
         self._depth_cols = self.model.depth_components
         self.t = 0.0
         self.steps = 0
         self.dt = math.nan  # the lagged Δt waiting for the next step
         self._acc_current = False  # whether acc holds the contributions of the current W
         self._counts = dict.fromkeys(
-            ("clipped_cells", "nonhyperbolic_edges", "degenerate_edges", "thin_layer_edges"), 0
-        )
+            ("clipped_cells", "nonhyperbolic_edges", "degenerate_edges", "thin_layer_edges",
+             "thin_layer_cells"), 0,
+        )  # fmt: skip
+        self._counts["clipped_volume"] = 0.0  # m^3 the clipping of negative depths added
         lv = lay.levels
         self._levels = lv if lv is not None and lv.count else None
         if self._levels is not None:
@@ -315,8 +338,13 @@ class CpuBackend:
 
     def counters(self) -> dict[str, int | float]:
         """Event counts; with level boundaries also ``level_inflow``, the volume (m^3) that
-        entered through them, ``Σ_steps dt Σ_level edges -|Γ| (F⁻_h + q_i·η)``."""
-        return dict(self._counts)
+        entered through them, ``Σ_steps dt Σ_level edges -|Γ| (F⁻_h + q_i·η)``; once a depth
+        was clipped also ``clipped_volume``, the m^3 the clipping added (the GPU counts
+        clips but does not measure them)."""
+        out = dict(self._counts)
+        if not out["clipped_cells"]:
+            del out["clipped_volume"]
+        return out
 
     def snapshot(self) -> dict:
         """Everything a bit-for-bit restart needs: state, time, steps, pending Δt, counters."""
@@ -361,11 +389,20 @@ class CpuBackend:
         volume_pass(
             self.W, self.acc, lay.area, lay.k, dt, self.cfl, self._depth_cols, update,
             self.model.eps_h, lay.friction_kind, lay.friction_coef, self.model.g,
-            self._chunk_dt, self._chunk_clipped,
+            self._chunk_dt, self._chunk_counts, self._chunk_clip_mass,
         )  # fmt: skip
         if update:
             self._acc_current = False
-            self._counts["clipped_cells"] += int(self._chunk_clipped.sum())
+            counts = self._chunk_counts
+            clipped = int(counts[:, 0].sum())
+            self._counts["clipped_cells"] += clipped
+            self._counts["thin_layer_cells"] += int(counts[:, 1].sum())
+            if clipped:
+                added = float(self._chunk_clip_mass.sum())
+                self._counts["clipped_volume"] += added
+                if self.first_clip is None:
+                    cell = int(counts[counts[:, 2] >= 0, 2][0])
+                    self.first_clip = (cell, self.steps, self.t)
             if self._levels is not None:  # fixed order: reproducible
                 out = float(np.sum(self._level_flux[self._level_edges]))
                 self._counts["level_inflow"] -= dt * out
@@ -387,7 +424,22 @@ class CpuBackend:
             if last:
                 dt = t_end - self.t
             self.dt = self._volume_pass(dt, update=True)
+            if self.dt_mode == "fixed":
+                self._check_courant(dt)
             self.t = t_end if last else self.t + dt
             self.steps += 1
             done += 1
+            if self.courant_violation is not None:
+                break
         return self.t, done
+
+    def _check_courant(self, dt: float) -> None:
+        """Record the step if the fixed ``dt`` exceeds the stable step of the speeds it used:
+        Courant number ``dt Σ|Γ| ‖D‖ / (2 |V_i|) > 1`` in some cell (docs/SCHEMES.md §2.4)."""
+        lay = self.layout
+        if not dt * self.cfl > self.dt or self.courant_violation is not None:
+            return
+        speed = self.acc[:, lay.nvar].astype(np.float64).reshape(lay.n_cells, lay.k).sum(axis=1)
+        courant = dt * speed / (2.0 * lay.area)
+        cell = int(np.flatnonzero(courant > 1.0)[0])
+        self.courant_violation = (cell, self.steps, self.t, float(courant.max()))

@@ -14,8 +14,11 @@ from .common import (
     FLAG_THIN,
     as_inputs2,
     assemble2,
+    corrected,
     edge2,
     jit,
+    reconstructed_edge2,
+    reconstructed_speeds,
     thin_edge,
     total_fluctuation,
     upwind_tangential,
@@ -86,28 +89,41 @@ def viscous_split2(v, L1, L2, DH, r, a0, a1, a2):
 
 @jit
 def flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
-    """Two-layer PVM-IFCP: ``(F- 6-tuple, F+ 6-tuple, ||D||_inf, flag)`` (§5)."""
+    """Two-layer PVM-IFCP: ``(F- 6-tuple, F+ 6-tuple, ||D||_inf, flag)`` (§5, §13)."""
     Wi, Wj, Hi, Hj, ex, ey = as_inputs2(Wi, Wj, Hi, Hj, ex, ey)
     L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
+    if thin_edge(L1, L2, eps_h):
+        return thin_flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
     v = total_fluctuation(L1, L2, DH, r)
     l1, l2, l3, l4, hyperbolic = approx_eigenvalues(L1, L2, r)
-    thin = thin_edge(L1, L2, eps_h)
     S = -1.0 if l1 + l4 < 0.0 else 1.0
     chi = S * max(abs(l2), abs(l3))
-    if thin:
-        a0, a1 = hll.hll_coefficients(l1, l4)
-        a2 = 0.0
-    else:
-        a0, a1, a2 = ifcp_coefficients(l1, l4, chi)
+    a0, a1, a2 = ifcp_coefficients(l1, l4, chi)
     m = viscous_split2(v, L1, L2, DH, r, a0, a1, a2)
     t1m, t1p = upwind_tangential(L1.qni + m[0], L1.qni, L1.qnj, L1.uti, L1.utj)
     t2m, t2p = upwind_tangential(L2.qni + m[2], L2.qni, L2.qnj, L2.uti, L2.utj)
     Fm = assemble2((m[0], m[1], t1m, m[2], m[3], t2m), ex, ey)
     Fp = assemble2((v[0] - m[0], v[1] - m[1], t1p, v[2] - m[2], v[3] - m[3], t2p), ex, ey)
-    flag = 0 if hyperbolic else FLAG_NONHYPERBOLIC
-    if thin:
-        flag |= FLAG_THIN
-    return Fm, Fp, max(abs(l1), abs(l4)), flag
+    return Fm, Fp, max(abs(l1), abs(l4)), 0 if hyperbolic else FLAG_NONHYPERBOLIC
+
+
+@jit
+def thin_flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+    """A thin edge: both interfaces reconstructed, HLL with widened speeds (§13), flag 4."""
+    L1, L2, C1, C2 = reconstructed_edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
+    v = total_fluctuation(L1, L2, 0.0, r)
+    l1, l2, l3, l4, hyperbolic = approx_eigenvalues(L1, L2, r)
+    sl, sr = reconstructed_speeds(l1, l4, L1, L2, g)
+    a0, a1 = hll.hll_coefficients(sl, sr)
+    m = viscous_split2(v, L1, L2, 0.0, r, a0, a1, 0.0)
+    t1m, t1p = upwind_tangential(L1.qni + m[0], L1.qni, L1.qnj, L1.uti, L1.utj)
+    t2m, t2p = upwind_tangential(L2.qni + m[2], L2.qni, L2.qnj, L2.uti, L2.utj)
+    Fm1, Fp1 = corrected((m[0], m[1], t1m), (v[0] - m[0], v[1] - m[1], t1p), C1)
+    Fm2, Fp2 = corrected((m[2], m[3], t2m), (v[2] - m[2], v[3] - m[3], t2p), C2)
+    Fm = assemble2((Fm1[0], Fm1[1], Fm1[2], Fm2[0], Fm2[1], Fm2[2]), ex, ey)
+    Fp = assemble2((Fp1[0], Fp1[1], Fp1[2], Fp2[0], Fp2[1], Fp2[2]), ex, ey)
+    flag = FLAG_THIN if hyperbolic else FLAG_THIN | FLAG_NONHYPERBOLIC
+    return Fm, Fp, max(abs(sl), abs(sr)), flag
 
 
 flux = flux2

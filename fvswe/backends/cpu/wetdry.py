@@ -9,11 +9,10 @@ from __future__ import annotations
 from .common import (
     as_inputs1,
     assemble1,
-    averaged_layer,
-    inverse_depth,
+    corrected,
     jit,
-    jit_inline,
-    rotate,
+    moving_side,
+    reconstructed_layer,
     total_fluctuation1,
     upwind_tangential,
 )
@@ -24,23 +23,8 @@ from .hll import einfeldt_speeds, hll_coefficients, viscous_split1
 def reconstruct(h, qx, qy, H, Hm, ex, ey, eps_h):
     """One side, rotated: ``h*, un, ut, qn, un*, ut*`` (``u*`` = 0 where ``h*`` = 0)."""
     hs = h if Hm == H else max(0.0, (h - H) + Hm)
-    qn, qt = rotate(qx, qy, ex, ey)
-    k = inverse_depth(h, eps_h)
-    un = qn * k
-    ut = qt * k
-    if hs > 0.0:
-        return hs, un, ut, qn, un, ut
-    return hs, un, ut, qn, 0.0, 0.0
-
-
-@jit_inline
-def reconstructed_layer(hi, uni, uti, hj, unj, utj, g):
-    """The Layer of the states ``(h, h u)`` with the velocities as given."""
-    qni = hi * uni
-    qti = hi * uti
-    qnj = hj * unj
-    qtj = hj * utj
-    return averaged_layer(hi, hj, qni, qnj, qti, qtj, uni, unj, uti, utj, g)
+    un, ut, qn, us, vs = moving_side(hs, h, qx, qy, ex, ey, eps_h)
+    return hs, un, ut, qn, us, vs
 
 
 @jit
@@ -57,10 +41,10 @@ def flux1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
     a0, a1 = hll_coefficients(sl, sr)
     m0, m1 = viscous_split1(v, L, DH, a0, a1)
     tm, tp = upwind_tangential(L.qni + m0, L.qni, L.qnj, L.uti, L.utj)
-    ci = L.qni - qni
-    cj = L.qnj - qnj
-    Fm = assemble1((m0 + ci, m1 + ci * uni, tm + ci * uti), ex, ey)
-    Fp = assemble1((v[0] - m0 - cj, v[1] - m1 - cj * unj, tp - cj * utj), ex, ey)
+    C = (L.qni - qni, uni, uti, L.qnj - qnj, unj, utj)
+    Fm, Fp = corrected((m0, m1, tm), (v[0] - m0, v[1] - m1, tp), C)
+    Fm = assemble1(Fm, ex, ey)
+    Fp = assemble1(Fp, ex, ey)
     return Fm, Fp, max(abs(sl), abs(sr)), 0
 
 

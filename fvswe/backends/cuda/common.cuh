@@ -179,11 +179,107 @@ template <typename T> FVSWE_DEV T tangential_fluctuation(const Layer<T>& L)
     return -L.u * L.w * L.dh + L.w * L.dqn + L.u * L.dqt;
 }
 
-// Edges where a layer's mean depth is below eps_h (§5.2, §8).
+// Edges where a layer is thinner than eps_h on either side (§5.2, §8, §13): PVM-IFCP
+// reconstructs both interfaces there and Roe/IR-Roe fall back to it.
 template <typename T>
 FVSWE_DEV bool thin_edge(const Layer<T>& L1, const Layer<T>& L2, T eps_h)
 {
-    return (L1.hbar < eps_h) | (L2.hbar < eps_h);
+    return (min_(L1.hi, L1.hj) < eps_h) | (min_(L2.hi, L2.hj) < eps_h);
+}
+
+// One side's (h1*, h2*) over the bed Hm, keeping its surface and interface (§13): h* = h
+// where H == Hm; else ht* = max(0, (h1 + h2 - H) + Hm), h2* = min(ht*, max(0, (h2 - H) + Hm)),
+// h1* = ht* - h2*.
+template <typename T> FVSWE_DEV void hydrostatic_depths(T h1, T h2, T H, T Hm, T& h1s, T& h2s)
+{
+    if (Hm == H) {
+        h1s = h1;
+        h2s = h2;
+        return;
+    }
+    const T ht = max_(T(0), ((h1 + h2) - H) + Hm);
+    h2s = min_(ht, max_(T(0), (h2 - H) + Hm));
+    h1s = ht - h2s;
+}
+
+// One side of a reconstructed layer, rotated: the cell's desingularised velocity (un, ut),
+// its qn, and (un*, ut*) = (un, ut) where the reconstructed depth hs > 0, else 0.
+template <typename T>
+FVSWE_DEV void moving_side(T hs, T h, T qx, T qy, T ex, T ey, T eps_h, T& un, T& ut, T& qn,
+                           T& uns, T& uts)
+{
+    T qt;
+    rotate(qx, qy, ex, ey, qn, qt);
+    const T k = inverse_depth(h, eps_h);
+    un = qn * k;
+    ut = qt * k;
+    const bool wet = hs > T(0);
+    uns = wet ? un : T(0);
+    uts = wet ? ut : T(0);
+}
+
+// The Layer of the states (h, h u) with the velocities as given (not q/h), so that the
+// HLL's states move exactly with the velocities its speeds are built from.
+template <typename T>
+FVSWE_DEV Layer<T> reconstructed_layer(T hi, T uni, T uti, T hj, T unj, T utj, T g)
+{
+    return averaged_layer(hi, hj, hi * uni, hj * unj, hi * uti, hj * utj, uni, unj, uti, utj, g);
+}
+
+// What brings a reconstructed layer's fluctuations back to the cells' own states (§13):
+// c = h* u*.eta - q.eta on each side with the cell's velocity.
+template <typename T> struct Correction {
+    T ci, uni, uti, cj, unj, utj;
+};
+
+// F- = D- + ci (1, uni, uti), F+ = D+ - cj (1, unj, utj) on (h, qn, qt), in place: the mass
+// parts add up to q_j.eta - q_i.eta.
+template <typename T> FVSWE_DEV void corrected(T* Dm, T* Dp, const Correction<T>& C)
+{
+    Dm[0] = Dm[0] + C.ci;
+    Dm[1] = Dm[1] + C.ci * C.uni;
+    Dm[2] = Dm[2] + C.ci * C.uti;
+    Dp[0] = Dp[0] - C.cj;
+    Dp[1] = Dp[1] - C.cj * C.unj;
+    Dp[2] = Dp[2] - C.cj * C.utj;
+}
+
+// Layer k (component offset 0 or 3) of a reconstructed edge: L* and its Correction.
+template <typename T>
+FVSWE_DEV void reconstructed_side(const T* Wi, const T* Wj, int k, T hi, T hj, T ex, T ey, T g,
+                                  T eps_h, Layer<T>& L, Correction<T>& C)
+{
+    T qni, usi, vsi, qnj, usj, vsj;
+    moving_side(hi, Wi[k], Wi[k + 1], Wi[k + 2], ex, ey, eps_h, C.uni, C.uti, qni, usi, vsi);
+    moving_side(hj, Wj[k], Wj[k + 1], Wj[k + 2], ex, ey, eps_h, C.unj, C.utj, qnj, usj, vsj);
+    L = reconstructed_layer(hi, usi, vsi, hj, usj, vsj, g);
+    C.ci = L.qni - qni;
+    C.cj = L.qnj - qnj;
+}
+
+// Both layers of a two-layer edge reconstructed over Hm = min(H_i, H_j) (§13): flat bed,
+// so DH* = 0.
+template <typename T>
+FVSWE_DEV void reconstructed_edge2(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T eps_h,
+                                   Layer<T>& L1, Layer<T>& L2, Correction<T>& C1,
+                                   Correction<T>& C2)
+{
+    const T Hm = min_(Hi, Hj);
+    T h1i, h2i, h1j, h2j;
+    hydrostatic_depths(Wi[0], Wi[3], Hi, Hm, h1i, h2i);
+    hydrostatic_depths(Wj[0], Wj[3], Hj, Hm, h1j, h2j);
+    reconstructed_side(Wi, Wj, 0, h1i, h1j, ex, ey, g, eps_h, L1, C1);
+    reconstructed_side(Wi, Wj, 3, h2i, h2j, ex, ey, g, eps_h, L2, C2);
+}
+
+// (SL, SR): l1, l4 widened to bound each side's layer velocities (§13), so that the HLL
+// mass flux of each layer keeps its depth non-negative.
+template <typename T>
+FVSWE_DEV void reconstructed_speeds(T l1, T l4, const Layer<T>& L1, const Layer<T>& L2, T g, T& sl,
+                                    T& sr)
+{
+    sl = min_(l1, min_(L1.uni, L2.uni) - sqrt(g * (L1.hi + L2.hi)));
+    sr = max_(l4, max_(L1.unj, L2.unj) + sqrt(g * (L1.hj + L2.hj)));
 }
 
 // Characteristic polynomial f of the 4x4 A and f' at x (§3.4).

@@ -128,7 +128,19 @@ struct Ctrl {
     double* level_flux;
     int n_level;
     int pad;
+    unsigned long long thin_cells;  // layers left with 0 < h < eps_h after an update
+    double clip_t;     // time of the first step that clipped a depth
+    double cfl_t;      // time of the first fixed step above the stable one
+    double courant;    // its largest Courant number dt sum(|Gamma| ||D||) / (2 |V|)
+    long long clip_step;  // 1 + that step (0: none)
+    long long cfl_step;   // 1 + that step (0: none)
+    int clip_cell;     // smallest cell clipped in that step, stored as cell - INT_MAX (0: none)
+    int cfl_cell;      // smallest cell with Courant number > 1 in it, likewise
 };
+
+// A zeroed control block means "no cell": cells are kept as cell - NO_CELL, which atomicMin
+// lowers to the smallest cell index (see Ctrl::clip_cell).
+#define NO_CELL 2147483647
 
 #define OP_UPDATE 1  // W -= dt/|V| sum(slots), then t += dt, steps += 1
 #define OP_DT 2      // dt = min_i dt_i (after the update when both)
@@ -207,6 +219,16 @@ __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
     if (threadIdx.x == 0) {
         for (int w = 1; w < FVSWE_BLOCK / 32; ++w) m = min_dt(m, warp_min[w]);
         m = min_dt(warp_min[0], m);
+        if ((op & OP_UPDATE) && ctrl->clip_cell != 0 && ctrl->clip_step == 0) {
+            ctrl->clip_step = ctrl->steps + 1;
+            ctrl->clip_t = ctrl->t;
+        }
+        if ((op & OP_UPDATE) && (op & OP_DT) && ctrl->cfl_cell != 0 && ctrl->cfl_step == 0) {
+            ctrl->cfl_step = ctrl->steps + 1;  // a fixed dt above the stable step: stop
+            ctrl->cfl_t = ctrl->t;
+            ctrl->courant = step_dt(ctrl) * ctrl->cfl / (double)m;
+            ctrl->stalled = 1;
+        }
         if (op & OP_UPDATE) {
             ctrl->level_inflow += step_dt(ctrl) * inflow;
             const bool clip = last_step(ctrl);
@@ -454,7 +476,12 @@ __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, 
     if ((op & OP_DT) && acc[NVAR] > real(0)) dti = div_rn(mul_rn(real(2 * ctrl->cfl), A), acc[NVAR]);
     if (op & OP_UPDATE) {
         const real rdt = div_rn(real(step_dt(ctrl)), A);
-        int clipped = 0;
+        int clipped = 0, thin = 0;
+        // a fixed dt (the only update that also reduces dt with ctrl->fixed) above this
+        // cell's stable step: Courant number dt cfl / dt_c > 1
+        if ((op & OP_DT) && ctrl->fixed && ctrl->cfl_step == 0 &&
+            double(dti) < step_dt(ctrl) * ctrl->cfl)
+            atomicMin(&ctrl->cfl_cell, c - NO_CELL);
 #pragma unroll
         for (int m = 0; m < NVAR; ++m) w[m] = add_rn(w[m], -mul_rn(rdt, acc[m]));
 #pragma unroll
@@ -463,6 +490,8 @@ __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, 
             if (layer[0] < real(0)) {
                 layer[0] = real(0);
                 ++clipped;
+            } else if (layer[0] < eps_h && layer[0] > real(0)) {
+                ++thin;
             }
             if (layer[0] < eps_h) {
                 const real damp = mul_rn(layer[0], inverse_depth(layer[0], eps_h));
@@ -474,7 +503,11 @@ __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, 
         if (ctrl->friction) apply_friction(w, ctrl, step_dt(ctrl));
 #endif
         store_cell(Wout, c, w, H, A);
-        if (clipped) atomicAdd(&ctrl->clipped, (unsigned long long)clipped);
+        if (clipped) {
+            atomicAdd(&ctrl->clipped, (unsigned long long)clipped);
+            if (ctrl->clip_step == 0) atomicMin(&ctrl->clip_cell, c - NO_CELL);
+        }
+        if (thin) atomicAdd(&ctrl->thin_cells, (unsigned long long)thin);
     }
     return dti;
 }

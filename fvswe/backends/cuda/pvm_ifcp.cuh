@@ -82,10 +82,44 @@ FVSWE_DEV void viscous_split2(const T* v, const Layer<T>& L1, const Layer<T>& L2
     m[3] = T(0.5) * (v[3] - (a0 * L2.dqn + a1 * v[3] + a2 * Av3));
 }
 
+// A thin edge (§13): both interfaces reconstructed over min(H_i, H_j), HLL coefficients with
+// the widened speeds, corrections back to the cells' states; flag 4 (| 1 if non-hyperbolic).
+template <typename T>
+FVSWE_DEV int thin_flux2(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r, T eps_h,
+                         T* Fm, T* Fp, T& dmax)
+{
+    Layer<T> L1, L2;
+    Correction<T> C1, C2;
+    T v[4], lam[4], m[4], sl, sr, a0, a1;
+    reconstructed_edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h, L1, L2, C1, C2);
+    total_fluctuation(L1, L2, T(0), r, v);
+    const bool hyperbolic = approx_eigenvalues(L1, L2, r, lam);
+    reconstructed_speeds(lam[0], lam[3], L1, L2, g, sl, sr);
+    hll::hll_coefficients(sl, sr, a0, a1);
+    viscous_split2(v, L1, L2, T(0), r, a0, a1, T(0), m);
+    T Dm1[3], Dp1[3], Dm2[3], Dp2[3];
+    upwind_tangential(L1.qni + m[0], L1.qni, L1.qnj, L1.uti, L1.utj, Dm1[2], Dp1[2]);
+    upwind_tangential(L2.qni + m[2], L2.qni, L2.qnj, L2.uti, L2.utj, Dm2[2], Dp2[2]);
+    Dm1[0] = m[0];
+    Dm1[1] = m[1];
+    Dp1[0] = v[0] - m[0];
+    Dp1[1] = v[1] - m[1];
+    Dm2[0] = m[2];
+    Dm2[1] = m[3];
+    Dp2[0] = v[2] - m[2];
+    Dp2[1] = v[3] - m[3];
+    corrected(Dm1, Dp1, C1);
+    corrected(Dm2, Dp2, C2);
+    assemble2(Dm1[0], Dm1[1], Dm1[2], Dm2[0], Dm2[1], Dm2[2], ex, ey, Fm);
+    assemble2(Dp1[0], Dp1[1], Dp1[2], Dp2[0], Dp2[1], Dp2[2], ex, ey, Fp);
+    dmax = max_(fabs(sl), fabs(sr));
+    return FLAG_THIN | (hyperbolic ? 0 : FLAG_NONHYPERBOLIC);
+}
+
 // Two-layer PVM-IFCP edge contributions F-, F+, ||D||_inf = max(|lambda1|, |lambda4|)
-// and flags (§5): S_ext = sgn(lambda1 + lambda4) (1 where that sum is 0), HLL
-// coefficients on thin layers (flag 4), flag 1 where the approximate hyperbolicity
-// criterion fails (the scheme still runs: it needs only real speeds).
+// and flags (§5): S_ext = sgn(lambda1 + lambda4) (1 where that sum is 0), flag 1 where the
+// approximate hyperbolicity criterion fails (the scheme still runs: it needs only real
+// speeds); thin edges (a layer below eps_h on either side) go to thin_flux2 (§13).
 template <typename T>
 FVSWE_DEV int flux2(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r, T eps_h,
                                      T* Fm, T* Fp, T& dmax)
@@ -93,17 +127,12 @@ FVSWE_DEV int flux2(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r, 
     Layer<T> L1, L2;
     T DH, v[4], lam[4], m[4], a0, a1, a2;
     edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h, L1, L2, DH);
+    if (thin_edge(L1, L2, eps_h)) return thin_flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, Fm, Fp, dmax);
     total_fluctuation(L1, L2, DH, r, v);
     const bool hyperbolic = approx_eigenvalues(L1, L2, r, lam);
-    const bool thin = thin_edge(L1, L2, eps_h);
-    if (thin) {
-        hll::hll_coefficients(lam[0], lam[3], a0, a1);
-        a2 = T(0);
-    } else {
-        const T S = sgn(lam[0] + lam[3]);
-        const T chi = (S == T(0) ? T(1) : S) * max_(fabs(lam[1]), fabs(lam[2]));
-        ifcp_coefficients(lam[0], lam[3], chi, a0, a1, a2);
-    }
+    const T S = sgn(lam[0] + lam[3]);
+    const T chi = (S == T(0) ? T(1) : S) * max_(fabs(lam[1]), fabs(lam[2]));
+    ifcp_coefficients(lam[0], lam[3], chi, a0, a1, a2);
     viscous_split2(v, L1, L2, DH, r, a0, a1, a2, m);
     T t1m, t1p, t2m, t2p;
     upwind_tangential(L1.qni + m[0], L1.qni, L1.qnj, L1.uti, L1.utj, t1m, t1p);
@@ -111,7 +140,7 @@ FVSWE_DEV int flux2(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r, 
     assemble2(m[0], m[1], t1m, m[2], m[3], t2m, ex, ey, Fm);
     assemble2(v[0] - m[0], v[1] - m[1], t1p, v[2] - m[2], v[3] - m[3], t2p, ex, ey, Fp);
     dmax = max_(fabs(lam[0]), fabs(lam[3]));
-    return (hyperbolic ? 0 : FLAG_NONHYPERBOLIC) | (thin ? FLAG_THIN : 0);
+    return hyperbolic ? 0 : FLAG_NONHYPERBOLIC;
 }
 
 }  // namespace pvm_ifcp

@@ -19,22 +19,7 @@ FVSWE_DEV void reconstruct(T h, T qx, T qy, T H, T Hm, T ex, T ey, T eps_h, T& h
                            T& qn, T& uns, T& uts)
 {
     hs = Hm == H ? h : max_(T(0), (h - H) + Hm);
-    T qt;
-    rotate(qx, qy, ex, ey, qn, qt);
-    const T k = inverse_depth(h, eps_h);
-    un = qn * k;
-    ut = qt * k;
-    const bool wet = hs > T(0);
-    uns = wet ? un : T(0);
-    uts = wet ? ut : T(0);
-}
-
-// The Layer of the states (h, h u) with the velocities as given (not q/h), so that the
-// HLL's states move exactly with the velocities its speeds are built from.
-template <typename T>
-FVSWE_DEV Layer<T> reconstructed_layer(T hi, T uni, T uti, T hj, T unj, T utj, T g)
-{
-    return averaged_layer(hi, hj, hi * uni, hj * unj, hi * uti, hj * utj, uni, unj, uti, utj, g);
+    moving_side(hs, h, qx, qy, ex, ey, eps_h, un, ut, qn, uns, uts);
 }
 
 // Single-layer HLL with hydrostatic reconstruction: F-, F+, ||D||_inf; r is unused and
@@ -56,10 +41,10 @@ FVSWE_DEV int flux1(const T* Wi, const T* Wj, T Hi, T Hj, T ex, T ey, T g, T r, 
     hll::hll_coefficients(sl, sr, a0, a1);
     hll::viscous_split1(v, L, DH, a0, a1, m0, m1);
     upwind_tangential(L.qni + m0, L.qni, L.qnj, L.uti, L.utj, tm, tp);
-    const T ci = L.qni - qni;
-    const T cj = L.qnj - qnj;
-    assemble1(m0 + ci, m1 + ci * uni, tm + ci * uti, ex, ey, Fm);
-    assemble1(v[0] - m0 - cj, v[1] - m1 - cj * unj, tp - cj * utj, ex, ey, Fp);
+    T Dm[3] = {m0, m1, tm}, Dp[3] = {v[0] - m0, v[1] - m1, tp};
+    corrected(Dm, Dp, Correction<T>{L.qni - qni, uni, uti, L.qnj - qnj, unj, utj});
+    assemble1(Dm[0], Dm[1], Dm[2], ex, ey, Fm);
+    assemble1(Dp[0], Dp[1], Dp[2], ex, ey, Fp);
     dmax = max_(fabs(sl), fabs(sr));
     return 0;
 }

@@ -1,0 +1,307 @@
+"""Vanishing layers (docs/SCHEMES.md §13), the thin-layer threshold and runs that stop.
+
+Two layers where one or both vanish over part of the domain: the hydrostatic
+reconstruction of both interfaces on thin edges keeps lakes at rest exact,
+each layer's mass to round-off and the depths non-negative without clipping;
+the default ``eps_h`` follows the depth scale; clipped mass, mass drift and a
+fixed dt above the stable step end a run with one line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_cuda_sources import CXX, emulated_run, host_flux
+from test_wetdry import WALLS, dam_break_exact
+
+from fvswe.backends import gpu
+from fvswe.backends.cpu import get_edge_flux
+from fvswe.cli import main
+from fvswe.errors import BlowUpError
+from fvswe.grid import Grid
+from fvswe.mesh.generate import strip
+from fvswe.model import thin_layer_threshold
+from fvswe.schemes import get_flux
+from fvswe.simulation import Simulation
+
+SCHEMES = ("roe", "ir-roe", "pvm-ifcp")
+G = 9.81
+
+
+def random_vanishing_edges(seed, E=3000):
+    """Two-layer edges where layers vanish: 30 % zero, 10 % below 1e-4 m, beds above the
+    interface and above the surface, 20 % flat."""
+    rng = np.random.default_rng(seed)
+
+    def states():
+        W = np.zeros((E, 6))
+        for k in (0, 3):
+            h = rng.uniform(0.0, 3.0, E)
+            h[rng.random(E) < 0.3] = 0.0
+            h[rng.random(E) < 0.1] *= 1e-4
+            W[:, k] = h
+            W[:, k + 1 : k + 3] = h[:, None] * rng.normal(0.0, 1.5, (E, 2))
+        return W
+
+    Hi = rng.uniform(-1.0, 3.0, E)
+    Hj = np.where(rng.random(E) < 0.2, Hi, rng.uniform(-1.0, 3.0, E))
+    a = rng.uniform(0.0, 2.0 * np.pi, E)
+    return states(), states(), Hi, Hj, np.column_stack((np.cos(a), np.sin(a)))
+
+
+# -- the edge flux ------------------------------------------------------------------------------
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_vanishing_edges_conserve_each_layer_and_reverse(scheme):
+    """``F-_hk + F+_hk = q_k,j.n - q_k,i.n`` per layer, ``F-(j, i, -n) = F+(i, j, n)``, and a
+    layer that is dry on both sides gets no mass flux at all."""
+    Wi, Wj, Hi, Hj, n = random_vanishing_edges(1)
+    Fm, Fp, d, flags = get_flux(scheme, 2)(Wi, Wj, Hi, Hj, n, return_flags=True)
+    assert np.all(np.isfinite(Fm)) and np.all(np.isfinite(Fp)) and np.all(d >= 0)
+    assert (flags & 4).sum() > 0.5 * len(d)  # most edges take the reconstruction
+    for k in (0, 3):
+        dq = (Wj[:, k + 1] - Wi[:, k + 1]) * n[:, 0] + (Wj[:, k + 2] - Wi[:, k + 2]) * n[:, 1]
+        np.testing.assert_allclose(Fm[:, k] + Fp[:, k], dq, rtol=0, atol=1e-13)
+        dry = (Wi[:, k] == 0) & (Wj[:, k] == 0)
+        assert dry.sum() > 100 and np.all(Fm[dry, k] == 0) and np.all(Fp[dry, k] == 0)
+    Gm, Gp, e = get_flux(scheme, 2)(Wj, Wi, Hj, Hi, -n)
+    scale = np.abs(np.concatenate((Fm, Fp), 1)).max(1, keepdims=True) + 1e-300
+    assert (np.abs(Gm - Fp) / scale).max() <= 1e-12 and (np.abs(Gp - Fm) / scale).max() <= 1e-12
+    np.testing.assert_allclose(e, d, rtol=1e-14)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_numba_and_cuda_mirror_the_reference_bitwise(tmp_path, scheme):
+    """The Numba kernels and the CUDA device functions (compiled for the host) give the
+    NumPy reference's values bit for bit on vanishing-layer edges."""
+    edges = random_vanishing_edges(2, E=1500)
+    Wi, Wj, Hi, Hj, n = edges
+    ref = get_flux(scheme, 2)(*edges, G, 0.5, 1e-6, True)
+    kernel = get_edge_flux(scheme, 2)
+    for e in range(len(Hi)):
+        fm, fp, de, fl = kernel(tuple(Wi[e]), tuple(Wj[e]), Hi[e], Hj[e], n[e, 0], n[e, 1],
+                                G, 0.5, 1e-6)  # fmt: skip
+        assert np.array_equal(fm, ref[0][e]) and np.array_equal(fp, ref[1][e])
+        assert de == ref[2][e] and fl == ref[3][e]
+    if CXX is None:
+        pytest.skip("no host C++ compiler (g++) on PATH for the CUDA sources")
+    got = host_flux(tmp_path, "double", scheme, 2, edges, G, 0.5, 1e-6)
+    for a, b in zip(got, ref, strict=True):
+        assert np.array_equal(a, b)
+
+
+# -- lakes at rest ------------------------------------------------------------------------------
+def bump_and_shore(x, y):
+    """H: a bump that pierces the interface (-0.5) at x = 0, and a shore rising above the
+    free surface (0) from x = 2.5 to the east wall."""
+    return 1.0 - 0.8 * np.exp(-(x**2) / 0.5) - 0.8 * np.maximum(0.0, x - 2.5)
+
+
+def lake(x, y):
+    """Free surface 0, interface -0.5 wherever the bed allows."""
+    H = bump_and_shore(x, y)
+    h2 = np.maximum(0.0, H - 0.5)
+    return {"h1": np.maximum(0.0, H) - h2, "h2": h2}
+
+
+@pytest.mark.parametrize("r", [0.5, 0.98])
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_lake_at_rest_with_emerged_interface_and_bed(scheme, r):
+    """10^4 steps: the lower layer is zero over the bump, both are zero on the shore; nothing
+    moves (observed: exactly 0)."""
+    mesh = strip(60, 1, -5.0, 5.0)
+    xy = mesh.centroid
+    W = lake(xy[:, 0], xy[:, 1])
+    sim = Simulation(mesh, layers=2, scheme=scheme, r=r, H=bump_and_shore, initial=W)
+    W0 = sim.state()
+    assert (W0[:, 3] == 0).sum() >= 4 and (W0[:, 0] + W0[:, 3] == 0).sum() >= 4  # both emerge
+    s = sim.run(1e6, max_steps=10_000)
+    assert s.steps == 10_000 and s.counters["thin_layer_edges"] > 0
+    assert np.abs(sim.state() - W0).max() <= 1e-12
+    assert s.mass_rel_drift == [0.0, 0.0] and s.counters["clipped_cells"] == 0
+
+
+# -- dam breaks onto a dry layer ----------------------------------------------------------------
+def layer_dam_break(layer, nx, scheme="pvm-ifcp", t=1.0, dt_mode="lagged"):
+    """Layer ``layer`` (1 upper, 2 lower) 0.5 m deep for x < 0 and absent beyond, the other
+    layer filling the 1 m deep channel, r = 0.5, walls; returns the run and its summary."""
+    gone = "h2" if layer == 2 else "h1"
+    other = "h1" if layer == 2 else "h2"
+    initial = {gone: lambda x, y: np.where(x < 0, 0.5, 0.0),
+               other: lambda x, y: np.where(x < 0, 0.5, 1.0)}  # fmt: skip
+    sim = Simulation(strip(nx, 1, -5.0, 5.0), layers=2, scheme=scheme, r=0.5, H=1.0,
+                     initial=initial, dt_mode=dt_mode)  # fmt: skip
+    return sim, sim.run(t)
+
+
+def front(sim, layer):
+    """Largest x where the layer is more than 1 mm deep."""
+    f = sim.fields()
+    return f["x"][f[f"h{layer}"] > 1e-3].max()
+
+
+@pytest.mark.parametrize("dt_mode", ["lagged", "nonlagged"])
+@pytest.mark.parametrize("layer", [1, 2])
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_layer_dam_break_onto_a_dry_layer_conserves_and_stays_positive(scheme, layer, dt_mode):
+    sim, s = layer_dam_break(layer, 200, scheme, dt_mode=dt_mode)
+    W = sim.state()
+    assert max(s.mass_rel_drift) <= 1e-13  # observed <= 1e-15
+    assert s.counters["clipped_cells"] == 0 and W[:, [0, 3]].min() >= 0
+    assert front(sim, layer) > 1.0  # it ran onto the dry part
+    assert s.counters["thin_layer_cells"] > 0 and s.counters["thin_layer_edges"] > 0
+
+
+@pytest.mark.parametrize("layer", [1, 2])
+def test_dam_break_front_converges(layer):
+    """The front position at t = 1 s approaches a 1200-cell run at every refinement
+    (observed errors: lower layer 0.13, 0.11, 0.08 m; upper 0.05, 0.03, 0.01 m)."""
+    ref = front(layer_dam_break(layer, 1200)[0], layer)
+    errors = [abs(front(layer_dam_break(layer, nx)[0], layer) - ref) for nx in (100, 200, 400)]
+    assert errors[0] > errors[1] > errors[2]
+    assert errors[2] < 0.6 * errors[0]
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_two_layer_dam_break_wets_and_dries_the_shore(scheme):
+    """An interface dam break (r = 0.98) beside a sloping shore where both layers end: the
+    lower layer runs up the slope it was absent from, the shoreline (the upper layer's edge,
+    the free surface meeting the bed) goes up and comes back; each layer's mass is conserved,
+    no depth is clipped and the land above the run-up stays dry bit for bit."""
+    mesh = strip(100, 1, -5.0, 5.0)
+
+    def H(x, y):
+        return 1.0 - 0.3 * (x + 5.0)  # the bed meets the surface at x = -5 + 1/0.3
+
+    def h2(x, y):
+        return np.maximum(0.0, np.where(x < -3.5, -0.2, -0.7) + H(x, y))
+
+    def h1(x, y):
+        return np.maximum(0.0, H(x, y)) - h2(x, y)
+
+    sim = Simulation(mesh, layers=2, scheme=scheme, r=0.98, H=H, dt_mode="nonlagged",
+                     initial={"h1": h1, "h2": h2})  # fmt: skip
+    x, W0 = sim.fields()["x"], sim.state()
+    fronts = []
+
+    def record(s):
+        f = s.fields()
+        fronts.append((x[f["h2"] > 1e-3].max(), x[f["h1"] > 1e-3].max()))
+
+    record(sim)
+    s = sim.run(4.0, check_every=10, callback=record)
+    assert max(s.mass_rel_drift) <= 1e-13 and s.counters["clipped_cells"] == 0
+    lower, shore = np.array(fronts).T
+    assert lower.max() > lower[0] + 0.5  # the lower layer wets the slope
+    top = np.argmax(shore)
+    assert shore[top] > shore[0] and shore[top:].min() < shore[top]  # up and back
+    land = x > -1.0
+    assert np.all(sim.state()[land] == 0.0) and np.all(W0[land] == 0.0)
+
+
+# -- the thin-layer threshold -------------------------------------------------------------------
+def test_default_threshold_follows_the_depth_scale_and_an_explicit_one_wins():
+    mesh = strip(8, 1)
+    for depth, dtype, want in [(2.0, "float64", 2e-6), (2.0, "float32", 2e-4), (0.0, "float64",
+                                1e-8), (4000.0, "float64", 4e-3)]:  # fmt: skip
+        sim = Simulation(mesh, layers=1, scheme="hll", H=depth, dtype=dtype,
+                         initial={"h": depth})  # fmt: skip
+        assert sim.model.eps_h == pytest.approx(want, rel=1e-15)
+        assert sim.model.eps_h == thin_layer_threshold(depth, dtype)
+    sim = Simulation(mesh, H=1.0, initial={"h1": 0.3, "h2": 0.7}, eps_h=5e-3)
+    assert sim.model.eps_h == 5e-3
+
+
+@pytest.mark.parametrize("scheme", ["hll-wd", "roe"])
+@pytest.mark.parametrize("hr", [0.1, 1e-3, 0.0])
+def test_dam_breaks_converge_at_the_default_threshold(scheme, hr):
+    """Stoker (hr = 0.1, and 1e-3 below the old 5 mm threshold) and Ritter (hr = 0): the L1
+    error falls at every refinement from 100 to 800 cells at order >= 0.5 (observed 0.54-0.8
+    for these discontinuous solutions, first-order schemes) and, with a thin or dry
+    downstream bed, ends below the one with eps_h = 5 mm."""
+
+    def error(nx, **kw):
+        g = Grid(nx, 1, 100.0 / nx, 1.0)
+        sim = Simulation(g.mesh(), layers=1, scheme=scheme, H=0.0, boundary=WALLS,
+                         initial={"h": lambda x, y: np.where(x < 50.0, 1.0, hr)},
+                         dt_mode="nonlagged", **kw)  # fmt: skip
+        s = sim.run(5.0)
+        assert s.counters["clipped_cells"] == 0 and sim.model.eps_h == (kw.get("eps_h") or 1e-6)
+        return np.abs(sim.fields()["h"] - dam_break_exact(g.x, 5.0, 1.0, hr, 50.0)).sum() * g.dx
+
+    errors = [error(nx) for nx in (100, 200, 400, 800)]
+    orders = np.log2(np.array(errors[:-1]) / errors[1:])
+    assert np.all(orders >= 0.5), orders
+    if hr < 5e-3:
+        assert errors[-1] < 0.95 * error(800, eps_h=5e-3)
+
+
+# -- runs that stop -----------------------------------------------------------------------------
+def thinning_case(path):
+    """A case file: a 5 cm upper layer pulled apart at 2 m/s, which IFCP cannot keep positive."""
+    path.write_text(
+        'layers = 2\nscheme = "pvm-ifcp"\nr = 0.5\nt_end = 2.0\ndt_mode = "nonlagged"\n'
+        'backend = "cpu"\n[mesh]\ngenerator = "strip"\nnx = 100\nny = 1\nx0 = -5.0\nx1 = 5.0\n'
+        '[boundary]\nwest = "wall"\neast = "wall"\nwall = "wall"\n'
+        '[initial]\nH = 2.0\nh1 = 0.05\nh2 = 1.95\nu1 = "2.0 * sign(x)"\n'
+    )
+    return path
+
+
+def test_cli_stops_a_fixed_dt_above_the_stable_step(capsys):
+    code = main(["run", "test1", "--backend", "cpu", "--dt-mode", "fixed", "--dt", "0.5", "-q"])
+    out, err = capsys.readouterr()
+    assert code != 0 and out == "" and len(err.strip().splitlines()) == 1
+    assert "step 1" in err and "Courant number up to" in err and "in cell" in err
+
+
+def test_cli_stops_a_run_that_clipped_and_continues_when_allowed(capsys, tmp_path):
+    case = str(thinning_case(tmp_path / "thin.toml"))
+    code = main(["run", case, "-q"])
+    out, err = capsys.readouterr()
+    assert code != 0 and len(err.strip().splitlines()) == 1
+    assert "clipped to 0 in cell" in err and " m^3 by step" in err and "--allow-mass-error" in err
+    code = main(["run", case, "-q", "--allow-mass-error", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0 and '"clipped_volume"' in out
+
+
+def test_mass_drift_beyond_round_off_stops_the_run():
+    """Water that appears from nowhere (here: put in by hand, as a bug would) is caught."""
+    sim = Simulation(strip(20, 1), layers=1, scheme="hll", H=1.0, initial={"h": 1.0},
+                     boundary=dict.fromkeys(("west", "east", "wall"), "wall"))  # fmt: skip
+    sim.run(0.05)
+    W = sim.backend.get_state()
+    W[3, 0] += 1e-9
+    sim.backend.set_state(W)
+    with pytest.raises(BlowUpError, match=r"mass of h changed by [0-9.e-]+ \(relative"):
+        sim.run(0.1)
+    sim.allow_mass_error = True
+    assert sim.run(0.1).mass_rel_drift[0] > 1e-12
+
+
+# -- the GPU pipeline on the host -----------------------------------------------------------------
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_device_records_clips_thin_cells_and_the_courant_stop_as_the_cpu(tmp_path):
+    """The emulated CUDA pipeline reports the CPU backend's first clipped cell and step and its
+    thin-layer cells, and stops a fixed dt above the stable step at the same step and cell with
+    the same Courant number."""
+    g = Grid(40, 2, 0.25, 0.25, origin=(-5.0, 0.0))
+    initial = {"h1": 0.05, "h2": 1.95, "q1x": lambda x, y: 0.1 * np.sign(x)}
+    options = dict(layers=2, scheme="pvm-ifcp", r=0.5, H=2.0, initial=initial)
+    sim = Simulation(g.mesh(), dt_mode="nonlagged", **options)
+    sim.backend.advance(1.0, 200)
+    assert sim.backend.first_clip is not None
+    counters = sim.backend.counters()
+    W, ctrl = emulated_run(tmp_path, sim.layout, "pvm-ifcp", "edge", "nonlagged", 1.0, 200)
+    cell, step, t = sim.backend.first_clip
+    assert ctrl["clip_cell"] + gpu.NO_CELL == cell and ctrl["clip_step"] - 1 == step
+    assert ctrl["clip_t"] == t and ctrl["thin_cells"] == counters["thin_layer_cells"] > 0
+    dt = 3.0 * sim.backend.dt
+    fixed = Simulation(g.mesh(), dt_mode="fixed", dt=dt, **options)
+    fixed.backend.advance(1.0, 50)
+    cell, step, t, courant = fixed.backend.courant_violation
+    for variant in gpu.VARIANTS:
+        _, ctrl = emulated_run(tmp_path, fixed.layout, "pvm-ifcp", variant, "fixed", 1.0, 50, dt)
+        assert ctrl["stalled"] == 1 and ctrl["steps"] == step + 1 == fixed.steps
+        assert ctrl["cfl_cell"] + gpu.NO_CELL == cell and ctrl["cfl_step"] - 1 == step
+        assert ctrl["courant"] == pytest.approx(courant, rel=1e-12)
