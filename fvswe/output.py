@@ -50,6 +50,12 @@ def _umask() -> int:
     return mask
 
 
+def _writes(sim) -> bool:
+    """Whether this process writes the run's files: rank 0 of a distributed run, or the only
+    one. The others still compute what is written (the gathers are collective) and drop it."""
+    return getattr(sim, "is_root", True)
+
+
 def write_json(path: str | Path, data: Mapping[str, Any]) -> None:
     """``data`` as indented JSON, atomically."""
     atomic_write(path, lambda p: Path(p).write_text(json.dumps(data, indent=2) + "\n"))
@@ -100,7 +106,8 @@ def write_final(sim, path: str | Path) -> None:
     """``final.npz``: x, y, area, H and the state components, in the original cell order."""
     fields = sim.fields()
     keep = ("x", "y", "area", "H", *sim.model.fields)
-    atomic_write(path, lambda p: np.savez(p, **{k: fields[k] for k in keep}))
+    if _writes(sim):
+        atomic_write(path, lambda p: np.savez(p, **{k: fields[k] for k in keep}))
 
 
 # -- XDMF time series -------------------------------------------------------------------------
@@ -142,6 +149,8 @@ class Series:
         return self.directory / f"{SERIES}.xdmf"
 
     def __enter__(self) -> Series:
+        if not _writes(self.sim):
+            return self
         previous = self._previous() if self.resume_at is not None else []
         self._tmp = Path(tempfile.mkdtemp(dir=self.directory, prefix=".series-"))
         self._writer = _xdmf_writer(self._tmp / f"{SERIES}.xdmf")
@@ -173,9 +182,15 @@ class Series:
 
     def write(self) -> None:
         """Append the simulation's current fields at its current time."""
-        self._write(float(self.sim.t), output_fields(self.sim))
+        fields = output_fields(self.sim)
+        if _writes(self.sim):
+            self._write(float(self.sim.t), fields)
+        else:
+            self.times.append(float(self.sim.t))
 
     def __exit__(self, *exc) -> None:
+        if not _writes(self.sim):
+            return
         self._writer.__exit__()
         for suffix in (".h5", ".xdmf"):  # the data first, then the file that points at it
             os.replace(self._tmp / f"{SERIES}{suffix}", self.directory / f"{SERIES}{suffix}")
@@ -195,6 +210,8 @@ def save_checkpoint(path: str | Path, sim, identity: Mapping[str, Any]) -> None:
     snap = sim.backend.snapshot()
     meta = {"version": CHECKPOINT_VERSION, "identity": dict(identity),
             "counters": snap["counters"], "mass_initial": list(sim.mass_initial)}  # fmt: skip
+    if not _writes(sim):
+        return
     atomic_write(
         path,
         lambda p: np.savez(

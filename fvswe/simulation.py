@@ -125,6 +125,12 @@ class Simulation:
     ``boundary`` maps each tag to ``"wall"``, ``"open"`` or an imposed level
     (:class:`fvswe.boundary.Level`, one layer). ``friction`` is None,
     ``("chezy", C)`` or ``("manning", n)`` (one layer; semi-implicit, SI units).
+
+    ``comm`` (an mpi4py communicator of more than one rank) spreads the run over
+    its ranks (:mod:`fvswe.parallel`): every rank constructs the Simulation with
+    the same arguments and calls the same methods; results are bitwise those of
+    one process, and :meth:`state`, :meth:`fields` and :meth:`mass` are global
+    on every rank (they are collective calls).
     """
 
     def __init__(
@@ -147,13 +153,15 @@ class Simulation:
         backend: str = "cpu",
         eps_h: float = 5e-3,
         threads: int | None = None,
+        comm=None,
     ) -> None:
         if dtype not in DTYPES:
             raise ConfigError(f"dtype: unknown {dtype!r} (choose from {', '.join(DTYPES)})")
         if not 0 < cfl <= 1:
             raise ConfigError(f"cfl: must lie in (0, 1], got {cfl!r}")
         self.model = Model(layers=layers, g=g, r=r, eps_h=eps_h)
-        cls = backend_class(backend)
+        distributed = comm is not None and comm.size > 1
+        cls = backend_class("cpu" if distributed and backend == "auto" else backend)
         order = resolve_order(order, cls.name)  # "auto": the study's best for this backend
         self.scheme, self.dtype, self.order = scheme, dtype, order
         n = mesh.n_cells
@@ -191,10 +199,27 @@ class Simulation:
             friction=_friction(friction, layers), levels=levels if levels.count else None,
         )  # fmt: skip
         extra = {"threads": threads} if cls.name == "cpu" else {}
-        self.backend = cls(self.layout, scheme, cfl=cfl, dt_mode=dt_mode, dt_fixed=dt, **extra)
+        options = dict(cfl=cfl, dt_mode=dt_mode, dt_fixed=dt, **extra)
+        self.comm = comm if distributed else None
+        if self.comm is None:
+            self.backend = cls(self.layout, scheme, **options)
+        else:
+            from .parallel import DistributedBackend
+
+            self.backend = DistributedBackend(mesh, self.layout, comm, cls, scheme, **options)
         self.mass_initial = self.mass()
 
     # -- state -------------------------------------------------------------------------------
+    @property
+    def ranks(self) -> int:
+        """MPI ranks the run is spread over (1: a single process)."""
+        return 1 if self.comm is None else self.comm.size
+
+    @property
+    def is_root(self) -> bool:
+        """Whether this process writes files and prints (rank 0, or a single process)."""
+        return self.comm is None or self.comm.rank == 0
+
     @property
     def t(self) -> float:
         return self.backend.t
@@ -256,6 +281,8 @@ class Simulation:
                 f"{end[1]!r} (t = {end[0]:g} s)"
             )
         limit = math.inf if max_steps is None else max_steps
+        if self.comm is not None:  # every rank takes the same chunks (rank 0's timing decides)
+            check_every, limit = self.comm.bcast((check_every, limit))
         start = time.perf_counter()
         taken = 0
         while self.t < t_end and taken < limit:

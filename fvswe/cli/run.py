@@ -14,9 +14,9 @@ import sys
 from contextlib import nullcontext
 from pathlib import Path
 
-from .. import casefile, output, runner
+from .. import casefile, output, parallel, runner
 from ..cases import CASES
-from ..errors import ConfigError
+from ..errors import ConfigError, FvsweError
 
 DESCRIPTION = """\
 Run a named case (see `fvswe cases`) or a TOML case file (see examples/*.toml);
@@ -37,6 +37,7 @@ examples:
   fvswe run examples/test1.toml -o out --output-every 0.025 --png h1,eta2
   fvswe run test1 --mesh my.msh -o out --checkpoint-every 0.02
   fvswe run test1 -o out --restart out/checkpoint.npz
+  mpiexec -n 3 fvswe run test1 -o out          on 3 CPU ranks (MPI), the same results
 """
 
 
@@ -147,18 +148,24 @@ def run(args) -> int:
     if spec.checkpoint_every is not None and not spec.checkpoint_every > 0:
         raise ConfigError(f"--checkpoint-every: must be positive, got {spec.checkpoint_every!r}")
     times = spec.times()
-    sim = spec.simulation(spec.load_mesh())
+    comm = parallel.world()  # None unless launched by mpiexec as several processes
+    if comm is None:
+        sim = spec.simulation(spec.load_mesh())
+    else:  # rank 0 reads the mesh; every rank builds the same global layout from it
+        mesh = parallel.on_root(comm, spec.load_mesh)
+        sim = dataclasses.replace(spec, settings={**spec.settings, "comm": comm}).simulation(mesh)
     if spec.png:
         from ..plot import check_fields
 
         check_fields(spec.png, output.FIELD_NAMES[sim.model.layers])
     identity = _identity(spec, sim)
     if args.restart:
-        output.restore_checkpoint(sim, output.load_checkpoint(args.restart, identity))
+        load = lambda: output.load_checkpoint(args.restart, identity)  # noqa: E731
+        output.restore_checkpoint(sim, load() if comm is None else parallel.on_root(comm, load))
         if sim.t > times[-1]:
             raise ConfigError(f"--restart: the checkpoint is at t = {sim.t:g} s, past t_end")
     # All inputs are valid: from here on files may be written.
-    if out is not None:
+    if out is not None and sim.is_root:
         out.mkdir(parents=True, exist_ok=True)
     resume = sim.t if args.restart else None
     with output.Series(out, sim, resume_at=resume) if out else nullcontext() as series:
@@ -166,7 +173,9 @@ def run(args) -> int:
     if out is not None:
         output.write_final(sim, out / "final.npz")
         if spec.mesh is None and spec.case is not None and spec.case.is_grid:
-            spec.case.grid().save_npz(out / "grid.npz", sim.fields(), sim.t)
+            fields = sim.fields()  # collective: every rank takes part
+            if sim.is_root:
+                spec.case.grid().save_npz(out / "grid.npz", fields, sim.t)
     return _finish(args, spec, sim, summary, out, series.times if series else ())
 
 
@@ -177,7 +186,9 @@ def _advance(args, spec, sim, times, series, identity):
 
     def on_output(s) -> None:
         series.write()
-        if spec.png:
+        if spec.png and not s.is_root:
+            output.output_fields(s)  # the gather the root's snapshot needs
+        elif spec.png:
             from ..plot import snapshot
 
             (out / "png").mkdir(exist_ok=True)
@@ -192,7 +203,7 @@ def _advance(args, spec, sim, times, series, identity):
             on_output=None if series is None else on_output,
             checkpoint_every=spec.checkpoint_every,
             on_checkpoint=lambda s: output.save_checkpoint(checkpoint, s, identity),
-            progress=runner.show_progress(args.quiet),
+            progress=sim.is_root and runner.show_progress(args.quiet),
             label=spec.name,
         )
     except runner.RunInterruptedError as exc:
@@ -205,6 +216,8 @@ def _advance(args, spec, sim, times, series, identity):
 
 
 def _finish(args, spec, sim, summary, out, written=()) -> int:
+    if not sim.is_root:  # rank 0 reports for all
+        return 0
     report = {
         "case": spec.name,
         "source": spec.source,
@@ -213,6 +226,7 @@ def _finish(args, spec, sim, summary, out, written=()) -> int:
         "steps_total": sim.steps,
         "restart": args.restart,
         "output_times": list(written),
+        "ranks": sim.ranks,
     }
     if out is not None:
         output.write_json(out / "summary.json", report)
@@ -236,3 +250,10 @@ def main_run(args) -> int:
     except runner.RunInterruptedError as exc:
         print(f"fvswe: {exc}", file=sys.stderr)
         return 130  # 128 + SIGINT, as shells expect
+    except FvsweError:
+        if parallel.launch_rank() != 0:
+            return 2  # every rank raised the same error: rank 0 says it
+        raise
+    except Exception:
+        parallel.abort_job()  # under MPI: one rank failing alone must not leave the others waiting
+        raise

@@ -280,6 +280,10 @@ class CpuBackend:
         self.t = 0.0
         self.steps = 0
         self.dt = math.nan  # the lagged Δt waiting for the next step
+        self._owned = lay.owned_cells  # cells updated here: all but a part's halo
+        #: A distributed run's halo exchange (fvswe.parallel.Halo): ``exchange(W)`` after each
+        #: update, ``min(dt)`` over all ranks. None on one device.
+        self.halo = None
         self._acc_current = False  # whether acc holds the contributions of the current W
         self._counts = dict.fromkeys(
             ("clipped_cells", "nonhyperbolic_edges", "degenerate_edges", "thin_layer_edges"), 0
@@ -327,9 +331,10 @@ class CpuBackend:
 
     def first_invalid(self) -> tuple[int, int] | None:
         """The first cell (and component) holding NaN/inf or a negative depth, else None."""
-        bad = ~np.isfinite(self.W)
+        W = self.W[: self._owned]
+        bad = ~np.isfinite(W)
         for c in self._depth_cols:
-            bad[:, c] |= self.W[:, c] < 0
+            bad[:, c] |= W[:, c] < 0
         if not bad.any():
             return None
         i, c = np.argwhere(bad)[0]
@@ -346,17 +351,18 @@ class CpuBackend:
             self._edge_level, self._level_now, self._level_flux,
         )  # fmt: skip
         self._acc_current = True
-        if self.flags.any():
+        flags = self.flags[: lay.owned_edges]  # a part counts the edges it owns
+        if flags.any():
             for bit, key in ((1, "nonhyperbolic_edges"), (2, "degenerate_edges"),
                              (4, "thin_layer_edges")):  # fmt: skip
-                self._counts[key] += int(np.count_nonzero(self.flags & bit))
+                self._counts[key] += int(np.count_nonzero(flags & bit))
 
     def _volume_pass(self, dt: float, update: bool) -> float:
         """Update W with ``dt`` (if ``update``) and return the next CFL time step."""
         lay = self.layout
         volume_pass(
-            self.W, self.acc, lay.area, lay.k, dt, self.cfl, self._depth_cols, update,
-            self.model.eps_h, lay.friction_kind, lay.friction_coef, self.model.g,
+            self.W[: self._owned], self.acc, lay.area, lay.k, dt, self.cfl, self._depth_cols,
+            update, self.model.eps_h, lay.friction_kind, lay.friction_coef, self.model.g,
             self._chunk_dt, self._chunk_clipped,
         )  # fmt: skip
         if update:
@@ -365,7 +371,10 @@ class CpuBackend:
             if self._levels is not None:  # fixed order: reproducible
                 out = float(np.sum(self._level_flux[self._level_edges]))
                 self._counts["level_inflow"] -= dt * out
-        return float(self._chunk_dt.min())
+            if self.halo is not None:
+                self.halo.exchange(self.W)
+        dt_next = float(self._chunk_dt.min())
+        return dt_next if self.halo is None else self.halo.min(dt_next)
 
     def advance(self, t_end: float, max_steps: int) -> tuple[float, int]:
         """Whole steps until ``t == t_end`` (last step clipped) or ``max_steps`` steps."""
