@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -72,7 +73,9 @@ def world():
     if n <= 1:
         return None
     try:
-        from mpi4py import MPI
+        with warnings.catch_warnings():  # its multi-line launch warning: ours is one line
+            warnings.simplefilter("ignore", RuntimeWarning)
+            from mpi4py import MPI
     except ImportError:
         raise ConfigError(
             f"launched as {n} MPI processes but mpi4py is not installed "

@@ -40,26 +40,28 @@ from .errors import ConfigError
 METHODS = ("auto", "metis", "hilbert")
 
 
-def _metis_available() -> bool:
-    try:
-        import pymetis  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def assign(mesh, nparts: int, method: str = "auto") -> np.ndarray:
-    """The part (0..nparts-1) of every cell; ``auto`` is METIS when pymetis imports."""
+def method_name(method: str) -> str:
+    """``metis`` or ``hilbert``: what ``auto`` means here (METIS when pymetis imports)."""
     if method not in METHODS:
         raise ConfigError(
             f"partition: unknown method {method!r} (choose from {', '.join(METHODS)})"
         )
+    if method != "auto":
+        return method
+    try:
+        import pymetis  # noqa: F401
+    except ImportError:
+        return "hilbert"
+    return "metis"
+
+
+def assign(mesh, nparts: int, method: str = "auto") -> np.ndarray:
+    """The part (0..nparts-1) of every cell; ``auto`` is METIS when pymetis imports."""
+    method = method_name(method)
     if not 1 <= nparts <= mesh.n_cells:
         raise ConfigError(
             f"partition: cannot split {mesh.n_cells} cells of {mesh.source} into {nparts} parts"
         )
-    if method == "auto":
-        method = "metis" if _metis_available() else "hilbert"
     if nparts == 1:
         return np.zeros(mesh.n_cells, dtype=np.int32)
     if method == "hilbert":
@@ -163,3 +165,39 @@ def stats(mesh, part: np.ndarray, parts: list[Part]) -> dict:
         "edge_cut": cut,
         "imbalance": max(sizes) / (mesh.n_cells / len(parts)),
     }
+
+
+def draw_parts(mesh, part: np.ndarray, path, *, title: str | None = None) -> None:
+    """A PNG of the parts (one colour each) with the cut edges drawn in black."""
+    from matplotlib.collections import LineCollection
+    from matplotlib.figure import Figure  # no pyplot: no global state, no display needed
+    from matplotlib.tri import Triangulation
+
+    from .plot import _triangles
+
+    nparts = int(part.max()) + 1
+    tris, owner = _triangles(mesh.cells)
+    fig = Figure(figsize=(6.4, 6.0))
+    ax = fig.subplots()
+    ax.tripcolor(
+        Triangulation(mesh.nodes[:, 0], mesh.nodes[:, 1], tris),
+        facecolors=part[owner].astype(np.float64),
+        cmap="tab20" if nparts > 10 else "tab10",
+        vmin=-0.5,
+        vmax=(20 if nparts > 10 else 10) - 0.5,
+        shading="flat",
+        antialiased=False,
+    )
+    ec = mesh.edge_cells
+    inner = np.flatnonzero(ec[:, 1] >= 0)
+    cut = inner[part[ec[inner, 0]] != part[ec[inner, 1]]]
+    ax.add_collection(LineCollection(mesh.nodes[mesh.edge_nodes[cut]], colors="k", linewidths=0.8))
+    for p in range(nparts):
+        x, y = mesh.centroid[part == p].mean(axis=0)
+        ax.text(x, y, str(p), ha="center", va="center", fontsize=12, weight="bold")
+    ax.set_aspect("equal")
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.set_title(title or f"{mesh.n_cells} cells in {nparts} parts", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)

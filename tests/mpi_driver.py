@@ -1,0 +1,45 @@
+"""Run named cases on the ranks of ``mpiexec`` and save what rank 0 sees (tests/test_mpi.py).
+
+``mpiexec -n P python tests/mpi_driver.py RUNS.json OUT.npz``: RUNS.json is a list of
+``{"name", "case", "scheme", "t_end", "order", "nx"}`` (the last three optional); OUT.npz
+gets, per run, ``NAME.state`` (the global state in the original cell order), ``NAME.mass``
+and ``NAME.steps``, as :func:`run_case` returns them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+from fvswe.cases import get_case
+
+
+def run_case(spec: dict, comm=None) -> dict[str, np.ndarray]:
+    """One run of ``spec`` (on ``comm``'s ranks, or alone) and its final results."""
+    case = get_case(spec["case"])
+    if "nx" in spec:
+        case = case.with_grid(spec["nx"])
+    sim = case.simulation(
+        scheme=spec.get("scheme", case.scheme), order=spec.get("order", "none"),
+        backend="cpu", comm=comm,
+    )  # fmt: skip
+    sim.run(spec["t_end"])
+    return {"state": sim.state(), "mass": np.array(sim.mass()), "steps": np.array(sim.steps)}
+
+
+def main(runs_json: str, out: str) -> None:
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    saved = {}
+    for spec in json.loads(open(runs_json).read()):
+        for key, value in run_case(spec, comm).items():
+            saved[f"{spec['name']}.{key}"] = value
+    if comm.rank == 0:
+        np.savez(out, **saved)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
