@@ -77,7 +77,8 @@ def assign(mesh, nparts: int, method: str = "auto") -> np.ndarray:
         raise ConfigError("partition: method 'metis' needs pymetis (pip install pymetis)") from None
     adj = mesh.adjacency()
     opts = pymetis.Options(seed=0)
-    _, member = pymetis.part_graph(nparts, xadj=adj.indptr, adjncy=adj.indices, options=opts)
+    graph = pymetis.CSRAdjacency(adj.indptr, adj.indices)
+    _, member = pymetis.part_graph(nparts, graph, options=opts)
     part = np.asarray(member, dtype=np.int32)
     if np.bincount(part, minlength=nparts).min() == 0:
         raise ConfigError(f"partition: METIS left a part of {mesh.source} empty ({nparts} parts)")

@@ -1,0 +1,131 @@
+"""Runs on several MPI ranks are bitwise the single-process runs (fvswe.parallel).
+
+pytest launches ``mpiexec -n 2`` and ``-n 3`` of tests/mpi_driver.py (every run in one
+launch) and of ``fvswe run``, and compares with the same runs in this process:
+``np.array_equal``, no tolerance. Skipped only where mpi4py or mpiexec is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fvswe.cases import get_case
+
+try:
+    import mpi4py  # noqa: F401
+except ImportError:
+    mpi4py = None
+MPIEXEC = shutil.which("mpiexec")
+pytestmark = pytest.mark.skipif(
+    mpi4py is None or MPIEXEC is None,
+    reason="needs mpi4py and mpiexec (pip install 'fvswe[mpi]' mpich)",
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from mpi_driver import run_case  # noqa: E402
+
+#: Short runs: the three two-layer schemes on test1 and test2, another cell ordering, and a
+#: one-layer wetting-and-drying case with a tidal level boundary, friction and nonlagged Δt.
+RUNS = [
+    *({"name": f"{case}-{scheme}", "case": case, "scheme": scheme, "t_end": 0.02}
+      for case in ("test1", "test2") for scheme in ("roe", "ir-roe", "pvm-ifcp")),
+    {"name": "test1-hilbert", "case": "test1", "order": "hilbert", "t_end": 0.02},
+    {"name": "tide", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0},
+]  # fmt: skip
+
+
+def mpiexec(n: int, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``mpiexec -n n python ARGS`` with this checkout's fvswe, one thread a rank."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_NUM_THREADS": "1", **(env or {})}
+    return subprocess.run(
+        [MPIEXEC, "-n", str(n), sys.executable, *args],
+        capture_output=True, text=True, env=env, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """Every run in this single process (compiling and caching the kernels for the ranks)."""
+    return {spec["name"]: run_case(spec) for spec in RUNS}
+
+
+@pytest.fixture(scope="module", params=[2, 3])
+def launched(request, reference, tmp_path_factory):
+    d = tmp_path_factory.mktemp(f"mpi{request.param}")
+    (d / "runs.json").write_text(json.dumps(RUNS))
+    done = mpiexec(request.param, "tests/mpi_driver.py", str(d / "runs.json"), str(d / "out.npz"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    with np.load(d / "out.npz") as z:
+        return {key: z[key] for key in z.files}
+
+
+@pytest.mark.parametrize("name", [spec["name"] for spec in RUNS])
+def test_ranks_give_the_single_process_bits(launched, reference, name):
+    ref = reference[name]
+    assert ref["steps"] > 1
+    for key in ("state", "mass", "steps"):
+        assert np.array_equal(launched[f"{name}.{key}"], ref[key]), key
+
+
+def test_wetting_and_drying_case_dries_cells_and_feels_the_level(reference):
+    """The tide run is a real test of wet/dry and level edges: some cells are dry."""
+    h = reference["tide"]["state"][:, 0]
+    assert (h == 0).any() and (h > 0).any()
+
+
+def fvswe(n: int, *argv: str) -> subprocess.CompletedProcess:
+    return mpiexec(n, "-m", "fvswe", "run", *argv)
+
+
+def test_cli_checkpoint_on_two_ranks_restarts_on_three_bit_for_bit(tmp_path):
+    out = tmp_path / "out"
+    common = ["test1", "--backend", "cpu", "--scheme", "roe", "-q", "-o", str(out)]
+    first = fvswe(2, *common, "--t-end", "0.02", "--checkpoint-every", "0.01")
+    assert first.returncode == 0, first.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["ranks"] == 2 and (out / "solution.xdmf").is_file()
+    (out / "final.npz").unlink()
+    again = fvswe(3, *common, "--t-end", "0.02", "--restart", str(out / "checkpoint.npz"))
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads((out / "summary.json").read_text())["steps_total"] == summary["steps"]
+    sim = get_case("test1").simulation(scheme="roe", backend="cpu")
+    sim.run(0.02)
+    fields = sim.fields()
+    with np.load(out / "final.npz") as z:
+        for key in sim.model.fields:
+            assert np.array_equal(z[key], fields[key]), key
+    assert sorted(p.name for p in out.iterdir()) == [
+        "checkpoint.npz", "final.npz", "solution.h5", "solution.xdmf", "summary.json",
+    ]  # fmt: skip
+
+
+def test_blow_up_names_the_global_cell_and_stops_every_rank():
+    argv = ["test1", "--backend", "cpu", "--dt-mode", "fixed", "--dt", "0.5", "--t-end", "100"]
+    one = subprocess.run(
+        [sys.executable, "-m", "fvswe", "run", *argv, "-q"], capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_NUM_THREADS": "1"}, timeout=300,
+    )  # fmt: skip
+    three = fvswe(3, *argv, "-q")
+    assert one.returncode == three.returncode == 2
+    assert one.stderr.startswith("fvswe: error: state blew up: h1 = nan in cell ")
+    assert three.stderr == one.stderr and three.stderr.count("\n") == 1
+
+
+def test_a_launch_mpi_does_not_see_is_a_one_line_error():
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PMI_SIZE": "2"}
+    done = subprocess.run(
+        [sys.executable, "-m", "fvswe", "run", "test1", "--backend", "cpu", "-q"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.startswith("fvswe: error: launched as 2 MPI processes but MPI sees 1")
+    assert done.stderr.count("\n") == 1
