@@ -1,6 +1,6 @@
 """Distributed runs on MPI ranks: launch detection, the halo exchange and a distributed backend.
 
-Contract (docs/ARCHITECTURE.md, "Distributed runs"): every rank holds the
+Contract (docs/PARALLEL.md): every rank holds the
 global Layout (built from the same inputs, so bitwise the same); rank 0 cuts
 it into parts (:mod:`fvswe.partition`) and scatters them; each rank runs an
 ordinary backend on its part's Layout, whose volume pass updates the owned
@@ -150,6 +150,18 @@ class Halo:
         return float(self._dt_min[0])
 
 
+def _threads_per_rank(comm) -> int:
+    """The cores of this node shared between its ranks (Numba's thread limit permitting)."""
+    import numba
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    ranks = node.size
+    node.Free()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(numba.config.NUMBA_NUM_THREADS, (cores or 1) // ranks))
+
+
 def _free(requests: list) -> None:
     for request in requests:
         request.Free()
@@ -170,6 +182,8 @@ class DistributedBackend:
                 f"backend {backend.name!r}: runs on several MPI ranks use the CPU backend "
                 "(--backend cpu); the GPU halo exchange is not implemented yet"
             )
+        if options.get("threads") is None:
+            options["threads"] = _threads_per_rank(comm)
         self.name = backend.name
         self.comm = comm
         self.layout = layout
