@@ -108,6 +108,23 @@ def _cell_values(value: Field, xy: np.ndarray, n: int, name: str) -> np.ndarray:
         ) from None
 
 
+def _agreed(callback: Callable, comm) -> Callable:
+    """``callback`` on every rank, then the first rank's exception (Ctrl-C, a failed write)
+    raised on all of them, so the ranks stop at the same chunk and can checkpoint together."""
+
+    def call(sim) -> None:
+        error = None
+        try:
+            callback(sim)
+        except Exception as exc:  # raised below on every rank
+            error = exc
+        first = next((e for e in comm.allgather(error) if e is not None), None)
+        if first is not None:
+            raise first
+
+    return call
+
+
 class Simulation:
     """A shallow-water run on any mesh: ``Simulation(mesh, ...).run(t_end)``.
 
@@ -283,6 +300,8 @@ class Simulation:
         limit = math.inf if max_steps is None else max_steps
         if self.comm is not None:  # every rank takes the same chunks (rank 0's timing decides)
             check_every, limit = self.comm.bcast((check_every, limit))
+            if callback is not None:
+                callback = _agreed(callback, self.comm)
         start = time.perf_counter()
         taken = 0
         while self.t < t_end and taken < limit:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -34,7 +35,7 @@ def main(runs_json: str, out: str) -> None:
 
     comm = MPI.COMM_WORLD
     saved = {}
-    for spec in json.loads(open(runs_json).read()):
+    for spec in json.loads(Path(runs_json).read_text()):
         for key, value in run_case(spec, comm).items():
             saved[f"{spec['name']}.{key}"] = value
     if comm.rank == 0:

@@ -129,3 +129,30 @@ def test_a_launch_mpi_does_not_see_is_a_one_line_error():
     assert done.returncode == 2
     assert done.stderr.startswith("fvswe: error: launched as 2 MPI processes but MPI sees 1")
     assert done.stderr.count("\n") == 1
+
+
+def test_cli_outputs_of_two_ranks_equal_one_process(tmp_path):
+    """final.npz, grid.npz, the XDMF/HDF5 series and the PNGs, written by rank 0 alone."""
+    import h5py
+
+    from fvswe.cli import main
+
+    argv = ["cgrid-tide", "--nx", "12", "--t-end", "1200", "--output-every", "600",
+            "--png", "h,eta", "-q"]  # fmt: skip
+    assert main(["run", *argv, "-o", str(tmp_path / "one")]) == 0
+    two = fvswe(2, *argv, "-o", str(tmp_path / "two"))
+    assert two.returncode == 0, two.stderr[-3000:]
+    one, two = tmp_path / "one", tmp_path / "two"
+    files = sorted(str(p.relative_to(one)) for p in one.rglob("*"))
+    assert files == sorted(str(p.relative_to(two)) for p in two.rglob("*"))
+    assert "png/snapshot_0002.png" in files
+    for name in ("final.npz", "grid.npz"):
+        with np.load(one / name) as a, np.load(two / name) as b:
+            assert all(np.array_equal(a[k], b[k]) for k in a.files), name
+    with h5py.File(one / "solution.h5") as a, h5py.File(two / "solution.h5") as b:
+        names = []
+        a.visit(names.append)
+        data = [n for n in names if isinstance(a[n], h5py.Dataset)]
+        assert len(data) > 3 and all(np.array_equal(a[n][()], b[n][()]) for n in data)
+    for name in ("solution.xdmf", "png/snapshot_0002.png"):
+        assert (one / name).read_bytes() == (two / name).read_bytes(), name

@@ -248,7 +248,8 @@ def main_run(args) -> int:
     try:
         return run(args)
     except runner.RunInterruptedError as exc:
-        print(f"fvswe: {exc}", file=sys.stderr)
+        if parallel.launch_rank() == 0:
+            print(f"fvswe: {exc}", file=sys.stderr)
         return 130  # 128 + SIGINT, as shells expect
     except FvsweError:
         if parallel.launch_rank() != 0:
