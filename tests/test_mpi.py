@@ -156,3 +156,19 @@ def test_cli_outputs_of_two_ranks_equal_one_process(tmp_path):
         assert len(data) > 3 and all(np.array_equal(a[n][()], b[n][()]) for n in data)
     for name in ("solution.xdmf", "png/snapshot_0002.png"):
         assert (one / name).read_bytes() == (two / name).read_bytes(), name
+
+
+def test_a_single_process_run_imports_neither_mpi4py_nor_pymetis(tmp_path):
+    code = (
+        "import sys\n"
+        "from fvswe.cli import main\n"
+        f"assert main(['run', 'test1', '--backend', 'cpu', '--t-end', '0.005', '-q', "
+        f"'-o', {str(tmp_path)!r}]) == 0\n"
+        "print(sorted(m for m in ('mpi4py', 'pymetis') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-1] == "[]"
