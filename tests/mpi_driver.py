@@ -1,7 +1,7 @@
 """Run named cases on the ranks of ``mpiexec`` and save what rank 0 sees (tests/test_mpi.py).
 
 ``mpiexec -n P python tests/mpi_driver.py RUNS.json OUT.npz``: RUNS.json is a list of
-``{"name", "case", "scheme", "t_end", "order", "nx"}`` (the last three optional); OUT.npz
+``{"name", "case", "t_end", "scheme", "order", "dtype", "nx"}`` (the last four optional); OUT.npz
 gets, per run, ``NAME.state`` (the global state in the original cell order), ``NAME.mass``
 and ``NAME.steps``, as :func:`run_case` returns them.
 """
@@ -24,7 +24,7 @@ def run_case(spec: dict, comm=None) -> dict[str, np.ndarray]:
         case = case.with_grid(spec["nx"])
     sim = case.simulation(
         scheme=spec.get("scheme", case.scheme), order=spec.get("order", "none"),
-        backend="cpu", comm=comm,
+        dtype=spec.get("dtype", "float64"), backend="cpu", comm=comm,
     )  # fmt: skip
     sim.run(spec["t_end"])
     return {"state": sim.state(), "mass": np.array(sim.mass()), "steps": np.array(sim.steps)}

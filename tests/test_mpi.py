@@ -33,12 +33,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from mpi_driver import run_case  # noqa: E402
 
-#: Short runs: the three two-layer schemes on test1 and test2, another cell ordering, and a
+#: Short runs: the three two-layer schemes on test1 and test2, another cell ordering, float32, a
 #: one-layer wetting-and-drying case with a tidal level boundary, friction and nonlagged Δt.
 RUNS = [
     *({"name": f"{case}-{scheme}", "case": case, "scheme": scheme, "t_end": 0.02}
       for case in ("test1", "test2") for scheme in ("roe", "ir-roe", "pvm-ifcp")),
     {"name": "test1-hilbert", "case": "test1", "order": "hilbert", "t_end": 0.02},
+    {"name": "test2-float32", "case": "test2", "dtype": "float32", "t_end": 0.02},
     {"name": "tide", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0},
 ]  # fmt: skip
 
@@ -89,20 +90,30 @@ def fvswe(n: int, *argv: str) -> subprocess.CompletedProcess:
 def test_cli_checkpoint_on_two_ranks_restarts_on_three_bit_for_bit(tmp_path):
     out = tmp_path / "out"
     common = ["test1", "--backend", "cpu", "--scheme", "roe", "-q", "-o", str(out)]
-    first = fvswe(2, *common, "--t-end", "0.02", "--checkpoint-every", "0.01")
+    first = fvswe(2, *common, "--t-end", "0.03", "--checkpoint-every", "0.03")
     assert first.returncode == 0, first.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["ranks"] == 2 and (out / "solution.xdmf").is_file()
     (out / "final.npz").unlink()
-    again = fvswe(3, *common, "--t-end", "0.02", "--restart", str(out / "checkpoint.npz"))
+    again = fvswe(3, *common, "--t-end", "0.06", "--restart", str(out / "checkpoint.npz"))
     assert again.returncode == 0, again.stderr[-3000:]
-    assert json.loads((out / "summary.json").read_text())["steps_total"] == summary["steps"]
+    done = json.loads((out / "summary.json").read_text())
+    assert done["ranks"] == 3 and done["steps"] > 0
+    assert done["steps_total"] == summary["steps"] + done["steps"]
     sim = get_case("test1").simulation(scheme="roe", backend="cpu")
-    sim.run(0.02)
+    sim.run(0.03)  # where the checkpoint stands
+    sim.run(0.06)
     fields = sim.fields()
     with np.load(out / "final.npz") as z:
         for key in sim.model.fields:
             assert np.array_equal(z[key], fields[key]), key
+    from fvswe.cli import main
+
+    single = tmp_path / "single"  # the same checkpoint continued by one process
+    argv = ["test1", "--backend", "cpu", "--scheme", "roe", "-q", "--t-end", "0.06"]
+    assert main(["run", *argv, "-o", str(single), "--restart", str(out / "checkpoint.npz")]) == 0
+    with np.load(single / "final.npz") as z:
+        assert all(np.array_equal(z[key], fields[key]) for key in sim.model.fields)
     assert sorted(p.name for p in out.iterdir()) == [
         "checkpoint.npz", "final.npz", "solution.h5", "solution.xdmf", "summary.json",
     ]  # fmt: skip
