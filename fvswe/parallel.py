@@ -34,6 +34,9 @@ from .partition import Part, assign, split
 LAUNCH_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")
 LAUNCH_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
 HALO_TAG = 11
+#: Counters every rank holds whole (the ranks' level fluxes are summed in global order
+#: each step); the others are per-rank counts, summed when reported.
+WHOLE_COUNTERS = ("level_inflow",)
 
 
 def _launch_env(names: tuple[str, ...], default: int) -> int:
@@ -114,9 +117,10 @@ class Halo:
     Send and receive buffers are packed NumPy arrays bound once to persistent
     requests; ``exchange`` gathers the owned cells each neighbour needs, starts
     all requests, waits, and scatters the received states into the halo.
+    ``sum_keys`` are the global positions of the values this rank passes to :meth:`sum`.
     """
 
-    def __init__(self, comm, part: Part, W: np.ndarray) -> None:
+    def __init__(self, comm, part: Part, W: np.ndarray, sum_keys: np.ndarray) -> None:
         from mpi4py import MPI
 
         self._mpi, self._comm = MPI, comm
@@ -133,6 +137,10 @@ class Halo:
         weakref.finalize(self, _free, self._requests)  # before MPI finalizes at exit
         self._dt = np.empty(1, dtype=np.float64)
         self._dt_min = np.empty(1, dtype=np.float64)
+        keys = comm.allgather(np.asarray(sum_keys))
+        self._sum_counts = [k.size for k in keys]
+        self._sum_order = np.argsort(np.concatenate(keys), kind="stable")
+        self._sum_buf = np.empty(self._sum_order.size, dtype=np.float64)
 
     def exchange(self, W: np.ndarray) -> None:
         """Bring the halo rows of ``W`` up to date with their owners' rows."""
@@ -148,6 +156,13 @@ class Halo:
         self._dt[0] = value
         self._comm.Allreduce(self._dt, self._dt_min, op=self._mpi.MIN)
         return float(self._dt_min[0])
+
+    def sum(self, values: np.ndarray) -> float:
+        """``np.sum`` of all ranks' ``values`` in the order of their keys: the one device's
+        sum over the same values, bit for bit (pairwise summation of the same array)."""
+        values = np.ascontiguousarray(values, dtype=np.float64)
+        self._comm.Allgatherv(values, [self._sum_buf, self._sum_counts])
+        return float(np.sum(self._sum_buf[self._sum_order]))
 
 
 def _threads_per_rank(comm) -> int:
@@ -190,8 +205,12 @@ class DistributedBackend:
         self.part: Part = on_root(
             comm, lambda: split(mesh, assign(mesh, comm.size, method)), scatter=True
         )
-        self.local = backend(layout.part(self.part), scheme, **options)
-        self.local.halo = Halo(comm, self.part, self.local.W)
+        local = layout.part(self.part)
+        self.local = backend(local, scheme, **options)
+        levels = np.empty(0, dtype=np.int64)  # the level edges, by global edge index
+        if local.levels is not None:
+            levels = self.part.edges[np.flatnonzero(local.levels.edge_level >= 0)]
+        self.local.halo = Halo(comm, self.part, self.local.W, levels)
         owned = comm.allgather(self.part.cells[: self.part.n_owned])
         self._counts = np.array([o.size for o in owned]) * layout.nvar
         self._gather = np.concatenate(owned)
@@ -234,7 +253,10 @@ class DistributedBackend:
     def counters(self) -> dict[str, int | float]:
         """The ranks' event counts summed (in rank order, so every rank gets the same)."""
         every = self.comm.allgather(self.local.counters())
-        return {key: sum(c[key] for c in every) for key in every[0]}
+        return {
+            key: every[0][key] if key in WHOLE_COUNTERS else sum(c[key] for c in every)
+            for key in every[0]
+        }
 
     def snapshot(self) -> dict:
         """As the single-device snapshot: global state, time, steps, pending Δt, counters."""
@@ -245,7 +267,10 @@ class DistributedBackend:
         """The inverse of :meth:`snapshot`, on any number of ranks (rank 0 keeps the counts)."""
         counters = snap["counters"]
         if self.comm.rank != 0:
-            counters = {key: type(value)(0) for key, value in counters.items()}
+            counters = {
+                key: value if key in WHOLE_COUNTERS else type(value)(0)
+                for key, value in counters.items()
+            }
         self.local.restore({**snap, "W": snap["W"][self.part.cells], "counters": counters})
 
     def first_invalid(self) -> tuple[int, int] | None:

@@ -2,8 +2,9 @@
 
 ``mpiexec -n P python tests/mpi_driver.py RUNS.json OUT.npz``: RUNS.json is a list of
 ``{"name", "case", "t_end", "scheme", "order", "dtype", "nx"}`` (the last four optional); OUT.npz
-gets, per run, ``NAME.state`` (the global state in the original cell order), ``NAME.mass``
-and ``NAME.steps``, as :func:`run_case` returns them.
+gets, per run, ``NAME.state`` (the global state in the original cell order), ``NAME.mass``,
+``NAME.steps``, ``NAME.counters`` (sorted by name) and ``NAME.inflow`` (the counter
+``level_inflow``), as :func:`run_case` returns them.
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ def run_case(spec: dict, comm=None) -> dict[str, np.ndarray]:
         dtype=spec.get("dtype", "float64"), backend="cpu", comm=comm,
     )  # fmt: skip
     sim.run(spec["t_end"])
-    return {"state": sim.state(), "mass": np.array(sim.mass()), "steps": np.array(sim.steps)}
+    counters = sim.backend.counters()
+    return {"state": sim.state(), "mass": np.array(sim.mass()), "steps": np.array(sim.steps),
+            "counters": np.array([counters[k] for k in sorted(counters)]),
+            "inflow": np.array(counters.get("level_inflow", 0.0))}  # fmt: skip
 
 
 def main(runs_json: str, out: str) -> None:

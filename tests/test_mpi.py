@@ -73,14 +73,16 @@ def launched(request, reference, tmp_path_factory):
 def test_ranks_give_the_single_process_bits(launched, reference, name):
     ref = reference[name]
     assert ref["steps"] > 1
-    for key in ("state", "mass", "steps"):
+    for key in ("state", "mass", "steps", "counters", "inflow"):
         assert np.array_equal(launched[f"{name}.{key}"], ref[key]), key
 
 
 def test_wetting_and_drying_case_dries_cells_and_feels_the_level(reference):
-    """The tide run is a real test of wet/dry and level edges: some cells are dry."""
+    """The tide run is a real test of wet/dry and level edges: some cells are dry, and
+    water crossed the level edges (its volume is compared bitwise above)."""
     h = reference["tide"]["state"][:, 0]
     assert (h == 0).any() and (h > 0).any()
+    assert abs(reference["tide"]["inflow"]) > 1.0  # m^3
 
 
 def fvswe(n: int, *argv: str) -> subprocess.CompletedProcess:
@@ -167,6 +169,12 @@ def test_cli_outputs_of_two_ranks_equal_one_process(tmp_path):
         assert len(data) > 3 and all(np.array_equal(a[n][()], b[n][()]) for n in data)
     for name in ("solution.xdmf", "png/snapshot_0002.png"):
         assert (one / name).read_bytes() == (two / name).read_bytes(), name
+    timing = ("wall_s", "cell_steps_per_s", "threads", "ranks")  # all else is equal, bitwise
+    a, b = (json.loads((d / "summary.json").read_text()) for d in (one, two))
+    assert (a["ranks"], b["ranks"]) == (1, 2) and a["level_inflow"] != 0
+    assert {k: v for k, v in a.items() if k not in timing} == {
+        k: v for k, v in b.items() if k not in timing
+    }
 
 
 def test_a_single_process_run_imports_neither_mpi4py_nor_pymetis(tmp_path):

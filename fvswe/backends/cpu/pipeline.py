@@ -282,7 +282,8 @@ class CpuBackend:
         self.dt = math.nan  # the lagged Δt waiting for the next step
         self._owned = lay.owned_cells  # cells updated here: all but a part's halo
         #: A distributed run's halo exchange (fvswe.parallel.Halo): ``exchange(W)`` after each
-        #: update, ``min(dt)`` over all ranks. None on one device.
+        #: update, ``min(dt)`` and the level edges' ``sum(flux)`` over all ranks. None on one
+        #: device.
         self.halo = None
         self._acc_current = False  # whether acc holds the contributions of the current W
         self._counts = dict.fromkeys(
@@ -369,7 +370,8 @@ class CpuBackend:
             self._acc_current = False
             self._counts["clipped_cells"] += int(self._chunk_clipped.sum())
             if self._levels is not None:  # fixed order: reproducible
-                out = float(np.sum(self._level_flux[self._level_edges]))
+                flux = self._level_flux[self._level_edges]
+                out = float(np.sum(flux)) if self.halo is None else self.halo.sum(flux)
                 self._counts["level_inflow"] -= dt * out
             if self.halo is not None:
                 self.halo.exchange(self.W)
