@@ -1,10 +1,13 @@
 """Mesh preparation cost and the paper's Table 3 (bandwidths) on the renumbering paper's family.
 
     python benchmarks/mesh_prep.py [--out benchmarks/results/mesh_prep.json]
+    python benchmarks/mesh_prep.py --no-table --large --out mesh_prep_large.json
 
 For the 2 080 560-triangle mesh it times reading + topology (from the cached
 .npz), and each ordering (rcm, gps, hilbert): computing the permutation and
-building the renumbered mesh. For every member it reports the bandwidths in
+building the renumbered mesh. ``--large`` also times, for the 8.3 M and 33 M
+members, building each by refinement (the topology of that size) and the same
+orderings. For every member it reports the bandwidths in
 the "original" (generator + 1->4 append), RCM and GPS orders beside the
 paper's Table 3 (docs/CASES.md §A), plus space-filling-curve bandwidths (not in the
 paper; their bandwidth is large, their mean neighbour gap small). Results go
@@ -24,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import scipy
 
-from fvswe.mesh import bandwidth, family, read_mesh
+from fvswe.mesh import bandwidth, family, read_mesh, refine
 from fvswe.mesh.catalog import mesh_dir
 from fvswe.mesh.generate import square
 from fvswe.mesh.orderings import ordering
@@ -65,15 +68,26 @@ def _clock(fn):
     return out, time.perf_counter() - t
 
 
+def _orderings(mesh) -> dict[str, float]:
+    """Seconds of each timed ordering and of renumbering the mesh with it."""
+    out = {}
+    for method in TIMED:
+        perm, out[method] = _clock(lambda m=method: ordering(mesh, m))
+        _, out[f"{method}_renumber_mesh"] = _clock(lambda p=perm: mesh.permuted(p))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "mesh_prep.json"))
+    ap.add_argument("--no-table", action="store_true", help="skip Table 3 over the family")
+    ap.add_argument("--large", action="store_true", help="also time the 8.3 M and 33 M members")
     args = ap.parse_args()
 
     square(200).reordered("gps")  # compile (or load) the Numba GPS kernels outside the timings
 
     rows = []
-    for cells, (p_orig, p_rcm, p_gps) in PAPER.items():
+    for cells, (p_orig, p_rcm, p_gps) in {} if args.no_table else PAPER.items():
         mesh = family(cells)
         renumbered = {m: mesh.permuted(ordering(mesh, m)) for m in ORDERS}
         bw = {m: bandwidth(r) for m, r in renumbered.items()}
@@ -94,13 +108,19 @@ def main() -> None:
         )
 
     cached = mesh_dir() / "cache" / "square-2m.npz"
+    family(2080560)  # make sure the cache exists
     mesh, t_read = _clock(lambda: read_mesh(cached))
-    timings = {"read_and_topology": t_read}
-    for method in TIMED:
-        perm, t_ord = _clock(lambda m=method: ordering(mesh, m))
-        _, t_perm = _clock(lambda p=perm: mesh.permuted(p))
-        timings[method] = t_ord
-        timings[f"{method}_renumber_mesh"] = t_perm
+    timings = {"read_and_topology": t_read, **_orderings(mesh)}
+    large = {}
+    parent = mesh
+    for name in ("square-8m", "square-33m") if args.large else ():
+        parent, t_refine = _clock(lambda p=parent: refine(p))
+        large[name] = {
+            "cells": parent.n_cells,
+            "refine_and_topology": t_refine,
+            **_orderings(parent),
+        }
+        print(f"{name}: " + ", ".join(f"{k} {v:.2f}" for k, v in large[name].items()), flush=True)
 
     result = {
         "benchmark": "mesh_prep",
@@ -114,13 +134,15 @@ def main() -> None:
         },
         "mesh_2m": {"cells": mesh.n_cells, "edges": mesh.n_edges, "file": cached.name},
         "seconds_2m": timings,
+        "seconds_large": large,
         "table3": rows,
         "gps_le_rcm_on_every_member": all(r["gps"] <= r["rcm"] for r in rows),
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     spy = Path(args.out).with_name("mesh_spy_16k.png")
-    spy_png(family(16000), spy, methods=("none", "rcm", "gps", "hilbert"))
+    if rows:
+        spy_png(family(16000), spy, methods=("none", "rcm", "gps", "hilbert"))
 
     print("\nTable 3 - bandwidth of the cell adjacency matrix (ours / paper)\n")
     print("| volumes | original | RCM | GPS | Hilbert | Morton |")

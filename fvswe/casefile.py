@@ -75,24 +75,164 @@ FUNCTIONS: dict[str, Callable] = {
 }  # fmt: skip
 CONSTANTS = {"pi": math.pi, "e": math.e}
 
-#: Top-level keys of a case file, with the type each must have.
-SETTINGS: dict[str, type | tuple[type, ...]] = {
-    "layers": int,
-    "g": (int, float),
-    "r": (int, float),
-    "eps_h": (int, float),
-    "scheme": str,
-    "order": str,
-    "cfl": (int, float),
-    "dtype": str,
-    "backend": str,
-    "dt_mode": str,
-    "dt": (int, float),
-    "threads": int,
-}
-TOP_KEYS = {"title": str, "case": str, "t_end": (int, float), **SETTINGS}
-SECTIONS = ("mesh", "boundary", "initial", "output")
-OUTPUT_KEYS = {"times": list, "every": (int, float), "png": list, "checkpoint_every": (int, float)}
+NUMBER = (int, float)
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a case file: where it lives, its TOML type(s), what it means.
+
+    ``section`` is ``""`` for the top level, else the table (``"output"``) or
+    array of tables (``"gauges"``) that holds it; a ``name`` in angle brackets
+    (``<tag>``) stands for names the file chooses. ``example`` is the TOML text
+    of the value :func:`template` writes (``""``: left out of the template) and
+    ``active=False`` writes it commented out, as an alternative.
+    """
+
+    section: str
+    name: str
+    types: type | tuple[type, ...]
+    help: str
+    example: str = ""
+    active: bool = True
+
+    @property
+    def dotted(self) -> str:
+        return f"{self.section}.{self.name}" if self.section else self.name
+
+    def type_names(self) -> str:
+        kinds = self.types if isinstance(self.types, tuple) else (self.types,)
+        names = {int: "integer", float: "number", str: "string", list: "array", dict: "table"}
+        shown = [names[t] for t in kinds if not (t is int and float in kinds)]  # int is a number
+        return " or ".join(dict.fromkeys(shown))
+
+
+#: Every key a case file may hold, in the order of :func:`template` and the docs' table.
+SCHEMA: tuple[Key, ...] = (
+    Key("", "title", str, "a name for the run (default: the file's name)", '"tidal channel"'),
+    Key("", "case", str, "start from a named case (`fvswe cases`); the file overrides it",
+        '"test1"', active=False),
+    Key("", "t_end", NUMBER, "simulated end time (s)", "60.0"),
+    Key("", "layers", int, "1 or 2", "1"),
+    Key("", "g", NUMBER, "gravity (m/s²)", "9.81"),
+    Key("", "r", NUMBER, "two layers: density ratio ρ1/ρ2 in (0, 1)", "0.5"),
+    Key("", "eps_h", NUMBER, "desingularisation depth of velocities (m, docs/SCHEMES.md §8)",
+        "5e-3"),
+    Key("", "scheme", str, "roe, ir-roe, pvm-ifcp (one layer: also hll, hll-wd)", '"hll-wd"'),
+    Key("", "order", str, "cell ordering: none, rcm, gps, random, hilbert, morton, auto",
+        '"rcm"'),
+    Key("", "cfl", NUMBER, "CFL number in (0, 1]", "0.9"),
+    Key("", "dtype", str, "float64 or float32", '"float64"'),
+    Key("", "backend", str, "cpu, gpu or auto (the GPU when CuPy sees one)", '"auto"'),
+    Key("", "dt_mode", str, "lagged, nonlagged or fixed (then give dt)", '"lagged"'),
+    Key("", "dt", NUMBER, "time step of dt_mode = fixed (s)", "0.05", active=False),
+    Key("", "threads", int, "CPU threads (default: all cores)", "1", active=False),
+    Key("friction", "law", str, "one layer: bottom friction law, chezy or manning",
+        '"manning"'),
+    Key("friction", "coefficient", NUMBER, "Chézy C (m^½/s) or Manning n (s/m^⅓)", "0.03"),
+    Key("mesh", "file", str, "a mesh file (relative to the case file) or a family member "
+        "(square-4k ... square-2m)", '"meshes/channel.msh"', active=False),
+    Key("mesh", "family", str, "a member of the paper's mesh family: square-4k ... square-2m",
+        '"square-4k"', active=False),
+    Key("mesh", "generator", str, "square, structured_square or strip, with its arguments as "
+        "further keys", '"strip"'),
+    Key("mesh", "<argument>", NUMBER, "an argument of the generator: square: cells, seed, half; "
+        "structured_square: n, half; strip: nx, ny, x0, x1, width",
+        "nx = 100\nny = 2\nx0 = 0.0\nx1 = 100.0"),
+    Key("boundary", "<tag>", (str, dict), 'a boundary tag\'s condition: "wall", "open" or a '
+        "level table (keys below); absent table: all walls",
+        'east = "wall"\nwall = "wall"  # the strip\'s long sides'),
+    Key("boundary.<tag>", "level", (*NUMBER, str), "one layer: imposed level η(t) (m), a number "
+        "or an expression of t", '"0.2 * sin(2 * pi * t / 30)"'),
+    Key("boundary.<tag>", "level_file", str, "the level from a two-column `t eta` text file "
+        "(relative to the case file)", '"tide.txt"', active=False),
+    Key("boundary.<tag>", "times", list, "the level as a table: sample times (s), with `levels`",
+        "[0.0, 30.0, 60.0]", active=False),
+    Key("boundary.<tag>", "levels", list, "the level table's values (m), with `times`",
+        "[0.0, 0.2, 0.0]", active=False),
+    Key("boundary.<tag>", "every", NUMBER, "sampling interval of a level expression (s)", "1.0"),
+    Key("boundary.<tag>", "until", NUMBER, "last sample of a level expression (s; default 30 "
+        "days)", "60.0"),
+    Key("initial", "<field>", (*NUMBER, str), "H (bottom depth, positive down), a state field "
+        "(h1 q1x q1y h2 q2x q2y; one layer h qx qy) or a velocity (u1 v1 u2 v2; u v): a number "
+        "or an expression of x, y, depth and earlier keys",
+        'H = 1.0\nh = "H"  # at rest: eta = h - H = 0\nu = 0.0'),
+    Key("output", "every", NUMBER, "write the fields every this many simulated seconds", "20.0"),
+    Key("output", "times", list, "and/or at these times (s); t_end is always written", "[5.0]",
+        active=False),
+    Key("output", "format", str, "field series: xdmf (solution.xdmf + .h5), netcdf "
+        "(CF-UGRID solution.nc) or both", '"xdmf"'),
+    Key("output", "crs", str, "coordinate reference system of the mesh, EPSG:n or WKT "
+        "(NetCDF grid mapping)", '"EPSG:32631"', active=False),
+    Key("output", "time_origin", str, "the date model time 0 is written as in NetCDF files "
+        "(default 1970-01-01 00:00:00)", '"2026-01-01 00:00:00"', active=False),
+    Key("output", "png", list, "fields drawn at every output time", '["h", "u"]', active=False),
+    Key("output", "checkpoint_every", NUMBER, "write checkpoint.npz this often (s)", "30.0",
+        active=False),
+    Key("output", "probe_every", NUMBER, "sample gauges and sections this often (s; default: "
+        "at output times)", "1.0"),
+    Key("gauges", "name", str, "gauge name ([[gauges]]: one table per gauge)", '"middle"'),
+    Key("gauges", "x", NUMBER, "x of the gauge (m)", "50.0"),
+    Key("gauges", "y", NUMBER, "y of the gauge (m)", "1.0"),
+    Key("sections", "name", str, "section name ([[sections]]: one table per section)",
+        '"weir"'),
+    Key("sections", "points", list, "polyline [[x, y], ...] from boundary to boundary; "
+        "discharge is positive to its right", "[[70.0, -1.0], [70.0, 5.0]]"),
+)  # fmt: skip
+
+
+def keys(section: str) -> dict[str, Key]:
+    """The keys of one section of :data:`SCHEMA`, by name."""
+    return {k.name: k for k in SCHEMA if k.section == section}
+
+
+#: Where :func:`template` puts a table whose name the file chooses.
+TEMPLATE_TABLES = {"boundary.<tag>": "boundary.west"}
+
+
+def template() -> str:
+    """A case file with every key of :data:`SCHEMA` (alternatives commented out) that runs:
+    a tide entering a 100 m channel, with a gauge and a section (``fvswe case --template``)."""
+    lines = [
+        "# fvswe case file: every key, with its meaning (alternatives commented out).",
+        "# Run:  fvswe run case.toml -o out   (flags override the file; see `fvswe run --help`)",
+    ]
+    section = ""
+    for key in SCHEMA:
+        if key.section != section:
+            section = key.section
+            brackets = "[[{}]]" if section in ARRAYS else "[{}]"
+            lines += ["", brackets.format(TEMPLATE_TABLES.get(section, section))]
+        if not key.example:
+            continue
+        hash_ = "" if key.active else "# "
+        if key.name.startswith("<"):
+            lines.append(f"# {key.name}: {key.help}")
+            lines += [hash_ + line for line in key.example.splitlines()]
+        else:
+            lines.append(f"{hash_}{key.name} = {key.example}  # {key.help}")
+    return "\n".join(lines) + "\n"
+
+
+def reference_markdown() -> str:
+    """The table of every case-file key, for docs/guide/casefile-reference.md."""
+    rows = ["| key | type | meaning |", "|---|---|---|"]
+    for key in SCHEMA:
+        where = {"gauges": "[[gauges]] ", "sections": "[[sections]] "}.get(key.section, "")
+        name = f"{where}{key.name}" if where else key.dotted
+        help_ = key.help.replace("|", "\\|")
+        rows.append(f"| `{name}` | {key.type_names()} | {help_} |")
+    return "\n".join(rows) + "\n"
+
+
+#: Top-level keys that are Simulation settings.
+SETTINGS = ("layers", "g", "r", "eps_h", "scheme", "order", "cfl", "dtype", "backend",
+            "dt_mode", "dt", "threads")  # fmt: skip
+#: Tables and arrays of tables of a case file.
+TABLES = ("mesh", "boundary", "initial", "output", "friction")
+ARRAYS = ("gauges", "sections")
+#: Output formats of the field series.
+FORMATS = ("xdmf", "netcdf", "both")
 
 #: Velocity keys of ``[initial]`` -> (momentum component, thickness) they define.
 VELOCITIES = {
@@ -136,6 +276,12 @@ class RunSpec:
     output_every: float | None = None
     png: tuple[str, ...] = ()
     checkpoint_every: float | None = None
+    output_format: str | None = None
+    crs: str | None = None
+    time_origin: str | None = None
+    probe_every: float | None = None
+    gauges: tuple = ()
+    sections: tuple = ()
     case: Any = field(default=None, repr=False)
 
     def with_overrides(self, **values: Any) -> RunSpec:
@@ -232,7 +378,8 @@ def from_case(name: str) -> RunSpec:
 
 
 def load(path: str | Path) -> RunSpec:
-    """Read a TOML case file; errors are one line naming the file and the key."""
+    """Read a TOML case file, every key checked against :data:`SCHEMA`; errors are one line
+    naming the file and the key."""
     path = Path(path)
     src = str(path)
     if not path.is_file():
@@ -244,17 +391,26 @@ def load(path: str | Path) -> RunSpec:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{src}: malformed TOML ({exc})") from None
     for key, value in data.items():
-        if key in SECTIONS:
+        if key in TABLES:
             if not isinstance(value, dict):
                 raise ConfigError(f"{src}: {key!r} must be a table ([{key}])")
+        elif key in ARRAYS:
+            if not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
+                raise ConfigError(f"{src}: {key!r} must be an array of tables ([[{key}]])")
         else:
-            _check(key, value, TOP_KEYS, src)
+            _check(key, value, keys(""), src)
     base = from_case(data["case"]) if "case" in data else None
     settings = dict(DEFAULTS if base is None else base.settings)
     settings.update({k: data[k] for k in SETTINGS if k in data})
+    if "friction" in data:
+        settings["friction"] = _friction(data["friction"], src)
     out = data.get("output", {})
     for key, value in out.items():
-        _check(key, value, OUTPUT_KEYS, src, section="output")
+        _check(key, value, keys("output"), src, section="output")
+    fmt = out.get("format")
+    if fmt is not None and fmt not in FORMATS:
+        choices = ", ".join(FORMATS)
+        raise ConfigError(f"{src}: 'output.format' must be one of {choices}, got {fmt!r}")
     initial = dict(base.initial) if base is not None else {}
     for key, value in data.get("initial", {}).items():
         if not isinstance(value, (int, float, str)) or isinstance(value, bool):
@@ -263,9 +419,7 @@ def load(path: str | Path) -> RunSpec:
     _check_initial_names(initial, settings["layers"], src)
     boundary = data.get("boundary")
     if boundary is not None:
-        for tag, kind in boundary.items():
-            if not isinstance(kind, str):
-                raise ConfigError(f"{src}: boundary.{tag} must be a string (wall or open)")
+        boundary = {tag: _condition(tag, value, path) for tag, value in boundary.items()}
     elif base is not None:
         boundary = base.boundary
     if "t_end" not in data and base is None:
@@ -282,8 +436,99 @@ def load(path: str | Path) -> RunSpec:
         output_every=out.get("every"),
         png=tuple(_strings(out.get("png", []), "output.png", src)),
         checkpoint_every=out.get("checkpoint_every"),
+        output_format=fmt,
+        crs=out.get("crs"),
+        time_origin=out.get("time_origin"),
+        probe_every=out.get("probe_every"),
+        gauges=tuple(_gauge(k, g, src) for k, g in enumerate(data.get("gauges", []))),
+        sections=tuple(_section(k, s, src) for k, s in enumerate(data.get("sections", []))),
         case=None if base is None else base.case,
     )
+
+
+def _table(table: Mapping[str, Any], section: str, src: str, shown: str = "") -> None:
+    """Every key of one table known to :data:`SCHEMA` (``section``) and of its type; errors
+    name the table as ``shown`` (e.g. ``boundary.west`` for ``boundary.<tag>``)."""
+    allowed = keys(section)
+    for key, value in table.items():
+        _check(key, value, allowed, src, section=shown or section)
+
+
+def _friction(table: Mapping[str, Any], src: str) -> tuple[str, float]:
+    _table(table, "friction", src)
+    missing = [k for k in ("law", "coefficient") if k not in table]
+    if missing:
+        raise ConfigError(f"{src}: missing key 'friction.{missing[0]}'")
+    return table["law"], float(table["coefficient"])
+
+
+def _condition(tag: str, value: Any, path: Path):
+    """A boundary tag's condition: "wall", "open" or a :class:`~fvswe.boundary.Level`."""
+    from .boundary import Level
+
+    src, where = str(path), f"boundary.{tag}"
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, dict):
+        raise ConfigError(f"{src}: {where!r} must be a string (wall or open) or a level table")
+    _table(value, "boundary.<tag>", src, shown=where)
+    given = [k for k in ("level", "level_file", "times") if k in value]
+    if len(given) != 1 or ("levels" in value) != ("times" in value):
+        raise ConfigError(
+            f"{src}: {where!r} needs exactly one of 'level', 'level_file' or 'times' + 'levels'"
+        )
+    if given[0] != "level" and ({"every", "until"} & set(value)):
+        raise ConfigError(f"{src}: {where!r}: 'every' and 'until' are for a level expression")
+    if given[0] == "level_file":
+        return Level(str(path.parent / value["level_file"]))
+    if given[0] == "times":
+        times = _numbers(value["times"], f"{where}.times", src)
+        return Level((times, _numbers(value["levels"], f"{where}.levels", src)))
+    expression = value["level"]
+    sampling = {k: float(value[k]) for k in ("every", "until") if k in value}
+    return Level(_function_of_t(expression, f"{src}: {where}.level"), **sampling)
+
+
+def _function_of_t(expression: int | float | str, where: str) -> Callable:
+    """``eta(t)`` of a number or an expression of ``t``, vectorised over sample times."""
+
+    def eta(t):
+        t = np.asarray(t, dtype=np.float64)
+        value = (
+            expression if not isinstance(expression, str) else evaluate(expression, {"t": t}, where)
+        )
+        return np.broadcast_to(np.asarray(value, dtype=np.float64), t.shape)
+
+    return eta
+
+
+def _gauge(k: int, table: Mapping[str, Any], src: str):
+    from .probes import Gauge
+
+    _table(table, "gauges", src)
+    for key in ("x", "y"):
+        if key not in table:
+            raise ConfigError(f"{src}: missing key 'gauges.{key}' in gauge {k + 1}")
+    return Gauge(table.get("name", f"gauge{k + 1}"), float(table["x"]), float(table["y"]))
+
+
+def _section(k: int, table: Mapping[str, Any], src: str):
+    from .probes import Section
+
+    _table(table, "sections", src)
+    name = table.get("name", f"section{k + 1}")
+    points = table.get("points")
+    ok = isinstance(points, list) and len(points) >= 2
+    ok = ok and all(
+        isinstance(p, list) and len(p) == 2
+        and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in p)
+        for p in points
+    )  # fmt: skip
+    if not ok:
+        raise ConfigError(
+            f"{src}: 'sections.points' of section {name!r} must be two or more [x, y] pairs"
+        )
+    return Section(name, tuple((float(x), float(y)) for x, y in points))
 
 
 def resolve(name_or_path: str) -> RunSpec:
@@ -294,15 +539,15 @@ def resolve(name_or_path: str) -> RunSpec:
 
 
 # -- helpers ----------------------------------------------------------------------------------
-def _check(key: str, value: Any, allowed: Mapping[str, Any], src: str, section: str = "") -> None:
-    """One key: known, and of the right type."""
+def _check(key: str, value: Any, allowed: Mapping[str, Key], src: str, section: str = "") -> None:
+    """One key: known to :data:`SCHEMA`, and of the right type."""
     dotted = f"{section}.{key}" if section else key
     if key not in allowed:
-        raise ConfigError(f"{src}: unknown key {dotted!r} (allowed: {', '.join(allowed)})")
-    kind = allowed[key]
+        names = ", ".join(allowed)
+        raise ConfigError(f"{src}: unknown key {dotted!r} (allowed: {names})")
+    kind = allowed[key].types
     if isinstance(value, bool) or not isinstance(value, kind):
-        names = " or ".join(t.__name__ for t in (kind if isinstance(kind, tuple) else (kind,)))
-        raise ConfigError(f"{src}: {dotted!r} must be {names}, got {value!r}")
+        raise ConfigError(f"{src}: {dotted!r} must be {allowed[key].type_names()}, got {value!r}")
 
 
 def _numbers(values: list, key: str, src: str) -> list[float]:
@@ -383,30 +628,87 @@ def _generated(spec: Mapping[str, Any], src: str):
 
 _NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Name, ast.Load,
           ast.Constant, ast.operator, ast.unaryop, ast.cmpop)  # fmt: skip
+#: Bounds of an expression: characters, syntax-tree nodes and nesting depth. With every
+#: number evaluated as a float64 (so ``9**9**9**9`` is inf, not a bignum), the work is at
+#: most MAX_NODES array operations over the cells or samples: bounded in time by construction.
+MAX_CHARS, MAX_NODES, MAX_DEPTH = 2000, 400, 40
 
 
-def evaluate(expression: str, names: Mapping[str, Any], where: str) -> np.ndarray:
-    """Evaluate an arithmetic expression over per-cell arrays, safely.
+def _depth(node: ast.AST) -> int:
+    """Nesting depth of a syntax tree, without recursion."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
-    Only numbers, arithmetic, comparisons, the given ``names``, :data:`CONSTANTS`
-    and calls of :data:`FUNCTIONS` are allowed; anything else (attributes,
-    subscripts, lambdas, strings...) is a :class:`ConfigError` naming ``where``.
-    """
+
+def _parse(expression: str, where: str) -> ast.Expression:
+    """The syntax tree of ``expression``, within :data:`MAX_CHARS`, :data:`MAX_NODES` and
+    :data:`MAX_DEPTH`."""
+    if len(expression) > MAX_CHARS:
+        raise ConfigError(f"{where}: expression longer than {MAX_CHARS} characters")
     try:
         tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError as exc:
-        raise ConfigError(f"{where}: invalid expression {expression!r} ({exc.msg})") from None
-    scope = {**FUNCTIONS, **CONSTANTS, **names}
+        raise ConfigError(
+            f"{where}: invalid expression {_quoted(expression)} ({exc.msg})"
+        ) from None
+    except (RecursionError, MemoryError):
+        raise ConfigError(f"{where}: expression nested too deeply") from None
+    nodes = sum(1 for _ in ast.walk(tree))
+    if nodes > MAX_NODES:
+        raise ConfigError(f"{where}: expression too long ({nodes} terms, at most {MAX_NODES})")
+    if _depth(tree) > MAX_DEPTH:
+        raise ConfigError(f"{where}: expression nested too deeply (at most {MAX_DEPTH} levels)")
+    return tree
+
+
+def _quoted(expression: str, limit: int = 60) -> str:
+    """The expression quoted for a one-line message, cut short when long."""
+    return repr(expression if len(expression) <= limit else expression[:limit] + "...")
+
+
+class _Float64Constants(ast.NodeTransformer):
+    """Numbers become names bound to float64 values (so ``**`` overflows to inf, in constant
+    time, instead of building a huge Python integer)."""
+
+    def __init__(self, scope: dict[str, Any]) -> None:
+        self.scope = scope
+
+    def visit_Constant(self, node: ast.Constant) -> ast.Name:
+        name = f"_number{len(self.scope)}"
+        self.scope[name] = np.float64(node.value)
+        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+
+
+def evaluate(expression: str, names: Mapping[str, Any], where: str) -> np.ndarray:
+    """Evaluate an arithmetic expression over per-cell (or per-sample) arrays, safely.
+
+    Only numbers, arithmetic, comparisons, the given ``names``, :data:`CONSTANTS`
+    and calls of :data:`FUNCTIONS` are allowed; anything else (attributes,
+    subscripts, lambdas, strings...) is a :class:`ConfigError` naming ``where``,
+    and so is an expression beyond the bounds of :func:`_parse` or a value that
+    is not finite. Numbers are float64, never Python integers.
+    """
+    tree = _parse(expression, where)
+    text = _quoted(expression)
+    numbers = {k: np.float64(v) for k, v in names.items() if isinstance(v, (int, float))}
+    scope = {**FUNCTIONS, **CONSTANTS, **names, **numbers}
     for node in ast.walk(tree):
         if not isinstance(node, _NODES):
             raise ConfigError(
-                f"{where}: {type(node).__name__.lower()} not allowed in {expression!r} "
+                f"{where}: {type(node).__name__.lower()} not allowed in {text} "
                 "(use numbers, + - * / ** %, comparisons and functions)"
             )
-        if isinstance(node, ast.Constant) and (
-            isinstance(node.value, bool) or not isinstance(node.value, (int, float))
-        ):
-            raise ConfigError(f"{where}: constant {node.value!r} not allowed in {expression!r}")
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+                raise ConfigError(f"{where}: constant {node.value!r} not allowed in {text}")
+            try:
+                float(node.value)
+            except OverflowError:
+                raise ConfigError(f"{where}: number too large in {text}") from None
         if isinstance(node, ast.Name) and node.id not in scope:
             known = ", ".join([*names, *CONSTANTS])
             raise ConfigError(f"{where}: unknown name {node.id!r} (known here: {known})")
@@ -416,15 +718,18 @@ def evaluate(expression: str, names: Mapping[str, Any], where: str) -> np.ndarra
             raise ConfigError(
                 f"{where}: only calls of {', '.join(FUNCTIONS)} (without keywords) are allowed"
             )
+    tree = _Float64Constants(scope).visit(tree)
     try:
         with np.errstate(all="ignore"):
             value = eval(compile(tree, where, "eval"), {"__builtins__": {}}, scope)  # noqa: S307
     except Exception as exc:  # numpy shape or argument errors: one line for the user
-        raise ConfigError(f"{where}: cannot evaluate {expression!r} ({exc})") from None
+        raise ConfigError(f"{where}: cannot evaluate {text} ({exc})") from None
     if callable(value):
-        raise ConfigError(f"{where}: {expression!r} is a function, not a value (call it)")
+        raise ConfigError(f"{where}: {text} is a function, not a value (call it)")
     value = np.asarray(value, dtype=np.float64)
     if not np.all(np.isfinite(value)):
-        cell = int(np.flatnonzero(~np.isfinite(np.broadcast_to(value, np.shape(names["x"]))))[0])
-        raise ConfigError(f"{where}: {expression!r} is not finite in cell {cell}")
+        shape = np.broadcast_shapes(value.shape, *(np.shape(v) for v in names.values()))
+        bad = int(np.flatnonzero(~np.isfinite(np.broadcast_to(value, shape)))[0])
+        at = "in cell" if "x" in names else "at sample"
+        raise ConfigError(f"{where}: {text} is not finite {at} {bad}")
     return value

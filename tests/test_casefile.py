@@ -190,3 +190,106 @@ def test_resolve_tells_cases_from_files(tmp_path):
         casefile.resolve(str(tmp_path / "missing.toml"))
     with pytest.raises(ConfigError, match="unknown case 'tset1'"):
         casefile.resolve("tset1")
+
+
+# -- boundaries, friction, probes, schema -----------------------------------------------------
+STRIP = """
+layers = 1
+t_end = 4.0
+[mesh]
+generator = "strip"
+nx = 8
+[boundary]
+east = "open"
+wall = "wall"
+"""
+
+
+@pytest.mark.parametrize(
+    ("west", "times", "values"),
+    [
+        ("{ times = [0, 2, 4], levels = [0.0, 0.5, 0.25] }", [0, 2, 4], [0.0, 0.5, 0.25]),
+        ('{ level_file = "tide.txt" }', [0, 1, 4], [0.1, -0.2, 0.3]),
+        ('{ level = "0.1 * t", every = 1.0, until = 3.0 }', [0, 1, 2, 3], [0, 0.1, 0.2, 0.3]),
+        ("{ level = 0.25, every = 2.0, until = 4.0 }", [0, 2, 4], [0.25, 0.25, 0.25]),
+    ],
+    ids=["inline", "file", "expression", "number"],
+)
+def test_level_boundaries_from_a_table_a_file_or_an_expression(tmp_path, west, times, values):
+    (tmp_path / "tide.txt").write_text("# t eta\n0 0.1\n1, -0.2\n4 0.3\n")
+    spec = casefile.load(write(tmp_path, STRIP + f"west = {west}\n"))
+    t, v = spec.boundary["west"].table()
+    np.testing.assert_allclose(t, times, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(v, values, rtol=0, atol=1e-15)
+    assert spec.boundary["east"] == "open"
+
+
+def test_friction_gauges_sections_and_output_keys_reach_the_spec(tmp_path):
+    text = (
+        BASE.replace("t_end = 0.05", "t_end = 0.05\nlayers = 1")
+        + """
+[friction]
+law = "chezy"
+coefficient = 65
+[output]
+format = "both"
+crs = "EPSG:2154"
+probe_every = 0.01
+[[gauges]]
+x = 0.5
+y = -0.5
+[[gauges]]
+name = "b"
+x = 1
+y = 2
+[[sections]]
+points = [[0, -6], [0, 6]]
+"""
+    )
+    spec = casefile.load(write(tmp_path, text))
+    assert spec.settings["friction"] == ("chezy", 65.0)
+    assert (spec.output_format, spec.crs, spec.probe_every) == ("both", "EPSG:2154", 0.01)
+    assert [(g.name, g.x, g.y) for g in spec.gauges] == [("gauge1", 0.5, -0.5), ("b", 1, 2)]
+    assert spec.sections[0].name == "section1"
+    assert spec.sections[0].points == ((0.0, -6.0), (0.0, 6.0))
+
+
+def test_the_template_holds_every_key_of_the_schema_and_runs(tmp_path, capsys):
+    from fvswe.cli import main
+
+    assert main(["case", "--template"]) == 0
+    text = capsys.readouterr().out
+    for key in casefile.SCHEMA:
+        if key.example and not key.name.startswith("<"):
+            assert f"{key.name} = {key.example}" in text, key.dotted
+    path = write(tmp_path, text)
+    spec = casefile.load(path)
+    assert spec.gauges and spec.sections and "west" in spec.boundary
+    out = tmp_path / "out"
+    assert main(["run", str(path), "-o", str(out), "-q", "--backend", "cpu", "--t-end", "30"]) == 0
+    assert (out / "sections.csv").is_file() and (out / "solution.xdmf").is_file()
+
+
+def test_the_docs_key_table_is_the_schema():
+    """docs/guide/case-files.md carries :func:`casefile.reference_markdown` verbatim."""
+    docs = Path(__file__).resolve().parents[1] / "docs" / "guide" / "case-files.md"
+    assert casefile.reference_markdown() in docs.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["6 + 0*9**9**9**9", "2**2**2**2**2**2**2**2", "-" * 500 + "1", "+".join(["x"] * 300),
+     "(" * 45 + "x" + " + 1)" * 45, "x" * 2001, "9" * 400],
+)  # fmt: skip
+def test_expressions_are_bounded_and_fail_fast_in_one_line(tmp_path, mesh, expression):
+    import time
+
+    path = write(tmp_path, BASE + f"[initial]\nH = {json.dumps(expression)}\n")
+    spec = casefile.load(path)
+    start = time.perf_counter()
+    with pytest.raises(ConfigError) as err:
+        spec.initial_fields(mesh)
+    assert time.perf_counter() - start < 2.0  # a hang would be minutes; this is milliseconds
+    message = str(err.value)
+    assert message.startswith(f"{path}: initial.H: ") and "\n" not in message
+    assert len(message) < 200 + len(str(path))

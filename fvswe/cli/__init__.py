@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from ..errors import FvsweError
 
 #: Subcommand modules; each defines ``register(subparsers)`` and sets ``func`` on its parser.
-SUBCOMMANDS = ("mesh", "run", "bench")
+SUBCOMMANDS = ("mesh", "run", "bench", "case")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,10 +11,10 @@ import argparse
 import dataclasses
 import json
 import sys
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from pathlib import Path
 
-from .. import casefile, output, parallel, runner
+from .. import casefile, output, parallel, probes, runner, ugrid
 from ..cases import CASES
 from ..errors import ConfigError, FvsweError
 
@@ -23,7 +23,11 @@ Run a named case (see `fvswe cases`) or a TOML case file (see examples/*.toml);
 flags override the case's or the file's settings. With --output DIR, write there:
   solution.xdmf + solution.h5  the fields at every output time (open in ParaView):
                                h1 h2 eta1 eta2 u1 v1 u2 v2 bathymetry (one layer:
-                               h eta u v bathymetry)
+                               h eta u v bathymetry); --format netcdf: solution.nc
+                               (CF-UGRID: xarray, xugrid, QGIS, ParaView), or both
+  gauges.csv/.nc, sections.csv/.nc, probes.png
+                               with --gauge/--section: time series at points and
+                               discharge per layer through lines
   final.npz                    the final state per cell (x, y, area, H, h1, q1x, ...)
   summary.json                 steps, wall time, cell-steps/s, mass drift, counters
   png/snapshot_NNNN.png        with --png: the chosen fields at every output time
@@ -38,6 +42,7 @@ examples:
   fvswe run test1 --mesh my.msh -o out --checkpoint-every 0.02
   fvswe run test1 -o out --restart out/checkpoint.npz
   mpiexec -n 3 fvswe run test1 -o out          on 3 CPU ranks (MPI), the same results
+  fvswe run test1 -o out --format netcdf --gauge 0,0,centre --section 2,-5,2,5
 """
 
 
@@ -80,6 +85,22 @@ def register(sub) -> None:
     p.add_argument("--checkpoint-every", type=float, metavar="S",
                    help="write DIR/checkpoint.npz every S simulated seconds")  # fmt: skip
     p.add_argument("--restart", metavar="FILE", help="continue from a checkpoint of this run")
+    p.add_argument("--format", choices=casefile.FORMATS,
+                   help="field series: xdmf (default: a plain install writes it), netcdf "
+                   "(CF-UGRID solution.nc, needs fvswe[netcdf]) or both")  # fmt: skip
+    p.add_argument("--crs", help="the mesh's coordinate reference system (EPSG:n or WKT), "
+                   "written into solution.nc")  # fmt: skip
+    p.add_argument("--gauge", action="append", metavar="X,Y[,NAME]", default=[],
+                   help="a gauge at (X, Y) (repeatable; --gauge=-1,2 for a negative X): "
+                   "DIR/gauges.csv (+ .nc)")  # fmt: skip
+    p.add_argument("--gauges", metavar="FILE",
+                   help="gauges from a CSV file of name,x,y lines")  # fmt: skip
+    p.add_argument("--section", action="append", metavar="X1,Y1,X2,Y2[,...]", default=[],
+                   help="a cross-section polyline (repeatable): discharge per layer, positive "
+                   "to its right, in DIR/sections.csv (+ .nc)")  # fmt: skip
+    p.add_argument("--probe-every", type=float, metavar="S",
+                   help="sample gauges and sections every S simulated s (default: at output "
+                   "times)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(func=main_run)
@@ -122,7 +143,78 @@ def _spec(args) -> casefile.RunSpec:
         output_every=args.output_every,
         png=tuple(f for f in args.png.split(",") if f) if args.png is not None else None,
         checkpoint_every=args.checkpoint_every,
+        output_format=args.format,
+        crs=args.crs,
+        probe_every=args.probe_every,
+        gauges=spec.gauges + _gauges(args) or None,
+        sections=spec.sections + _sections(args) or None,
     )
+
+
+def _numbers(text: str, flag: str, count: int | None = None) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise ConfigError(f"{flag}: expected comma-separated numbers, got {text!r}") from None
+    if count is not None and len(values) != count:
+        raise ConfigError(f"{flag}: expected {count} numbers, got {text!r}")
+    return values
+
+
+def _gauges(args) -> tuple[probes.Gauge, ...]:
+    """The gauges of --gauge X,Y[,NAME] and --gauges FILE (name,x,y lines)."""
+    found = []
+    for k, text in enumerate(args.gauge):
+        *xy, name = text.split(",") if text.count(",") == 2 else (*text.split(","), f"g{k + 1}")
+        x, y = _numbers(",".join(xy), "--gauge", 2)
+        found.append(probes.Gauge(name, x, y))
+    if args.gauges:
+        found += probes.read_gauges(args.gauges)
+    return tuple(found)
+
+
+def _sections(args) -> tuple[probes.Section, ...]:
+    """The sections of --section X1,Y1,X2,Y2[,...], named s1, s2, ..."""
+    found = []
+    for k, text in enumerate(args.section):
+        values = _numbers(text, "--section")
+        if len(values) < 4 or len(values) % 2:
+            raise ConfigError(f"--section: expected x,y pairs (two or more), got {text!r}")
+        points = tuple(zip(values[::2], values[1::2], strict=True))
+        found.append(probes.Section(f"s{k + 1}", points))
+    return tuple(found)
+
+
+class _Series(ExitStack):
+    """The field series --format asks for (XDMF, NetCDF or both), written together."""
+
+    def __init__(self, fmt: str, out: Path, sim, resume: float | None, spec) -> None:
+        super().__init__()
+        self.directory = out
+        self.writers = []
+        if fmt in ("xdmf", "both"):
+            self.writers.append(output.Series(out, sim, resume_at=resume))
+        if fmt in ("netcdf", "both") and not sim.is_root:  # MPI: the gathers, no file
+            self.writers.append(output.Series(out, sim, resume_at=resume))
+        elif fmt in ("netcdf", "both"):
+            self.writers.append(
+                ugrid.NetCDFSeries(out, sim, resume_at=resume, crs=spec.crs, title=spec.name,
+                                   time_origin=spec.time_origin or ugrid.TIME_ORIGIN)
+            )  # fmt: skip
+
+    def __enter__(self) -> _Series:
+        super().__enter__()
+        for writer in self.writers:
+            self.enter_context(writer)
+        return self
+
+    @property
+    def times(self) -> list[float]:
+        return self.writers[0].times
+
+    def write(self) -> None:
+        for writer in self.writers:
+            writer.write()
 
 
 def _identity(spec: casefile.RunSpec, sim) -> dict:
@@ -140,11 +232,19 @@ def run(args) -> int:
     out = Path(args.output) if args.output else None
     if out is not None and out.exists() and not out.is_dir():
         raise ConfigError(f"--output: {out} exists and is not a directory")
-    for flag, value in (("--png", args.png), ("--checkpoint-every", args.checkpoint_every)):
+    needs_dir = (("--png", args.png), ("--checkpoint-every", args.checkpoint_every),
+                 ("--format", args.format), ("--gauge", args.gauge or None),
+                 ("--gauges", args.gauges), ("--section", args.section or None))  # fmt: skip
+    for flag, value in needs_dir:
         if value is not None and out is None:
             raise ConfigError(f"{flag} needs --output DIR")
-    if out is None:  # a case file's [output] pictures and checkpoints need a folder to go to
-        spec = dataclasses.replace(spec, png=(), checkpoint_every=None)
+    if out is None:  # a case file's [output] pictures, checkpoints, probes need a folder
+        spec = dataclasses.replace(spec, png=(), checkpoint_every=None, gauges=(), sections=())
+    fmt = spec.output_format or "xdmf"
+    if out is not None and fmt != "xdmf":
+        ugrid.netcdf4()  # a one-line error now if netCDF4 is missing
+    if spec.probe_every is not None and not spec.probe_every > 0:
+        raise ConfigError(f"--probe-every: must be positive, got {spec.probe_every!r}")
     if spec.checkpoint_every is not None and not spec.checkpoint_every > 0:
         raise ConfigError(f"--checkpoint-every: must be positive, got {spec.checkpoint_every!r}")
     times = spec.times()
@@ -164,12 +264,16 @@ def run(args) -> int:
         output.restore_checkpoint(sim, load() if comm is None else parallel.on_root(comm, load))
         if sim.t > times[-1]:
             raise ConfigError(f"--restart: the checkpoint is at t = {sim.t:g} s, past t_end")
+    probe = probes.Probes(sim, spec.gauges, spec.sections) if spec.gauges or spec.sections else None
+    sim.run(times[-1], max_steps=0)  # no step: checks t_end (e.g. against level series) now
     # All inputs are valid: from here on files may be written.
     if out is not None and sim.is_root:
         out.mkdir(parents=True, exist_ok=True)
     resume = sim.t if args.restart else None
-    with output.Series(out, sim, resume_at=resume) if out else nullcontext() as series:
-        summary = _advance(args, spec, sim, times, series, identity)
+    with _Series(fmt, out, sim, resume, spec) if out else nullcontext() as series:
+        summary = _advance(args, spec, sim, times, series, identity, probe)
+    if probe is not None and sim.is_root:
+        probe.write(out, netcdf=probes.netcdf_available())
     if out is not None:
         output.write_final(sim, out / "final.npz")
         if spec.mesh is None and spec.case is not None and spec.case.is_grid:
@@ -179,12 +283,23 @@ def run(args) -> int:
     return _finish(args, spec, sim, summary, out, series.times if series else ())
 
 
-def _advance(args, spec, sim, times, series, identity):
-    """Run through the output times, writing the series, PNGs and checkpoints on the way."""
+def _advance(args, spec, sim, times, series, identity, probe=None):
+    """Run through the output times, writing the series, PNGs and checkpoints on the way;
+    gauges and sections are sampled at the output times and every --probe-every seconds."""
     out = None if series is None else series.directory
     index = {t: k for k, t in enumerate((0.0, *times))}
+    if probe is not None and spec.probe_every:
+        extra = probes.sample_times(spec.probe_every, times[-1])
+        near = (1e-9 * times[-1]) if times else 0.0
+        times = sorted(
+            set(times) | {t for t in extra if t > sim.t and min(abs(t - u) for u in times) > near}
+        )
 
     def on_output(s) -> None:
+        if probe is not None:
+            probe.sample(s)
+        if s.t not in index:
+            return  # a probe time only
         series.write()
         if spec.png and not s.is_root:
             output.output_fields(s)  # the gather the root's snapshot needs

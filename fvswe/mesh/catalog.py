@@ -3,7 +3,8 @@
 Members ``square-4k`` (4000 triangles) and its 1..4-fold refinements
 ``square-16k``, ``square-64k``, ``square-256k``, ``square-1m`` (1 024 000),
 plus ``square-2m`` (2 080 560), the twofold refinement of the 130 035-triangle
-base. Refinement keeps the *centre* child of each parent at the parent's
+base, and its further refinements ``square-8m`` (8 322 240) and ``square-33m``
+(33 288 960) for scaling runs. Refinement keeps the *centre* child of each parent at the parent's
 number and appends the three corner children after all parents, which gives
 the paper's "original" bandwidth of exactly 0.75 L. Refined members are cached
 as ``.npz`` under ``meshes/cache/`` (set ``FVSWE_MESHES`` to move ``meshes/``).
@@ -36,6 +37,8 @@ MEMBERS = {
     "square-1m": ("square-4k", 4),
     "square-130k": ("square-130k", 0),
     "square-2m": ("square-130k", 2),
+    "square-8m": ("square-130k", 3),
+    "square-33m": ("square-130k", 4),
 }
 
 

@@ -2,8 +2,10 @@
 
 Topology is built from half-edges: local edge ``l`` of cell ``c`` joins
 ``cells[c, l] -> cells[c, (l+1) % k]`` and owns accumulator slot ``c*k + l``.
-Half-edges are matched by sorting their unordered node pairs, so building a
-2 M-triangle mesh costs a few sorts, not a Python loop.
+Half-edges are matched through buckets keyed by their lower node (a counting sort,
+compiled with Numba), and edges are put in their canonical order by scattering
+their unique slot keys, so building or renumbering a 2 M-triangle mesh costs a
+few linear passes, not sorts.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit, prange
 
 from ..errors import MeshError
 
@@ -93,14 +96,10 @@ class Mesh:
 
     @functools.cached_property
     def _adjacency(self) -> sp.csr_matrix:
-        inner = self.edge_cells[self.edge_cells[:, 1] >= 0]
-        rows = np.concatenate([inner[:, 0], inner[:, 1]])
-        cols = np.concatenate([inner[:, 1], inner[:, 0]])
-        data = np.ones(rows.size, dtype=np.int8)
+        indptr, indices = _neighbour_lists(self.edge_cells, self.n_cells)
+        data = np.ones(indices.size, dtype=np.int8)
         n = self.n_cells
-        adj = sp.csr_matrix((data, (rows, cols)), shape=(n, n))
-        adj.sort_indices()
-        return adj
+        return sp.csr_matrix((data, indices, indptr), shape=(n, n))
 
     def adjacency(self) -> sp.csr_matrix:
         """Symmetric L x L cell adjacency (one entry per pair of cells sharing an edge)."""
@@ -161,28 +160,25 @@ class Mesh:
         """
         perm = np.asarray(perm, dtype=np.int64)
         n, k = self.n_cells, self.k
-        if perm.shape != (n,) or not np.array_equal(np.sort(perm), np.arange(n)):
+        if perm.shape != (n,) or not _is_permutation(perm, n):
             raise MeshError(f"{self.source}: ordering is not a permutation of {n} cells")
         inv = np.empty(n, dtype=np.int64)
         inv[perm] = np.arange(n, dtype=np.int64)
-        ec = self.edge_cells
-        new_cells = np.where(ec >= 0, inv[np.maximum(ec, 0)], -1)
-        slot = self.edge_slot
-        new_slot = np.where(slot >= 0, inv[np.maximum(slot, 0) // k] * k + slot % k, -1)
+        new_cells, new_slot = _renamed_edges(self.edge_cells, self.edge_slot, inv, k)
         order = _edge_order(new_cells, new_slot)
         return replace(
             self,
-            cells=self.cells[perm],
-            area=self.area[perm],
-            centroid=self.centroid[perm],
-            depth=None if self.depth is None else self.depth[perm],
-            original_index=self.original_index[perm],
-            edge_cells=new_cells[order],
-            edge_slot=new_slot[order],
-            edge_nodes=self.edge_nodes[order],
-            edge_normal=self.edge_normal[order],
-            edge_length=self.edge_length[order],
-            edge_tag=self.edge_tag[order],
+            cells=_take(self.cells, perm),
+            area=_take(self.area, perm),
+            centroid=_take(self.centroid, perm),
+            depth=None if self.depth is None else _take(self.depth, perm),
+            original_index=_take(self.original_index, perm),
+            edge_cells=_take(new_cells, order),
+            edge_slot=_take(new_slot, order),
+            edge_nodes=_take(self.edge_nodes, order),
+            edge_normal=_take(self.edge_normal, order),
+            edge_length=_take(self.edge_length, order),
+            edge_tag=_take(self.edge_tag, order),
         )
 
     def reordered(self, method: str = "none", seed: int = 0) -> tuple[Mesh, np.ndarray]:
@@ -194,6 +190,19 @@ class Mesh:
 
         perm = ordering(self, method, seed=seed)
         return self.permuted(perm), perm
+
+
+@njit(cache=True, parallel=True)
+def _repeats_a_vertex(cells):
+    """Whether each cell names one node twice."""
+    n_cells, k = cells.shape
+    out = np.zeros(n_cells, np.bool_)
+    for c in prange(n_cells):
+        for a in range(k - 1):
+            for b in range(a + 1, k):
+                if cells[c, a] == cells[c, b]:
+                    out[c] = True
+    return out
 
 
 def _validated(nodes: np.ndarray, cells: np.ndarray, source: str) -> tuple[np.ndarray, np.ndarray]:
@@ -217,9 +226,7 @@ def _validated(nodes: np.ndarray, cells: np.ndarray, source: str) -> tuple[np.nd
     bad = np.flatnonzero(~np.isfinite(nodes).all(axis=1))
     if bad.size:
         raise MeshError(f"{source}: nodes {_ids(bad)} have NaN or infinite coordinates")
-    repeated = np.flatnonzero(
-        (np.sort(cells, axis=1)[:, 1:] == np.sort(cells, axis=1)[:, :-1]).any(axis=1)
-    )
+    repeated = np.flatnonzero(_repeats_a_vertex(cells))
     if repeated.size:
         raise MeshError(f"{source}: cells {_ids(repeated)} are degenerate (a repeated vertex)")
     used = np.zeros(n, dtype=bool)
@@ -227,31 +234,48 @@ def _validated(nodes: np.ndarray, cells: np.ndarray, source: str) -> tuple[np.nd
     if not used.all():
         unused = np.flatnonzero(~used)
         warnings.warn(f"{source}: {unused.size} unused nodes ({_ids(unused)})", stacklevel=3)
-    _, first, counts = np.unique(nodes, axis=0, return_index=True, return_counts=True)
-    if (counts > 1).any():
-        dup = np.sort(first[counts > 1])
+    xy = np.sort(nodes.view(np.complex128).ravel())  # by x, then y: one fast sort
+    if (xy[1:] == xy[:-1]).any():
+        by_xy = np.lexsort((nodes[:, 1], nodes[:, 0]))
+        same = (nodes[by_xy[1:]] == nodes[by_xy[:-1]]).all(axis=1)
+        # The first (lowest) node of each run of equal coordinates: lexsort is stable.
+        first = np.flatnonzero(same & ~np.concatenate([[False], same[:-1]]))
         warnings.warn(
-            f"{source}: {int((counts - 1).sum())} duplicate nodes (coordinates of nodes "
-            f"{_ids(dup)} repeat); cells on them are not connected",
+            f"{source}: {int(same.sum())} duplicate nodes (coordinates of nodes "
+            f"{_ids(np.sort(by_xy[first]))} repeat); cells on them are not connected",
             stacklevel=3,
         )
     return nodes, cells
 
 
-def _signed_area(nodes: np.ndarray, cells: np.ndarray) -> np.ndarray:
-    """Shoelace area of each cell, positive when counter-clockwise."""
-    x = nodes[cells, 0]
-    y = nodes[cells, 1]
-    x = x - x[:, :1]
-    y = y - y[:, :1]
-    return 0.5 * (x * np.roll(y, -1, axis=1) - np.roll(x, -1, axis=1) * y).sum(axis=1)
+@njit(cache=True, parallel=True)
+def _shoelace(nodes, cells):
+    """Signed (shoelace) area of each cell, positive when counter-clockwise, and the square
+    of its longest edge; relative to the cell's first vertex, terms summed in vertex order."""
+    n_cells, k = cells.shape
+    area = np.empty(n_cells)
+    longest2 = np.empty(n_cells)
+    for c in prange(n_cells):
+        x0 = nodes[cells[c, 0], 0]
+        y0 = nodes[cells[c, 0], 1]
+        acc = 0.0
+        top = 0.0
+        for loc in range(k):
+            a = cells[c, loc]
+            b = cells[c, (loc + 1) % k]
+            term = (nodes[a, 0] - x0) * (nodes[b, 1] - y0) - (nodes[b, 0] - x0) * (nodes[a, 1] - y0)
+            acc = term if loc == 0 else acc + term
+            ex = nodes[b, 0] - nodes[a, 0]
+            ey = nodes[b, 1] - nodes[a, 1]
+            top = max(top, ex * ex + ey * ey)
+        area[c] = 0.5 * acc
+        longest2[c] = top
+    return area, longest2
 
 
 def _oriented(nodes: np.ndarray, cells: np.ndarray, source: str) -> tuple[np.ndarray, np.ndarray]:
     """Flip clockwise cells; reject degenerate ones (and non-convex quads)."""
-    area = _signed_area(nodes, cells)
-    edge_vec = nodes[np.roll(cells, -1, axis=1)] - nodes[cells]
-    longest2 = (edge_vec**2).sum(axis=2).max(axis=1)
+    area, longest2 = _shoelace(nodes, cells)
     bad = np.flatnonzero(np.abs(2.0 * area) <= DEGENERATE_RTOL * longest2)
     if bad.size:
         raise MeshError(f"{source}: cells {_ids(bad)} have zero area (degenerate)")
@@ -271,11 +295,22 @@ def _oriented(nodes: np.ndarray, cells: np.ndarray, source: str) -> tuple[np.nda
     return cells, area
 
 
+@njit(cache=True, parallel=True)
+def _barycentres(nodes, cells):
+    """Mean of each triangle's three vertices (NumPy's ``mean`` order: sum, then divide)."""
+    out = np.empty((cells.shape[0], 2))
+    for c in prange(cells.shape[0]):
+        a, b, d = cells[c, 0], cells[c, 1], cells[c, 2]
+        for x in range(2):
+            out[c, x] = (nodes[a, x] + nodes[b, x] + nodes[d, x]) / 3.0
+    return out
+
+
 def _centroids(nodes: np.ndarray, cells: np.ndarray, area: np.ndarray) -> np.ndarray:
     """Barycentre for triangles, area centroid for quads."""
-    pts = nodes[cells]
     if cells.shape[1] == 3:
-        return pts.mean(axis=1)
+        return _barycentres(nodes, cells)
+    pts = nodes[cells]
     origin = pts[:, :1, :]
     p = pts - origin
     q = np.roll(p, -1, axis=1)
@@ -288,11 +323,120 @@ def _edge_order(edge_cells: np.ndarray, edge_slot: np.ndarray) -> np.ndarray:
     """Canonical edge order: by the slot each edge owns in its lower-numbered cell.
 
     That slot is unique per edge, and sorting by it lists edges cell by cell in
-    the current cell order (the locality the reorderings are for).
+    the current cell order (the locality the reorderings are for). Unique keys in
+    ``0..L*k-1`` sort by a scatter: linear, where an argsort is ``E log E``.
     """
     i, j = edge_cells[:, 0], edge_cells[:, 1]
     key = np.where((j < 0) | (i < j), edge_slot[:, 0], edge_slot[:, 1])
-    return np.argsort(key, kind="stable")
+    at = np.full(int(key.max()) + 1 if key.size else 0, -1, dtype=np.int64)
+    at[key] = np.arange(key.size, dtype=np.int64)
+    return at[at >= 0]
+
+
+@njit(cache=True, parallel=True)
+def _gather(a, rows):
+    """``a[rows]`` for a 2-D array, as a plain (parallel) loop."""
+    out = np.empty((rows.size, a.shape[1]), a.dtype)
+    for r in prange(rows.size):
+        for c in range(a.shape[1]):
+            out[r, c] = a[rows[r], c]
+    return out
+
+
+def _take(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``a[rows]`` (rows along the first axis): NumPy's fancy indexing is several times
+    slower than a compiled loop on the narrow rows of edge and cell arrays."""
+    flat = np.ascontiguousarray(a).reshape(a.shape[0], -1)
+    return _gather(flat, rows).reshape((rows.size, *a.shape[1:]))
+
+
+@njit(cache=True, parallel=True)
+def _renamed_edges(edge_cells, edge_slot, inv, k):
+    """Edge cells and slots under the cell renaming ``inv`` (old -> new); -1 stays -1."""
+    cells = np.empty_like(edge_cells)
+    slots = np.empty_like(edge_slot)
+    for e in prange(edge_cells.shape[0]):
+        for s in range(2):
+            c = edge_cells[e, s]
+            cells[e, s] = inv[c] if c >= 0 else -1
+            q = edge_slot[e, s]
+            slots[e, s] = inv[q // k] * k + q % k if q >= 0 else -1
+    return cells, slots
+
+
+@njit(cache=True)
+def _neighbour_lists(edge_cells, n_cells):
+    """CSR ``(indptr, indices)`` of the cell adjacency, each row's neighbours ascending."""
+    indptr = np.zeros(n_cells + 1, np.int64)
+    for e in range(edge_cells.shape[0]):
+        if edge_cells[e, 1] >= 0:
+            indptr[edge_cells[e, 0] + 1] += 1
+            indptr[edge_cells[e, 1] + 1] += 1
+    for c in range(n_cells):
+        indptr[c + 1] += indptr[c]
+    fill = indptr[:-1].copy()
+    indices = np.empty(indptr[-1], np.int32)
+    for e in range(edge_cells.shape[0]):
+        i, j = edge_cells[e, 0], edge_cells[e, 1]
+        if j >= 0:
+            indices[fill[i]] = j
+            fill[i] += 1
+            indices[fill[j]] = i
+            fill[j] += 1
+    for c in range(n_cells):  # rows are short (k entries at most): insertion sort
+        for a in range(indptr[c] + 1, indptr[c + 1]):
+            x = indices[a]
+            b = a - 1
+            while b >= indptr[c] and indices[b] > x:
+                indices[b + 1] = indices[b]
+                b -= 1
+            indices[b + 1] = x
+    return indptr, indices
+
+
+def _is_permutation(perm: np.ndarray, n: int) -> bool:
+    """Whether ``perm`` holds each of ``0..n-1`` exactly once."""
+    if perm.size and (perm.min() < 0 or perm.max() >= n):
+        return False
+    return bool((np.bincount(perm, minlength=n) == 1).all())
+
+
+@njit(cache=True, parallel=True)
+def _match_half_edges(tail, head, n_nodes):
+    """The mate of each half-edge (``-1`` on the boundary), by buckets of the lower node.
+
+    Returns ``(mate, bad)``: ``bad`` is a half-edge whose edge more than two cells
+    share, or ``-1``. Buckets are filled in one pass, then paired in parallel.
+    """
+    m = tail.size
+    start = np.zeros(n_nodes + 1, np.int64)
+    for h in range(m):
+        start[min(tail[h], head[h]) + 1] += 1
+    for v in range(n_nodes):
+        start[v + 1] += start[v]
+    fill = start[:-1].copy()
+    bucket = np.empty(m, np.int64)
+    for h in range(m):
+        lo = min(tail[h], head[h])
+        bucket[fill[lo]] = h
+        fill[lo] += 1
+    mate = np.full(m, -1, np.int64)
+    crowded = np.full(n_nodes, -1, np.int64)
+    for v in prange(n_nodes):
+        for a in range(start[v], start[v + 1]):
+            ha = bucket[a]
+            far = max(tail[ha], head[ha])
+            for b in range(a + 1, start[v + 1]):
+                hb = bucket[b]
+                if max(tail[hb], head[hb]) == far:
+                    if mate[ha] >= 0 or mate[hb] >= 0:
+                        crowded[v] = ha
+                    mate[ha] = hb
+                    mate[hb] = ha
+    for v in range(n_nodes):
+        if crowded[v] >= 0:
+            return mate, crowded[v]
+    return mate, -1
 
 
 def _topology(nodes: np.ndarray, cells: np.ndarray, source: str) -> dict[str, np.ndarray]:
@@ -300,28 +444,17 @@ def _topology(nodes: np.ndarray, cells: np.ndarray, source: str) -> dict[str, np
     n_cells, k = cells.shape
     tail = cells.ravel()
     head = np.roll(cells, -1, axis=1).ravel()
-    lo = np.minimum(tail, head)
-    hi = np.maximum(tail, head)
-    key = lo * np.int64(nodes.shape[0]) + hi
-    order = np.argsort(key)
-    sorted_key = key[order]
-    start = np.empty(order.size, dtype=bool)
-    start[0] = True
-    np.not_equal(sorted_key[1:], sorted_key[:-1], out=start[1:])
-    first = np.flatnonzero(start)
-    counts = np.diff(np.append(first, order.size))
-    if (counts > 2).any():
-        g = np.flatnonzero(counts > 2)[0]
-        hes = order[first[g] : first[g] + counts[g]]
+    mate, bad = _match_half_edges(tail, head, nodes.shape[0])
+    if bad >= 0:
+        lo, hi = np.minimum(tail, head), np.maximum(tail, head)
+        hes = np.flatnonzero((lo == lo[bad]) & (hi == hi[bad]))
         raise MeshError(
             f"{source}: edge between nodes {tail[hes[0]]} and {head[hes[0]]} is shared by "
-            f"{counts[g]} cells ({_ids(hes // k)}); at most two cells may share an edge"
+            f"{hes.size} cells ({_ids(hes // k)}); at most two cells may share an edge"
         )
-    h1 = order[first]
-    h2 = np.where(counts == 2, order[np.minimum(first + 1, order.size - 1)], -1)
-    pair = h2 >= 0
-    hi_side = np.where(pair, np.minimum(h1, h2), h1)
-    hj_side = np.where(pair, np.maximum(h1, h2), -1)
+    hi_side = np.flatnonzero((mate < 0) | (np.arange(mate.size) < mate))
+    hj_side = mate[hi_side]
+    pair = hj_side >= 0
     same_way = pair & (tail[hi_side] == tail[np.maximum(hj_side, 0)])
     if same_way.any():
         e = np.flatnonzero(same_way)
@@ -332,10 +465,10 @@ def _topology(nodes: np.ndarray, cells: np.ndarray, source: str) -> dict[str, np
     edge_cells = np.stack([hi_side // k, np.where(pair, hj_side // k, -1)], axis=1)
     edge_slot = np.stack([hi_side, hj_side], axis=1)
     ord_e = _edge_order(edge_cells, edge_slot)
-    edge_cells, edge_slot = edge_cells[ord_e], edge_slot[ord_e]
+    edge_cells, edge_slot = _take(edge_cells, ord_e), _take(edge_slot, ord_e)
     hi_side = hi_side[ord_e]
     edge_nodes = np.stack([tail[hi_side], head[hi_side]], axis=1)
-    d = nodes[edge_nodes[:, 1]] - nodes[edge_nodes[:, 0]]
+    d = _take(nodes, edge_nodes[:, 1]) - _take(nodes, edge_nodes[:, 0])
     length = np.hypot(d[:, 0], d[:, 1])
     normal = np.stack([d[:, 1], -d[:, 0]], axis=1) / length[:, None]
     return {

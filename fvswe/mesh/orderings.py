@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from numba import njit, prange
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from ..errors import ConfigError
@@ -67,33 +68,65 @@ def morton_key(points: np.ndarray, bits: int = CURVE_BITS) -> np.ndarray:
     return _spread_bits(x) | (_spread_bits(y) << 1)
 
 
+@njit(cache=True, parallel=True)
+def _hilbert_walk(x, y, bits):
+    """Hilbert index of each integer point ``(x, y)`` on a ``2^bits`` grid."""
+    n = np.int64(1) << bits
+    d = np.zeros(x.size, np.int64)
+    for p in prange(x.size):
+        px, py, dp = x[p], y[p], np.int64(0)
+        s = n >> 1
+        while s > 0:
+            rx = 1 if (px & s) > 0 else 0
+            ry = 1 if (py & s) > 0 else 0
+            dp += s * s * ((3 * rx) ^ ry)
+            if ry == 0:
+                if rx == 1:
+                    px = n - 1 - px
+                    py = n - 1 - py
+                px, py = py, px
+            s >>= 1
+        d[p] = dp
+    return d
+
+
 def hilbert_key(points: np.ndarray, bits: int = CURVE_BITS) -> np.ndarray:
-    """Hilbert-curve index of each point on a ``2^bits`` grid (vectorised over points).
+    """Hilbert-curve index of each point on a ``2^bits`` grid.
 
     Walks the quadrant levels from the coarsest, adding each quadrant's offset
     along the curve and rotating/reflecting the remaining coordinates into the
-    sub-square's frame.
+    sub-square's frame (compiled: one pass per point instead of ``bits`` passes
+    over temporary arrays).
     """
     x, y = _grid_coords(points, bits)
-    n = np.int64(1) << bits
-    d = np.zeros_like(x)
-    s = n >> 1
-    while s > 0:
-        rx = (x & s) > 0
-        ry = (y & s) > 0
-        d += s * s * ((3 * rx) ^ ry)
-        turn = ~ry
-        flip = turn & rx
-        x = np.where(flip, n - 1 - x, x)
-        y = np.where(flip, n - 1 - y, y)
-        x, y = np.where(turn, y, x), np.where(turn, x, y)
-        s >>= 1
-    return d
+    return _hilbert_walk(x, y, bits)
+
+
+@njit(cache=True)
+def _radix_argsort(keys, bits):
+    """Stable argsort of non-negative integer keys below ``2^bits``: least significant
+    16-bit digit first, one counting sort per digit (linear; NumPy's stable sort of
+    int64 is a merge sort)."""
+    n = keys.size
+    order = np.arange(n)
+    spare = np.empty(n, np.int64)
+    for shift in range(0, bits, 16):
+        count = np.zeros(65537, np.int64)
+        for i in range(n):
+            count[((keys[order[i]] >> shift) & 0xFFFF) + 1] += 1
+        for d in range(65536):
+            count[d + 1] += count[d]
+        for i in range(n):
+            d = (keys[order[i]] >> shift) & 0xFFFF
+            spare[count[d]] = order[i]
+            count[d] += 1
+        order, spare = spare, order
+    return order
 
 
 def _curve(key: Callable[[np.ndarray], np.ndarray]) -> Callable[[Mesh, int], np.ndarray]:
     def order(mesh: Mesh, seed: int) -> np.ndarray:
-        return np.argsort(key(mesh.centroid), kind="stable").astype(np.int64)
+        return _radix_argsort(key(mesh.centroid), 2 * CURVE_BITS)
 
     order.__doc__ = f"Cells sorted along the curve of ``{key.__name__}`` through their barycentres."
     return order

@@ -1,0 +1,23 @@
+"""``fvswe case``: the case-file template and the table of its keys, both from one schema."""
+
+from __future__ import annotations
+
+from .. import casefile
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "case",
+        help="print a case-file template (every key) or the table of keys",
+        description="Print a TOML case file with every key (it runs: fvswe case --template > "
+        "c.toml && fvswe run c.toml -o out), or the Markdown table of the keys.",
+    )
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--template", action="store_true", help="a case file with every key")
+    what.add_argument("--keys", action="store_true", help="the table of keys (Markdown)")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    print(casefile.template() if args.template else casefile.reference_markdown(), end="")
+    return 0

@@ -1,0 +1,420 @@
+"""Gauges (time series at points) and cross-sections (discharge per layer through a line).
+
+A :class:`Gauge` samples every output field (:func:`fvswe.output.output_fields`)
+in the cell that contains its point. A :class:`Section` is a polyline across
+the mesh; its discharge is computed from the volume of the region it closes:
+
+The polyline cuts every pair of neighbouring cells whose barycentres lie on
+opposite sides of it. Removing those adjacencies must split the mesh into
+exactly two parts, the part to the right of the line (walking from its first
+point to its last) and the part to the left; the section is the set of mesh
+edges between them. The finite-volume update is conservative in every layer's
+mass (docs/SCHEMES.md §2.1-2.2: the mass rows of ``F-_ij + F+_ij`` are
+``(q_j - q_i)·n``, so edge ``ij`` moves ``dt |Γ_ij| (q_i·n + F-_ij,h)`` from
+``i`` to ``j``; docs/theory.md), so the volume of a layer in a region changes
+only by the mass fluxes through the region's boundary edges, and a wall edge
+carries none.
+When one part is bounded by walls and the section alone, the volume that has
+crossed the section since the start, positive to the right, is therefore
+exactly the change of that part's volume (with the sign of the side), to
+round-off, whatever the scheme, the time step or the sampling interval; no
+backend needs to expose its edge fluxes. A section both of whose parts touch
+an open or level boundary is refused (the volume route would include those
+boundaries' fluxes).
+
+:class:`Probes` samples both, at any times the caller chooses (at output
+times, or every ``k`` steps through ``Simulation.run(..., check_every=k,
+callback=probes.sample)``), and writes ``gauges.nc``/``.csv`` and
+``sections.nc``/``.csv`` (CF NetCDF, ``featureType = "timeSeries"``) and a
+PNG of both.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from .boundary import WALL
+from .errors import ConfigError
+from .output import atomic_write, output_fields
+
+
+@dataclass(frozen=True)
+class Gauge:
+    """A point ``(x, y)`` whose cell is sampled; ``name`` labels its series."""
+
+    name: str
+    x: float
+    y: float
+
+
+@dataclass(frozen=True)
+class Section:
+    """A polyline ``points`` (at least two ``(x, y)``) across the mesh; discharge is positive
+    towards the right of the line, walking from its first point to its last."""
+
+    name: str
+    points: tuple[tuple[float, float], ...]
+
+
+# -- geometry ---------------------------------------------------------------------------------
+def locate(mesh, x: float, y: float) -> int | None:
+    """The (first) cell of ``mesh`` that contains ``(x, y)``, edges included, or None.
+
+    Cells are convex and counter-clockwise: a point is inside when it lies left of
+    (or on) every side.
+    """
+    nodes = mesh.nodes[mesh.cells]  # (n, k, 2)
+    side = np.roll(nodes, -1, axis=1) - nodes
+    rel = np.array([x, y]) - nodes
+    cross = side[..., 0] * rel[..., 1] - side[..., 1] * rel[..., 0]
+    scale = np.abs(side).max(axis=(1, 2)) ** 2
+    inside = np.flatnonzero(np.all(cross >= -1e-12 * scale[:, None], axis=1))
+    return int(inside[0]) if inside.size else None
+
+
+def _crossings(a: np.ndarray, b: np.ndarray, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Whether segments ``a[n]-b[n]`` properly cross segment ``p-q`` (an endpoint on the line
+    counts as the side its sign gives, so a barycentre exactly on the line is on its left)."""
+    d = q - p
+
+    def side(z):
+        return d[0] * (z[:, 1] - p[1]) - d[1] * (z[:, 0] - p[0]) >= 0  # left or on the line
+
+    e = b - a
+    sp_ = e[:, 0] * (p[1] - a[:, 1]) - e[:, 1] * (p[0] - a[:, 0])
+    sq_ = e[:, 0] * (q[1] - a[:, 1]) - e[:, 1] * (q[0] - a[:, 0])
+    return (side(a) != side(b)) & ((sp_ > 0) != (sq_ > 0))
+
+
+def split(mesh, section: Section) -> tuple[np.ndarray, np.ndarray]:
+    """``(right, cut)``: a boolean per cell, True right of the section, and the indices of the
+    interior edges the section cuts. A one-line error unless the cut splits the mesh in two."""
+    pts = np.asarray(section.points, dtype=np.float64)
+    if pts.ndim != 2 or pts.shape[1] != 2 or len(pts) < 2 or not np.all(np.isfinite(pts)):
+        raise ConfigError(f"section {section.name!r}: needs two or more finite (x, y) points")
+    interior = np.flatnonzero(mesh.edge_cells[:, 1] >= 0)
+    ci, cj = mesh.edge_cells[interior, 0], mesh.edge_cells[interior, 1]
+    a, b = mesh.centroid[ci], mesh.centroid[cj]
+    cut = np.zeros(interior.size, dtype=bool)
+    j_right = np.zeros(interior.size, dtype=bool)
+    for p, q in zip(pts[:-1], pts[1:], strict=True):
+        hit = _crossings(a, b, p, q) & ~cut
+        d = q - p
+        j_right[hit] = (d[0] * (b[hit, 1] - p[1]) - d[1] * (b[hit, 0] - p[0])) < 0
+        cut |= hit
+    if not cut.any():
+        raise ConfigError(f"section {section.name!r}: the line crosses no pair of cells")
+    keep = ~cut
+    n = mesh.n_cells
+    graph = sp.coo_matrix((np.ones(keep.sum()), (ci[keep], cj[keep])), shape=(n, n))
+    count, label = connected_components(graph, directed=False)
+    if count != 2:
+        raise ConfigError(
+            f"section {section.name!r}: the line must cross the mesh from boundary to boundary, "
+            f"splitting it in two (it leaves {count} connected part(s))"
+        )
+    right_label = np.where(j_right, label[cj], label[ci])[cut]
+    if np.any(right_label != right_label[0]) or np.any(label[ci[cut]] == label[cj[cut]]):
+        raise ConfigError(f"section {section.name!r}: the line crosses the mesh more than once")
+    return label == right_label[0], interior[cut]
+
+
+def _closed(mesh, edge_bc: np.ndarray, part: np.ndarray) -> bool:
+    """Whether every boundary edge of the cells in ``part`` is a wall."""
+    boundary = mesh.edge_cells[:, 1] < 0
+    mine = boundary & part[mesh.edge_cells[:, 0]]
+    return bool(np.all(edge_bc[mine] == WALL))
+
+
+# -- sampling ---------------------------------------------------------------------------------
+def read_gauges(path: str | Path) -> list[Gauge]:
+    """Gauges from a CSV file of ``name,x,y`` lines (``#`` comments and a header allowed)."""
+    src = str(path)
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--gauges: cannot read {src} ({exc})") from None
+    gauges = []
+    for number, line in enumerate(lines, 1):
+        fields = [f.strip() for f in line.split("#")[0].split(",")]
+        if fields == [""] or (number == 1 and fields[1:] == ["x", "y"]):
+            continue
+        try:
+            name, x, y = fields
+            gauges.append(Gauge(name, float(x), float(y)))
+        except ValueError:
+            raise ConfigError(f"--gauges: {src} line {number}: expected name,x,y") from None
+    if not gauges:
+        raise ConfigError(f"--gauges: {src} lists no gauges")
+    return gauges
+
+
+def sample_times(every: float, t_end: float) -> list[float]:
+    """``every, 2 every, ...`` up to ``t_end``."""
+    return [k * every for k in range(1, int(t_end / every) + 1)]
+
+
+def netcdf_available() -> bool:
+    """Whether the optional netCDF4 package is installed (``fvswe[netcdf]``)."""
+    import importlib.util
+
+    return importlib.util.find_spec("netCDF4") is not None
+
+
+class Probes:
+    """Gauges and sections of one simulation, sampled now and by every :meth:`sample`.
+
+    ``gauge_values[name]`` is ``(samples, gauges)`` per output field; ``volume`` is
+    ``(samples, sections, layers)``, the volume that has crossed each section since the
+    first sample (m³, positive to the right); ``discharge`` is its mean rate over each
+    interval between samples (m³/s; the first row is 0).
+    """
+
+    def __init__(self, sim, gauges: Sequence[Gauge] = (), sections: Sequence[Section] = ()):
+        self.sim = sim
+        self.gauges, self.sections = tuple(gauges), tuple(sections)
+        mesh = sim.mesh  # the backend's (possibly renumbered) cells, as get_state()
+        for kind, items in (("gauge", self.gauges), ("section", self.sections)):
+            names = [g.name for g in items]
+            if len(set(names)) != len(names):
+                raise ConfigError(f"{kind}s: two named {_duplicate(names)!r}")
+        self.cells = np.array([self._cell(mesh, g) for g in self.gauges], dtype=np.int64)
+        self._parts, self._signs, self.cut_edges, self._right = [], [], [], []
+        for s in self.sections:
+            right, cut = split(mesh, s)
+            self._right.append(right)
+            if _closed(mesh, sim.layout.edge_bc, right):
+                part, sign = right, 1.0
+            elif _closed(mesh, sim.layout.edge_bc, ~right):
+                part, sign = ~right, -1.0
+            else:
+                raise ConfigError(
+                    f"section {s.name!r}: both sides reach an open or level boundary; "
+                    "its discharge needs one side closed by walls"
+                )
+            self._parts.append(np.flatnonzero(part))
+            self._signs.append(sign)
+            self.cut_edges.append(cut)
+        self.times: list[float] = []
+        self.gauge_values: dict[str, list[np.ndarray]] = {}
+        self._volumes: list[np.ndarray] = []
+        self.sample()  # the start: sections count their volume from here
+
+    @staticmethod
+    def _cell(mesh, gauge: Gauge) -> int:
+        if not (math.isfinite(gauge.x) and math.isfinite(gauge.y)):
+            raise ConfigError(f"gauge {gauge.name!r}: coordinates must be finite numbers")
+        cell = locate(mesh, gauge.x, gauge.y)
+        if cell is None:
+            raise ConfigError(
+                f"gauge {gauge.name!r}: ({gauge.x:g}, {gauge.y:g}) lies outside {mesh.source}"
+            )
+        return cell
+
+    def part_cells(self, k: int, *, right: bool) -> np.ndarray:
+        """The cells (backend numbering, as ``sim.mesh``) right or left of section ``k``."""
+        return np.flatnonzero(self._right[k] == right)
+
+    @property
+    def original_cells(self) -> np.ndarray:
+        """The gauges' cells in the mesh's original numbering (that of ``sim.fields()``)."""
+        return self.sim.mesh.original_index[self.cells]
+
+    def _region_volumes(self) -> np.ndarray:
+        """``(sections, layers)`` signed volume of the closed side, summed in float64."""
+        W = self.sim.backend.get_state().astype(np.float64)
+        area = self.sim.mesh.area
+        cols = list(self.sim.model.depth_components)
+        return np.array(
+            [s * (area[p] @ W[p][:, cols]) for p, s in zip(self._parts, self._signs, strict=True)]
+        ).reshape(len(self.sections), len(cols))
+
+    def sample(self, sim=None) -> None:
+        """Record the gauges and section volumes at the simulation's current time.
+
+        Takes (and ignores) the simulation so it can be a ``Simulation.run`` callback.
+        """
+        t = float(self.sim.t)
+        if self.times and t == self.times[-1]:
+            return  # an output time that is also a probe time
+        self.times.append(t)
+        if self.gauges:
+            fields = output_fields(self.sim)
+            for name, values in fields.items():
+                self.gauge_values.setdefault(name, []).append(values[self.original_cells])
+        if self.sections:
+            self._volumes.append(self._region_volumes())
+
+    @property
+    def volume(self) -> np.ndarray:
+        v = np.array(self._volumes).reshape(len(self.times), len(self.sections), -1)
+        return v - v[:1] if len(v) else v
+
+    @property
+    def discharge(self) -> np.ndarray:
+        v = self.volume
+        dt = np.diff(np.asarray(self.times))
+        q = np.zeros_like(v)
+        if len(v) > 1:
+            q[1:] = np.diff(v, axis=0) / dt[:, None, None]
+        return q
+
+    # -- files ------------------------------------------------------------------------------
+    def write(self, directory: str | Path, *, netcdf: bool = True, png: bool = True) -> list[Path]:
+        """``gauges.csv``/``sections.csv`` (and ``.nc`` with ``netcdf``, a PNG with ``png``)."""
+        directory = Path(directory)
+        written = []
+        if self.gauges:
+            written.append(self._gauges_csv(directory / "gauges.csv"))
+            if netcdf:
+                written.append(self._gauges_nc(directory / "gauges.nc"))
+        if self.sections:
+            written.append(self._sections_csv(directory / "sections.csv"))
+            if netcdf:
+                written.append(self._sections_nc(directory / "sections.nc"))
+        if png and (self.gauges or self.sections):
+            path = directory / "probes.png"
+            atomic_write(path, lambda p: self.plot(p))
+            written.append(path)
+        return written
+
+    def plot(self, path: str | Path) -> None:
+        """A PNG: one panel of free surface per gauge set, one of discharge per section set."""
+        from matplotlib.figure import Figure  # not pyplot: no global state, no display needed
+
+        panels = [p for p in ("gauges", "sections") if getattr(self, p)]
+        fig = Figure(figsize=(8, 3.2 * len(panels)))
+        axes = fig.subplots(len(panels), 1, squeeze=False)
+        t = np.asarray(self.times)
+        for ax, panel in zip(axes[:, 0], panels, strict=True):
+            if panel == "gauges":
+                surface = "eta1" if "eta1" in self.gauge_values else "eta"
+                values = np.array(self.gauge_values[surface])
+                for j, g in enumerate(self.gauges):
+                    ax.plot(t, values[:, j], label=g.name)
+                ax.set_ylabel(f"{surface} (m)")
+            else:
+                q = self.discharge
+                for j, s in enumerate(self.sections):
+                    for k, layer in enumerate(self._layer_names()):
+                        ax.step(t, q[:, j, k], where="pre", label=f"{s.name} {layer}".strip())
+                ax.set_ylabel("discharge (m³/s)")
+            ax.set_xlabel("t (s)")
+            ax.legend(fontsize="small")
+            ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(path, dpi=100, format="png")
+
+    def _layer_names(self) -> list[str]:
+        return ["1", "2"] if self.sim.model.layers == 2 else [""]
+
+    def _gauges_csv(self, path: Path) -> Path:
+        names = list(self.gauge_values)
+        rows = [["t", "gauge", "x", "y", *names]]
+        for k, t in enumerate(self.times):
+            for j, g in enumerate(self.gauges):
+                rows.append([t, g.name, g.x, g.y, *(self.gauge_values[n][k][j] for n in names)])
+        return _write_csv(path, rows)
+
+    def _sections_csv(self, path: Path) -> Path:
+        layers = self._layer_names()
+        head = ["t", "section"]
+        head += [f"discharge{k}" for k in layers] + [f"volume{k}" for k in layers]
+        rows = [head]
+        q, v = self.discharge, self.volume
+        for k, t in enumerate(self.times):
+            for j, s in enumerate(self.sections):
+                rows.append([t, s.name, *q[k, j], *v[k, j]])
+        return _write_csv(path, rows)
+
+    def _gauges_nc(self, path: Path) -> Path:
+        from .ugrid import FIELD_ATTRS, set_attrs
+
+        def fill(ds):
+            _station_frame(ds, "gauge", [g.name for g in self.gauges], self.times)
+            for k, axis in enumerate("xy"):
+                var = ds.createVariable(axis, "f8", ("gauge",))
+                set_attrs(var, f"projection_{axis}_coordinate", f"{axis} of the gauge", "m")
+                var[:] = [(g.x, g.y)[k] for g in self.gauges]
+            cell = ds.createVariable("cell", "i8", ("gauge",))
+            cell.long_name = "sampled cell (original numbering, from 0)"
+            cell[:] = self.original_cells
+            for name, values in self.gauge_values.items():
+                var = ds.createVariable(name, "f8", ("gauge", "time"), fill_value=False)
+                set_attrs(var, *FIELD_ATTRS[name], coordinates="x y gauge_name")
+                var[:] = np.array(values).T
+
+        return _write_nc(path, "gauges", fill)
+
+    def _sections_nc(self, path: Path) -> Path:
+        from .ugrid import set_attrs
+
+        def fill(ds):
+            _station_frame(ds, "section", [s.name for s in self.sections], self.times)
+            ds.createDimension("layer", len(self._layer_names()))
+            layer = ds.createVariable("layer", "i4", ("layer",))
+            layer.long_name = "layer (1 upper, 2 lower)"
+            layer[:] = np.arange(1, len(self._layer_names()) + 1)
+            dims = ("section", "time", "layer")
+            q = ds.createVariable("discharge", "f8", dims, fill_value=False)
+            set_attrs(q, "ocean_volume_transport_across_line", "discharge through the section, "
+                      "mean since the previous sample, positive to the right", "m3 s-1",
+                      cell_methods="time: mean")  # fmt: skip
+            q[:] = self.discharge.transpose(1, 0, 2)
+            v = ds.createVariable("volume", "f8", dims, fill_value=False)
+            set_attrs(v, None, "volume through the section since the first sample", "m3")
+            v[:] = self.volume.transpose(1, 0, 2)
+
+        return _write_nc(path, "sections", fill)
+
+
+def _duplicate(names: list[str]) -> str:
+    return next(n for n in names if names.count(n) > 1)
+
+
+def _write_csv(path: Path, rows: list[list]) -> Path:
+    def write(p):
+        with open(p, "w", newline="") as f:
+            csv.writer(f).writerows([[_fmt(v) for v in row] for row in rows])
+
+    atomic_write(path, write)
+    return path
+
+
+def _fmt(value) -> str:
+    return repr(float(value)) if isinstance(value, (float, np.floating)) else str(value)
+
+
+def _station_frame(ds, dim: str, names: list[str], times: list[float]) -> None:
+    """CF discrete-sampling-geometry frame (orthogonal multidimensional time series, CF §9.3.1:
+    data on ``(dim, time)``): ``time`` and the named stations along ``dim``."""
+    from .ugrid import create_time, global_attrs
+
+    global_attrs(ds, f"fvswe {dim}s")
+    ds.featureType = "timeSeries"
+    create_time(ds)[:] = times
+    ds.createDimension(dim, len(names))
+    var = ds.createVariable(f"{dim}_name", str, (dim,))
+    var.cf_role = "timeseries_id"
+    var.long_name = f"{dim} name"
+    for k, name in enumerate(names):
+        var[k] = name
+
+
+def _write_nc(path: Path, title: str, fill) -> Path:
+    from .ugrid import netcdf4
+
+    def write(p):
+        with netcdf4().Dataset(p, "w", format="NETCDF4") as ds:
+            fill(ds)
+
+    atomic_write(path, write)
+    return path

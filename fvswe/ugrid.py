@@ -1,0 +1,225 @@
+"""CF-UGRID NetCDF output: the fields of a run on its mesh, appended at every output time.
+
+The file follows UGRID 1.0 (a ``mesh`` topology variable with
+``cf_role = "mesh_topology"``, face-node connectivity, node and face
+coordinates) and CF 1.8 (a ``time`` coordinate with units, a standard name or
+long name and units on every field, an optional ``crs`` grid mapping), so
+xarray, xugrid/uxarray, QGIS's mesh layer and ParaView read it.
+
+Written with **netCDF4** (the Unidata C library's own binding): it is the
+reference implementation that QGIS, ParaView and xarray's default engine
+use, it writes an unlimited ``time`` dimension that each output appends to,
+and ``Dataset.sync()`` flushes every output to disk, so a run that dies
+leaves a readable file up to its last output. xarray reads the result
+(tests/test_ugrid.py). h5netcdf would reuse the h5py we already depend on,
+but writes through HDF5 alone and is a second implementation of the format.
+
+:class:`NetCDFSeries` has the interface of :class:`fvswe.output.Series`
+(``with NetCDFSeries(dir, sim) as s: s.write()``) so the CLI can use either.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ConfigError
+from .output import FIELD_NAMES, original_cells, output_fields
+
+#: File name of the series in an output folder.
+FILENAME = "solution.nc"
+#: The time origin written when none is given: model time is relative, CF wants a date.
+TIME_ORIGIN = "1970-01-01 00:00:00"
+
+#: Field -> (CF standard name or None, long name, units). ``cell_thickness`` is CF's name
+#: for the thickness of a model layer (CMIP's thkcello); the interface ``eta2`` has no
+#: CF standard name and carries a long name only.
+FIELD_ATTRS: dict[str, tuple[str | None, str, str]] = {
+    "h1": ("cell_thickness", "upper layer thickness", "m"),
+    "h2": ("cell_thickness", "lower layer thickness", "m"),
+    "h": ("sea_floor_depth_below_sea_surface", "water depth", "m"),
+    "eta1": ("sea_surface_height_above_geopotential_datum", "free surface", "m"),
+    "eta": ("sea_surface_height_above_geopotential_datum", "free surface", "m"),
+    "eta2": (None, "interface between the layers above the reference level", "m"),
+    "u1": ("sea_water_x_velocity", "upper layer velocity, x component", "m s-1"),
+    "v1": ("sea_water_y_velocity", "upper layer velocity, y component", "m s-1"),
+    "u2": ("sea_water_x_velocity", "lower layer velocity, x component", "m s-1"),
+    "v2": ("sea_water_y_velocity", "lower layer velocity, y component", "m s-1"),
+    "u": ("sea_water_x_velocity", "velocity, x component", "m s-1"),
+    "v": ("sea_water_y_velocity", "velocity, y component", "m s-1"),
+    "bathymetry": (
+        "sea_floor_depth_below_geopotential_datum",
+        "depth of the bottom below the reference level (positive down)",
+        "m",
+    ),
+}
+
+
+def netcdf4():
+    """The netCDF4 module, or a one-line error saying how to install it."""
+    try:
+        import netCDF4
+    except ImportError:
+        raise ConfigError(
+            "NetCDF output needs the netCDF4 package: pip install 'fvswe[netcdf]'"
+        ) from None
+    return netCDF4
+
+
+def set_attrs(var, standard_name: str | None, long_name: str, units: str, **extra) -> None:
+    """CF attributes of one variable (a standard name only where CF has one)."""
+    if standard_name:
+        var.standard_name = standard_name
+    var.long_name = long_name
+    var.units = units
+    for key, value in extra.items():
+        setattr(var, key, value)
+
+
+def create_time(ds, origin: str = TIME_ORIGIN):
+    """An unlimited ``time`` dimension and its CF coordinate variable."""
+    ds.createDimension("time", None)
+    t = ds.createVariable("time", "f8", ("time",))
+    set_attrs(t, "time", "simulated time", f"seconds since {origin}", axis="T", calendar="standard")
+    return t
+
+
+def add_crs(ds, crs: str | None) -> str | None:
+    """A ``crs`` grid-mapping variable for ``crs`` (``"EPSG:n"`` or WKT); its name, or None."""
+    if not crs:
+        return None
+    var = ds.createVariable("crs", "i4")
+    if crs.upper().startswith("EPSG:"):
+        var.epsg_code = crs.upper()
+    else:
+        var.crs_wkt = crs
+        var.spatial_ref = crs  # GDAL's (and QGIS's) name for the same WKT
+    return "crs"
+
+
+def global_attrs(ds, title: str) -> None:
+    ds.Conventions = "CF-1.8 UGRID-1.0"
+    ds.title = title
+    ds.source = "fvswe"
+
+
+class NetCDFSeries:
+    """A CF-UGRID NetCDF time series of :func:`fvswe.output.output_fields`.
+
+    Use as a context manager; :meth:`write` appends the current fields along the
+    unlimited ``time`` dimension and syncs the file. ``directory/solution.nc``
+    is created under a hidden name with the mesh (and, with ``resume_at``, the
+    outputs of an existing series before that time) and renamed into place before
+    the first new output, so a restarted run leaves the same series as an
+    uninterrupted one. ``crs`` (``"EPSG:n"`` or WKT) becomes the ``crs`` grid
+    mapping; ``time_origin`` is the date that model time 0 is written as.
+    """
+
+    def __init__(
+        self,
+        directory: str | Path,
+        sim,
+        *,
+        resume_at: float | None = None,
+        crs: str | None = None,
+        time_origin: str = TIME_ORIGIN,
+        title: str = "",
+    ) -> None:
+        netcdf4()  # fail before any file is touched when it is missing
+        self.directory = Path(directory)
+        self.sim = sim
+        self.resume_at = resume_at
+        self.crs, self.time_origin, self.title = crs, time_origin, title
+        self.times: list[float] = []
+
+    @property
+    def path(self) -> Path:
+        return self.directory / FILENAME
+
+    def __enter__(self) -> NetCDFSeries:
+        previous = self._previous() if self.resume_at is not None else []
+        tmp = self.directory / f".{FILENAME}.tmp"
+        self._ds = netcdf4().Dataset(tmp, "w", format="NETCDF4")
+        self._create(self._ds)
+        for t, fields in previous:
+            self._write(t, fields)
+        self._ds.sync()
+        os.replace(tmp, self.path)  # the open handle follows the file
+        return self
+
+    def _create(self, ds) -> None:
+        mesh, sim = self.sim.mesh, self.sim
+        global_attrs(ds, self.title or mesh.source)
+        ds.layers = sim.model.layers
+        ds.scheme = sim.scheme
+        grid_mapping = add_crs(ds, self.crs)
+        ds.createDimension("node", mesh.n_nodes)
+        ds.createDimension("face", mesh.n_cells)
+        ds.createDimension("max_face_nodes", mesh.k)
+        topo = ds.createVariable("mesh", "i4")
+        topo.cf_role = "mesh_topology"
+        topo.long_name = "topology of the 2-D unstructured mesh"
+        topo.topology_dimension = 2
+        topo.node_coordinates = "node_x node_y"
+        topo.face_node_connectivity = "face_nodes"
+        topo.face_coordinates = "face_x face_y"
+        topo.face_dimension = "face"
+        topo.node_dimension = "node"
+        face_nodes = ds.createVariable("face_nodes", "i4", ("face", "max_face_nodes"))
+        face_nodes.cf_role = "face_node_connectivity"
+        face_nodes.long_name = "nodes of each face, counter-clockwise"
+        face_nodes.start_index = 0
+        face_nodes[:] = original_cells(mesh).astype(np.int32)
+        o = np.argsort(mesh.original_index)
+        coords = {
+            "node_x": ("node", mesh.nodes[:, 0], "x", "node"),
+            "node_y": ("node", mesh.nodes[:, 1], "y", "node"),
+            "face_x": ("face", mesh.centroid[o, 0], "x", "face barycentre"),
+            "face_y": ("face", mesh.centroid[o, 1], "y", "face barycentre"),
+        }
+        extra = {"grid_mapping": grid_mapping} if grid_mapping else {}
+        for name, (dim, values, axis, what) in coords.items():
+            var = ds.createVariable(name, "f8", (dim,))
+            set_attrs(var, f"projection_{axis}_coordinate", f"{axis} of {what}", "m", **extra)
+            var[:] = values
+        area = ds.createVariable("face_area", "f8", ("face",))
+        set_attrs(area, "cell_area", "face area", "m2", mesh="mesh", location="face")
+        area[:] = mesh.area[o]
+        create_time(ds, self.time_origin)
+        for name in FIELD_NAMES[sim.model.layers]:  # no gather: MPI ranks call this on rank 0
+            var = ds.createVariable(name, "f8", ("time", "face"), fill_value=False)
+            standard, long_name, units = FIELD_ATTRS[name]
+            set_attrs(var, standard, long_name, units, mesh="mesh", location="face",
+                      coordinates="face_x face_y", **extra)  # fmt: skip
+
+    def _previous(self) -> list[tuple[float, dict[str, np.ndarray]]]:
+        """The outputs of an existing series before ``resume_at`` (the runner writes one at
+        ``resume_at`` again when it is an output time)."""
+        if not self.path.is_file():
+            return []
+        with netcdf4().Dataset(self.path) as ds:
+            times = np.asarray(ds["time"][:], dtype=np.float64)
+            names = list(FIELD_NAMES[self.sim.model.layers])
+            return [
+                (float(t), {n: np.asarray(ds[n][k]) for n in names})
+                for k, t in enumerate(times)
+                if t < self.resume_at  # the run writes an output at resume_at itself
+            ]
+
+    def _write(self, t: float, fields: Mapping[str, np.ndarray]) -> None:
+        k = len(self.times)
+        self._ds["time"][k] = t
+        for name, values in fields.items():
+            self._ds[name][k, :] = values
+        self.times.append(t)
+
+    def write(self) -> None:
+        """Append the simulation's current fields at its current time, and sync."""
+        self._write(float(self.sim.t), output_fields(self.sim))
+        self._ds.sync()
+
+    def __exit__(self, *exc) -> None:
+        self._ds.close()

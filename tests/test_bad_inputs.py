@@ -1,0 +1,160 @@
+"""A corpus of bad inputs (meshes, case files, flags): each stops `fvswe run` quickly with one
+line that names the key or flag (and the case file, for errors found while reading it), exit
+status 2 and no output folder. The cases of tests/test_cli_run.py (unknown case, scheme,
+ordering; missing or garbage mesh; missing tag...) are not repeated here."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fvswe.cli import main
+from fvswe.mesh import write_mesh
+from fvswe.mesh.generate import strip, structured_square
+
+
+@pytest.fixture(scope="module")
+def d(tmp_path_factory) -> Path:
+    """Meshes, level files and gauge lists, good and bad."""
+    d = tmp_path_factory.mktemp("inputs")
+    write_mesh(structured_square(4), d / "square.npz")
+    write_mesh(strip(8, 2, x0=0.0, x1=8.0), d / "strip.npz")
+    (d / "empty.msh").write_text("")
+    (d / "mesh.xyz").write_text("0 0 0\n")
+    np.savez(d / "arrays.npz", nodes=np.zeros((3, 2)))  # no cells
+    (d / "three.txt").write_text("0 0 1\n1 0 1\n")
+    (d / "backwards.txt").write_text("0 0\n2 1\n1 0\n")
+    (d / "words.txt").write_text("t eta\nsoon high\n")
+    (d / "short.txt").write_text("0 0\n0.5 0.1\n")
+    (d / "gauges_bad.csv").write_text("a,1\n")
+    (d / "gauges_empty.csv").write_text("# none\n")
+    return d
+
+
+SQUARE = 't_end = 0.01\n[mesh]\nfile = "{d}/square.npz"\n[initial]\nh1 = 1.0\nh2 = 1.0\n'
+STRIP = (
+    't_end = 1.0\nlayers = 1\n[mesh]\nfile = "{d}/strip.npz"\n[initial]\nh = 1.0\n'
+    '[boundary]\neast = "wall"\nwall = "wall"\n'
+)
+
+
+def west(condition: str) -> str:
+    return STRIP + f"west = {condition}\n"
+
+
+#: name -> (case-file text or None for a named case, extra flags, what the message must say)
+CORPUS: dict[str, tuple[str | None, list[str], str]] = {
+    # -- meshes
+    "empty mesh file": (None, ["--mesh", "{d}/empty.msh"], "empty.msh"),
+    "unknown mesh format": (None, ["--mesh", "{d}/mesh.xyz"], "mesh.xyz"),
+    "mesh arrays without cells": (None, ["--mesh", "{d}/arrays.npz"], "arrays.npz"),
+    "unknown mesh family": (None, ["--mesh", "square-5k"], "square-5k"),
+    "generator argument not a number": (
+        't_end = 1\n[mesh]\ngenerator = "strip"\nnx = "many"\n', [], "'mesh.nx'"),
+    "mesh file and generator": (
+        't_end = 1\n[mesh]\nfile = "a.msh"\ngenerator = "strip"\n', [], "exactly one"),
+    # -- expressions
+    "tower of powers": (SQUARE.replace("h1 = 1.0", 'H = "6 + 0*9**9**9**9"\nh1 = 1.0'), [],
+                        "initial.H"),
+    "tower of integer names": (SQUARE.replace("h1 = 1.0", 'H = 9\nh1 = "0 * H**H**H**H"'), [],
+                               "initial.h1: '0 * H**H**H**H' is not finite in cell 0"),
+    "expression too long": (SQUARE.replace("h1 = 1.0", 'h1 = "' + "+".join("1" * 500) + '"'),
+                            [], "initial.h1: expression too long"),
+    "expression too deep": (SQUARE.replace("h1 = 1.0", 'h1 = "' + "(" * 50 + "1" + "+1)" * 50
+                                           + '"'), [], "initial.h1: expression nested too deeply"),
+    "huge literal": (SQUARE.replace("h1 = 1.0", 'h1 = "' + "9" * 400 + '"'), [],
+                     "initial.h1: number too large"),
+    "expression of a string": (SQUARE.replace("h1 = 1.0", 'h1 = "\'a\' * 9"'), [],
+                               "initial.h1: constant 'a' not allowed"),
+    "initial value a list": (SQUARE.replace("h1 = 1.0", "h1 = [1, 2]"), [], "initial.h1"),
+    "velocity and momentum both": (SQUARE.replace("h1 = 1.0", "h1 = 1.0\nu1 = 1\nq1x = 1"), [],
+                                   "initial.u1 and initial.q1x"),
+    # -- boundaries
+    "level on two layers": (SQUARE + '[boundary]\nwall = { level = 0.1 }\n', [],
+                            "imposed levels need a one-layer model"),
+    "level file missing": (west('{ level_file = "nowhere.txt" }'), [], "nowhere.txt"),
+    "level file three columns": (west('{ level_file = "{d}/three.txt" }'), [],
+                                 "needs two columns"),
+    "level times backwards": (west('{ level_file = "{d}/backwards.txt" }'), [],
+                              "level times must increase"),
+    "level file of words": (west('{ level_file = "{d}/words.txt" }'), [], "cannot read level"),
+    "run past the level series": (west('{ level_file = "{d}/short.txt" }'), [],
+                                  "past the end of the level series of boundary tag 'west'"),
+    "level and level file": (west('{ level = 0.1, level_file = "x.txt" }'), [],
+                             "'boundary.west' needs exactly one of"),
+    "times without levels": (west("{ times = [0, 1] }"), [], "'boundary.west' needs exactly"),
+    "level not finite": (west('{ level = "log(t - 1)" }'), [], "boundary.west.level"),
+    "unknown level key": (west("{ levle = 0.1 }"), [], "unknown key 'boundary.west.levle'"),
+    "condition a number": (west("3"), [], "'boundary.west' must be a string"),
+    "unknown condition": (west('"river"'), [], "unknown condition 'river'"),
+    "every for a table": (west("{ times = [0, 1], levels = [0, 0], every = 1 }"), [],
+                          "'every' and 'until' are for a level expression"),
+    # -- physics
+    "unknown friction law": (STRIP.replace("[mesh]", '[friction]\nlaw = "darcy"\n'
+                                           "coefficient = 1\n[mesh]") + 'west = "wall"\n', [],
+                             "friction"),
+    "friction on two layers": (SQUARE + '[friction]\nlaw = "chezy"\ncoefficient = 60\n', [],
+                               "one layer only"),
+    "friction without coefficient": (SQUARE + '[friction]\nlaw = "chezy"\n', [],
+                                     "'friction.coefficient'"),
+    "negative friction": (STRIP.replace("[mesh]", '[friction]\nlaw = "manning"\n'
+                                        "coefficient = -1\n[mesh]") + 'west = "wall"\n', [],
+                          "must be positive"),
+    # -- gauges, sections, outputs in the file
+    "gauge outside the mesh": (SQUARE + "[[gauges]]\nx = 9\ny = 0\n", [], "lies outside"),
+    "gauge without y": (SQUARE + "[[gauges]]\nx = 0\n", [], "'gauges.y'"),
+    "gauges as a table": (SQUARE + "[gauges]\nx = 0\n", [], "array of tables"),
+    "section of one point": (SQUARE + "[[sections]]\npoints = [[0, 0]]\n", [],
+                             "two or more [x, y] pairs"),
+    "section inside the mesh": (SQUARE + "[[sections]]\npoints = [[0, -3], [0, 3]]\n", [],
+                                "splitting it in two"),
+    "section between open ends": (west('"open"').replace('east = "wall"', 'east = "open"')
+                                  + "[[sections]]\npoints = [[4, -1], [4, 3]]\n", [],
+                                  "both sides reach an open or level boundary"),
+    "unknown output format": (SQUARE + '[output]\nformat = "vtk"\n', [], "'output.format'"),
+    "probe interval a string": (SQUARE + '[output]\nprobe_every = "often"\n', [],
+                                "'output.probe_every'"),
+    # -- flags
+    "gauge flag of one number": (None, ["--gauge", "1"], "--gauge: expected 2 numbers"),
+    "gauge flag not numbers": (None, ["--gauge", "a,b"], "--gauge: expected comma-separated"),
+    "gauge list unreadable": (None, ["--gauges", "{d}/none.csv"], "--gauges: cannot read"),
+    "gauge list malformed": (None, ["--gauges", "{d}/gauges_bad.csv"], "line 1: expected"),
+    "gauge list empty": (None, ["--gauges", "{d}/gauges_empty.csv"], "lists no gauges"),
+    "section flag odd": (None, ["--section", "0,0,1"], "--section: expected x,y pairs"),
+    "probe interval negative": (None, ["--gauge", "0,0", "--probe-every", "-1"],
+                                "--probe-every: must be positive"),
+    "format without output": (None, ["--format", "netcdf", "--no-output"],
+                              "--format needs --output"),
+    "section without output": (None, ["--section", "0,-9,0,9", "--no-output"],
+                               "--section needs --output"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", CORPUS)
+def test_bad_input_is_one_line_nonzero_and_writes_nothing(capsys, d, tmp_path, name):
+    text, flags, expected = CORPUS[name]
+    flags = [f.replace("{d}", str(d)) for f in flags]
+    if text is None:
+        argv = ["test1"] + ([] if "--mesh" in flags else ["--mesh", str(d / "square.npz")])
+    else:
+        case = tmp_path / "case.toml"
+        case.write_text(text.replace("{d}", str(d)))
+        argv = [str(case)]
+    out = tmp_path / "out"
+    if "--no-output" in flags:
+        flags.remove("--no-output")
+    else:
+        flags += ["-o", str(out)]
+    start = time.perf_counter()
+    code = main(["run", *argv, *flags, "--backend", "cpu", "-q"])
+    seconds = time.perf_counter() - start
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("fvswe: error: ") and err.count("\n") == 1, err
+    assert expected in err, err
+    assert not out.exists()
+    assert seconds < 10, f"{name}: {seconds:.1f} s"
+    assert len(CORPUS) >= 30

@@ -1,0 +1,128 @@
+"""The compiled mesh-preparation kernels equal the NumPy expressions they replace, bit for bit.
+
+Mesh building and renumbering run as linear compiled passes (issue: mesh preparation that
+keeps up at 33 M cells); each kernel is held here against the plain NumPy formula or sort
+that it stands for, on random input, so a faster kernel can never change a mesh.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fvswe.mesh import core, gps
+from fvswe.mesh.generate import square
+
+RNG = np.random.default_rng(11)
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    return square(3000, seed=5)
+
+
+def numpy_shoelace(nodes, cells):
+    x, y = nodes[cells, 0], nodes[cells, 1]
+    x, y = x - x[:, :1], y - y[:, :1]
+    area = 0.5 * (x * np.roll(y, -1, axis=1) - np.roll(x, -1, axis=1) * y).sum(axis=1)
+    vec = nodes[np.roll(cells, -1, axis=1)] - nodes[cells]
+    return area, (vec**2).sum(axis=2).max(axis=1)
+
+
+@pytest.mark.parametrize("k", [3, 4])
+def test_shoelace_and_longest_edge_equal_numpy(k):
+    nodes = RNG.normal(size=(500, 2)) * 1e3 + 7.0
+    cells = np.stack([RNG.permutation(500)[:k] for _ in range(2000)])
+    area, longest2 = core._shoelace(nodes, cells)
+    ref_area, ref_longest2 = numpy_shoelace(nodes, cells)
+    assert np.array_equal(area, ref_area) and np.array_equal(longest2, ref_longest2)
+
+
+def test_barycentres_equal_numpy_mean():
+    nodes = RNG.normal(size=(400, 2)) * 123.4
+    cells = np.stack([RNG.permutation(400)[:3] for _ in range(3000)])
+    assert np.array_equal(core._barycentres(nodes, cells), nodes[cells].mean(axis=1))
+
+
+def test_repeated_vertex_mask_equals_sorted_rows():
+    cells = RNG.integers(0, 6, size=(3000, 4))
+    by_node = np.sort(cells, axis=1)
+    ref = (by_node[:, 1:] == by_node[:, :-1]).any(axis=1)
+    assert ref.any() and not ref.all()
+    assert np.array_equal(core._repeats_a_vertex(cells), ref)
+
+
+def test_take_equals_fancy_indexing(mesh):
+    rows = RNG.permutation(mesh.n_edges)
+    for a in (mesh.edge_cells, mesh.edge_normal, mesh.edge_length, mesh.edge_tag):
+        got = core._take(a, rows)
+        assert got.dtype == a.dtype and np.array_equal(got, a[rows])
+
+
+def test_edge_order_equals_a_stable_argsort(mesh):
+    perm = RNG.permutation(mesh.n_cells)
+    renumbered = mesh.permuted(perm)
+    ec, slot = renumbered.edge_cells, renumbered.edge_slot
+    i, j = ec[:, 0], ec[:, 1]
+    key = np.where((j < 0) | (i < j), slot[:, 0], slot[:, 1])
+    shuffled = RNG.permutation(key.size)
+    got = core._edge_order(ec[shuffled], slot[shuffled])
+    assert np.array_equal(got, np.argsort(key[shuffled], kind="stable"))
+
+
+def test_half_edge_mates_pair_opposite_traversals(mesh):
+    cells = mesh.cells
+    tail, head = cells.ravel(), np.roll(cells, -1, axis=1).ravel()
+    mate, bad = core._match_half_edges(tail, head, mesh.n_nodes)
+    assert bad == -1
+    inner = mate >= 0
+    assert np.array_equal(mate[mate[inner]], np.flatnonzero(inner))
+    assert np.array_equal(tail[inner], head[mate[inner]])
+    # every interior edge of the mesh is one matched pair, every boundary edge one single
+    assert inner.sum() == 2 * (~mesh.boundary).sum() and (~inner).sum() == mesh.boundary.sum()
+
+
+def test_gps_level_sort_and_members_equal_numpy_sorts():
+    m, depth = 5000, 37
+    final = RNG.integers(0, depth, m)
+    deg = RNG.integers(1, 9, 2 * m)
+    comp = np.sort(RNG.choice(2 * m, m, replace=False))
+    max_deg = deg.max() + 1
+    key = (final * max_deg + deg[comp]) * m + np.arange(m)
+    assert np.array_equal(gps._by_level_and_degree(final, deg, comp, depth), np.argsort(key))
+    level = np.full(2 * m, -1)
+    level[comp] = 0
+    order = RNG.permutation(comp)
+    for first in (0, int(comp[0])):
+        assert np.array_equal(gps._sorted_members(level, order, m, first), comp)
+
+
+def test_radix_argsort_equals_a_stable_argsort():
+    from fvswe.mesh.orderings import _radix_argsort
+
+    for bits, high in ((32, 2**32), (16, 50)):  # many repeated keys in the second case
+        keys = RNG.integers(0, high, 20000)
+        assert np.array_equal(_radix_argsort(keys, bits), np.argsort(keys, kind="stable"))
+
+
+def test_renamed_edges_equal_numpy(mesh):
+    inv = RNG.permutation(mesh.n_cells)
+    ec, slot, k = mesh.edge_cells, mesh.edge_slot, mesh.k
+    cells, slots = core._renamed_edges(ec, slot, inv, k)
+    assert np.array_equal(cells, np.where(ec >= 0, inv[np.maximum(ec, 0)], -1))
+    ref = np.where(slot >= 0, inv[np.maximum(slot, 0) // k] * k + slot % k, -1)
+    assert np.array_equal(slots, ref)
+
+
+def test_adjacency_equals_scipy_from_coordinates(mesh):
+    import scipy.sparse as sp
+
+    m = mesh.permuted(RNG.permutation(mesh.n_cells))
+    inner = m.edge_cells[m.edge_cells[:, 1] >= 0]
+    rows = np.concatenate([inner[:, 0], inner[:, 1]])
+    cols = np.concatenate([inner[:, 1], inner[:, 0]])
+    ref = sp.csr_matrix((np.ones(rows.size, np.int8), (rows, cols)), shape=(m.n_cells,) * 2)
+    ref.sort_indices()
+    adj = m.adjacency()
+    assert adj.has_sorted_indices or np.all(np.diff(adj.indices) != 0)
+    assert np.array_equal(adj.indptr, ref.indptr) and np.array_equal(adj.indices, ref.indices)

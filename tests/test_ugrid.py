@@ -1,0 +1,121 @@
+"""CF-UGRID NetCDF series: written during a two-layer run, read back by xarray."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fvswe.mesh.generate import structured_square
+from fvswe.output import FIELD_NAMES, original_cells, output_fields
+from fvswe.simulation import Simulation
+from fvswe.ugrid import FIELD_ATTRS, FILENAME, NetCDFSeries
+
+xr = pytest.importorskip("xarray", reason="the netcdf extra: pip install 'fvswe[netcdf]'")
+pytest.importorskip("netCDF4", reason="the netcdf extra: pip install 'fvswe[netcdf]'")
+
+TIMES = (0.0, 0.01, 0.02)
+
+
+def dam_break(order: str = "rcm") -> Simulation:
+    """Test 1's internal dam break on a 128-cell square, renumbered (fields come back in the
+    mesh's order)."""
+    h1 = lambda x, y: np.where(np.hypot(x, y) > 1.5, 4.0, 0.5)  # noqa: E731
+    return Simulation(structured_square(8), layers=2, H=6.0, order=order, backend="cpu",
+                      initial={"h1": h1, "h2": lambda x, y: 6.0 - h1(x, y)})  # fmt: skip
+
+
+def write_series(directory, sim, times=TIMES, **kw) -> dict[float, dict[str, np.ndarray]]:
+    """Run through ``times`` writing the series; the fields seen at each time."""
+    seen = {}
+    with NetCDFSeries(directory, sim, **kw) as series:
+        for t in times:
+            sim.run(t)
+            series.write()
+            seen[t] = output_fields(sim)
+    return seen
+
+
+def test_two_layer_series_reads_back_with_topology_coordinates_times_and_units(tmp_path):
+    sim = dam_break()
+    seen = write_series(tmp_path, sim, crs="EPSG:32631", time_origin="2000-01-01 00:00:00")
+    with xr.open_dataset(tmp_path / FILENAME, decode_times=False) as ds:
+        topo = ds["mesh"].attrs
+        assert topo["cf_role"] == "mesh_topology" and topo["topology_dimension"] == 2
+        assert topo["face_node_connectivity"] == "face_nodes"
+        assert topo["node_coordinates"] == "node_x node_y"
+        assert topo["face_coordinates"] == "face_x face_y"
+        assert ds.attrs["Conventions"] == "CF-1.8 UGRID-1.0"
+        mesh = sim.mesh
+        np.testing.assert_array_equal(ds["face_nodes"].values, original_cells(mesh))
+        np.testing.assert_array_equal(ds["node_x"].values, mesh.nodes[:, 0])
+        np.testing.assert_array_equal(ds["node_y"].values, mesh.nodes[:, 1])
+        o = np.argsort(mesh.original_index)  # barycentres in the mesh's original order
+        np.testing.assert_array_equal(ds["face_x"].values, mesh.centroid[o, 0])
+        np.testing.assert_array_equal(ds["face_area"].values, mesh.area[o])
+        assert ds["time"].attrs["units"] == "seconds since 2000-01-01 00:00:00"
+        np.testing.assert_array_equal(ds["time"].values, TIMES)
+        assert ds["crs"].attrs["epsg_code"] == "EPSG:32631"
+        for name in FIELD_NAMES[2]:
+            var = ds[name]
+            assert var.dims == ("time", "face")
+            assert var.attrs["units"] == FIELD_ATTRS[name][2] and var.attrs["mesh"] == "mesh"
+            assert var.attrs["location"] == "face" and var.attrs["grid_mapping"] == "crs"
+            assert var.attrs.get("standard_name") == FIELD_ATTRS[name][0] and var.attrs["long_name"]
+            for k, t in enumerate(TIMES):
+                np.testing.assert_array_equal(var.values[k], seen[t][name], err_msg=name)
+    # decoded times are the origin plus the simulated seconds
+    with xr.open_dataset(tmp_path / FILENAME) as ds:
+        elapsed = (ds["time"].values - np.datetime64("2000-01-01")) / np.timedelta64(1, "ms")
+        np.testing.assert_allclose(elapsed, np.array(TIMES) * 1e3, rtol=0, atol=1e-6)
+
+
+def test_the_series_on_disk_is_readable_after_every_output(tmp_path):
+    """Each write is synced: a reader sees every output so far while the run goes on."""
+    sim = dam_break()
+    netCDF4 = pytest.importorskip("netCDF4")
+    with NetCDFSeries(tmp_path, sim) as series:
+        for k, t in enumerate(TIMES):
+            sim.run(t)
+            series.write()
+            with netCDF4.Dataset(tmp_path / FILENAME) as ds:
+                assert ds.dimensions["time"].size == k + 1
+                np.testing.assert_array_equal(ds["h1"][k], output_fields(sim)["h1"])
+
+
+def test_a_resumed_series_keeps_the_outputs_up_to_the_restart(tmp_path):
+    """Outputs from ``resume_at`` on are dropped and the new ones appended, as after a restart
+    (the runner writes the output at ``resume_at`` itself)."""
+    sim = dam_break()
+    first = write_series(tmp_path, sim)
+    again = dam_break()
+    again.run(TIMES[1])
+    later = write_series(tmp_path, again, times=(0.01, 0.03), resume_at=TIMES[1])
+    with xr.open_dataset(tmp_path / FILENAME, decode_times=False) as ds:
+        np.testing.assert_array_equal(ds["time"].values, [0.0, 0.01, 0.03])
+        np.testing.assert_array_equal(ds["eta2"].values[1], first[0.01]["eta2"])
+        np.testing.assert_array_equal(ds["eta2"].values[1], later[0.01]["eta2"])
+        np.testing.assert_array_equal(ds["eta2"].values[2], later[0.03]["eta2"])
+    assert not list(tmp_path.glob(".*"))  # no temporary file left behind
+
+
+def test_a_restarted_cli_run_leaves_the_same_netcdf_series_as_an_uninterrupted_one(tmp_path):
+    from fvswe.cli import main
+    from fvswe.mesh import write_mesh
+
+    write_mesh(structured_square(8), tmp_path / "square.npz")
+    common = ["test2", "--mesh", str(tmp_path / "square.npz"), "--backend", "cpu", "-q",
+              "--format", "netcdf", "--output-every", "0.3"]  # fmt: skip
+    whole, part = tmp_path / "whole", tmp_path / "part"
+    assert main(["run", *common, "-o", str(whole), "--t-end", "0.9"]) == 0
+    assert (
+        main(["run", *common, "-o", str(part), "--t-end", "0.6", "--checkpoint-every", "0.25"]) == 0
+    )
+    checkpoint = str(part / "checkpoint.npz")
+    assert main(["run", *common, "-o", str(part), "--t-end", "0.9", "--restart", checkpoint]) == 0
+    with (
+        xr.open_dataset(whole / FILENAME, decode_times=False) as a,
+        xr.open_dataset(part / FILENAME, decode_times=False) as b,
+    ):
+        np.testing.assert_array_equal(b["time"].values, [0.0, 0.3, 0.6, 0.9])
+        for name in ("time", *FIELD_NAMES[2]):
+            np.testing.assert_array_equal(b[name].values, a[name].values, err_msg=name)
