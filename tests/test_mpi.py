@@ -201,3 +201,11 @@ def test_a_single_process_run_imports_neither_mpi4py_nor_pymetis(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_an_error_on_rank_0_alone_stops_every_rank_with_one_line(tmp_path):
+    """Rank 0 reads the mesh; its error reaches the other ranks (no hang), and one line."""
+    done = fvswe(2, "test1", "--backend", "cpu", "--mesh", str(tmp_path / "none.msh"), "-q")
+    assert done.returncode == 2
+    assert done.stderr.startswith("fvswe: error: ") and "none.msh" in done.stderr
+    assert done.stderr.count("\n") == 1
