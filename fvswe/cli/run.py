@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import sys
 from contextlib import ExitStack, nullcontext
@@ -260,7 +261,7 @@ def run(args) -> int:
         check_fields(spec.png, output.FIELD_NAMES[sim.model.layers])
     identity = _identity(spec, sim)
     if args.restart:
-        load = lambda: output.load_checkpoint(args.restart, identity)  # noqa: E731
+        load = functools.partial(output.load_checkpoint, args.restart, identity)
         output.restore_checkpoint(sim, load() if comm is None else parallel.on_root(comm, load))
         if sim.t > times[-1]:
             raise ConfigError(f"--restart: the checkpoint is at t = {sim.t:g} s, past t_end")
