@@ -276,7 +276,8 @@ class DistributedBackend:
     def first_invalid(self) -> tuple[int, int] | None:
         """The first invalid (global cell, component) over all ranks, else None."""
         nvar = self.layout.nvar
-        bad = self.local.first_invalid()
-        key = self.layout.n_cells * nvar if bad is None else self.part.cells[bad[0]] * nvar + bad[1]
+        cells, comps = np.nonzero(self.local.invalid())  # local order is not global order
+        keys = self.part.cells[cells] * nvar + comps
+        key = int(keys.min()) if keys.size else self.layout.n_cells * nvar
         key = int(self.local.halo.min(float(key)))  # exact: keys stay far below 2**53
         return None if key == self.layout.n_cells * nvar else (key // nvar, key % nvar)

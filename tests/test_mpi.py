@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from mpi_driver import run_case  # noqa: E402
+from mpi_driver import blowup_message, run_case  # noqa: E402
 
 #: Short runs: the three two-layer schemes on test1 and test2, another cell ordering, float32, a
 #: one-layer wetting-and-drying case with a tidal level boundary, friction and nonlagged Δt.
@@ -131,6 +131,17 @@ def test_blow_up_names_the_global_cell_and_stops_every_rank():
     assert one.returncode == three.returncode == 2
     assert one.stderr.startswith("fvswe: error: state blew up: h1 = nan in cell ")
     assert three.stderr == one.stderr and three.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_the_blow_up_cell_is_the_first_over_all_ranks(n):
+    """Every cell from a part's first border cell on is bad: each part's first bad cell in
+    its local order (interior cells first) is not its first in global order."""
+    done = mpiexec(n, "tests/mpi_driver.py", "--blowup")
+    assert done.returncode == 0, done.stderr[-3000:]
+    first, message = json.loads(done.stdout.strip().splitlines()[-1])
+    assert first > 0 and f"in cell {first} " in message
+    assert message == blowup_message(get_case("test1").simulation(backend="cpu"), first)
 
 
 def test_a_launch_mpi_does_not_see_is_a_one_line_error():

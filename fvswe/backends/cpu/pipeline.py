@@ -330,12 +330,17 @@ class CpuBackend:
         self.t, self.steps, self.dt = float(snap["t"]), int(snap["steps"]), float(snap["dt"])
         self._counts.update(snap["counters"])
 
-    def first_invalid(self) -> tuple[int, int] | None:
-        """The first cell (and component) holding NaN/inf or a negative depth, else None."""
+    def invalid(self) -> np.ndarray:
+        """``(owned cells, nvar)`` mask: NaN/inf, or a negative depth."""
         W = self.W[: self._owned]
         bad = ~np.isfinite(W)
         for c in self._depth_cols:
             bad[:, c] |= W[:, c] < 0
+        return bad
+
+    def first_invalid(self) -> tuple[int, int] | None:
+        """The first cell (and component) holding NaN/inf or a negative depth, else None."""
+        bad = self.invalid()
         if not bad.any():
             return None
         i, c = np.argwhere(bad)[0]
