@@ -225,11 +225,18 @@ def output_fields(sim) -> dict[str, np.ndarray]:
     }
 
 
+def _writes(sim) -> bool:
+    """Whether this process writes the run's files: rank 0 of a distributed run, or the only
+    one. The others still compute what is written (the gathers are collective) and drop it."""
+    return getattr(sim, "is_root", True)
+
+
 def write_final(sim, path: str | Path) -> None:
     """``final.npz``: x, y, area, H and the state components, in the original cell order."""
     fields = sim.fields()
     keep = ("x", "y", "area", "H", *sim.model.fields)
-    atomic_write(path, lambda p: np.savez(p, **{k: fields[k] for k in keep}))
+    if _writes(sim):
+        atomic_write(path, lambda p: np.savez(p, **{k: fields[k] for k in keep}))
 
 
 # -- XDMF time series -------------------------------------------------------------------------
@@ -292,6 +299,8 @@ class Series:
         return [t for t, _ in self.steps]
 
     def __enter__(self) -> Series:
+        if not _writes(self.sim):
+            return self
         mesh_file = self.directory / f"{SERIES}.h5"
         if self.resume_at is not None and self.path.is_file() and mesh_file.is_file():
             self.steps = [(t, f) for t, f in self.read_index(self.path) if t <= self.resume_at]
@@ -345,6 +354,9 @@ class Series:
             return  # a restart from a checkpoint taken at this output time
         name = f"{SERIES}/{len(self.steps):06d}.h5"
         fields = {k: np.asarray(v, dtype=np.float64) for k, v in output_fields(self.sim).items()}
+        if not _writes(self.sim):
+            self.steps.append((t, name))
+            return
         atomic_write(
             self.directory / name, lambda p: _h5_write(p, fields, {"t": repr(t)}), sync=False
         )
@@ -420,6 +432,8 @@ def save_checkpoint(path: str | Path, sim, identity: Mapping[str, Any]) -> None:
     snap = sim.backend.snapshot()
     meta = {"version": CHECKPOINT_VERSION, "identity": dict(identity),
             "counters": snap["counters"], "mass_initial": list(sim.mass_initial)}  # fmt: skip
+    if not _writes(sim):
+        return
     atomic_write(
         path,
         lambda p: np.savez(

@@ -119,6 +119,23 @@ def _cell_values(value: Field, xy: np.ndarray, n: int, name: str) -> np.ndarray:
         ) from None
 
 
+def _agreed(callback: Callable, comm) -> Callable:
+    """``callback`` on every rank, then the first rank's exception (Ctrl-C, a failed write)
+    raised on all of them, so the ranks stop at the same chunk and can checkpoint together."""
+
+    def call(sim) -> None:
+        error = None
+        try:
+            callback(sim)
+        except Exception as exc:  # raised below on every rank
+            error = exc
+        first = next((e for e in comm.allgather(error) if e is not None), None)
+        if first is not None:
+            raise first
+
+    return call
+
+
 class Simulation:
     """A shallow-water run on any mesh: ``Simulation(mesh, ...).run(t_end)``.
 
@@ -146,6 +163,12 @@ class Simulation:
     flux counter) or when a fixed ``dt`` exceeds the stable step (Courant number
     > 1); ``allow_mass_error=True`` lets the first two pass (they stay counted
     in the summary).
+
+    ``comm`` (an mpi4py communicator of more than one rank) spreads the run over
+    its ranks (:mod:`fvswe.parallel`): every rank constructs the Simulation with
+    the same arguments and calls the same methods; results are bitwise those of
+    one process, and :meth:`state`, :meth:`fields` and :meth:`mass` are global
+    on every rank (they are collective calls).
     """
 
     def __init__(
@@ -169,6 +192,7 @@ class Simulation:
         eps_h: float | None = None,
         threads: int | None = None,
         allow_mass_error: bool = False,
+        comm=None,
     ) -> None:
         if dtype not in DTYPES:
             raise ConfigError(f"dtype: unknown {dtype!r} (choose from {', '.join(DTYPES)})")
@@ -176,7 +200,8 @@ class Simulation:
             raise ConfigError(f"cfl: must lie in (0, 1], got {cfl!r}")
         self.model = Model(layers=layers, g=g, r=r, eps_h=1.0 if eps_h is None else eps_h)
         self.allow_mass_error = allow_mass_error
-        cls = backend_class(backend)
+        distributed = comm is not None and comm.size > 1
+        cls = backend_class("cpu" if distributed and backend == "auto" else backend)
         order = resolve_order(order, cls.name)  # "auto": the study's best for this backend
         self.scheme, self.dtype, self.order = scheme, dtype, order
         n = mesh.n_cells
@@ -219,11 +244,28 @@ class Simulation:
             friction=_friction(friction, layers), levels=levels if levels.count else None,
         )  # fmt: skip
         extra = {"threads": threads} if cls.name == "cpu" else {}
-        self.backend = cls(self.layout, scheme, cfl=cfl, dt_mode=dt_mode, dt_fixed=dt, **extra)
+        options = dict(cfl=cfl, dt_mode=dt_mode, dt_fixed=dt, **extra)
+        self.comm = comm if distributed else None
+        if self.comm is None:
+            self.backend = cls(self.layout, scheme, **options)
+        else:
+            from .parallel import DistributedBackend
+
+            self.backend = DistributedBackend(mesh, self.layout, comm, cls, scheme, **options)
         self.mass_initial = self.mass()
         self._closed = not np.any(edge_bc == OPEN)  # every volume change is counted
 
     # -- state -------------------------------------------------------------------------------
+    @property
+    def ranks(self) -> int:
+        """MPI ranks the run is spread over (1: a single process)."""
+        return 1 if self.comm is None else self.comm.size
+
+    @property
+    def is_root(self) -> bool:
+        """Whether this process writes files and prints (rank 0, or a single process)."""
+        return self.comm is None or self.comm.rank == 0
+
     @property
     def t(self) -> float:
         return self.backend.t
@@ -283,6 +325,10 @@ class Simulation:
                 f"{end[1]!r} (t = {end[0]:g} s)"
             )
         limit = math.inf if max_steps is None else max_steps
+        if self.comm is not None:  # every rank takes the same chunks (rank 0's timing decides)
+            check_every, limit = self.comm.bcast((check_every, limit))
+            if callback is not None:
+                callback = _agreed(callback, self.comm)
         start = time.perf_counter()
         taken = 0
         while self.t < t_end and taken < limit:

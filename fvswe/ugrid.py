@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ConfigError
-from .output import original_cells, output_fields
+from .output import FIELD_NAMES, original_cells, output_fields
 
 #: File name of the series in an output folder.
 FILENAME = "solution.nc"
@@ -189,7 +189,7 @@ class NetCDFSeries:
         set_attrs(area, "cell_area", "face area", "m2", mesh="mesh", location="face")
         area[:] = mesh.area[o]
         create_time(ds, self.time_origin)
-        for name in output_fields(sim):
+        for name in FIELD_NAMES[sim.model.layers]:  # no gather: MPI ranks call this on rank 0
             var = ds.createVariable(name, "f8", ("time", "face"), fill_value=False)
             standard, long_name, units = FIELD_ATTRS[name]
             set_attrs(var, standard, long_name, units, mesh="mesh", location="face",
@@ -202,7 +202,7 @@ class NetCDFSeries:
             return []
         with netcdf4().Dataset(self.path) as ds:
             times = np.asarray(ds["time"][:], dtype=np.float64)
-            names = list(output_fields(self.sim))
+            names = list(FIELD_NAMES[self.sim.model.layers])
             return [
                 (float(t), {n: np.asarray(ds[n][k]) for n in names})
                 for k, t in enumerate(times)

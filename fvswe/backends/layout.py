@@ -6,7 +6,7 @@ state; each backend copies (and packs) these to its own memory.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -37,10 +37,24 @@ class Layout:
     friction_kind: int = 0  # FRICTION_KINDS code, 0 none
     friction_coef: float = 0.0  # Chezy C (m^0.5/s) or Manning n (s/m^(1/3))
     levels: LevelTables | None = None  # imposed-level tables of the LEVEL edges
+    # A part of a distributed run (fvswe.partition): cells [0, n_owned_cells) are updated here,
+    # the rest are halo; the events of edges [0, n_owned_edges) are counted here. None: all.
+    n_owned_cells: int | None = None
+    n_owned_edges: int | None = None
 
     @property
     def n_cells(self) -> int:
         return self.W0.shape[0]
+
+    @property
+    def owned_cells(self) -> int:
+        """Cells this layout updates (all but the halo of a part)."""
+        return self.n_cells if self.n_owned_cells is None else self.n_owned_cells
+
+    @property
+    def owned_edges(self) -> int:
+        """Edges whose events (flags) this layout counts."""
+        return self.n_edges if self.n_owned_edges is None else self.n_owned_edges
 
     @property
     def n_edges(self) -> int:
@@ -71,12 +85,7 @@ class Layout:
         dtype = np.dtype(dtype)
         L, k = mesh.cells.shape
         slot = mesh.edge_slot.astype(np.int32)
-        cell_edges = np.full(L * k, -1, dtype=np.int32)
-        cell_side = np.zeros(L * k, dtype=np.int8)
-        for side in (0, 1):
-            owned = slot[:, side] >= 0
-            cell_edges[slot[owned, side]] = np.flatnonzero(owned)
-            cell_side[slot[owned, side]] = side
+        cell_edges, cell_side = _slot_owners(slot, L, k)
         return cls(
             model=model,
             dtype=dtype,
@@ -89,9 +98,55 @@ class Layout:
             edge_length=np.ascontiguousarray(mesh.edge_length, dtype=dtype),
             edge_slot=np.ascontiguousarray(slot),
             edge_bc=np.ascontiguousarray(edge_bc, dtype=np.int8),
-            cell_edges=cell_edges.reshape(L, k),
-            cell_side=cell_side.reshape(L, k),
+            cell_edges=cell_edges,
+            cell_side=cell_side,
             friction_kind=int(friction[0]),
             friction_coef=float(friction[1]),
             levels=levels,
         )
+
+    def part(self, part) -> Layout:
+        """The layout of one :class:`fvswe.partition.Part` of this layout's cells.
+
+        Only renames: every local edge keeps its orientation, normal, length,
+        condition and the local part of its slots, so each owned cell sums the
+        same contributions in the same slot order as on one device.
+        """
+        cells, edges, k = part.cells, part.edges, self.k
+        local = np.full(self.n_cells, -1, dtype=np.int64)
+        local[cells] = np.arange(cells.size)
+        ec = self.edge_cells[edges]
+        slot = self.edge_slot[edges]
+        edge_cells = np.where(ec >= 0, local[np.maximum(ec, 0)], -1).astype(np.int32)
+        edge_slot = np.where(slot >= 0, local[np.maximum(slot, 0) // k] * k + slot % k, -1)
+        edge_slot = edge_slot.astype(np.int32)
+        cell_edges, cell_side = _slot_owners(edge_slot, cells.size, k)
+        lv = self.levels
+        return replace(
+            self,
+            W0=np.ascontiguousarray(self.W0[cells]),
+            H=np.ascontiguousarray(self.H[cells]),
+            area=np.ascontiguousarray(self.area[cells]),
+            edge_cells=edge_cells,
+            edge_normal=np.ascontiguousarray(self.edge_normal[edges]),
+            edge_length=np.ascontiguousarray(self.edge_length[edges]),
+            edge_slot=edge_slot,
+            edge_bc=np.ascontiguousarray(self.edge_bc[edges]),
+            cell_edges=cell_edges,
+            cell_side=cell_side,
+            levels=None if lv is None else replace(lv, edge_level=lv.edge_level[edges]),
+            n_owned_cells=part.n_owned,
+            n_owned_edges=part.n_owned_edges,
+        )
+
+
+def _slot_owners(edge_slot: np.ndarray, L: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(cell_edges, cell_side)`` of :class:`Layout`: the edge and side owning each slot
+    (-1 and 0 where no edge of the layout owns it: a halo cell's edges to other parts)."""
+    cell_edges = np.full(L * k, -1, dtype=np.int32)
+    cell_side = np.zeros(L * k, dtype=np.int8)
+    for side in (0, 1):
+        owned = edge_slot[:, side] >= 0
+        cell_edges[edge_slot[owned, side]] = np.flatnonzero(owned)
+        cell_side[edge_slot[owned, side]] = side
+    return cell_edges.reshape(L, k), cell_side.reshape(L, k)

@@ -1,4 +1,4 @@
-"""``fvswe mesh``: inspect, renumber, spy-plot and generate meshes.
+"""``fvswe mesh``: inspect, renumber, spy-plot, partition and generate meshes.
 
 FILE is a mesh file (any meshio format with triangles or quads, or fvswe's
 ``.npz``) or the name of a member of the paper's family (``square-4k``,
@@ -120,6 +120,35 @@ def _spy(args: argparse.Namespace) -> int:
     return 0
 
 
+def _partition(args: argparse.Namespace) -> int:
+    from ..partition import assign, draw_parts, method_name, split, stats
+
+    mesh = _load(args.file)
+    method = method_name(args.method)
+    part = assign(mesh, args.parts, method)
+    info = stats(mesh, part, split(mesh, part)) | {"method": method}
+    if args.png:
+        title = (
+            f"{Path(mesh.source).name}: {info['parts']} parts ({method}), "
+            f"edge cut {info['edge_cut']}, imbalance {info['imbalance']:.3f}"
+        )
+        draw_parts(mesh, part, args.png, title=title)
+    if args.json:
+        print(json.dumps(info))
+        return 0
+    print(f"{info['source']}: {info['cells']} cells in {info['parts']} parts ({method})")
+    print(f"  {'part':>4} {'owned':>9} {'halo':>7} {'neighbours':>10}")
+    for p, (owned, halo, nb) in enumerate(
+        zip(info["owned"], info["halo"], info["neighbours"], strict=True)
+    ):
+        print(f"  {p:>4} {owned:>9} {halo:>7} {nb:>10}")
+    print(f"  edge cut   {info['edge_cut']} edges")
+    print(f"  imbalance  {info['imbalance']:.4f} (largest part / mean part)")
+    if args.png:
+        print(f"  picture    {args.png}")
+    return 0
+
+
 def _generate(args: argparse.Namespace) -> int:
     from ..mesh.generate import square
 
@@ -133,7 +162,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``fvswe mesh`` and its actions to the top-level parser."""
     p = subparsers.add_parser(
         "mesh",
-        help="inspect, renumber, spy-plot and generate meshes",
+        help="inspect, renumber, spy-plot, partition and generate meshes",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -162,6 +191,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     spy.add_argument("--method", choices=methods, nargs="+", default=["none"])
     spy.add_argument("--seed", type=int, default=0, help="seed of the random ordering")
     spy.set_defaults(func=_spy)
+
+    part = sub.add_parser(
+        "partition", help="split into parts for MPI ranks: sizes, halos, edge cut, imbalance"
+    )
+    part.add_argument("file", metavar="FILE", help="mesh file or family name")
+    part.add_argument("-n", "--parts", type=int, required=True, metavar="P", help="parts")
+    part.add_argument("--method", choices=["auto", "metis", "hilbert"], default="auto",
+                      help="METIS k-way (auto: when pymetis imports) or Hilbert runs")  # fmt: skip
+    part.add_argument("--png", metavar="PNG", help="draw the parts and the cut edges")
+    part.add_argument("--json", action="store_true", help="print one JSON object")
+    part.set_defaults(func=_partition)
 
     gen = sub.add_parser("generate", help="generate a mesh (square: the paper's Delaunay square)")
     gen.add_argument("kind", choices=["square"])

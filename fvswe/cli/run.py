@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-from .. import casefile, output, probes, runner, ugrid
+from .. import casefile, output, parallel, probes, runner, ugrid
 from ..cases import CASES
-from ..errors import ConfigError
+from ..errors import ConfigError, FvsweError
 from .mesh import BATHYMETRY_HELP
 
 #: The most output times a run may have (``t_end / output_every``).
@@ -51,6 +52,7 @@ examples:
   fvswe run examples/test1.toml -o out --output-every 0.025 --png h1,eta2
   fvswe run test1 --mesh my.msh -o out --checkpoint-every 0.02
   fvswe run test1 -o out --restart out/checkpoint.npz
+  mpiexec -n 3 fvswe run test1 -o out          on 3 CPU ranks (MPI), the same results
   fvswe run test1 -o out --format netcdf --gauge 0,0,centre --section 2,-5,2,5
 """
 
@@ -226,7 +228,9 @@ class _Series(ExitStack):
         self.writers = []
         if fmt in ("xdmf", "both"):
             self.writers.append(output.Series(out, sim, resume_at=resume, identity=identity))
-        if fmt in ("netcdf", "both"):
+        if fmt in ("netcdf", "both") and not sim.is_root:  # MPI: the gathers, no file
+            self.writers.append(output.Series(out, sim, resume_at=resume, identity=identity))
+        elif fmt in ("netcdf", "both"):
             self.writers.append(
                 ugrid.NetCDFSeries(out, sim, resume_at=resume, crs=spec.crs, title=spec.name,
                                    time_origin=spec.time_origin or ugrid.TIME_ORIGIN)
@@ -281,7 +285,12 @@ def run(args) -> int:
     _check_threads(args, spec)
     _check_output_count(args, spec)
     times = spec.times()
-    sim = spec.simulation(spec.load_mesh())
+    comm = parallel.world()  # None unless launched by mpiexec as several processes
+    if comm is None:
+        sim = spec.simulation(spec.load_mesh())
+    else:  # rank 0 reads the mesh; every rank builds the same global layout from it
+        mesh = parallel.on_root(comm, spec.load_mesh)
+        sim = dataclasses.replace(spec, settings={**spec.settings, "comm": comm}).simulation(mesh)
     sim.allow_mass_error = args.allow_mass_error
     if spec.png:
         from ..plot import check_fields, check_title
@@ -290,7 +299,8 @@ def run(args) -> int:
         check_title(spec.name, f"{spec.source}: title")
     identity = _identity(spec, sim)
     if args.restart:
-        output.restore_checkpoint(sim, output.load_checkpoint(args.restart, sim, identity))
+        load = functools.partial(output.load_checkpoint, args.restart, sim, identity)
+        output.restore_checkpoint(sim, load() if comm is None else parallel.on_root(comm, load))
         if sim.t > times[-1]:
             raise ConfigError(f"--restart: the checkpoint is at t = {sim.t:g} s, past t_end")
     probe = probes.Probes(sim, spec.gauges, spec.sections) if spec.gauges or spec.sections else None
@@ -299,22 +309,29 @@ def run(args) -> int:
         summary = _advance(args, spec, sim, times, None, identity)
         return _finish(args, spec, sim, summary, None)
     # All inputs are valid: from here on files may be written.
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise output.os_error(out, exc) from None
-    with output.folder_lock(out):
-        _claim(args, out, identity)
-        output.clean_stale(out)
+    with ExitStack() as held:
+
+        def claim() -> None:  # on rank 0 only; an error there stops every rank
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise output.os_error(out, exc) from None
+            held.enter_context(output.folder_lock(out))
+            _claim(args, out, identity)
+            output.clean_stale(out)
+
+        claim() if comm is None else parallel.on_root(comm, claim)
         resume = sim.t if args.restart else None
         with _Series(fmt, out, sim, resume, spec, identity) as series:
             summary = _advance(args, spec, sim, times, series, identity, probe)
         try:
-            if probe is not None:
+            if probe is not None and sim.is_root:
                 probe.write(out, netcdf=probes.netcdf_available())
             output.write_final(sim, out / "final.npz")
             if spec.mesh is None and spec.case is not None and spec.case.is_grid:
-                spec.case.grid().save_npz(out / "grid.npz", sim.fields(), sim.t)
+                fields = sim.fields()  # collective: every rank takes part
+                if sim.is_root:
+                    spec.case.grid().save_npz(out / "grid.npz", fields, sim.t)
             return _finish(args, spec, sim, summary, out, series.times)
         except KeyboardInterrupt:  # the run is done: keep its end state for a --restart
             where = f"interrupted at t = {sim.t:.6g} s (step {sim.steps})"
@@ -390,7 +407,9 @@ def _advance(args, spec, sim, times, series, identity, probe=None):
         if s.t not in index:
             return  # a probe time only
         series.write()
-        if pictures is not None:
+        if pictures is not None and not s.is_root:
+            output.output_fields(s)  # the gather the root's picture needs
+        elif pictures is not None:
             (out / "png").mkdir(exist_ok=True)
             path = out / "png" / f"snapshot_{index[s.t]:04d}.png"
             output.atomic_write(path, lambda p: pictures.draw(s, p, title=spec.name))
@@ -403,7 +422,7 @@ def _advance(args, spec, sim, times, series, identity, probe=None):
             on_output=None if series is None else on_output,
             checkpoint_every=spec.checkpoint_every,
             on_checkpoint=lambda s: output.save_checkpoint(checkpoint, s, identity),
-            progress=runner.show_progress(args.quiet),
+            progress=sim.is_root and runner.show_progress(args.quiet),
             label=spec.name,
             say=None if args.quiet else lambda text: print(f"fvswe: {text}", file=sys.stderr),
         )
@@ -422,6 +441,8 @@ def _interrupted(where: str, sim, checkpoint, identity) -> runner.RunInterrupted
 
 
 def _finish(args, spec, sim, summary, out, written=()) -> int:
+    if not sim.is_root:  # rank 0 reports for all
+        return 0
     report = {
         "case": spec.name,
         "source": spec.source,
@@ -431,6 +452,7 @@ def _finish(args, spec, sim, summary, out, written=()) -> int:
         "steps_total": sim.steps,
         "restart": args.restart,
         "output_times": list(written),
+        "ranks": sim.ranks,
     }
     if out is not None:
         output.write_json(out / "summary.json", report)
@@ -448,5 +470,13 @@ def main_run(args) -> int:
     try:
         return run(args)
     except runner.RunInterruptedError as exc:
-        print(f"fvswe: {exc}", file=sys.stderr)
+        if parallel.launch_rank() == 0:
+            print(f"fvswe: {exc}", file=sys.stderr)
         return 130  # 128 + SIGINT, as shells expect
+    except FvsweError:
+        if parallel.launch_rank() != 0:
+            return 2  # every rank raised the same error: rank 0 says it
+        raise
+    except Exception:
+        parallel.abort_job()  # under MPI: one rank failing alone must not leave the others waiting
+        raise

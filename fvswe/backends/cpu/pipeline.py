@@ -300,6 +300,11 @@ class CpuBackend:
         self.t = 0.0
         self.steps = 0
         self.dt = math.nan  # the lagged Δt waiting for the next step
+        self._owned = lay.owned_cells  # cells updated here: all but a part's halo
+        #: A distributed run's halo exchange (fvswe.parallel.Halo): ``exchange(W)`` after each
+        #: update, ``min(dt)`` and the level edges' ``sum(flux)`` over all ranks. None on one
+        #: device.
+        self.halo = None
         self._acc_current = False  # whether acc holds the contributions of the current W
         self._counts = dict.fromkeys(
             ("clipped_cells", "nonhyperbolic_edges", "degenerate_edges", "thin_layer_edges",
@@ -357,11 +362,17 @@ class CpuBackend:
         self.t, self.steps, self.dt = float(snap["t"]), int(snap["steps"]), float(snap["dt"])
         self._counts.update(snap["counters"])
 
+    def invalid(self) -> np.ndarray:
+        """``(owned cells, nvar)`` mask: NaN/inf, or a negative depth."""
+        W = self.W[: self._owned]
+        bad = ~np.isfinite(W)
+        for c in self._depth_cols:
+            bad[:, c] |= W[:, c] < 0
+        return bad
+
     def first_invalid(self) -> tuple[int, int] | None:
         """The first cell (and component) holding NaN/inf or a negative depth, else None."""
-        bad = ~np.isfinite(self.W)
-        for c in self._depth_cols:
-            bad[:, c] |= self.W[:, c] < 0
+        bad = self.invalid()
         if not bad.any():
             return None
         i, c = np.argwhere(bad)[0]
@@ -378,17 +389,18 @@ class CpuBackend:
             self._edge_level, self._level_now, self._level_flux,
         )  # fmt: skip
         self._acc_current = True
-        if self.flags.any():
+        flags = self.flags[: lay.owned_edges]  # a part counts the edges it owns
+        if flags.any():
             for bit, key in ((1, "nonhyperbolic_edges"), (2, "degenerate_edges"),
                              (4, "thin_layer_edges")):  # fmt: skip
-                self._counts[key] += int(np.count_nonzero(self.flags & bit))
+                self._counts[key] += int(np.count_nonzero(flags & bit))
 
     def _volume_pass(self, dt: float, update: bool) -> float:
         """Update W with ``dt`` (if ``update``) and return the next CFL time step."""
         lay = self.layout
         volume_pass(
-            self.W, self.acc, lay.area, lay.k, dt, self.cfl, self._depth_cols, update,
-            self.model.eps_h, lay.friction_kind, lay.friction_coef, self.model.g,
+            self.W[: self._owned], self.acc, lay.area, lay.k, dt, self.cfl, self._depth_cols,
+            update, self.model.eps_h, lay.friction_kind, lay.friction_coef, self.model.g,
             self._chunk_dt, self._chunk_counts, self._chunk_clip_mass,
         )  # fmt: skip
         if update:
@@ -404,9 +416,13 @@ class CpuBackend:
                     cell = int(counts[counts[:, 2] >= 0, 2][0])
                     self.first_clip = (cell, self.steps, self.t)
             if self._levels is not None:  # fixed order: reproducible
-                out = float(np.sum(self._level_flux[self._level_edges]))
+                flux = self._level_flux[self._level_edges]
+                out = float(np.sum(flux)) if self.halo is None else self.halo.sum(flux)
                 self._counts["level_inflow"] -= dt * out
-        return float(self._chunk_dt.min())
+            if self.halo is not None:
+                self.halo.exchange(self.W)
+        dt_next = float(self._chunk_dt.min())
+        return dt_next if self.halo is None else self.halo.min(dt_next)
 
     def advance(self, t_end: float, max_steps: int) -> tuple[float, int]:
         """Whole steps until ``t == t_end`` (last step clipped) or ``max_steps`` steps."""
@@ -440,6 +456,9 @@ class CpuBackend:
         if not dt * self.cfl > self.dt or self.courant_violation is not None:
             return
         speed = self.acc[:, lay.nvar].astype(np.float64).reshape(lay.n_cells, lay.k).sum(axis=1)
-        courant = dt * speed / (2.0 * lay.area)
-        cell = int(np.flatnonzero(courant > 1.0)[0])
-        self.courant_violation = (cell, self.steps, self.t, float(courant.max()))
+        n = self._owned
+        courant = dt * speed[:n] / (2.0 * lay.area[:n])
+        # Under MPI every rank records the step (Δt is global), a cell only where it has one.
+        over = np.flatnonzero(courant > 1.0)
+        cell = int(over[0]) if over.size else -1
+        self.courant_violation = (cell, self.steps, self.t, float(courant.max(initial=0.0)))

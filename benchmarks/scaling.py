@@ -1,0 +1,144 @@
+"""Strong scaling over MPI ranks: the same run on 1 rank and on N, and rank 0's partitioning cost.
+
+    python3 benchmarks/scaling.py --ranks 1,2 --cells 16k --out scaling.json
+    python3 benchmarks/scaling.py --ranks 1,2,4,8 --cells 1m --threads 4 --out cluster.json
+
+For each rank count it launches ``mpiexec -n N python3 benchmarks/scaling.py
+--worker ...`` (one rank runs without mpiexec): every rank builds the case
+(test1 by default, lagged Δt), takes ``--warmup`` steps (compilation, first
+exchange), then ``--steps`` steps between two barriers, ``--repeats`` times; the
+median wall time gives cell-steps/s, the speed-up over one rank and the
+parallel efficiency. Rank 0's ``assign`` + ``split`` time (METIS or Hilbert,
+fvswe.partition) is measured on its own. ``--backend gpu`` asks for GPU ranks
+(one GPU a rank), which fvswe does not support yet: it stops with that error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+#: Members of the paper's mesh family (fvswe.mesh.family: square-4k ...).
+SIZES = ("4k", "16k", "64k", "130k", "256k", "1m", "2m")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def worker(args) -> None:
+    """One measurement on the ranks of this launch; rank 0 prints one JSON line."""
+    from fvswe.cases import get_case
+    from fvswe.mesh import family
+    from fvswe.parallel import world
+
+    comm = world()
+    mesh = family(f"square-{args.cells}")
+    t0 = time.perf_counter()
+    sim = get_case(args.case).simulation(
+        mesh, scheme=args.scheme, backend=args.backend, order=args.order, threads=args.threads,
+        comm=comm,
+    )  # fmt: skip
+    setup = time.perf_counter() - t0
+    sim.backend.advance(float("inf"), args.warmup)
+    times = []
+    for _ in range(args.repeats):
+        if comm is not None:
+            comm.Barrier()
+        start = time.perf_counter()
+        sim.backend.advance(float("inf"), args.steps)
+        if comm is not None:
+            comm.Barrier()
+        times.append(time.perf_counter() - start)
+    if sim.is_root:
+        wall = statistics.median(times)
+        part = getattr(sim.backend, "part", None)
+        print(json.dumps({
+            "ranks": sim.ranks, "setup_s": setup, "wall_s": wall, "runs_s": times,
+            "cell_steps_per_s": mesh.n_cells * args.steps / wall,
+            "us_per_step": wall / args.steps * 1e6,
+            "rank0_owned": None if part is None else part.n_owned,
+            "rank0_halo": None if part is None else part.n_halo,
+        }))  # fmt: skip
+
+
+def partition_cost(size: str, ranks: int, method: str) -> dict:
+    """Seconds rank 0 spends in assign + split for this mesh and part count."""
+    from fvswe.mesh import family
+    from fvswe.partition import assign, method_name, split, stats
+
+    mesh = family(f"square-{size}")
+    start = time.perf_counter()
+    part = assign(mesh, ranks, method)
+    parts = split(mesh, part)
+    elapsed = time.perf_counter() - start
+    info = stats(mesh, part, parts)
+    return {"cells": mesh.n_cells, "parts": ranks, "method": method_name(method),
+            "seconds": elapsed, "edge_cut": info["edge_cut"],
+            "imbalance": info["imbalance"]}  # fmt: skip
+
+
+def launch(n: int, args) -> dict:
+    argv = [sys.executable, str(Path(__file__).resolve()), "--worker"]
+    for key in ("case", "cells", "scheme", "backend", "order", "threads", "steps", "warmup",
+                "repeats"):  # fmt: skip
+        argv += [f"--{key}", str(getattr(args, key))]
+    if n > 1:
+        argv = [shutil.which("mpiexec") or "mpiexec", "-n", str(n), *argv]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_NUM_THREADS": str(args.threads)}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
+    if done.returncode != 0:
+        sys.exit(f"scaling: {n} ranks failed: {done.stderr.strip().splitlines()[-1]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--ranks", default="1,2", help="rank counts, comma-separated")
+    p.add_argument("--case", default="test1")
+    p.add_argument("--cells", default="16k", choices=SIZES)
+    p.add_argument("--scheme", default="ir-roe")
+    p.add_argument("--backend", default="cpu", choices=("cpu", "gpu"))
+    p.add_argument("--order", default="rcm", help="cell ordering inside each part")
+    p.add_argument("--threads", type=int, default=1, help="Numba threads per rank")
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--partition-sizes", default="16k,64k,130k",
+                   help="meshes on which to time rank 0's partitioning")  # fmt: skip
+    p.add_argument("--note", default="", help="a remark stored with the results")
+    p.add_argument("--out", help="JSON file")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        worker(args)
+        return
+    ranks = [int(n) for n in args.ranks.split(",")]
+    runs = [launch(n, args) for n in ranks]
+    base = runs[0]["wall_s"] * ranks[0]
+    for run in runs:
+        run["speedup"] = runs[0]["wall_s"] / run["wall_s"]
+        run["efficiency"] = base / (run["wall_s"] * run["ranks"])
+    cost = [partition_cost(s, max(ranks), "auto") for s in args.partition_sizes.split(",")]
+    result = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
+        "note": args.note,
+        "settings": {k: getattr(args, k) for k in ("case", "cells", "scheme", "backend", "order",
+                                                   "threads", "steps", "warmup", "repeats")},
+        "runs": runs, "partition_cost": cost,
+    }  # fmt: skip
+    text = json.dumps(result, indent=2)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

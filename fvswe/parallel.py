@@ -1,0 +1,313 @@
+"""Distributed runs on MPI ranks: launch detection, the halo exchange and a distributed backend.
+
+Contract (docs/PARALLEL.md): every rank holds the
+global Layout (built from the same inputs, so bitwise the same); rank 0 cuts
+it into parts (:mod:`fvswe.partition`) and scatters them; each rank runs an
+ordinary backend on its part's Layout, whose volume pass updates the owned
+cells only and then calls the :class:`Halo`: the halo states are exchanged
+(persistent Isend/Irecv of packed NumPy buffers) and the next Δt is the
+min-allreduce of the parts' minima. :class:`DistributedBackend` presents the
+ranks to :class:`~fvswe.simulation.Simulation` as one backend over the global
+layout: states, snapshots and blow-up cells come back global (allgathered:
+every rank gets them), so the time loop needs no MPI of its own.
+
+Nothing here imports mpi4py until a run is launched on more than one process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+import warnings
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .errors import ConfigError
+from .partition import Part, assign, split
+
+#: Environment variables in which launchers (Open MPI, MPICH/Hydra and Intel MPI, MVAPICH)
+#: announce the number of processes they started and the rank of each.
+LAUNCH_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")
+LAUNCH_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
+HALO_TAG = 11
+#: Counters every rank holds whole (the ranks' level fluxes are summed in global order
+#: each step); the others are per-rank counts, summed when reported.
+WHOLE_COUNTERS = ("level_inflow",)
+
+
+def _launch_env(names: tuple[str, ...], default: int) -> int:
+    for var in names:
+        value = os.environ.get(var, "")
+        if value.isdigit():
+            return int(value)
+    return default
+
+
+def launch_size() -> int:
+    """The number of processes the launcher says it started (1 outside mpiexec)."""
+    return _launch_env(LAUNCH_SIZE_VARS, 1)
+
+
+def launch_rank() -> int:
+    """This process's rank as the launcher numbers it (0 outside mpiexec)."""
+    return _launch_env(LAUNCH_RANK_VARS, 0)
+
+
+def abort_job() -> None:
+    """Print the exception being handled and abort every rank (no-op outside an MPI job)."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is None or mpi.COMM_WORLD.size == 1:
+        return
+    traceback.print_exc()
+    mpi.COMM_WORLD.Abort(1)
+
+
+def world():
+    """``MPI.COMM_WORLD`` when launched as several processes, else None (mpi4py not imported).
+
+    A launch that MPI does not see as one job (mpi4py missing, or built against
+    another MPI than the ``mpiexec`` used) is a one-line :class:`ConfigError`.
+    """
+    n = launch_size()
+    if n <= 1:
+        return None
+    try:
+        with warnings.catch_warnings():  # its multi-line launch warning: ours is one line
+            warnings.simplefilter("ignore", RuntimeWarning)
+            from mpi4py import MPI
+    except ImportError:
+        raise ConfigError(
+            f"launched as {n} MPI processes but mpi4py is not installed "
+            "(pip install 'fvswe[mpi]'; add mpich where there is no system MPI)"
+        ) from None
+    comm = MPI.COMM_WORLD
+    if comm.size != n:
+        library = MPI.Get_library_version().splitlines()[0].strip()
+        raise ConfigError(
+            f"launched as {n} MPI processes but MPI sees {comm.size}: this mpiexec does not "
+            f"belong to mpi4py's MPI ({library}); use that library's mpiexec"
+        )
+    return comm
+
+
+def on_root(comm, make: Callable[[], Any], *, scatter: bool = False) -> Any:
+    """``make()`` on rank 0, broadcast (or, ``scatter``, one item per rank) to every rank.
+
+    An exception on rank 0 is raised on every rank, so all stop together.
+    """
+    value, error = None, None
+    if comm.rank == 0:
+        try:
+            value = make()
+        except Exception as exc:  # re-raised below on every rank, rank 0 included
+            error = exc
+    error = comm.bcast(error)
+    if error is not None:
+        raise error
+    return comm.scatter(value) if scatter else comm.bcast(value)
+
+
+class Halo:
+    """The halo exchange and Δt reduction of one part (the CPU backend's ``halo`` hook).
+
+    Send and receive buffers are packed NumPy arrays bound once to persistent
+    requests; ``exchange`` gathers the owned cells each neighbour needs, starts
+    all requests, waits, and scatters the received states into the halo.
+    ``sum_keys`` are the global positions of the values this rank passes to :meth:`sum`.
+    """
+
+    def __init__(self, comm, part: Part, W: np.ndarray, sum_keys: np.ndarray) -> None:
+        from mpi4py import MPI
+
+        self._mpi, self._comm = MPI, comm
+        nvar = W.shape[1]
+        self._send = [(i, np.empty((i.size, nvar), dtype=W.dtype)) for i in part.send]
+        self._recv = [(i, np.empty((i.size, nvar), dtype=W.dtype)) for i in part.recv]
+        self._requests = [
+            comm.Recv_init(buf, source=q, tag=HALO_TAG)
+            for q, (_, buf) in zip(part.peers, self._recv, strict=True)
+        ] + [
+            comm.Send_init(buf, dest=q, tag=HALO_TAG)
+            for q, (_, buf) in zip(part.peers, self._send, strict=True)
+        ]
+        weakref.finalize(self, _free, self._requests)  # before MPI finalizes at exit
+        self._dt = np.empty(1, dtype=np.float64)
+        self._dt_min = np.empty(1, dtype=np.float64)
+        keys = comm.allgather(np.asarray(sum_keys))
+        self._sum_counts = [k.size for k in keys]
+        self._sum_order = np.argsort(np.concatenate(keys), kind="stable")
+        self._sum_buf = np.empty(self._sum_order.size, dtype=np.float64)
+
+    def exchange(self, W: np.ndarray) -> None:
+        """Bring the halo rows of ``W`` up to date with their owners' rows."""
+        for idx, buf in self._send:
+            np.take(W, idx, axis=0, out=buf)
+        self._mpi.Prequest.Startall(self._requests)
+        self._mpi.Request.Waitall(self._requests)
+        for idx, buf in self._recv:
+            W[idx] = buf
+
+    def min(self, value: float) -> float:
+        """The minimum of ``value`` over all ranks (exact: min does not round)."""
+        self._dt[0] = value
+        self._comm.Allreduce(self._dt, self._dt_min, op=self._mpi.MIN)
+        return float(self._dt_min[0])
+
+    def sum(self, values: np.ndarray) -> float:
+        """``np.sum`` of all ranks' ``values`` in the order of their keys: the one device's
+        sum over the same values, bit for bit (pairwise summation of the same array)."""
+        values = np.ascontiguousarray(values, dtype=np.float64)
+        self._comm.Allgatherv(values, [self._sum_buf, self._sum_counts])
+        return float(np.sum(self._sum_buf[self._sum_order]))
+
+
+def _threads_per_rank(comm) -> int:
+    """The cores of this node shared between its ranks (Numba's thread limit permitting)."""
+    import numba
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    ranks = node.size
+    node.Free()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(numba.config.NUMBA_NUM_THREADS, (cores or 1) // ranks))
+
+
+def _free(requests: list) -> None:
+    for request in requests:
+        request.Free()
+
+
+class DistributedBackend:
+    """One backend over the global ``layout``, its cells spread over the ranks of ``comm``.
+
+    ``mesh`` is the mesh of ``layout`` (rank 0 partitions it with ``method``);
+    ``backend`` the per-rank backend class (CPU); ``options`` its keyword arguments.
+    """
+
+    def __init__(
+        self, mesh, layout, comm, backend, scheme: str, *, method: str = "auto", **options
+    ) -> None:
+        if backend.name != "cpu":
+            raise ConfigError(
+                f"backend {backend.name!r}: runs on several MPI ranks use the CPU backend "
+                "(--backend cpu); the GPU halo exchange is not implemented yet"
+            )
+        if options.get("threads") is None:
+            options["threads"] = _threads_per_rank(comm)
+        self.name = backend.name
+        self.comm = comm
+        self.layout = layout
+        self.part: Part = on_root(
+            comm, lambda: split(mesh, assign(mesh, comm.size, method)), scatter=True
+        )
+        local = layout.part(self.part)
+        self.local = backend(local, scheme, **options)
+        levels = np.empty(0, dtype=np.int64)  # the level edges, by global edge index
+        if local.levels is not None:
+            levels = self.part.edges[np.flatnonzero(local.levels.edge_level >= 0)]
+        self.local.halo = Halo(comm, self.part, self.local.W, levels)
+        owned = comm.allgather(self.part.cells[: self.part.n_owned])
+        self._counts = np.array([o.size for o in owned]) * layout.nvar
+        self._gather = np.concatenate(owned)
+
+    # -- the time loop's view: the local backend's clock -------------------------------------
+    @property
+    def t(self) -> float:
+        return self.local.t
+
+    @property
+    def steps(self) -> int:
+        return self.local.steps
+
+    @property
+    def dt(self) -> float:
+        return self.local.dt
+
+    @property
+    def threads(self) -> int:
+        return self.local.threads
+
+    def advance(self, t_end: float, max_steps: int) -> tuple[float, int]:
+        """Whole steps on every rank together (the Δt and the last step agree everywhere)."""
+        return self.local.advance(t_end, max_steps)
+
+    # -- global views (collective: every rank must call them) --------------------------------
+    def get_state(self) -> np.ndarray:
+        """The global state in layout order, on every rank."""
+        lay = self.layout
+        owned = self.local.W[: self.part.n_owned]
+        flat = np.empty((lay.n_cells, lay.nvar), dtype=lay.dtype)
+        self.comm.Allgatherv(owned, [flat, self._counts])
+        W = np.empty_like(flat)
+        W[self._gather] = flat
+        return W
+
+    def set_state(self, W: np.ndarray) -> None:
+        self.local.set_state(W[self.part.cells])
+
+    def counters(self) -> dict[str, int | float]:
+        """The ranks' event counts summed (in rank order, so every rank gets the same)."""
+        every = self.comm.allgather(self.local.counters())
+        return {
+            key: every[0][key] if key in WHOLE_COUNTERS else sum(c[key] for c in every)
+            for key in every[0]
+        }
+
+    def snapshot(self) -> dict:
+        """As the single-device snapshot: global state, time, steps, pending Δt, counters."""
+        return {"W": self.get_state(), "t": self.t, "steps": self.steps, "dt": self.dt,
+                "counters": self.counters()}  # fmt: skip
+
+    def restore(self, snap: dict) -> None:
+        """The inverse of :meth:`snapshot`, on any number of ranks (rank 0 keeps the counts)."""
+        counters = snap["counters"]
+        if self.comm.rank != 0:
+            counters = {
+                key: value if key in WHOLE_COUNTERS else type(value)(0)
+                for key, value in counters.items()
+            }
+        self.local.restore({**snap, "W": snap["W"][self.part.cells], "counters": counters})
+
+    def first_invalid(self) -> tuple[int, int] | None:
+        """The first invalid (global cell, component) over all ranks, else None."""
+        nvar = self.layout.nvar
+        cells, comps = np.nonzero(self.local.invalid())  # local order is not global order
+        keys = self.part.cells[cells] * nvar + comps
+        key = int(keys.min()) if keys.size else self.layout.n_cells * nvar
+        key = int(self.local.halo.min(float(key)))  # exact: keys stay far below 2**53
+        return None if key == self.layout.n_cells * nvar else (key // nvar, key % nvar)
+
+    def layer_mass(self, area: np.ndarray) -> list[float]:
+        """Volume of each layer over the global state, summed as one process sums it."""
+        W = self.get_state().astype(np.float64)
+        return [float(np.dot(area, W[:, c])) for c in self.layout.model.depth_components]
+
+    @property
+    def first_clip(self) -> tuple[int, int, float] | None:
+        """The earliest clipped depth over all ranks ``(global cell, step, t)``, else None
+        (collective: every rank learns it, so every rank stops)."""
+        clip = self.local.first_clip
+        mine = None if clip is None else (clip[1], int(self.part.cells[clip[0]]), clip[2])
+        seen = [c for c in self.comm.allgather(mine) if c is not None]
+        if not seen:
+            return None
+        step, cell, t = min(seen)
+        return cell, step, t
+
+    @property
+    def courant_violation(self) -> tuple[int, int, float, float] | None:
+        """The step whose fixed Δt exceeded the stable one ``(global cell, step, t, largest
+        Courant number)``, else None; every rank records that step (Δt is global)."""
+        v = self.local.courant_violation
+        if v is not None and v[0] >= 0:
+            v = (int(self.part.cells[v[0]]), *v[1:])
+        every = [x for x in self.comm.allgather(v) if x is not None]
+        if not every:
+            return None
+        cells = [x[0] for x in every if x[0] >= 0]
+        return min(cells), every[0][1], every[0][2], max(x[3] for x in every)

@@ -1,0 +1,222 @@
+"""Runs on several MPI ranks are bitwise the single-process runs (fvswe.parallel).
+
+pytest launches ``mpiexec -n 2`` and ``-n 3`` of tests/mpi_driver.py (every run in one
+launch) and of ``fvswe run``, and compares with the same runs in this process:
+``np.array_equal``, no tolerance. Skipped only where mpi4py or mpiexec is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fvswe.cases import get_case
+
+try:
+    import mpi4py  # noqa: F401
+except ImportError:
+    mpi4py = None
+MPIEXEC = shutil.which("mpiexec")
+pytestmark = pytest.mark.skipif(
+    mpi4py is None or MPIEXEC is None,
+    reason="needs mpi4py and mpiexec (pip install 'fvswe[mpi]' mpich)",
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from mpi_driver import blowup_message, run_case  # noqa: E402
+
+#: Short runs: the three two-layer schemes on test1 and test2, another cell ordering, float32, a
+#: one-layer wetting-and-drying case with a tidal level boundary, friction and nonlagged Δt.
+RUNS = [
+    *({"name": f"{case}-{scheme}", "case": case, "scheme": scheme, "t_end": 0.02}
+      for case in ("test1", "test2") for scheme in ("roe", "ir-roe", "pvm-ifcp")),
+    {"name": "test1-hilbert", "case": "test1", "order": "hilbert", "t_end": 0.02},
+    {"name": "test2-float32", "case": "test2", "dtype": "float32", "t_end": 0.02},
+    {"name": "tide", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0},
+]  # fmt: skip
+
+
+def mpiexec(n: int, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``mpiexec -n n python ARGS`` with this checkout's fvswe, one thread a rank."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_NUM_THREADS": "1", **(env or {})}
+    return subprocess.run(
+        [MPIEXEC, "-n", str(n), sys.executable, *args],
+        capture_output=True, text=True, env=env, timeout=180, cwd=ROOT,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """Every run in this single process (compiling and caching the kernels for the ranks)."""
+    return {spec["name"]: run_case(spec) for spec in RUNS}
+
+
+@pytest.fixture(scope="module", params=[2, 3])
+def launched(request, reference, tmp_path_factory):
+    d = tmp_path_factory.mktemp(f"mpi{request.param}")
+    (d / "runs.json").write_text(json.dumps(RUNS))
+    done = mpiexec(request.param, "tests/mpi_driver.py", str(d / "runs.json"), str(d / "out.npz"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    with np.load(d / "out.npz") as z:
+        return {key: z[key] for key in z.files}
+
+
+@pytest.mark.parametrize("name", [spec["name"] for spec in RUNS])
+def test_ranks_give_the_single_process_bits(launched, reference, name):
+    ref = reference[name]
+    assert ref["steps"] > 1
+    for key in ("state", "mass", "steps", "counters", "inflow"):
+        assert np.array_equal(launched[f"{name}.{key}"], ref[key]), key
+
+
+def test_wetting_and_drying_case_dries_cells_and_feels_the_level(reference):
+    """The tide run is a real test of wet/dry and level edges: some cells are dry, and
+    water crossed the level edges (its volume is compared bitwise above)."""
+    h = reference["tide"]["state"][:, 0]
+    assert (h == 0).any() and (h > 0).any()
+    assert abs(reference["tide"]["inflow"]) > 1.0  # m^3
+
+
+def fvswe(n: int, *argv: str) -> subprocess.CompletedProcess:
+    return mpiexec(n, "-m", "fvswe", "run", *argv)
+
+
+def test_cli_checkpoint_on_two_ranks_restarts_on_three_bit_for_bit(tmp_path):
+    out = tmp_path / "out"
+    common = ["test1", "--backend", "cpu", "--scheme", "roe", "-q", "-o", str(out)]
+    first = fvswe(2, *common, "--t-end", "0.03", "--checkpoint-every", "0.03")
+    assert first.returncode == 0, first.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["ranks"] == 2 and (out / "solution.xdmf").is_file()
+    (out / "final.npz").unlink()
+    again = fvswe(3, *common, "--t-end", "0.06", "--restart", str(out / "checkpoint.npz"))
+    assert again.returncode == 0, again.stderr[-3000:]
+    done = json.loads((out / "summary.json").read_text())
+    assert done["ranks"] == 3 and done["steps"] > 0
+    assert done["steps_total"] == summary["steps"] + done["steps"]
+    sim = get_case("test1").simulation(scheme="roe", backend="cpu")
+    sim.run(0.03)  # where the checkpoint stands
+    sim.run(0.06)
+    fields = sim.fields()
+    with np.load(out / "final.npz") as z:
+        for key in sim.model.fields:
+            assert np.array_equal(z[key], fields[key]), key
+    from fvswe.cli import main
+
+    single = tmp_path / "single"  # the same checkpoint continued by one process
+    argv = ["test1", "--backend", "cpu", "--scheme", "roe", "-q", "--t-end", "0.06"]
+    assert main(["run", *argv, "-o", str(single), "--restart", str(out / "checkpoint.npz")]) == 0
+    with np.load(single / "final.npz") as z:
+        assert all(np.array_equal(z[key], fields[key]) for key in sim.model.fields)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "checkpoint.npz", "final.npz", "solution.h5", "solution.xdmf", "summary.json",
+    ]  # fmt: skip
+
+
+def test_blow_up_names_the_global_cell_and_stops_every_rank(capsys):
+    from fvswe.cli import main
+
+    argv = ["test1", "--backend", "cpu", "--dt-mode", "fixed", "--dt", "0.5", "--t-end", "100"]
+    assert main(["run", *argv, "-q"]) == 2
+    one = capsys.readouterr().err
+    two = fvswe(2, *argv, "-q")
+    assert two.returncode == 2
+    assert one.startswith("fvswe: error: state blew up: h1 = nan in cell ")
+    assert two.stderr == one and one.count("\n") == 1
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_the_blow_up_cell_is_the_first_over_all_ranks(n):
+    """Every cell from a part's first border cell on is bad: each part's first bad cell in
+    its local order (interior cells first) is not its first in global order."""
+    done = mpiexec(n, "tests/mpi_driver.py", "--blowup")
+    assert done.returncode == 0, done.stderr[-3000:]
+    first, message = json.loads(done.stdout.strip().splitlines()[-1])
+    assert first > 0 and f"in cell {first} " in message
+    assert message == blowup_message(get_case("test1").simulation(backend="cpu"), first)
+
+
+def test_a_launch_mpi_does_not_see_is_a_one_line_error():
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PMI_SIZE": "2"}
+    done = subprocess.run(
+        [sys.executable, "-m", "fvswe", "run", "test1", "--backend", "cpu", "-q"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.startswith("fvswe: error: launched as 2 MPI processes but MPI sees 1")
+    assert done.stderr.count("\n") == 1
+
+
+def test_cli_outputs_of_two_ranks_equal_one_process(tmp_path):
+    """final.npz, grid.npz, the XDMF/HDF5 and NetCDF series, gauges, sections and the PNGs,
+    written by rank 0 alone."""
+    import h5py
+
+    from fvswe.cli import main
+
+    argv = ["cgrid-tide", "--nx", "12", "--t-end", "1200", "--output-every", "600",
+            "--png", "h,eta", "--format", "both", "--gauge", "100,300,g1",
+            "--section", "300,0,300,600", "--probe-every", "100", "-q"]  # fmt: skip
+    assert main(["run", *argv, "-o", str(tmp_path / "one")]) == 0
+    two = fvswe(2, *argv, "-o", str(tmp_path / "two"))
+    assert two.returncode == 0, two.stderr[-3000:]
+    one, two = tmp_path / "one", tmp_path / "two"
+    files = sorted(str(p.relative_to(one)) for p in one.rglob("*"))
+    assert files == sorted(str(p.relative_to(two)) for p in two.rglob("*"))
+    assert "png/snapshot_0002.png" in files
+    for name in ("final.npz", "grid.npz"):
+        with np.load(one / name) as a, np.load(two / name) as b:
+            assert all(np.array_equal(a[k], b[k]) for k in a.files), name
+    with h5py.File(one / "solution.h5") as a, h5py.File(two / "solution.h5") as b:
+        names = []
+        a.visit(names.append)
+        data = [n for n in names if isinstance(a[n], h5py.Dataset)]
+        assert len(data) > 3 and all(np.array_equal(a[n][()], b[n][()]) for n in data)
+    assert {"solution.nc", "gauges.nc", "sections.csv", "probes.png"} <= set(files)
+    for name in ("solution.xdmf", "png/snapshot_0002.png", "gauges.csv", "sections.csv"):
+        assert (one / name).read_bytes() == (two / name).read_bytes(), name
+    import netCDF4
+
+    for name in ("solution.nc", "gauges.nc", "sections.nc"):
+        with netCDF4.Dataset(one / name) as a, netCDF4.Dataset(two / name) as b:
+            assert list(a.variables) == list(b.variables), name
+            for v in a.variables:
+                assert np.array_equal(a[v][:], b[v][:]), f"{name}:{v}"
+    timing = ("wall_s", "cell_steps_per_s", "threads", "ranks")  # all else is equal, bitwise
+    a, b = (json.loads((d / "summary.json").read_text()) for d in (one, two))
+    assert (a["ranks"], b["ranks"]) == (1, 2) and a["level_inflow"] != 0
+    assert {k: v for k, v in a.items() if k not in timing} == {
+        k: v for k, v in b.items() if k not in timing
+    }
+
+
+def test_a_single_process_run_imports_neither_mpi4py_nor_pymetis(tmp_path):
+    code = (
+        "import sys\n"
+        "from fvswe.cli import main\n"
+        f"assert main(['run', 'test1', '--backend', 'cpu', '--t-end', '0.005', '-q', "
+        f"'-o', {str(tmp_path)!r}]) == 0\n"
+        "print(sorted(m for m in ('mpi4py', 'pymetis') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_an_error_on_rank_0_alone_stops_every_rank_with_one_line(tmp_path):
+    """Rank 0 reads the mesh; its error reaches the other ranks (no hang), and one line."""
+    done = fvswe(2, "test1", "--backend", "cpu", "--mesh", str(tmp_path / "none.msh"), "-q")
+    assert done.returncode == 2
+    assert done.stderr.startswith("fvswe: error: ") and "none.msh" in done.stderr
+    assert done.stderr.count("\n") == 1
