@@ -123,7 +123,7 @@ def _spy(args: argparse.Namespace) -> int:
 def _partition(args: argparse.Namespace) -> int:
     from ..partition import assign, draw_parts, method_name, split, stats
 
-    mesh = _load(args.file)
+    mesh = _load(args.file)[0]
     method = method_name(args.method)
     part = assign(mesh, args.parts, method)
     info = stats(mesh, part, split(mesh, part)) | {"method": method}
