@@ -2,7 +2,9 @@
 
 Scalar code on float tuples, compiled with ``@njit(cache=True)`` and no
 fastmath, with the reference's order of floating-point operations so the two
-agree to round-off. Inputs of any float type are promoted to float64 on entry
+agree to round-off. NumPy's error model: a division by zero gives inf or NaN (as
+in CUDA), which the blow-up check reports, instead of raising ZeroDivisionError
+from deep inside a kernel. Inputs of any float type are promoted to float64 on entry
 (:func:`as_inputs2`, :func:`as_inputs1`); all arithmetic and the outputs are float64.
 """
 
@@ -33,10 +35,10 @@ __all__ = [
     "Layer",
 ]
 
-jit = njit(cache=True)
+jit = njit(cache=True, error_model="numpy")
 #: For the per-edge setup that returns large tuples: inlined at the Numba IR level so that
 #: LLVM sees through it (saves the stores/loads of a 17-field struct per layer).
-jit_inline = njit(cache=True, inline="always")
+jit_inline = njit(cache=True, inline="always", error_model="numpy")
 
 
 @jit

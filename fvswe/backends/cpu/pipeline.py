@@ -46,7 +46,7 @@ def scheme_id(name: str, layers: int) -> int:
     return KERNEL_IDS[kernel(name, layers)]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _load(W, i, nvar):
     """Cell i's state as a 6-tuple (one layer: the last three are zero)."""
     if nvar == 6:
@@ -55,7 +55,7 @@ def _load(W, i, nvar):
     return (W[i, 0], W[i, 1], W[i, 2], z, z, z)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _ghost(Wi, Hi, bc, ex, ey, level, eps_h):
     """Ghost state of a boundary edge (docs/SCHEMES.md §7): wall reflects q·η, open copies.
 
@@ -72,13 +72,13 @@ def _ghost(Wi, Hi, bc, ex, ey, level, eps_h):
     return wall_ghost(Wi, ex, ey)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _pad(F):
     z = F[0] * 0
     return (F[0], F[1], F[2], z, z, z)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
     """Dispatch to the scheme's per-edge flux; returns 6-tuples F⁻, F⁺, ‖D‖∞, flags."""
     if scheme == 0:
@@ -100,7 +100,7 @@ def _edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
     return _pad(Fm), _pad(Fp), d, f
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, error_model="numpy")
 def edge_pass(
     scheme, W, H, edge_cells, normal, length, edge_slot, edge_bc, g, r, eps_h, acc, flags,
     edge_level, level_now, level_flux,
@@ -140,7 +140,7 @@ def edge_pass(
         flags[e] = flag
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def level_values(t, offsets, times, values, out):
     """``out[k] = eta_k(t)``: table k linear between samples, end values held outside.
 
@@ -165,7 +165,7 @@ def level_values(t, offsets, times, values, out):
             out[k] = values[lo] + slope * (t - times[lo])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _friction(W, i, kind, coef, g, dt):
     """Semi-implicit bottom friction on one-layer cell i, after its update.
 
@@ -194,7 +194,7 @@ def _friction(W, i, kind, coef, g, dt):
     W[i, 2] = W[i, 2] / factor
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, error_model="numpy")
 def volume_pass(
     W, acc, area, k, dt, cfl, depth_cols, update, eps_h, friction, coef, g, chunk_dt, chunk_counts,
     chunk_clip_mass,
