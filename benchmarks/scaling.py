@@ -91,7 +91,8 @@ def launch(n: int, args) -> dict:
         argv += [f"--{key}", str(getattr(args, key))]
     if n > 1:
         argv = [shutil.which("mpiexec") or "mpiexec", "-n", str(n), *argv]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_NUM_THREADS": str(args.threads)}
+    path = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
+    env = {**os.environ, "PYTHONPATH": path, "NUMBA_NUM_THREADS": str(args.threads)}
     done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
     if done.returncode != 0:
         sys.exit(f"scaling: {n} ranks failed: {done.stderr.strip().splitlines()[-1]}")
