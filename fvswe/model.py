@@ -73,6 +73,12 @@ class Model:
         """Component indices of the layer thicknesses (h1, h2) or (h,)."""
         return (0, 3) if self.layers == 2 else (0,)
 
+    def layer_volumes(self, W: np.ndarray, area: np.ndarray) -> list[float]:
+        """Volume of each layer, ``Σ area_i h_k,i``, summed in float64 (W and area in one
+        cell order)."""
+        W = W.astype(np.float64)
+        return [float(np.dot(area, W[:, c])) for c in self.depth_components]
+
     def pack(self, fields: dict[str, np.ndarray], n: int, dtype=np.float64) -> np.ndarray:
         """Stack per-cell arrays (or scalars) named by :attr:`fields` into ``(n, nvar)``."""
         W = np.zeros((n, self.nvar), dtype=dtype)

@@ -284,8 +284,7 @@ class DistributedBackend:
 
     def layer_mass(self, area: np.ndarray) -> list[float]:
         """Volume of each layer over the global state, summed as one process sums it."""
-        W = self.get_state().astype(np.float64)
-        return [float(np.dot(area, W[:, c])) for c in self.layout.model.depth_components]
+        return self.layout.model.layer_volumes(self.get_state(), area)
 
     @property
     def first_clip(self) -> tuple[int, int, float] | None:

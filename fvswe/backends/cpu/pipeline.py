@@ -338,8 +338,7 @@ class CpuBackend:
 
     def layer_mass(self, area: np.ndarray) -> list[float]:
         """Volume of each layer, ``Σ area_i h_k,i`` in float64 (``area`` in cell order)."""
-        W = self.W.astype(np.float64)
-        return [float(np.dot(area, W[:, c])) for c in self.model.depth_components]
+        return self.model.layer_volumes(self.W, area)
 
     def counters(self) -> dict[str, int | float]:
         """Event counts; with level boundaries also ``level_inflow``, the volume (m^3) that
