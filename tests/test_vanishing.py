@@ -70,7 +70,7 @@ def test_vanishing_edges_conserve_each_layer_and_reverse(scheme):
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
-def test_numba_and_cuda_mirror_the_reference_bitwise(tmp_path, scheme):
+def test_numba_and_cuda_mirror_the_reference_bitwise(scheme):
     """The Numba kernels and the CUDA device functions (compiled for the host) give the
     NumPy reference's values bit for bit on vanishing-layer edges."""
     edges = random_vanishing_edges(2, E=1500)
@@ -84,7 +84,7 @@ def test_numba_and_cuda_mirror_the_reference_bitwise(tmp_path, scheme):
         assert de == ref[2][e] and fl == ref[3][e]
     if CXX is None:
         pytest.skip("no host C++ compiler (g++) on PATH for the CUDA sources")
-    got = host_flux(tmp_path, "double", scheme, 2, edges, G, 0.5, 1e-6)
+    got = host_flux("double", scheme, 2, edges, G, 0.5, 1e-6)
     for a, b in zip(got, ref, strict=True):
         assert np.array_equal(a, b)
 
@@ -285,7 +285,7 @@ def test_mass_drift_beyond_round_off_stops_the_run():
 
 # -- the GPU pipeline on the host -----------------------------------------------------------------
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
-def test_device_records_clips_thin_cells_and_the_courant_stop_as_the_cpu(tmp_path):
+def test_device_records_clips_thin_cells_and_the_courant_stop_as_the_cpu():
     """The emulated CUDA pipeline reports the CPU backend's first clipped cell and step and its
     thin-layer cells, and stops a fixed dt above the stable step at the same step and cell with
     the same Courant number."""
@@ -296,7 +296,7 @@ def test_device_records_clips_thin_cells_and_the_courant_stop_as_the_cpu(tmp_pat
     sim.backend.advance(1.0, 200)
     assert sim.backend.first_clip is not None
     counters = sim.backend.counters()
-    W, ctrl = emulated_run(tmp_path, sim.layout, "pvm-ifcp", "edge", "nonlagged", 1.0, 200)
+    W, ctrl = emulated_run(sim.layout, "pvm-ifcp", "edge", "nonlagged", 1.0, 200)
     cell, step, t = sim.backend.first_clip
     assert ctrl["clip_cell"] + gpu.NO_CELL == cell and ctrl["clip_step"] - 1 == step
     assert ctrl["clip_t"] == t and ctrl["thin_cells"] == counters["thin_layer_cells"] > 0
@@ -305,7 +305,7 @@ def test_device_records_clips_thin_cells_and_the_courant_stop_as_the_cpu(tmp_pat
     fixed.backend.advance(1.0, 50)
     cell, step, t, courant = fixed.backend.courant_violation
     for variant in gpu.VARIANTS:
-        _, ctrl = emulated_run(tmp_path, fixed.layout, "pvm-ifcp", variant, "fixed", 1.0, 50, dt)
+        _, ctrl = emulated_run(fixed.layout, "pvm-ifcp", variant, "fixed", 1.0, 50, dt)
         assert ctrl["stalled"] == 1 and ctrl["steps"] == step + 1 == fixed.steps
         assert ctrl["cfl_cell"] + gpu.NO_CELL == cell and ctrl["cfl_step"] - 1 == step
         assert ctrl["courant"] == pytest.approx(courant, rel=1e-12)

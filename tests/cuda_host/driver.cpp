@@ -1,7 +1,7 @@
 // Runs the GPU step kernels on the host through shim.h, following the kernel plans of
 // fvswe/backends/gpu.py (step_plan, initial_dt_plan) in batches of idle-safe steps.
-// Build: g++ -std=c++20 -O1 -ffp-contract=off -pthread -DFVSWE_* -DFVSWE_BLOCK=32
-//        -I<cuda dir> driver.cpp
+// Build: g++ -std=c++17 -O1 -ffp-contract=off -DFVSWE_* -I<cuda dir> driver.cpp
+// (any FVSWE_BLOCK of whole warps; the tests use gpu.DEFAULT_BLOCK)
 // stdin: int32 L, E, max_steps, batch, friction kind, n_level, n_tables, n_samples;
 //        float64 t_end, dt (NaN unless fixed), fixed (0/1), cfl, g, r, eps_h, friction coef;
 //        three plans (initial dt, even step, odd step), each an int32 count and
