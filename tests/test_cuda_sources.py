@@ -154,6 +154,24 @@ def host_binary(name: str, source: str, flags: Sequence[str]) -> Path:
     return exe
 
 
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_host_builds_compile_once_per_source_and_flags(tmp_path, monkeypatch):
+    monkeypatch.setitem(globals(), "HOST_BUILDS", tmp_path)
+    src = "int main() { return CODE; }\n"
+    exe = host_binary("probe", src, ["-DCODE=5"])
+    assert subprocess.run([exe]).returncode == 5
+
+    def no_compiler(*args, **kwargs):
+        raise AssertionError("compiled again")
+
+    with monkeypatch.context() as m:
+        m.setattr(subprocess, "run", no_compiler)
+        assert host_binary("probe", src, ["-DCODE=5"]) == exe
+    other = host_binary("probe", src, ["-DCODE=6"])
+    assert other != exe and subprocess.run([other]).returncode == 6
+    assert {p.name for p in tmp_path.iterdir()} == {exe.name, other.name}  # no temporaries
+
+
 HARNESS = r"""
 #include <cstdio>
 #include <cstdlib>
@@ -314,6 +332,30 @@ def test_float32_device_flux_on_host(scheme, layers):
 # The step kernels themselves run on the host through tests/cuda_host (a minimal CUDA
 # shim: blocks in sequence, the threads of a block as fibers of one OS thread, the GPU's
 # block size), following gpu.py's kernel plans, and are held to the CPU backend.
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_emulator_keeps_barrier_shuffle_and_atomic_semantics():
+    """tests/cuda_host/check.cpp: threads that returned do not hold a barrier, a barrier
+    orders shared-memory writes before the reads, shuffles carry 8 bytes exactly within each
+    warp of a 4-warp block, atomics see every thread; a barrier that a warp reaches divergently
+    and a shuffle from a lane that returned stop the run with one line."""
+    exe = host_binary("check", (EMU / "check.cpp").read_text(), ["-std=c++17", "-O1"])
+
+    def run(case: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(exe), case], capture_output=True, text=True)
+
+    got = np.array(run("neighbour").stdout.split(), dtype=np.int64).reshape(2, 128)
+    t = np.arange(70)
+    for b in range(2):
+        assert np.array_equal(got[b, :70], ((t + 1) % 70) ** 2 + 1000 * b)
+        assert (got[b, 70:] == -1).all()  # returned before writing
+    sums = [128 * (2**55 + b) + 4 * (2**32 - 1) for b in range(3)]
+    assert [int(v) for v in run("block_sum").stdout.split()] == [*sums, 3 * 128, 1000 - 383]
+    for case, message in (("divergent", "deadlock"), ("from_returned", "a lane that returned")):
+        res = run(case)
+        assert res.returncode == 3 and message in res.stderr and res.stderr.count("\n") == 1
+
 
 KERNELS = ("edge_pass", "volume_pass", "gather_step", "slot_step")
 
