@@ -6,12 +6,14 @@ errors fail CI; compiles exactly the source and options NVRTC gets at run time.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from functools import cache
@@ -24,6 +26,73 @@ from fvswe.backends import gpu
 from fvswe.simulation import Simulation
 
 NVCC = shutil.which("nvcc")
+CXX = shutil.which("g++") or shutil.which("c++")
+EMU = Path(__file__).with_name("cuda_host")
+# Builds (host binaries, PTX) are kept across tests and runs: FVSWE_TEST_CACHE, else the
+# user's cache folder; those unused for BUILDS_KEPT_DAYS are removed.
+BUILDS = Path(
+    os.environ.get("FVSWE_TEST_CACHE")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fvswe-tests"
+)
+BUILDS_KEPT_DAYS = 7
+
+
+@cache
+def _sources() -> str:
+    """Digest of every file a build can include (the CUDA folder and tests/cuda_host);
+    prunes the builds unused for BUILDS_KEPT_DAYS."""
+    h = hashlib.sha256()
+    for folder in (gpu.CUDA_DIR, EMU):
+        for f in sorted(folder.iterdir()):
+            h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    if BUILDS.is_dir():
+        old = time.time() - BUILDS_KEPT_DAYS * 86400
+        for f in BUILDS.iterdir():
+            with contextlib.suppress(FileNotFoundError):  # another run pruned it first
+                if f.stat().st_mtime >= old:
+                    continue
+                if f.is_dir():  # the work folder of a run that was killed
+                    shutil.rmtree(f)
+                else:
+                    f.unlink()
+    return h.hexdigest()
+
+
+@cache
+def _version(compiler: str) -> str:
+    return subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
+
+
+def cached_build(name: str, source: str, cmd: Sequence[str], suffix: str) -> Path:
+    """The output of ``cmd SOURCE -o OUT`` (``source`` written to a ``suffix`` file), from
+    the build cache when there.
+
+    The key hashes the compiler's version, the command, the source and every file it can
+    include, so an edited kernel or shim builds anew and each distinct build runs once.
+    """
+    key = f"{_version(cmd[0])}\n{_sources()}\n{list(cmd)}\n{source}"
+    out = BUILDS / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:24]}"
+    try:
+        os.utime(out)  # used: kept
+        return out
+    except FileNotFoundError:
+        pass
+    BUILDS.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=BUILDS) as tmp:  # concurrent runs: atomic publish
+        src = Path(tmp) / f"{name}{suffix}"
+        src.write_text(source)
+        res = subprocess.run([*cmd, str(src), "-o", f"{tmp}/out"], capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr[-4000:]
+        os.replace(f"{tmp}/out", out)
+    return out
+
+
+def host_binary(name: str, source: str, flags: Sequence[str]) -> Path:
+    """``source`` compiled by the host C++ compiler with ``flags``, the CUDA folder and
+    tests/cuda_host on the include path."""
+    return cached_build(name, source, [CXX, *flags, f"-I{gpu.CUDA_DIR}", f"-I{EMU}"], ".cpp")
+
+
 COMBOS = [
     (scheme, layers, dtype, variant, 3)
     for scheme, layers in sorted(gpu.SCHEME_DEFINES)
@@ -61,14 +130,10 @@ def test_asking_for_the_gpu_without_one_says_why():
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: cannot compile the CUDA sources")
 @pytest.mark.parametrize(("scheme", "layers", "dtype", "variant", "k"), COMBOS)
-def test_compiles_to_ptx(tmp_path, scheme, layers, dtype, variant, k):
-    src = tmp_path / f"{variant}.cu"
-    src.write_text(gpu.source(variant))
+def test_compiles_to_ptx(scheme, layers, dtype, variant, k):
     opts = gpu.compile_options(scheme, layers, np.dtype(dtype), variant, k)
-    cmd = [NVCC, "--ptx", "-arch=sm_90", *opts, "-o", str(tmp_path / "out.ptx"), str(src)]
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr[-4000:]
-    ptx = (tmp_path / "out.ptx").read_text()
+    ptx = cached_build(variant, gpu.source(variant), [NVCC, "--ptx", "-arch=sm_90", *opts], ".cu")
+    ptx = ptx.read_text()
     kernels = ("edge_pass", "volume_pass") if variant == "edge" else (f"{variant}_step",)
     for name in (*kernels, "find_invalid", "debug_flux"):
         assert f".entry {name}(" in ptx
@@ -105,58 +170,9 @@ def test_compiles_with_nvrtc(scheme, layers, dtype, variant, k):
 # The device functions are plain inline C++ outside CUDA: a host compiler checks them
 # against the NumPy reference here, with the same float64 semantics (no FMA contraction,
 # as the float64 GPU modules are compiled).
-CXX = shutil.which("g++") or shutil.which("c++")
-EMU = Path(__file__).with_name("cuda_host")
-# Host builds are kept across tests and runs (FVSWE_TEST_CACHE, else the user's cache folder);
-# those unused for BUILDS_KEPT_DAYS are removed.
-HOST_BUILDS = Path(
-    os.environ.get("FVSWE_TEST_CACHE")
-    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fvswe-tests"
-)
-BUILDS_KEPT_DAYS = 7
-
-
-@cache
-def _toolchain() -> str:
-    """The compiler, its version and every source a host build can include (the CUDA
-    folder and tests/cuda_host), as one digest; prunes builds unused for a week."""
-    version = subprocess.run([CXX, "--version"], capture_output=True, text=True).stdout
-    h = hashlib.sha256(f"{CXX}\n{version}".encode())
-    for folder in (gpu.CUDA_DIR, EMU):
-        for f in sorted(folder.iterdir()):
-            h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
-    if HOST_BUILDS.is_dir():
-        old = time.time() - BUILDS_KEPT_DAYS * 86400
-        for f in HOST_BUILDS.iterdir():
-            if f.stat().st_mtime < old:
-                f.unlink(missing_ok=True)
-    return h.hexdigest()
-
-
-def host_binary(name: str, source: str, flags: Sequence[str]) -> Path:
-    """``source`` compiled by the host C++ compiler with ``flags`` (the CUDA folder and
-    tests/cuda_host on the include path), from the build cache when there.
-
-    The key hashes the compiler, the flags, the source and every file it can include, so an
-    edited kernel or shim builds anew and each distinct build compiles once.
-    """
-    key = hashlib.sha256(f"{_toolchain()}\n{flags}\n{source}".encode()).hexdigest()[:24]
-    exe = HOST_BUILDS / f"{name}-{key}"
-    if exe.exists():
-        os.utime(exe)  # used: kept
-        return exe
-    HOST_BUILDS.mkdir(parents=True, exist_ok=True)
-    tmp = exe.with_name(f"{exe.name}.{os.getpid()}.tmp")  # concurrent runs: atomic publish
-    cmd = [CXX, *flags, f"-I{gpu.CUDA_DIR}", f"-I{EMU}", "-x", "c++", "-", "-o", str(tmp)]
-    res = subprocess.run(cmd, input=source, capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr[-4000:]
-    os.replace(tmp, exe)
-    return exe
-
-
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
 def test_host_builds_compile_once_per_source_and_flags(tmp_path, monkeypatch):
-    monkeypatch.setitem(globals(), "HOST_BUILDS", tmp_path)
+    monkeypatch.setitem(globals(), "BUILDS", tmp_path)
     src = "int main() { return CODE; }\n"
     exe = host_binary("probe", src, ["-DCODE=5"])
     assert subprocess.run([exe]).returncode == 5
