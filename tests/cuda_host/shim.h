@@ -65,8 +65,10 @@ inline unsigned long long shfl_buf[32][2][32];  // [warp][shuffle parity][lane]
 
 [[noreturn]] inline void fail(const char* what)
 {
-    std::fprintf(stderr, "emulated CUDA, block %u thread %u: %s\n", blockIdx.x,
-                 current ? current->tid : 0u, what);
+    if (current)
+        std::fprintf(stderr, "emulated CUDA, block %u thread %u: %s\n", blockIdx.x, current->tid, what);
+    else
+        std::fprintf(stderr, "emulated CUDA, block %u: %s\n", blockIdx.x, what);
     std::exit(3);
 }
 
@@ -154,10 +156,9 @@ inline void run_block(unsigned block)
             resume(*fibers[t]);
             live -= fibers[t]->state == DONE;
         }
-        if (live > 0 && !release(block)) {
-            current = nullptr;
+        current = nullptr;
+        if (live > 0 && !release(block))
             fail("deadlock: threads wait at different barriers (a divergent __syncthreads or shuffle)");
-        }
     }
 }
 
