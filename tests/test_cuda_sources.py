@@ -2,6 +2,9 @@
 
 Runs wherever ``nvcc`` is on PATH (no GPU needed), so kernel syntax and type
 errors fail CI; compiles exactly the source and options NVRTC gets at run time.
+The device fluxes and the step kernels also run on the host (g++ and the CUDA
+emulator of tests/cuda_host) against the NumPy reference and the CPU backend.
+Every build is cached across runs by its inputs (:func:`cached_build`).
 """
 
 from __future__ import annotations
@@ -93,6 +96,40 @@ def host_binary(name: str, source: str, flags: Sequence[str]) -> Path:
     return cached_build(name, source, [CXX, *flags, f"-I{gpu.CUDA_DIR}", f"-I{EMU}"], ".cpp")
 
 
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_host_builds_are_reused_until_a_flag_or_an_included_file_changes(tmp_path, monkeypatch):
+    """The same source, flags and included files give the first build's output without a
+    compile; a changed flag or included file builds anew; nothing else stays in the cache."""
+    builds, emu = tmp_path / "builds", tmp_path / "emu"
+    emu.mkdir()
+    monkeypatch.setitem(globals(), "BUILDS", builds)
+    monkeypatch.setitem(globals(), "EMU", emu)
+    src = '#include "code.h"\nint main() { return CODE + OFFSET; }\n'
+
+    def build(offset: int) -> Path:
+        _sources.cache_clear()  # as a new run would see the included files
+        return host_binary("probe", src, [f"-DOFFSET={offset}"])
+
+    def no_compiler(*args, **kwargs):
+        raise AssertionError("compiled again")
+
+    (emu / "code.h").write_text("#define CODE 5\n")
+    try:
+        exe = build(0)
+        assert subprocess.run([exe]).returncode == 5
+        with monkeypatch.context() as m:
+            m.setattr(subprocess, "run", no_compiler)
+            assert build(0) == exe
+        other = build(1)
+        assert other != exe and subprocess.run([other]).returncode == 6
+        (emu / "code.h").write_text("#define CODE 7\n")
+        third = build(0)
+        assert third not in (exe, other) and subprocess.run([third]).returncode == 7
+    finally:
+        _sources.cache_clear()
+    assert {p.name for p in builds.iterdir()} == {exe.name, other.name, third.name}
+
+
 COMBOS = [
     (scheme, layers, dtype, variant, 3)
     for scheme, layers in sorted(gpu.SCHEME_DEFINES)
@@ -132,8 +169,8 @@ def test_asking_for_the_gpu_without_one_says_why():
 @pytest.mark.parametrize(("scheme", "layers", "dtype", "variant", "k"), COMBOS)
 def test_compiles_to_ptx(scheme, layers, dtype, variant, k):
     opts = gpu.compile_options(scheme, layers, np.dtype(dtype), variant, k)
-    ptx = cached_build(variant, gpu.source(variant), [NVCC, "--ptx", "-arch=sm_90", *opts], ".cu")
-    ptx = ptx.read_text()
+    out = cached_build(variant, gpu.source(variant), [NVCC, "--ptx", "-arch=sm_90", *opts], ".cu")
+    ptx = out.read_text()
     kernels = ("edge_pass", "volume_pass") if variant == "edge" else (f"{variant}_step",)
     for name in (*kernels, "find_invalid", "debug_flux"):
         assert f".entry {name}(" in ptx
@@ -170,24 +207,6 @@ def test_compiles_with_nvrtc(scheme, layers, dtype, variant, k):
 # The device functions are plain inline C++ outside CUDA: a host compiler checks them
 # against the NumPy reference here, with the same float64 semantics (no FMA contraction,
 # as the float64 GPU modules are compiled).
-@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
-def test_host_builds_compile_once_per_source_and_flags(tmp_path, monkeypatch):
-    monkeypatch.setitem(globals(), "BUILDS", tmp_path)
-    src = "int main() { return CODE; }\n"
-    exe = host_binary("probe", src, ["-DCODE=5"])
-    assert subprocess.run([exe]).returncode == 5
-
-    def no_compiler(*args, **kwargs):
-        raise AssertionError("compiled again")
-
-    with monkeypatch.context() as m:
-        m.setattr(subprocess, "run", no_compiler)
-        assert host_binary("probe", src, ["-DCODE=5"]) == exe
-    other = host_binary("probe", src, ["-DCODE=6"])
-    assert other != exe and subprocess.run([other]).returncode == 6
-    assert {p.name for p in tmp_path.iterdir()} == {exe.name, other.name}  # no temporaries
-
-
 HARNESS = r"""
 #include <cstdio>
 #include <cstdlib>
