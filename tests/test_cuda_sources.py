@@ -304,7 +304,7 @@ def emulated_run(tmp_path, layout, scheme, variant, dt_mode, t_end, max_steps, d
         table, offsets, times, values = np.zeros(0, np.int32), np.zeros(1, np.int64), [], []
     else:
         table, offsets, times, values = lv.edge_level[m], lv.offsets, lv.times, lv.values
-    friction = (layout.friction_kind, layout.friction_coef)
+    coefs = [c for c in (layout.friction_coef, layout.interfacial_coef) if c is not None]
     blobs = [
         np.array(
             [
@@ -312,10 +312,11 @@ def emulated_run(tmp_path, layout, scheme, variant, dt_mode, t_end, max_steps, d
                 layout.n_edges,
                 max_steps,
                 4,
-                friction[0],
+                layout.friction_kind,
                 m.size,
                 len(offsets) - 1,
                 len(times),
+                layout.interfacial_coef is not None,
             ],
             dtype=np.int32,
         ),
@@ -328,7 +329,6 @@ def emulated_run(tmp_path, layout, scheme, variant, dt_mode, t_end, max_steps, d
                 model.g,
                 model.r,
                 model.eps_h,
-                friction[1],
             ]
         ),
         plan_rows(gpu.initial_dt_plan(variant) if dt_mode == "lagged" else []),
@@ -338,6 +338,7 @@ def emulated_run(tmp_path, layout, scheme, variant, dt_mode, t_end, max_steps, d
         np.asarray(offsets, dtype=np.int64),
         np.asarray(times, dtype=np.float64),
         np.asarray(values, dtype=np.float64),
+        *coefs,
         gpu.pack_state(layout.W0, layout.H, layout.area, model.layers),
         layout.area,
         gpu.edge_arrays(layout),
