@@ -275,8 +275,9 @@ def test_friction_is_semi_implicit_and_never_reverses(law, coef):
         sim.run(sim.t + dt)
         den = coef**2 * h0 if law == "chezy" else h0 ** (4.0 / 3.0)
         rate = dt * G * (1.0 if law == "chezy" else coef**2) / (h0 * den)  # beta / |q|
-        size = brentq(lambda m: m * (1 + rate * m) - np.hypot(*q), 0.0, np.hypot(*q), xtol=1e-16)
-        q_next = q * (size / np.hypot(*q))
+        old = np.hypot(*q)
+        size = brentq(lambda m, a, b: m * (1 + a * m) - b, 0.0, old, args=(rate, old), xtol=1e-16)
+        q_next = q * (size / old)
         W = sim.state()
         assert np.all(W[:, 0] == h0)
         np.testing.assert_allclose(W[:, 1], q_next[0], rtol=1e-14)

@@ -399,8 +399,8 @@ class CpuBackend:
         volume_pass(
             self.W[: self._owned], self.acc, lay.area, lay.k, dt, self.cfl, self._depth_cols,
             update, self.model.eps_h, lay.friction_kind, self._friction_coef,
-            lay.interfacial_coef is not None, self._interfacial_coef, self.model.g, self.model.r, self._chunk_dt,
-            self._chunk_counts, self._chunk_clip_mass,
+            lay.interfacial_coef is not None, self._interfacial_coef, self.model.g, self.model.r,
+            self._chunk_dt, self._chunk_counts, self._chunk_clip_mass,
         )  # fmt: skip
         if update:
             self._acc_current = False
