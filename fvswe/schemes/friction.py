@@ -20,6 +20,8 @@ with the same order of floating-point operations, all in float64.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .common import inverse_depth
@@ -27,6 +29,11 @@ from .common import inverse_depth
 #: Bottom-friction laws: the ``kind`` codes of every backend (0: none).
 FRICTION_KINDS = {"chezy": 1, "manning": 2}
 CHEZY = FRICTION_KINDS["chezy"]
+
+
+#: The C library's ``pow`` element by element, as Numba's ``**`` calls it (NumPy's SIMD
+#: ``power`` may differ in the last bit).
+_libm_pow = np.vectorize(math.pow, otypes=[np.float64])
 
 
 def bottom(h, qx, qy, kind: int, coef, g: float, dt: float):
@@ -45,7 +52,7 @@ def bottom(h, qx, qy, kind: int, coef, g: float, dt: float):
             den = coef * coef * h
         else:
             num = dt * g * coef * coef * (speed / h)
-            den = h ** (4.0 / 3.0)
+            den = _libm_pow(h, 4.0 / 3.0)
         # h^(4/3) may underflow: q -> 0, the limit beta -> inf
         factor = np.where(den > 0, 2.0 / (1.0 + np.sqrt(1.0 + 4.0 * (num / den))), 0.0)
     wet = h > 0
