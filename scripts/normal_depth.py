@@ -114,8 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dx", type=float, default=10.0, help="cell size (m)")
     parser.add_argument("--slope", type=float, default=1e-3)
     parser.add_argument("--t-end", type=float, default=1500.0)
-    parser.add_argument("-o", "--output", type=Path,
-                        default=Path(__file__).parents[1] / "docs/images/normal_depth.png")
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path(__file__).parents[1] / "docs/images/normal_depth.png",
+    )
     args = parser.parse_args(argv)
     import matplotlib
 
