@@ -169,6 +169,34 @@ def test_numba_friction_is_the_reference_bit_for_bit(law):
     assert np.abs(want - W).max() > 0.1  # live
 
 
+def test_stiff_friction_never_reverses_and_exchanges_momentum_only():
+    """Random wet cells with stiff drag (``dt`` up to 1e4 s): the interfacial step shrinks the
+    shear ``s`` to ``s / (1 + w/m)`` (same direction) keeping ``r q1 + q2``; the bottom step
+    shrinks ``q2`` without turning it (docs/SCHEMES.md §14)."""
+    rng = np.random.default_rng(5)
+    W, coef = random_cells(rng)
+    wet = (W[:, 0] >= EPS_H) & (W[:, 3] >= EPS_H)
+    W, coef = W[wet], coef[wet] + 0.01
+    dt = 10.0 ** rng.uniform(-2, 4, len(W))
+    ci = rng.uniform(1e-4, 1e-2, len(W))
+    h1, h2 = W[:, 0], W[:, 3]
+    s = W[:, 1:3] / h1[:, None] - W[:, 4:6] / h2[:, None]
+    q1x, q1y, q2x, q2y = ref.interfacial(*W.T, ci, R, EPS_H, dt)
+    s_new = np.column_stack((q1x, q1y)) / h1[:, None] - np.column_stack((q2x, q2y)) / h2[:, None]
+    m = h1 * h2 / (R * h1 + h2)
+    w = dt * ci * np.hypot(*s.T)
+    np.testing.assert_allclose(s_new, s / (1 + w / m)[:, None], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(R * q1x + q2x, R * W[:, 1] + W[:, 4], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(R * q1y + q2y, R * W[:, 2] + W[:, 5], rtol=0, atol=1e-12)
+    assert (w / m > 10).sum() > 100  # many stiff cells
+    bx, by = ref.bottom(h2, q2x, q2y, ref.FRICTION_KINDS["manning"], coef, G, dt)
+    moving = np.hypot(q2x, q2y) > 0
+    ratio = np.hypot(bx, by)[moving] / np.hypot(q2x, q2y)[moving]
+    assert np.all((ratio >= 0) & (ratio <= 1)) and ratio.min() < 1e-2
+    assert np.all(bx * q2y - by * q2x == pytest.approx(0.0, abs=1e-12))  # parallel
+    assert np.all(bx * q2x + by * q2y >= 0)  # not reversed
+
+
 HARNESS = r"""
 #include <cstdio>
 #include <vector>
