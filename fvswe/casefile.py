@@ -129,9 +129,12 @@ SCHEMA: tuple[Key, ...] = (
     Key("", "dt", NUMBER, "time step of dt_mode = fixed (s)", "0.05", active=False),
     Key("", "threads", int, "CPU threads (default: the cores left idle, at least 1)", "1",
         active=False),
-    Key("friction", "law", str, "one layer: bottom friction law, chezy or manning",
-        '"manning"'),
-    Key("friction", "coefficient", NUMBER, "Chézy C (m^½/s) or Manning n (s/m^⅓)", "0.03"),
+    Key("friction", "law", str, "bottom friction law (one layer, or the lower of two), chezy or "
+        "manning", '"manning"'),
+    Key("friction", "coefficient", (*NUMBER, dict), "Chézy C (m^½/s) or Manning n (s/m^⅓): a "
+        "number or a raster table as for initial.<field>", "0.03"),
+    Key("friction", "interfacial", (*NUMBER, dict), "two layers: c_i of the interfacial stress "
+        "c_i |u1 - u2| (u1 - u2): a number or a raster table", "1e-3", active=False),
     Key("mesh", "file", str, "a mesh file (relative to the case file) or a family member "
         "(square-4k ... square-2m)", '"meshes/channel.msh"', active=False),
     Key("mesh", "bathymetry", str, "with mesh.file: the bed, z:elevation (positive up), z:depth "
@@ -419,7 +422,7 @@ def load(path: str | Path) -> RunSpec:
     settings = dict(DEFAULTS if base is None else base.settings)
     settings.update({k: data[k] for k in SETTINGS if k in data})
     if "friction" in data:
-        settings["friction"] = _friction(data["friction"], src)
+        settings.update(_friction(data["friction"], path))
     out = data.get("output", {})
     for key, value in out.items():
         _check(key, value, keys("output"), src, section="output")
@@ -430,7 +433,7 @@ def load(path: str | Path) -> RunSpec:
     initial = dict(base.initial) if base is not None else {}
     for key, value in data.get("initial", {}).items():
         if isinstance(value, dict):
-            value = _raster(key, value, path)
+            value = _raster(f"initial.{key}", value, path)
         elif not isinstance(value, (int, float, str)) or isinstance(value, bool):
             raise ConfigError(
                 f"{src}: initial.{key} must be a number, an expression string or a raster table"
@@ -474,19 +477,34 @@ def _table(table: Mapping[str, Any], section: str, src: str, shown: str = "") ->
         _check(key, value, allowed, src, section=shown or section)
 
 
-def _friction(table: Mapping[str, Any], src: str) -> tuple[str, float]:
+def _friction(table: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """The Simulation keywords ``friction`` and ``interfacial_friction`` of ``[friction]``;
+    a coefficient is a number or a raster table (:func:`_raster`)."""
+    src = str(path)
     _table(table, "friction", src)
-    missing = [k for k in ("law", "coefficient") if k not in table]
-    if missing:
-        raise ConfigError(f"{src}: missing key 'friction.{missing[0]}'")
-    return table["law"], float(table["coefficient"])
+    out: dict[str, Any] = {}
+    if "law" in table or "coefficient" in table or "interfacial" not in table:
+        missing = [k for k in ("law", "coefficient") if k not in table]
+        if missing:
+            raise ConfigError(f"{src}: missing key 'friction.{missing[0]}'")
+        out["friction"] = (table["law"], _coefficient(table, "coefficient", path))
+    if "interfacial" in table:
+        out["interfacial_friction"] = _coefficient(table, "interfacial", path)
+    return out
 
 
-def _raster(key: str, table: Mapping[str, Any], path: Path) -> Callable:
-    """``initial.<field>`` from a raster file (fvswe/raster.py), read and checked now."""
+def _coefficient(table: Mapping[str, Any], key: str, path: Path) -> float | Callable:
+    """``friction.<key>``: a number, or a raster sampled at the cell barycentres."""
+    value = table[key]
+    return _raster(f"friction.{key}", value, path) if isinstance(value, dict) else float(value)
+
+
+def _raster(where: str, table: Mapping[str, Any], path: Path) -> Callable:
+    """A field from a raster file (fvswe/raster.py), read and checked now; ``where`` is the
+    key it came from (``initial.<field>``, ``friction.coefficient``)."""
     from .raster import raster_field
 
-    src, where = str(path), f"initial.{key}"
+    src = str(path)
     _table(table, "initial.<field>", src, shown=where)
     if "raster" not in table:
         raise ConfigError(f"{src}: missing key '{where}.raster'")

@@ -86,27 +86,52 @@ class RunSummary:
         }
 
 
-def _friction(friction, layers: int) -> tuple[int, float]:
-    """``(FRICTION_KINDS code, coefficient)`` of ``None``, ``("chezy", C)``, ``("manning", n)``."""
+def _friction(friction, xy: np.ndarray) -> tuple[int, np.ndarray | None]:
+    """``(FRICTION_KINDS code, per-cell coefficients)`` of ``None``, ``("chezy", C)`` or
+    ``("manning", n)``; C or n a number, an array of one value per cell or a function of
+    (x, y). Chézy needs ``C > 0``, Manning ``n >= 0`` (0: no friction there)."""
     if friction is None:
-        return 0, 0.0
+        return 0, None
     try:
         law, coef = friction
         code = FRICTION_KINDS[law]
-        coef = float(coef)
     except (TypeError, ValueError, KeyError):
         raise ConfigError(
             f"friction: expected None, ('chezy', C) or ('manning', n), got {friction!r}"
         ) from None
-    if not (math.isfinite(coef) and coef > 0):
-        raise ConfigError(f"friction: the {law} coefficient must be positive, got {coef!r}")
-    if layers != 1:
-        raise ConfigError("friction: bottom friction is implemented for one layer only")
-    return code, coef
+    return code, _coefficients(coef, xy, f"friction ({law})", strict=law == "chezy")
 
 
-def _cell_values(value: Field, xy: np.ndarray, n: int, name: str) -> np.ndarray:
-    """A per-cell array from an array, a scalar or a function of (x, y)."""
+def _interfacial(coef, layers: int, xy: np.ndarray) -> np.ndarray | None:
+    """Per-cell ``c_i >= 0`` of ``interfacial_friction`` (two layers), or None."""
+    if coef is None:
+        return None
+    if layers != 2:
+        raise ConfigError("interfacial_friction: needs a two-layer model")
+    return _coefficients(coef, xy, "interfacial_friction", strict=False)
+
+
+def _coefficients(value, xy: np.ndarray, key: str, strict: bool) -> np.ndarray:
+    """A friction coefficient per cell, finite and positive (``strict``) or >= 0; a bad
+    value gives a one-line error naming ``key`` and the first bad cell."""
+    try:
+        values = _cell_values(value, xy, xy.shape[0], key)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key}: expected a number, an array or f(x, y), got {value!r}") from None
+    ok = np.isfinite(values) & ((values > 0) if strict else (values >= 0))
+    if not ok.all():
+        cell = int(np.flatnonzero(~ok)[0])
+        bound = "positive" if strict else ">= 0"
+        raise ConfigError(
+            f"{key}: the coefficient must be finite and {bound}, got {values[cell]!r} in cell "
+            f"{cell}"
+        )
+    return values
+
+
+def _cell_values(value: Field, xy: np.ndarray, n: int, key: str) -> np.ndarray:
+    """A per-cell array from an array, a scalar or a function of (x, y); ``key`` names
+    the input in the error of a wrong length."""
     if callable(value):
         out = np.asarray(value(xy[:, 0], xy[:, 1]), dtype=np.float64)
     else:
@@ -114,9 +139,7 @@ def _cell_values(value: Field, xy: np.ndarray, n: int, name: str) -> np.ndarray:
     try:
         return np.broadcast_to(out, (n,)).copy()
     except ValueError:
-        raise ConfigError(
-            f"initial {name}: expected {n} cell values, got shape {out.shape}"
-        ) from None
+        raise ConfigError(f"{key}: expected {n} cell values, got shape {out.shape}") from None
 
 
 def _agreed(callback: Callable, comm) -> Callable:
@@ -152,7 +175,11 @@ class Simulation:
 
     ``boundary`` maps each tag to ``"wall"``, ``"open"`` or an imposed level
     (:class:`fvswe.boundary.Level`, one layer). ``friction`` is None,
-    ``("chezy", C)`` or ``("manning", n)`` (one layer; semi-implicit, SI units).
+    ``("chezy", C)`` or ``("manning", n)``: bottom friction on the one layer or the lower
+    layer of two; ``interfacial_friction`` is ``c_i`` of the stress
+    ``c_i |u1 - u2| (u1 - u2)`` between two layers (docs/SCHEMES.md §14). Each
+    coefficient is a number, an array of one value per cell or a function of (x, y)
+    (e.g. :func:`fvswe.raster.raster_field`); SI units, semi-implicit.
 
     ``eps_h`` is the thin-layer threshold (docs/SCHEMES.md §8); by default
     :func:`fvswe.model.thin_layer_threshold` of the largest initial total depth.
@@ -182,7 +209,8 @@ class Simulation:
         H: Field = 0.0,
         initial: Mapping[str, Field] | None = None,
         boundary: Mapping[str, object] | None = None,
-        friction: tuple[str, float] | None = None,
+        friction: tuple[str, Field] | None = None,
+        interfacial_friction: Field | None = None,
         cfl: float = 0.9,
         dtype: str = "float64",
         dt_mode: str = "lagged",
@@ -205,10 +233,13 @@ class Simulation:
         order = resolve_order(order, cls.name)  # "auto": the study's best for this backend
         self.scheme, self.dtype, self.order = scheme, dtype, order
         n = mesh.n_cells
-        Hc = _cell_values(H, mesh.centroid, n, "H")
+        Hc = _cell_values(H, mesh.centroid, n, "initial H")
         values = {
-            name: _cell_values(v, mesh.centroid, n, name) for name, v in (initial or {}).items()
+            name: _cell_values(v, mesh.centroid, n, f"initial {name}")
+            for name, v in (initial or {}).items()
         }
+        kind, bottom = _friction(friction, mesh.centroid)
+        interfacial = _interfacial(interfacial_friction, layers, mesh.centroid)
         unknown = sorted(set(values) - set(self.model.fields))
         if unknown:
             raise ConfigError(
@@ -230,6 +261,8 @@ class Simulation:
         if order != "none":
             mesh, perm = mesh.reordered(order)
             W0, Hc = W0[perm], Hc[perm]
+            bottom = None if bottom is None else bottom[perm]
+            interfacial = None if interfacial is None else interfacial[perm]
         edge_bc = edge_conditions(mesh, boundary)
         levels = level_tables(mesh, boundary)
         if levels.count and layers != 1:
@@ -237,11 +270,13 @@ class Simulation:
                 f"boundary tag {levels.names[0]!r}: imposed levels need a one-layer model"
             )
         self.friction = friction
+        self.interfacial_friction = interfacial_friction
         self.mesh = mesh
         self._to_original = np.argsort(mesh.original_index)
         self.layout = Layout.build(
             mesh, self.model, W0, Hc, edge_bc, DTYPES[dtype],
-            friction=_friction(friction, layers), levels=levels if levels.count else None,
+            friction=(kind, bottom), interfacial=interfacial,
+            levels=levels if levels.count else None,
         )  # fmt: skip
         extra = {"threads": threads} if cls.name == "cpu" else {}
         options = dict(cfl=cfl, dt_mode=dt_mode, dt_fixed=dt, **extra)

@@ -96,13 +96,16 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
     "unknown friction law": (STRIP.replace("[mesh]", '[friction]\nlaw = "darcy"\n'
                                            "coefficient = 1\n[mesh]") + 'west = "wall"\n', [],
                              "friction"),
-    "friction on two layers": (SQUARE + '[friction]\nlaw = "chezy"\ncoefficient = 60\n', [],
-                               "one layer only"),
+    "interfacial friction on one layer": (STRIP.replace("[mesh]", '[friction]\ninterfacial = 1e-3'
+                                                        "\n[mesh]") + 'west = "wall"\n', [],
+                                          "interfacial_friction: needs a two-layer model"),
+    "negative interfacial friction": (SQUARE + "[friction]\ninterfacial = -1e-3\n", [],
+                                      "interfacial_friction: the coefficient must be finite and"),
     "friction without coefficient": (SQUARE + '[friction]\nlaw = "chezy"\n', [],
                                      "'friction.coefficient'"),
     "negative friction": (STRIP.replace("[mesh]", '[friction]\nlaw = "manning"\n'
                                         "coefficient = -1\n[mesh]") + 'west = "wall"\n', [],
-                          "must be positive"),
+                          "friction (manning): the coefficient must be finite and >= 0"),
     # -- gauges, sections, outputs in the file
     "gauge outside the mesh": (SQUARE + "[[gauges]]\nx = 9\ny = 0\n", [], "lies outside"),
     "gauge without y": (SQUARE + "[[gauges]]\nx = 0\n", [], "'gauges.y'"),

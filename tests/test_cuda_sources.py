@@ -415,7 +415,7 @@ def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=No
         table, offsets, times, values = np.zeros(0, np.int32), np.zeros(1, np.int64), [], []
     else:
         table, offsets, times, values = lv.edge_level[m], lv.offsets, lv.times, lv.values
-    friction = (layout.friction_kind, layout.friction_coef)
+    coefs = [c for c in (layout.friction_coef, layout.interfacial_coef) if c is not None]
     blobs = [
         np.array(
             [
@@ -423,10 +423,11 @@ def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=No
                 layout.n_edges,
                 max_steps,
                 4,
-                friction[0],
+                layout.friction_kind,
                 m.size,
                 len(offsets) - 1,
                 len(times),
+                layout.interfacial_coef is not None,
             ],
             dtype=np.int32,
         ),
@@ -439,7 +440,6 @@ def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=No
                 model.g,
                 model.r,
                 model.eps_h,
-                friction[1],
             ]
         ),
         plan_rows(gpu.initial_dt_plan(variant) if dt_mode == "lagged" else []),
@@ -449,6 +449,7 @@ def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=No
         np.asarray(offsets, dtype=np.int64),
         np.asarray(times, dtype=np.float64),
         np.asarray(values, dtype=np.float64),
+        *coefs,
         gpu.pack_state(layout.W0, layout.H, layout.area, model.layers),
         layout.area,
         gpu.edge_arrays(layout),

@@ -260,9 +260,10 @@ def test_collapse_on_a_dry_wavy_slope_stays_positive(dt_mode):
 # -- friction -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(("law", "coef"), [("chezy", 2.0), ("manning", 0.5)])
 def test_friction_is_semi_implicit_and_never_reverses(law, coef):
-    """A uniform stream with open sides feels friction only: q follows the implicit recurrence
-    exactly, decreases monotonically and keeps its sign, even where friction is stiff
-    (``dt g |u| / (C^2 h)`` = 2.9, ``dt g n^2 |u| / h^(4/3)`` = 5.0 at Courant number 0.72)."""
+    """A uniform stream with open sides feels friction only: q follows the backward-Euler
+    recurrence ``q' (1 + beta(q')) = q`` exactly, decreases monotonically and keeps its sign,
+    even where friction is stiff (``beta = dt g |u| / (C^2 h)`` = 2.9, ``dt g n^2 |u| /
+    h^(4/3)`` = 5.0 at Courant number 0.72; docs/SCHEMES.md §14)."""
     g = Grid(3, 3, 1.0, 1.0)
     h0, u0, dt = 0.2, (1.5, -0.5), 0.15
     sim = Simulation(g.mesh(), layers=1, scheme="hll-wd", H=1.0, friction=(law, coef),
@@ -272,10 +273,11 @@ def test_friction_is_semi_implicit_and_never_reverses(law, coef):
     q = np.array([h0 * u0[0], h0 * u0[1]])
     for _ in range(20):
         sim.run(sim.t + dt)
-        speed = np.hypot(*q) / h0
         den = coef**2 * h0 if law == "chezy" else h0 ** (4.0 / 3.0)
-        num = dt * G * speed * (1.0 if law == "chezy" else coef**2)
-        q_next = q / (1.0 + num / den)
+        rate = dt * G * (1.0 if law == "chezy" else coef**2) / (h0 * den)  # beta / |q|
+        old = np.hypot(*q)
+        size = brentq(lambda m, a, b: m * (1 + a * m) - b, 0.0, old, args=(rate, old), xtol=1e-16)
+        q_next = q * (size / old)
         W = sim.state()
         assert np.all(W[:, 0] == h0)
         np.testing.assert_allclose(W[:, 1], q_next[0], rtol=1e-14)
@@ -286,12 +288,18 @@ def test_friction_is_semi_implicit_and_never_reverses(law, coef):
 
 def test_friction_options_are_checked():
     g = Grid(2, 2, 1.0, 1.0)
-    for bad, match in [(("darcy", 0.1), "friction: expected"), (("chezy", -1.0), "positive")]:
+    for bad, match in [(("darcy", 0.1), "friction: expected"), (("chezy", -1.0), "positive"),
+                       (("chezy", 0.0), "positive"), (("manning", [0.1, -0.1, 0, 0]), "cell 1"),
+                       (("manning", np.ones(3)), "friction \\(manning\\): expected 4 cell"),
+                       (("manning", "x"), "expected a number")]:  # fmt: skip
         with pytest.raises(ConfigError, match=match):
             Simulation(g.mesh(), layers=1, scheme="hll-wd", H=1.0, initial={"h": 1.0},
                        friction=bad)  # fmt: skip
-    with pytest.raises(ConfigError, match="one layer"):
-        Simulation(g.mesh(), layers=2, friction=("manning", 0.03))
+    with pytest.raises(ConfigError, match="interfacial_friction: needs a two-layer"):
+        Simulation(g.mesh(), layers=1, scheme="hll-wd", H=1.0, initial={"h": 1.0},
+                   interfacial_friction=1e-3)  # fmt: skip
+    with pytest.raises(ConfigError, match="interfacial_friction: the coefficient"):
+        Simulation(g.mesh(), layers=2, interfacial_friction=lambda x, y: x - 1.0)
 
 
 # -- imposed levels -----------------------------------------------------------------------------

@@ -84,8 +84,11 @@ CTRL_DTYPE = np.dtype(
         ("fixed", "i4"),
         ("stalled", "i4"),
         ("friction", "i4"),
-        ("friction_coef", "f8"),
+        ("friction_coef", "u8"),  # device pointer
         ("g", "f8"),
+        ("r", "f8"),
+        ("eps_h", "f8"),
+        ("interfacial_coef", "u8"),  # device pointer (0: none)
         ("level_inflow", "f8"),
         ("level_table", "u8"),  # device pointers
         ("level_offsets", "u8"),
@@ -421,9 +424,15 @@ class GpuBackend:
         ctrl["dt_fixed"] = dt_fixed or 0.0
         ctrl["cfl"] = self.cfl
         ctrl["fixed"] = dt_mode == "fixed"
-        ctrl["friction"] = getattr(lay, "friction_kind", 0)
-        ctrl["friction_coef"] = getattr(lay, "friction_coef", 0.0)
+        ctrl["friction"] = lay.friction_kind
         ctrl["g"] = self.model.g
+        ctrl["r"] = self.model.r
+        ctrl["eps_h"] = self.model.eps_h
+        coefs = (("friction_coef", lay.friction_coef), ("interfacial_coef", lay.interfacial_coef))
+        with self.stream:  # per-cell friction coefficients, reached through the control block
+            self._coef_arrays = {n: cupy.asarray(v) for n, v in coefs if v is not None}
+        for name, arr in self._coef_arrays.items():
+            ctrl[name] = arr.data.ptr
         self._has_levels = level_edges(lay).size > 0
         if self._has_levels:  # the tables on the device, reached through the control block
             lv = lay.levels

@@ -12,9 +12,9 @@ import numpy as np
 
 from ..boundary import LevelTables
 from ..model import Model
+from ..schemes.friction import FRICTION_KINDS
 
-#: Bottom-friction laws: ``Layout.friction_kind`` codes (0: none).
-FRICTION_KINDS = {"chezy": 1, "manning": 2}
+__all__ = ["FRICTION_KINDS", "Layout"]
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,9 @@ class Layout:
     edge_bc: np.ndarray  # (E,) int8, fvswe.boundary codes
     cell_edges: np.ndarray  # (L, k) int32: edge owning each slot
     cell_side: np.ndarray  # (L, k) int8: 0 if the cell is side i of that edge, 1 if side j
-    friction_kind: int = 0  # FRICTION_KINDS code, 0 none
-    friction_coef: float = 0.0  # Chezy C (m^0.5/s) or Manning n (s/m^(1/3))
+    friction_kind: int = 0  # FRICTION_KINDS code, 0 none; on the lower layer of two
+    friction_coef: np.ndarray | None = None  # (L,) float64: Chezy C (m^0.5/s) or Manning n
+    interfacial_coef: np.ndarray | None = None  # (L,) float64: c_i of two layers, None: off
     levels: LevelTables | None = None  # imposed-level tables of the LEVEL edges
     # A part of a distributed run (fvswe.partition): cells [0, n_owned_cells) are updated here,
     # the rest are halo; the events of edges [0, n_owned_edges) are counted here. None: all.
@@ -74,13 +75,15 @@ class Layout:
         edge_bc: np.ndarray,
         dtype,
         *,
-        friction: tuple[int, float] = (0, 0.0),
+        friction: tuple[int, np.ndarray | None] = (0, None),
+        interfacial: np.ndarray | None = None,
         levels: LevelTables | None = None,
     ):
         """Cast the mesh's arrays to the run's dtype and index the slots from both sides.
 
-        ``friction`` is ``(FRICTION_KINDS code, coefficient)``; ``levels`` the
-        tables of :func:`fvswe.boundary.level_tables` (None: no level edges).
+        ``friction`` is ``(FRICTION_KINDS code, per-cell coefficients)``, ``interfacial``
+        the per-cell ``c_i`` (both in the mesh's cell order, kept in float64; None: off);
+        ``levels`` the tables of :func:`fvswe.boundary.level_tables` (None: no level edges).
         """
         dtype = np.dtype(dtype)
         L, k = mesh.cells.shape
@@ -101,7 +104,8 @@ class Layout:
             cell_edges=cell_edges,
             cell_side=cell_side,
             friction_kind=int(friction[0]),
-            friction_coef=float(friction[1]),
+            friction_coef=_coefficients(friction[1]),
+            interfacial_coef=_coefficients(interfacial),
             levels=levels,
         )
 
@@ -134,10 +138,22 @@ class Layout:
             edge_bc=np.ascontiguousarray(self.edge_bc[edges]),
             cell_edges=cell_edges,
             cell_side=cell_side,
+            friction_coef=_cells(self.friction_coef, cells),
+            interfacial_coef=_cells(self.interfacial_coef, cells),
             levels=None if lv is None else replace(lv, edge_level=lv.edge_level[edges]),
             n_owned_cells=part.n_owned,
             n_owned_edges=part.n_owned_edges,
         )
+
+
+def _coefficients(values: np.ndarray | None) -> np.ndarray | None:
+    """Per-cell coefficients as a contiguous float64 array (None stays None)."""
+    return None if values is None else np.ascontiguousarray(values, dtype=np.float64)
+
+
+def _cells(values: np.ndarray | None, cells: np.ndarray) -> np.ndarray | None:
+    """The entries of ``cells`` of a per-cell array (None stays None)."""
+    return None if values is None else np.ascontiguousarray(values[cells])
 
 
 def _slot_owners(edge_slot: np.ndarray, L: int, k: int) -> tuple[np.ndarray, np.ndarray]:

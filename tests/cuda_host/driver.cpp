@@ -2,12 +2,13 @@
 // fvswe/backends/gpu.py (step_plan, initial_dt_plan) in batches of idle-safe steps.
 // Build: g++ -std=c++17 -O1 -ffp-contract=off -DFVSWE_* -I<cuda dir> driver.cpp
 // (any FVSWE_BLOCK of whole warps; the tests use gpu.DEFAULT_BLOCK)
-// stdin: int32 L, E, max_steps, batch, friction kind, n_level, n_tables, n_samples;
-//        float64 t_end, dt (NaN unless fixed), fixed (0/1), cfl, g, r, eps_h, friction coef;
+// stdin: int32 L, E, max_steps, batch, friction kind, n_level, n_tables, n_samples,
+//        interfacial (0/1); float64 t_end, dt (NaN unless fixed), fixed (0/1), cfl, g, r, eps_h;
 //        three plans (initial dt, even step, odd step), each an int32 count and
 //        (kernel, op, src, dst) int32 rows with kernel 0 edge_pass, 1 volume_pass,
 //        2 gather_step, 3 slot_step; the level tables (int32 table per level edge, int64
-//        offsets, float64 times, float64 values); then the device arrays in the order read
+//        offsets, float64 times, float64 values); the per-cell float64 friction and
+//        interfacial coefficients (L each, when on); then the device arrays in the order read
 //        below. stdout: the packed state (buffer 0), then the control block.
 #include "shim.h"
 #include "edge.cu"
@@ -36,8 +37,8 @@ static Plan input_plan()
 
 int main()
 {
-    const auto hdr = input<int>(8);
-    const auto prm = input<double>(8);
+    const auto hdr = input<int>(9);
+    const auto prm = input<double>(7);
     const int L = hdr[0], E = hdr[1], batch = hdr[3];
     const unsigned B = FVSWE_BLOCK, cgrid = (L + B - 1) / B, egrid = (E + B - 1) / B;
     const unsigned sgrid = (L + CELLS_PER_BLOCK - 1) / CELLS_PER_BLOCK;
@@ -48,6 +49,8 @@ int main()
     const auto level_times = input<double>(hdr[7]);
     const auto level_values = input<double>(hdr[7]);
     std::vector<double> level_flux(hdr[5]);
+    const auto friction_coef = input<double>(hdr[4] ? L : 0);
+    const auto interfacial_coef = input<double>(hdr[8] ? L : 0);
     auto W = input<real4>(size_t(L) * NVEC);
     const auto area = input<real>(L);
     const auto idx = input<int4>(E);
@@ -68,7 +71,10 @@ int main()
     c.cfl = prm[3];
     c.g = prm[4];
     c.friction = hdr[4];
-    c.friction_coef = prm[7];
+    c.friction_coef = friction_coef.data();
+    c.r = prm[5];
+    c.eps_h = prm[6];
+    c.interfacial_coef = hdr[8] ? interfacial_coef.data() : nullptr;
     c.level_table = level_table.data();
     c.level_offsets = level_offsets.data();
     c.level_times = level_times.data();

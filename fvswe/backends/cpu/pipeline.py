@@ -20,7 +20,7 @@ from ...boundary import LEVEL, WALL
 from ...errors import ConfigError
 from ...schemes import kernel
 from ..layout import Layout
-from . import default_threads, hll, ir_roe, pvm_ifcp, roe, wetdry
+from . import default_threads, friction, hll, ir_roe, pvm_ifcp, roe, wetdry
 from .common import inverse_depth, wall_ghost
 
 #: Kernel (:data:`fvswe.schemes.KERNELS`) -> id used by the compiled dispatch below.
@@ -166,38 +166,33 @@ def level_values(t, offsets, times, values, out):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _friction(W, i, kind, coef, g, dt):
-    """Semi-implicit bottom friction on one-layer cell i, after its update.
-
-    ``q <- q / (1 + dt g |u| / (C^2 h))`` (Chézy, kind 1, ``coef = C``) or
-    ``q <- q / (1 + dt g n^2 |u| / h^(4/3))`` (Manning, kind 2, ``coef = n``),
-    ``|u| = |q| / h`` from the updated state. The divisor is >= 1, so friction
-    only slows the flow and never reverses it. A dry cell (``h == 0``) gets
-    ``q = 0``: the limit of the divisor as ``h -> 0``.
-    """
-    h = W[i, 0]
-    if not h > 0:
-        W[i, 1] = 0
-        W[i, 2] = 0
-        return
-    speed = math.sqrt(W[i, 1] * W[i, 1] + W[i, 2] * W[i, 2])
-    if speed == 0:
-        return
-    if kind == 1:
-        num = dt * g * (speed / h)
-        den = coef * coef * h
-    else:
-        num = dt * g * coef * coef * (speed / h)
-        den = h ** (4.0 / 3.0)
-    factor = 1.0 + num / den if den > 0 else math.inf  # h^(4/3) may underflow: q -> 0
-    W[i, 1] = W[i, 1] / factor
-    W[i, 2] = W[i, 2] / factor
+def _friction(W, i, nvar, kind, friction_coef, interfacial, interfacial_coef, g, r, eps_h, dt):
+    """Friction on updated cell i (docs/SCHEMES.md §14), in float64: two layers get the
+    interfacial exchange (if ``interfacial``), then bottom friction on the lower layer
+    (``kind`` 1 Chézy, 2 Manning, 0 none); one layer gets bottom friction. Coefficients
+    are per cell; the per-cell functions are :mod:`.friction`'s."""
+    b = nvar - 3  # the layer on the bed
+    if interfacial:
+        q1x, q1y, q2x, q2y = friction.interfacial(
+            float(W[i, 0]), float(W[i, 1]), float(W[i, 2]), float(W[i, 3]), float(W[i, 4]),
+            float(W[i, 5]), interfacial_coef[i], r, eps_h, dt,
+        )  # fmt: skip
+        W[i, 1] = q1x
+        W[i, 2] = q1y
+        W[i, 4] = q2x
+        W[i, 5] = q2y
+    if kind != 0:
+        qx, qy = friction.bottom(
+            float(W[i, b]), float(W[i, b + 1]), float(W[i, b + 2]), kind, friction_coef[i], g, dt
+        )
+        W[i, b + 1] = qx
+        W[i, b + 2] = qy
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
 def volume_pass(
-    W, acc, area, k, dt, cfl, depth_cols, update, eps_h, friction, coef, g, chunk_dt, chunk_counts,
-    chunk_clip_mass,
+    W, acc, area, k, dt, cfl, depth_cols, update, eps_h, kind, friction_coef, interfacial,
+    interfacial_coef, g, r, chunk_dt, chunk_counts, chunk_clip_mass,
 ):  # fmt: skip
     """``W_i -= dt/|V_i| Σ_slots`` (slots summed in local order) and ``dt_i`` from the speeds.
 
@@ -207,9 +202,9 @@ def volume_pass(
     layers left with ``0 < h < eps_h`` are counted as thin cells. The discharge of a
     layer thinner than ``eps_h`` is damped to ``h u`` with the desingularised
     ``u = q inverse_depth(h)`` (0 on a dry layer; a no-op from ``eps_h`` up), so
-    a thinning layer cannot keep a discharge its depth cannot carry; then, for one layer
-    with ``friction`` (1 Chézy, 2 Manning, coefficient ``coef``), the momentum
-    gets the semi-implicit friction of :func:`_friction`. Per-chunk minima come
+    a thinning layer cannot keep a discharge its depth cannot carry; then the friction of
+    :func:`_friction` (bottom law ``kind``, per-cell coefficients ``friction_coef``;
+    two layers with ``interfacial``: ``interfacial_coef``). Per-chunk minima come
     back in ``chunk_dt``; ``chunk_counts[c]`` is (clipped layers, thin layers, first
     clipped cell or -1) and ``chunk_clip_mass[c]`` the clipped volume.
     """
@@ -250,8 +245,9 @@ def volume_pass(
                         damp = W[i, v] * inverse_depth(W[i, v], eps_h)
                         W[i, v + 1] = W[i, v + 1] * damp
                         W[i, v + 2] = W[i, v + 2] * damp
-                if friction != 0:
-                    _friction(W, i, friction, coef, g, dt)
+                if kind != 0 or interfacial:
+                    _friction(W, i, nvar, kind, friction_coef, interfacial, interfacial_coef, g,
+                              r, eps_h, dt)  # fmt: skip
         chunk_dt[c] = dt_min
         chunk_counts[c, 0] = clipped
         chunk_counts[c, 1] = thin
@@ -311,6 +307,9 @@ class CpuBackend:
              "thin_layer_cells"), 0,
         )  # fmt: skip
         self._counts["clipped_volume"] = 0.0  # m^3 the clipping of negative depths added
+        off = np.zeros(1, dtype=np.float64)  # never indexed: friction off
+        self._friction_coef = off if lay.friction_coef is None else lay.friction_coef
+        self._interfacial_coef = off if lay.interfacial_coef is None else lay.interfacial_coef
         lv = lay.levels
         self._levels = lv if lv is not None and lv.count else None
         if self._levels is not None:
@@ -399,7 +398,8 @@ class CpuBackend:
         lay = self.layout
         volume_pass(
             self.W[: self._owned], self.acc, lay.area, lay.k, dt, self.cfl, self._depth_cols,
-            update, self.model.eps_h, lay.friction_kind, lay.friction_coef, self.model.g,
+            update, self.model.eps_h, lay.friction_kind, self._friction_coef,
+            lay.interfacial_coef is not None, self._interfacial_coef, self.model.g, self.model.r,
             self._chunk_dt, self._chunk_counts, self._chunk_clip_mass,
         )  # fmt: skip
         if update:

@@ -31,6 +31,7 @@
 #endif
 
 #include "common.cuh"
+#include "friction.cuh"
 #if FVSWE_SCHEME == 1
 #include "roe.cuh"
 #elif FVSWE_SCHEME == 2
@@ -113,9 +114,12 @@ struct Ctrl {
     unsigned int blocks_done;        // ticket of the last-block reduction (reset by it)
     int fixed;         // 1: dt_mode "fixed" (the reduction leaves dt alone)
     int stalled;       // 1: the reduction gave no positive dt (NaN or 0): stop stepping
-    int friction;      // one layer: 0 none, 1 Chezy, 2 Manning (fvswe.backends.layout)
-    double friction_coef;  // Chezy C or Manning n
+    int friction;      // bottom friction (one layer, or the lower of two): 0 none, 1 Chezy, 2 Manning
+    const double* friction_coef;     // per cell: Chezy C or Manning n
     double g;              // gravity, for the friction
+    double r;              // density ratio, for the interfacial friction
+    double eps_h;          // thin-layer depth of the desingularised velocities, likewise
+    const double* interfacial_coef;  // per cell: c_i of two layers (null: no interfacial friction)
     double level_inflow;   // m^3 that entered through the imposed-level edges
     // Imposed-level boundaries (fvswe.boundary.LevelTables), on the device: level edge m
     // (in edge order) uses table level_table[m], whose samples are
@@ -435,39 +439,36 @@ __device__ __forceinline__ void slot_contribution(const real4* __restrict__ Win,
     out[NVAR] = mul_rn(len, dmax);
 }
 
-// Semi-implicit bottom friction on an updated one-layer cell (mirrors the CPU backend's
-// _friction): q <- q / (1 + dt g |u| / (C^2 h)) (Chezy) or q / (1 + dt g n^2 |u| / h^(4/3))
-// (Manning), |u| = |q| / h; a dry cell (h == 0) gets q = 0. In float64.
-__device__ __forceinline__ void apply_friction(real* w, const Ctrl* ctrl, double dt)
+// Friction on updated cell c (mirrors the CPU backend's _friction, docs/SCHEMES.md §14), in
+// float64: two layers get the interfacial exchange (if any), then the bottom friction on
+// the lower layer; one layer gets the bottom friction. Coefficients are per cell.
+__device__ __forceinline__ void apply_friction(real* w, const Ctrl* ctrl, int c, double dt)
 {
-    const double h = w[0];
-    if (!(h > 0)) {
-        w[1] = real(0);
-        w[2] = real(0);
-        return;
+    const int b = NVAR - 3;  // the layer on the bed
+#if FVSWE_LAYERS == 2
+    if (ctrl->interfacial_coef) {
+        double q1x = w[1], q1y = w[2], q2x = w[4], q2y = w[5];
+        friction::interfacial(w[0], q1x, q1y, w[3], q2x, q2y, ctrl->interfacial_coef[c], ctrl->r,
+                              ctrl->eps_h, dt);
+        w[1] = real(q1x);
+        w[2] = real(q1y);
+        w[4] = real(q2x);
+        w[5] = real(q2y);
     }
-    const double qx = w[1], qy = w[2];
-    const double speed = sqrt(qx * qx + qy * qy);
-    if (speed == 0) return;
-    const double coef = ctrl->friction_coef;
-    double num, den;
-    if (ctrl->friction == 1) {
-        num = dt * ctrl->g * (speed / h);
-        den = coef * coef * h;
-    } else {
-        num = dt * ctrl->g * coef * coef * (speed / h);
-        den = pow(h, 4.0 / 3.0);
+#endif
+    if (ctrl->friction) {
+        double qx = w[b + 1], qy = w[b + 2];
+        friction::bottom(w[b], qx, qy, ctrl->friction, ctrl->friction_coef[c], ctrl->g, dt);
+        w[b + 1] = real(qx);
+        w[b + 2] = real(qy);
     }
-    const double factor = den > 0 ? 1.0 + num / den : __longlong_as_double(0x7ff0000000000000LL);
-    w[1] = real(qx / factor);
-    w[2] = real(qy / factor);
 }
 
 // Close cell c given the sum of its slots: dt_c = 2 cfl |V_c| / sum(|Gamma| ||D||) (returned
 // when op & OP_DT, else inf) and, when op & OP_UPDATE, W_c -= dt/|V_c| sum(slots), then per
 // layer: a negative depth clipped to 0 (and counted), and the discharge of a layer thinner
 // than eps_h damped to h u with the desingularised u = q inverse_depth(h) (docs/SCHEMES.md §8;
-// 0 on a dry layer); then friction (one layer); stored into Wout. The same operations in
+// 0 on a dry layer); then friction (apply_friction); stored into Wout. The same operations in
 // the same order as the CPU backend's volume_pass.
 __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, real A, const real* acc,
                                           Ctrl* ctrl, real eps_h, int op)
@@ -499,9 +500,7 @@ __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, 
                 layer[2] = mul_rn(layer[2], damp);
             }
         }
-#if FVSWE_LAYERS == 1
-        if (ctrl->friction) apply_friction(w, ctrl, step_dt(ctrl));
-#endif
+        if (ctrl->friction || ctrl->interfacial_coef) apply_friction(w, ctrl, c, step_dt(ctrl));
         store_cell(Wout, c, w, H, A);
         if (clipped) {
             atomicAdd(&ctrl->clipped, (unsigned long long)clipped);
