@@ -32,8 +32,9 @@ def test_discharge_inflow_balances_the_volume(layers):
     else:
         initial = {"h1": lambda x, y: 1.0 + 0 * x, "h2": lambda x, y: 1.0 + 0.2 * np.sin(x / 9.0)}
         west = Discharge(Q, lower=Q2, every=1.0, until=30.0)
-    sim = _sim(mesh, layers, {"west": west, "east": "wall", "wall": "wall"}, H=2.0,
-               initial=initial, r=0.9)  # fmt: skip
+    sim = _sim(
+        mesh, layers, {"west": west, "east": "wall", "wall": "wall"}, H=2.0, initial=initial, r=0.9
+    )
     m0 = sim.mass()
     summary = sim.run(t_end)
     expected = [Q * t_end, Q2 * t_end][:layers]
@@ -51,8 +52,13 @@ def test_unit_discharge_series_and_outflow():
     mesh = strip(40, 2, x0=0.0, x1=100.0)
     width = 5.0
     times, q = [0.0, 10.0, 20.0], [0.2, 0.2, -0.2]
-    sim = _sim(mesh, 1, {"west": UnitDischarge((times, q)), "east": "wall", "wall": "wall"},
-               H=2.0, initial={"h": lambda x, y: 2.0 + 0 * x})  # fmt: skip
+    sim = _sim(
+        mesh,
+        1,
+        {"west": UnitDischarge((times, q)), "east": "wall", "wall": "wall"},
+        H=2.0,
+        initial={"h": lambda x, y: 2.0 + 0 * x},
+    )
     m0 = sim.mass()[0]
     summary = sim.run(20.0)
     inflow = summary.counters["level_inflow"]
@@ -63,8 +69,9 @@ def test_unit_discharge_series_and_outflow():
 
 def test_discharge_table_is_spread_over_the_tag_length():
     mesh = strip(10, 3, x0=0.0, x1=10.0)  # west side: 3 m
-    lv = level_tables(mesh, {"west": Discharge(6.0, lower=1.5), "east": "wall", "wall": "wall"},
-                      layers=2)  # fmt: skip
+    lv = level_tables(
+        mesh, {"west": Discharge(6.0, lower=1.5), "east": "wall", "wall": "wall"}, layers=2
+    )
     assert lv.names == ("west", "west lower")
     assert np.allclose(lv.at(5.0), [2.0, 0.5], rtol=1e-15)
     assert np.all(lv.edge_level[mesh.edge_tag == mesh.tags["west"]] == 0)
@@ -80,10 +87,19 @@ def test_two_layer_levels_at_the_rest_state_keep_it(scheme):
     def H(x, y):
         return 2.0 - 0.5 * np.exp(-(x**2) - (y - 0.5) ** 2)
 
-    sim = _sim(mesh, 2, {"west": Level(0.0, interface=-1.0), "east": Characteristic(0.0),
-                         "wall": Level(0.0, interface=-1.0)},
-               scheme=scheme, H=H, r=0.8,
-               initial={"h1": lambda x, y: 1.0 + 0 * x, "h2": lambda x, y: H(x, y) - 1.0})  # fmt: skip
+    sim = _sim(
+        mesh,
+        2,
+        {
+            "west": Level(0.0, interface=-1.0),
+            "east": Characteristic(0.0),
+            "wall": Level(0.0, interface=-1.0),
+        },
+        scheme=scheme,
+        H=H,
+        r=0.8,
+        initial={"h1": lambda x, y: 1.0 + 0 * x, "h2": lambda x, y: H(x, y) - 1.0},
+    )
     W0 = sim.state()
     sim.run(10.0, max_steps=200)
     W = sim.state()
@@ -95,9 +111,14 @@ def test_two_layer_levels_at_the_rest_state_keep_it(scheme):
 def test_two_layer_level_drives_the_interface():
     """A raised interface level at ``west`` pushes lower-layer water in (and upper out)."""
     mesh = strip(30, 1, x0=0.0, x1=30.0)
-    sim = _sim(mesh, 2, {"west": Level(0.0, interface=-0.8), "east": "wall", "wall": "wall"},
-               H=2.0, r=0.9, initial={"h1": lambda x, y: 1.0 + 0 * x,
-                                      "h2": lambda x, y: 1.0 + 0 * x})  # fmt: skip
+    sim = _sim(
+        mesh,
+        2,
+        {"west": Level(0.0, interface=-0.8), "east": "wall", "wall": "wall"},
+        H=2.0,
+        r=0.9,
+        initial={"h1": lambda x, y: 1.0 + 0 * x, "h2": lambda x, y: 1.0 + 0 * x},
+    )
     summary = sim.run(5.0)
     assert summary.counters["level_inflow2"] > 0 > summary.counters["level_inflow"]
     for k in range(2):
@@ -118,10 +139,20 @@ def _reflected_energy(east, layers: int = 1) -> float:
         if layers == 1:
             initial = {"h": lambda x, y: H0 + eta(x, y), "qx": lambda x, y: c * eta(x, y)}
         else:  # the external mode: both layers move with u = c eta / H
-            initial = {"h1": lambda x, y: 0.5 + eta(x, y), "q1x": lambda x, y: c * eta(x, y) / 2,
-                       "h2": lambda x, y: 0.5 + 0 * x, "q2x": lambda x, y: c * eta(x, y) / 2}  # fmt: skip
-        sim = _sim(mesh, layers, {"west": "wall", "east": bc, "wall": "wall"}, H=H0,
-                   initial=initial, r=0.99)  # fmt: skip
+            initial = {
+                "h1": lambda x, y: 0.5 + eta(x, y),
+                "q1x": lambda x, y: c * eta(x, y) / 2,
+                "h2": lambda x, y: 0.5 + 0 * x,
+                "q2x": lambda x, y: c * eta(x, y) / 2,
+            }
+        sim = _sim(
+            mesh,
+            layers,
+            {"west": "wall", "east": bc, "wall": "wall"},
+            H=H0,
+            initial=initial,
+            r=0.99,
+        )
         if x1 == 100.0:
             W0 = sim.state()
             area = mesh.area
@@ -163,10 +194,19 @@ def test_discharge_reaches_the_manning_normal_depth(nx, tol):
         return 5.0 + S * x
 
     outlet = hn - H(L - 0.5 * L / nx, 0.0)
-    sim = Simulation(strip(nx, 1, x0=0.0, x1=L), layers=1, scheme="hll", H=H,
-                     friction=("manning", n), initial={"h": lambda x, y: 0.8 * hn + 0 * x},
-                     boundary={"west": UnitDischarge(q, every=10.0, until=1e4),
-                               "east": Level(outlet, every=10.0, until=1e4), "wall": "wall"})  # fmt: skip
+    sim = Simulation(
+        strip(nx, 1, x0=0.0, x1=L),
+        layers=1,
+        scheme="hll",
+        H=H,
+        friction=("manning", n),
+        initial={"h": lambda x, y: 0.8 * hn + 0 * x},
+        boundary={
+            "west": UnitDischarge(q, every=10.0, until=1e4),
+            "east": Level(outlet, every=10.0, until=1e4),
+            "wall": "wall",
+        },
+    )
     sim.run(4000.0)
     f = sim.fields()
     middle = (f["x"] > 500.0) & (f["x"] < 1500.0)
@@ -180,12 +220,30 @@ def test_condition_errors_name_the_tag():
     wet = {"initial": {"h": lambda x, y: 1.0 + 0 * x}}
     wet2 = {"initial": {"h1": lambda x, y: 1.0 + 0 * x, "h2": lambda x, y: 1.0 + 0 * x}}
     with pytest.raises(ConfigError, match="boundary tag 'west': an interface level needs a two"):
-        _sim(mesh, 1, {"west": Level(0.0, interface=-1.0), "east": "wall", "wall": "wall"}, H=1.0, **wet)
+        _sim(
+            mesh,
+            1,
+            {"west": Level(0.0, interface=-1.0), "east": "wall", "wall": "wall"},
+            H=1.0,
+            **wet,
+        )
     with pytest.raises(ConfigError, match="boundary tag 'west': a two-layer level needs the"):
         _sim(mesh, 2, {"west": Level(0.0), "east": "wall", "wall": "wall"}, H=2.0, **wet2)
     with pytest.raises(ConfigError, match="boundary tag 'east': a lower-layer discharge needs"):
-        _sim(mesh, 1, {"west": "wall", "east": Discharge(1.0, lower=1.0), "wall": "wall"}, H=1.0, **wet)
+        _sim(
+            mesh,
+            1,
+            {"west": "wall", "east": Discharge(1.0, lower=1.0), "wall": "wall"},
+            H=1.0,
+            **wet,
+        )
     with pytest.raises(ConfigError, match="boundary tag 'east' lower: expected a number"):
-        _sim(mesh, 2, {"west": "wall", "east": Discharge(1.0, lower=[1]), "wall": "wall"}, H=2.0, **wet2)
+        _sim(
+            mesh,
+            2,
+            {"west": "wall", "east": Discharge(1.0, lower=[1]), "wall": "wall"},
+            H=2.0,
+            **wet2,
+        )
     with pytest.raises(ConfigError, match="unknown condition 'discharge'"):
         _sim(mesh, 1, {"west": "discharge", "east": "wall", "wall": "wall"}, H=1.0, **wet)
