@@ -247,3 +247,51 @@ def test_condition_errors_name_the_tag():
         )
     with pytest.raises(ConfigError, match="unknown condition 'discharge'"):
         _sim(mesh, 1, {"west": "discharge", "east": "wall", "wall": "wall"}, H=1.0, **wet)
+
+
+def _emulated_case(layers: int) -> Simulation:
+    """A run through every kind of boundary with tables: one layer with wetting and drying."""
+    mesh = strip(30, 2, x0=0.0, x1=60.0)
+    if layers == 1:
+
+        def H(x, y):
+            return 1.0 - x / 40.0  # dry beyond x = 40 m
+
+        boundary = {
+            "west": Discharge(lambda t: 2.0 + np.sin(t), every=0.5, until=60.0),
+            "east": Level(lambda t: 0.1 * t, every=1.0, until=60.0),
+            "wall": Characteristic(lambda t: 0.05 * np.sin(t), every=0.5, until=60.0),
+        }
+        initial = {"h": lambda x, y: np.maximum(H(x, y), 0.0)}
+        return _sim(mesh, 1, boundary, scheme="hll-wd", H=H, initial=initial)
+    boundary = {
+        "west": Discharge(1.0, lower=lambda t: 0.5 * np.sin(t), every=0.5, until=60.0),
+        "east": Level(0.0, interface=lambda t: -1.0 + 0.1 * np.sin(t), every=0.5, until=60.0),
+        "wall": Characteristic(0.02, every=1.0, until=60.0),
+    }
+    initial = {"h1": lambda x, y: 1.0 + 0 * x, "h2": lambda x, y: 1.0 + 0.1 * np.cos(x / 7)}
+    return _sim(mesh, 2, boundary, H=2.0, r=0.9, initial=initial)
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_step_kernels_on_host_match_cpu_bitwise(tmp_path, layers):
+    """The CUDA step kernels (run on the host, tests/cuda_host) with discharge, level and
+    characteristic boundaries: float64 states and steps bitwise those of the CPU backend,
+    inflow counters to 1e-12 (the two sum the edges' fluxes in different orders)."""
+    from test_cuda_sources import CXX, emulated_run
+
+    from fvswe.backends import gpu
+
+    if CXX is None:
+        pytest.skip("no host C++ compiler (g++) on PATH")
+    sim = _emulated_case(layers)
+    sim.backend.advance(5.0, 10**6)
+    ref, counters = sim.backend.get_state(), sim.backend.counters()
+    keys = ("level_inflow", "level_inflow2")[:layers]
+    for variant in gpu.VARIANTS:
+        W, ctrl = emulated_run(tmp_path, sim.layout, sim.scheme, variant, "lagged", 5.0, 10**6)
+        assert (ctrl["t"], ctrl["steps"]) == (sim.t, sim.steps)
+        assert np.array_equal(W, ref), variant
+        for key in keys:
+            assert counters[key] != 0
+            assert ctrl[key] == pytest.approx(counters[key], rel=1e-12, abs=0)
