@@ -295,3 +295,99 @@ def test_step_kernels_on_host_match_cpu_bitwise(tmp_path, layers):
         for key in keys:
             assert counters[key] != 0
             assert ctrl[key] == pytest.approx(counters[key], rel=1e-12, abs=0)
+
+
+# -- case files -------------------------------------------------------------------------------
+CASE = """
+layers = {layers}
+t_end = 2.0
+r = 0.9
+[mesh]
+generator = "strip"
+nx = 10
+ny = 2
+x1 = 10.0
+[initial]
+H = 2.0
+{initial}
+[boundary]
+{boundary}
+"""
+
+
+def _load(tmp_path, boundary: str, layers: int = 1):
+    from fvswe import casefile
+
+    initial = 'h = "H"' if layers == 1 else "h1 = 1.0\nh2 = 1.0"
+    path = tmp_path / "case.toml"
+    path.write_text(CASE.format(layers=layers, initial=initial, boundary=boundary))
+    return casefile.load(path)
+
+
+def test_case_file_boundaries_reach_the_tables(tmp_path):
+    """Discharge (Q expression, q table, lower layer from a file), two-layer levels and
+    characteristic boundaries from a case file: the tables the backends read."""
+    (tmp_path / "lower.txt").write_text("# t Q\n0 0.5\n4 1.5\n")
+    spec = _load(
+        tmp_path,
+        '[boundary.west]\nkind = "discharge"\nQ = "2 * t"\nQ_lower = { file = "lower.txt" }\n'
+        "every = 1.0\nuntil = 4.0\n"
+        "[boundary.east]\nlevel = 0.1\ninterface = { times = [0, 4], values = [-1, -0.5] }\n"
+        "until = 4.0\n"
+        '[boundary.wall]\nkind = "characteristic"\nlevel = "0.01 * t"\nuntil = 4.0\n',
+        layers=2,
+    )
+    assert isinstance(spec.boundary["west"], Discharge)
+    assert isinstance(spec.boundary["east"], Level)
+    assert isinstance(spec.boundary["wall"], Characteristic)
+    mesh = spec.load_mesh()
+    lv = level_tables(mesh, spec.boundary, layers=2)
+    assert lv.names == ("west", "west lower", "east", "east interface", "wall")
+    width = 2.0  # the strip's west side: ny cells of 1 m
+    np.testing.assert_allclose(lv.at(2.0), [4.0 / width, 1.0 / width, 0.1, -0.75, 0.02])
+    sim = spec.simulation(mesh)
+    summary = sim.run(spec.t_end)
+    assert summary.counters["level_inflow2"] != 0
+
+
+@pytest.mark.parametrize(
+    ("boundary", "cls", "value"),
+    [
+        ('west = { kind = "discharge", q = { times = [0, 9], values = [1, 1] } }',
+         UnitDischarge, 1.0),
+        ('west = { kind = "characteristic" }', Characteristic, 0.0),
+        ('west = { kind = "level", level_file = "tide.txt" }', Level, 0.3),
+    ],
+    ids=["unit-discharge", "characteristic", "level-file"],
+)  # fmt: skip
+def test_case_file_boundary_kinds(tmp_path, boundary, cls, value):
+    (tmp_path / "tide.txt").write_text("0 0.3\n9 0.3\n")
+    spec = _load(tmp_path, f'{boundary}\neast = "wall"\nwall = "wall"\n')
+    assert type(spec.boundary["west"]) is cls
+    lv = level_tables(spec.load_mesh(), spec.boundary)
+    np.testing.assert_allclose(lv.at(1.0), [value])
+
+
+@pytest.mark.parametrize(
+    ("west", "message"),
+    [
+        ('{ kind = "inflow", Q = 1 }', "'boundary.west.kind' must be one of level, discharge"),
+        ('{ kind = "discharge", Q = 1, q = 1 }', "'boundary.west' needs exactly one of 'Q' or 'q'"),
+        ('{ kind = "discharge" }', "'boundary.west' needs exactly one of 'Q' or 'q'"),
+        ('{ kind = "discharge", Q = 1, q_lower = 1 }', "give 'Q_lower' with 'Q'"),
+        ("{ level = 0.0, Q = 1 }", "'boundary.west.Q' is not a key of a level boundary"),
+        ('{ kind = "discharge", Q = { file = 3 } }', "'boundary.west.Q' must be a number, an"),
+        ('{ kind = "discharge", Q = "sqrt(-1 - t)" }', "boundary.west.Q"),
+        ('{ kind = "discharge", Q = "t", every = 0 }', "every and until must be positive"),
+        ("{ Q = 1 }", "'boundary.west.Q' is not a key of a level boundary"),
+        ('{ kind = "characteristic", interface = 1 }', "'boundary.west.interface' is not a key"),
+    ],
+)  # fmt: skip
+def test_case_file_boundary_errors_name_the_key(tmp_path, west, message):
+    """Each mistake: a one-line ConfigError naming the file and the key."""
+    import re
+
+    with pytest.raises(ConfigError, match=re.escape(message)) as err:
+        spec = _load(tmp_path, f'west = {west}\neast = "wall"\nwall = "wall"\n')
+        level_tables(spec.load_mesh(), spec.boundary)
+    assert "\n" not in str(err.value)
