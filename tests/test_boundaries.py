@@ -391,3 +391,72 @@ def test_case_file_boundary_errors_name_the_key(tmp_path, west, message):
         spec = _load(tmp_path, f'west = {west}\neast = "wall"\nwall = "wall"\n')
         level_tables(spec.load_mesh(), spec.boundary)
     assert "\n" not in str(err.value)
+
+
+# -- the ghost states against the NumPy reference ---------------------------------------------
+def _random_boundary_states(n: int, layers: int, seed: int = 5):
+    """Wet, thin and dry states with sub- and supercritical velocities, unit normals, beds,
+    levels and unit discharges in and out."""
+    rng = np.random.default_rng(seed)
+    W = np.zeros((n, 6))
+    for c in (0, 3)[:layers]:
+        h = rng.uniform(0.0, 3.0, n) * (rng.random(n) > 0.1)
+        h[rng.random(n) < 0.1] = rng.uniform(0, 1e-3)
+        W[:, c] = h
+        W[:, c + 1 : c + 3] = h[:, None] * rng.normal(0.0, 3.0, (n, 2))
+    theta = rng.uniform(0, 2 * np.pi, n)
+    H = rng.uniform(0.5, 4.0, n)
+    a = rng.normal(0.0, 2.0, n)
+    b = rng.normal(-1.0, 1.0, n)
+    return W, H, a, b, np.cos(theta), np.sin(theta)
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_numba_ghosts_match_the_numpy_reference(layers):
+    """Every ghost of fvswe/backends/cpu/ghosts.py equals fvswe/schemes/ghosts.py to 1e-14."""
+    from fvswe.backends.cpu import ghosts as nb
+    from fvswe.schemes import ghosts as ref
+
+    eps_h = 1e-4
+    W, H, a, b, ex, ey = _random_boundary_states(400, layers)
+    expected = {
+        "level": ref.level_ghost(W, H, a, b, layers, eps_h),
+        "discharge": ref.discharge_ghost(W, a, b, ex, ey, G, layers, eps_h),
+        "characteristic": ref.characteristic_ghost(W, H, a, ex, ey, G, layers, eps_h),
+        "fluctuation": ref.discharge_fluctuation(W[:, ::-1], W, a, b, ex, ey, layers),
+    }
+    for e in range(W.shape[0]):
+        w = tuple(W[e])
+        got = {
+            "level": nb.level_ghost(w, H[e], a[e], b[e], layers, eps_h),
+            "discharge": nb.discharge_ghost(w, a[e], b[e], ex[e], ey[e], G, layers, eps_h),
+            "characteristic": nb.characteristic_ghost(w, H[e], a[e], ex[e], ey[e], G, layers,
+                                                      eps_h),
+            "fluctuation": nb.discharge_fluctuation(w[::-1], w, a[e], b[e], ex[e], ey[e], layers),
+        }  # fmt: skip
+        for name, g in got.items():
+            scale = max(1.0, np.abs(expected[name][e]).max())
+            assert np.abs(np.array(g) - expected[name][e]).max() <= 1e-14 * scale, (name, e)
+
+
+def test_discharge_ghost_carries_the_discharge_and_keeps_the_invariant():
+    """One layer: ``h_g u_n,g = phi`` and ``u_n,g + 2 c_g = R`` (subcritical root), or the
+    critical ``c_g = R/3`` for an outflow the invariant cannot carry."""
+    from fvswe.schemes.ghosts import discharge_celerity
+
+    rng = np.random.default_rng(2)
+    R = rng.uniform(-2.0, 20.0, 5000)
+    phi = rng.normal(0.0, 5.0, 5000)
+    c = discharge_celerity(phi, R, G)
+    h = c * c / G
+    inflow = phi < 0
+    assert np.all(c[inflow] > 0) and np.all(c[inflow] >= R[inflow] / 3)
+    residual = (2 * c - R) * c * c + G * phi
+    scale = c**3 + np.abs(R) * c * c + G * np.abs(phi)
+    rooted = inflow | (residual <= 1e-12 * scale) & (c > np.maximum(R, 0) / 3)
+    assert np.all(np.abs(residual[rooted]) <= 1e-13 * scale[rooted])
+    u = phi[rooted] / h[rooted]
+    assert np.allclose(u + 2 * c[rooted], R[rooted], rtol=1e-12, atol=1e-12 * np.abs(R).max())
+    critical = ~rooted
+    assert critical.any() and np.all(phi[critical] >= 0)
+    assert np.allclose(c[critical], np.maximum(R[critical], 0) / 3, rtol=1e-15, atol=0)

@@ -11,12 +11,8 @@ from __future__ import annotations
 
 import math
 
+from ...schemes.ghosts import DISCHARGE_MAXIT, DISCHARGE_TOL
 from .common import inverse_depth, jit, rotate, rotate_back
-
-#: Newton on the ghost celerity of a discharge edge: at most this many steps, stopping once
-#: a step is below ``DISCHARGE_TOL`` times the celerity (docs/SCHEMES.md §7.5).
-DISCHARGE_MAXIT = 60
-DISCHARGE_TOL = 1e-15
 
 
 @jit
