@@ -46,12 +46,12 @@ Series = Callable[[float], float] | str | Path | tuple | float
 def series_table(series, every: float, until: float, where: str) -> tuple[np.ndarray, np.ndarray]:
     """The piecewise-linear table ``(times, values)`` of a series, checked.
 
-    A number or a function is sampled every ``every`` seconds on ``[0, until]``.
+    A function is sampled every ``every`` seconds on ``[0, until]``; a number is the table
+    ``([0, until], [value, value])``.
     """
     if isinstance(series, Real) and not isinstance(series, bool):
-        value = float(series)
-        series = lambda t: np.full(np.shape(t), value)  # noqa: E731
-    if callable(series):
+        t, v = np.array([0.0, float(until)]), np.full(2, float(series))
+    elif callable(series):
         if not (every > 0 and until > 0):
             raise ConfigError(f"{where}: every and until must be positive")
         n = int(np.ceil(until / every))

@@ -168,7 +168,7 @@ SCHEMA: tuple[Key, ...] = (
     Key("boundary.<tag>", "Q_lower", (*NUMBER, str, dict), "two layers, kind discharge: the lower "
         "layer's m³/s (default 0); q_lower per metre with q", "0.0", active=False),
     Key("boundary.<tag>", "q_lower", (*NUMBER, str, dict), "two layers, with q: the lower "
-        "layer's m²/s per metre (default 0)", "", active=False),
+        "layer's m²/s per metre (default 0)", "0.0", active=False),
     Key("boundary.<tag>", "every", NUMBER, "sampling interval of an expression (s)", "1.0"),
     Key("boundary.<tag>", "until", NUMBER, "last sample of an expression (s; default 30 "
         "days)", "60.0"),
