@@ -10,6 +10,7 @@ import pytest
 from fvswe.boundary import Characteristic, Discharge, Level, UnitDischarge, level_tables
 from fvswe.errors import ConfigError
 from fvswe.mesh.generate import strip
+from fvswe.runner import mass_balance, summary_text
 from fvswe.simulation import Simulation
 
 G = 9.81
@@ -44,6 +45,12 @@ def test_discharge_inflow_balances_the_volume(layers):
         key = ("level_inflow", "level_inflow2")[k]
         assert abs(summary.counters[key] - expected[k]) <= 1e-13 * expected[k]
         assert summary.mass_error[k] <= 1e-13 * summary.mass[k]
+    balance = mass_balance(sim, summary)
+    text = summary_text("run", sim, summary)
+    for k, b in enumerate(balance):
+        assert b["net_in"] == summary.counters[("level_inflow", "level_inflow2")[k]]
+        assert abs(b["rest"]) <= 1e-13 * b["now"]
+        assert f"{b['net_in']:+.6g} in through boundaries" in text
 
 
 def test_unit_discharge_series_and_outflow():
