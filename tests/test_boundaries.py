@@ -467,3 +467,63 @@ def test_discharge_ghost_carries_the_discharge_and_keeps_the_invariant():
     critical = ~rooted
     assert critical.any() and np.all(phi[critical] >= 0)
     assert np.allclose(c[critical], np.maximum(R[critical], 0) / 3, rtol=1e-15, atol=0)
+
+
+GHOST_HARNESS = r"""
+#include <cstdio>
+#include <cstdlib>
+#include "ghosts.cuh"
+int main(int argc, char** argv)
+{
+    const int n = std::atoi(argv[1]), layers = std::atoi(argv[2]);
+    double prm[2];
+    if (std::fread(prm, sizeof(double), 2, stdin) != 2) return 1;
+    for (int e = 0; e < n; ++e) {
+        double row[11], out[24] = {};
+        if (std::fread(row, sizeof(double), 11, stdin) != 11) return 1;
+        const double *w = row, H = row[6], a = row[7], b = row[8], ex = row[9], ey = row[10];
+        level_ghost(w, H, a, b, layers, prm[1], out);
+        discharge_ghost(w, a, b, ex, ey, prm[0], layers, prm[1], out + 6);
+        characteristic_ghost(w, H, a, ex, ey, prm[0], layers, prm[1], out + 12);
+        for (int m = 0; m < 6; ++m) out[18 + m] = w[5 - m];
+        discharge_fluctuation(out + 18, w, a, b, ex, ey, layers);
+        std::fwrite(out, sizeof(double), 24, stdout);
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_cuda_ghosts_on_host_are_bitwise_the_numba_ones(tmp_path, layers):
+    """fvswe/backends/cuda/ghosts.cuh compiled for the host (no FMA contraction) gives the bits
+    of fvswe/backends/cpu/ghosts.py on wet, thin and dry states, inflows and outflows."""
+    import subprocess
+
+    from test_cuda_sources import CXX
+
+    from fvswe.backends import gpu
+    from fvswe.backends.cpu import ghosts as nb
+
+    if CXX is None:
+        pytest.skip("no host C++ compiler (g++) on PATH")
+    src, exe = tmp_path / "ghosts.cpp", tmp_path / "ghosts"
+    src.write_text(GHOST_HARNESS)
+    cmd = [CXX, "-std=c++17", "-O1", "-ffp-contract=off", f"-I{gpu.CUDA_DIR}", str(src), "-o"]
+    res = subprocess.run([*cmd, str(exe)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-4000:]
+    eps_h = 1e-4
+    W, H, a, b, ex, ey = _random_boundary_states(2000, layers, seed=11)
+    rows = np.column_stack((W, H, a, b, ex, ey))
+    stdin = np.array([G, eps_h]).tobytes() + rows.tobytes()
+    out = subprocess.run([str(exe), str(len(rows)), str(layers)], input=stdin,
+                         capture_output=True, check=True).stdout  # fmt: skip
+    got = np.frombuffer(out, dtype=np.float64).reshape(len(rows), 4, 6)
+    for e in range(len(rows)):
+        w = tuple(W[e])
+        want = (
+            nb.level_ghost(w, H[e], a[e], b[e], layers, eps_h),
+            nb.discharge_ghost(w, a[e], b[e], ex[e], ey[e], G, layers, eps_h),
+            nb.characteristic_ghost(w, H[e], a[e], ex[e], ey[e], G, layers, eps_h),
+            nb.discharge_fluctuation(w[::-1], w, a[e], b[e], ex[e], ey[e], layers),
+        )
+        assert np.array_equal(got[e], np.array(want)), e
