@@ -257,7 +257,7 @@ def test_condition_errors_name_the_tag():
         _sim(mesh, 1, {"west": "discharge", "east": "wall", "wall": "wall"}, H=1.0, **wet)
 
 
-def _emulated_case(layers: int) -> Simulation:
+def _emulated_case(layers: int, **kw) -> Simulation:
     """A run through every kind of boundary with tables: one layer with wetting and drying."""
     mesh = strip(30, 2, x0=0.0, x1=60.0)
     if layers == 1:
@@ -271,14 +271,14 @@ def _emulated_case(layers: int) -> Simulation:
             "wall": Characteristic(lambda t: 0.05 * np.sin(t), every=0.5, until=60.0),
         }
         initial = {"h": lambda x, y: np.maximum(H(x, y), 0.0)}
-        return _sim(mesh, 1, boundary, scheme="hll-wd", H=H, initial=initial)
+        return _sim(mesh, 1, boundary, scheme="hll-wd", H=H, initial=initial, **kw)
     boundary = {
         "west": Discharge(1.0, lower=lambda t: 0.5 * np.sin(t), every=0.5, until=60.0),
         "east": Level(0.0, interface=lambda t: -1.0 + 0.1 * np.sin(t), every=0.5, until=60.0),
         "wall": Characteristic(0.02, every=1.0, until=60.0),
     }
     initial = {"h1": lambda x, y: 1.0 + 0 * x, "h2": lambda x, y: 1.0 + 0.1 * np.cos(x / 7)}
-    return _sim(mesh, 2, boundary, H=2.0, r=0.9, initial=initial)
+    return _sim(mesh, 2, boundary, H=2.0, r=0.9, initial=initial, **kw)
 
 
 @pytest.mark.parametrize("layers", [1, 2])
@@ -528,3 +528,47 @@ def test_cuda_ghosts_on_host_are_bitwise_the_numba_ones(tmp_path, layers):
             nb.discharge_fluctuation(w[::-1], w, a[e], b[e], ex[e], ey[e], layers),
         )
         assert np.array_equal(got[e], np.array(want)), e
+
+
+MPI_SCRIPT = """
+import sys
+import numpy as np
+from mpi4py import MPI
+sys.path.insert(0, {tests!r})
+from test_boundaries import _emulated_case
+sim = _emulated_case({layers}, backend="cpu", comm=MPI.COMM_WORLD)
+summary = sim.run(5.0)
+W = sim.state()
+if MPI.COMM_WORLD.rank == 0:
+    c = summary.counters
+    np.savez({out!r}, W=W, inflow=[c[k] for k in sorted(c) if k.startswith("level_inflow")])
+"""
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_ranks_give_the_single_process_bits_with_boundary_tables(tmp_path, layers):
+    """Two MPI ranks (fvswe.parallel): the state and the per-layer inflow counters of the runs
+    through discharge, level and characteristic boundaries are the single process's bits."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("mpi4py")
+    if shutil.which("mpiexec") is None:
+        pytest.skip("needs mpiexec")
+    tests = Path(__file__).resolve().parent
+    script, out = tmp_path / "ranks.py", tmp_path / "out.npz"
+    script.write_text(MPI_SCRIPT.format(tests=str(tests), layers=layers, out=str(out)))
+    env = {**os.environ, "PYTHONPATH": str(tests.parent), "NUMBA_NUM_THREADS": "1"}
+    done = subprocess.run(["mpiexec", "-n", "2", sys.executable, str(script)], env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    sim = _emulated_case(layers, backend="cpu")
+    summary = sim.run(5.0)
+    keys = sorted(k for k in summary.counters if k.startswith("level_inflow"))
+    assert len(keys) == layers
+    with np.load(out) as z:
+        assert np.array_equal(z["W"], sim.state())
+        assert np.array_equal(z["inflow"], [summary.counters[k] for k in keys])
