@@ -1,22 +1,24 @@
 """Boundary conditions by tag: which ghost state each boundary edge sees (docs/SCHEMES.md §7).
 
-Conditions are ``"wall"``, ``"open"`` or an imposed water level: :class:`Level`
-(or the shorthand ``("level", eta)``), with ``eta`` a function of time, a
-two-column ``t eta`` text file or a ``(times, values)`` pair. The level ghost
-of a one-layer edge is ``h_g = max(eta(t) + H_i, 0)`` with the inner cell's
-velocity (zero if the cell is dry) and ``H_g = H_i``.
+Conditions are ``"wall"``, ``"open"``, an imposed level :class:`Level` (or the
+shorthand ``("level", eta)``), an imposed discharge :class:`Discharge` (m^3/s
+over the tag) or :class:`UnitDischarge` (m^2/s per metre of boundary), or a
+non-reflecting far field :class:`Characteristic`. Each takes time series: a
+number, a function of time, a two-column ``t value`` text file or a
+``(times, values)`` pair. The ghost states are those of docs/SCHEMES.md §7.4-§7.6.
 
-Every level is handed to the backends as a piecewise-linear table, so the CPU
-and the GPU evaluate the same ``eta(t)``: a function is sampled every
-``Level.every`` seconds up to ``Level.until``; a file or a pair is used at its
-own samples. Before the first and after the last sample the end values hold,
-and :class:`~fvswe.simulation.Simulation` refuses to run past the last one.
+Every series is handed to the backends as a piecewise-linear table, so the CPU
+and the GPU evaluate the same values: a function (or a number) is sampled every
+``every`` seconds up to ``until``; a file or a pair is used at its own samples.
+Before the first and after the last sample the end values hold, and
+:class:`~fvswe.simulation.Simulation` refuses to run past the last one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from numbers import Real
 from pathlib import Path
 
 import numpy as np
@@ -24,52 +26,141 @@ import numpy as np
 from .errors import ConfigError
 
 #: Edge condition codes stored in ``Layout.edge_bc`` (0 marks an interior edge).
-INTERIOR, WALL, OPEN, LEVEL = 0, 1, 2, 3
-KINDS = {"wall": WALL, "open": OPEN, "level": LEVEL}
+INTERIOR, WALL, OPEN, LEVEL, DISCHARGE, CHARACTERISTIC = 0, 1, 2, 3, 4, 5
+KINDS = {"wall": WALL, "open": OPEN, "level": LEVEL, "discharge": DISCHARGE,
+         "characteristic": CHARACTERISTIC}  # fmt: skip
+#: The codes whose edges read tables (their first table: ``LevelTables.edge_level``).
+TABLE_KINDS = (LEVEL, DISCHARGE, CHARACTERISTIC)
 
-#: Defaults for sampling a level given as a function: every 10 s for 30 days.
+#: Backend counters of the volume (m^3) in through the edges with tables, per layer.
+INFLOW_KEYS = ("level_inflow", "level_inflow2")
+
+#: Defaults for sampling a series given as a function: every 10 s for 30 days.
 LEVEL_EVERY_S = 10.0
 LEVEL_UNTIL_S = 30 * 86400.0
+
+#: A time series: a number, a function of ``t``, a two-column file or ``(times, values)``.
+Series = Callable[[float], float] | str | Path | tuple | float
+
+
+def series_table(series, every: float, until: float, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """The piecewise-linear table ``(times, values)`` of a series, checked.
+
+    A function is sampled every ``every`` seconds on ``[0, until]``; a number is the table
+    ``([0, until], [value, value])``.
+    """
+    if isinstance(series, Real) and not isinstance(series, bool):
+        t, v = np.array([0.0, float(until)]), np.full(2, float(series))
+    elif callable(series):
+        if not (every > 0 and until > 0):
+            raise ConfigError(f"{where}: every and until must be positive")
+        n = int(np.ceil(until / every))
+        t = np.arange(n + 1) * float(every)
+        try:
+            v = np.asarray(series(t), dtype=np.float64)
+            if v.shape != t.shape:
+                raise ValueError
+        except (TypeError, ValueError):  # a function of a scalar only
+            v = np.array([float(series(float(s))) for s in t])
+    elif isinstance(series, (str, Path)):
+        t, v = _read_series(Path(series), where)
+    else:
+        try:
+            t, v = (np.asarray(a, dtype=np.float64).reshape(-1) for a in series)
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"{where}: expected a number, a function of t, a file or (times, values), "
+                f"got {series!r}"
+            ) from None
+    _check_table(t, v, where)
+    return t, v
 
 
 @dataclass(frozen=True)
 class Level:
     """An imposed water level ``eta(t)`` (m above the reference) on a boundary tag.
 
-    ``eta``: a function of ``t`` (scalar or array), a path to a text file with
-    two columns ``t eta`` (``#`` comments allowed, times increasing), or a pair
-    ``(times, values)``. ``every`` and ``until`` say how a function is sampled.
+    ``eta``: a :data:`Series`. Two layers also need ``interface``, the interface
+    level ``eta_2(t)`` (m, negative below the reference). ``every`` and ``until``
+    say how a function is sampled. Ghost: docs/SCHEMES.md §7.4.
     """
 
-    eta: Callable[[float], float] | str | Path | tuple
+    eta: Series
+    interface: Series | None = None
     every: float = LEVEL_EVERY_S
     until: float = LEVEL_UNTIL_S
 
+    code = LEVEL
+
     def table(self, where: str = "level") -> tuple[np.ndarray, np.ndarray]:
-        """The piecewise-linear table ``(times, values)`` both backends interpolate."""
-        eta = self.eta
-        if callable(eta):
-            if not (self.every > 0 and self.until > 0):
-                raise ConfigError(f"{where}: every and until must be positive")
-            n = int(np.ceil(self.until / self.every))
-            t = np.arange(n + 1) * float(self.every)
-            try:
-                v = np.asarray(eta(t), dtype=np.float64)
-                if v.shape != t.shape:
-                    raise ValueError
-            except (TypeError, ValueError):  # a function of a scalar only
-                v = np.array([float(eta(float(s))) for s in t])
-        elif isinstance(eta, (str, Path)):
-            t, v = _read_series(Path(eta), where)
-        else:
-            try:
-                t, v = (np.asarray(a, dtype=np.float64).reshape(-1) for a in eta)
-            except (TypeError, ValueError):
-                raise ConfigError(
-                    f"{where}: expected a function of t, a file or (times, values), got {eta!r}"
-                ) from None
-        _check_table(t, v, where)
-        return t, v
+        """The piecewise-linear table ``(times, values)`` of ``eta``."""
+        return series_table(self.eta, self.every, self.until, where)
+
+    def tables(self, layers: int, length: float, where: str) -> list[tuple[str, tuple]]:
+        """``(suffix, table)`` per table the backends read: eta, then the interface."""
+        if layers == 1:
+            if self.interface is not None:
+                raise ConfigError(f"{where}: an interface level needs a two-layer model")
+            return [("", self.table(where))]
+        if self.interface is None:
+            raise ConfigError(f"{where}: a two-layer level needs the interface level too")
+        inner = series_table(self.interface, self.every, self.until, f"{where} interface")
+        return [("", self.table(where)), (" interface", inner)]
+
+
+@dataclass(frozen=True)
+class Discharge:
+    """An imposed discharge into the domain through a boundary tag: ``Q(t)`` m^3/s in total,
+    spread uniformly over the tag's length (``q = Q / L``, docs/SCHEMES.md §7.5); negative
+    ``Q`` flows out.
+
+    Two layers: ``Q`` is the upper layer's, ``lower`` the lower layer's (0 if None). Both
+    are :data:`Series`; ``every`` and ``until`` say how a function is sampled.
+    """
+
+    Q: Series
+    lower: Series | None = None
+    every: float = LEVEL_EVERY_S
+    until: float = LEVEL_UNTIL_S
+
+    code = DISCHARGE
+    per_metre = False
+
+    def tables(self, layers: int, length: float, where: str) -> list[tuple[str, tuple]]:
+        """The tables of the unit discharges (m^2/s, into the domain), one per layer."""
+        scale = 1.0 if self.per_metre else 1.0 / length
+        out = []
+        for suffix, series in (("", self.Q), (" lower", self.lower))[:layers]:
+            t, v = series_table(0.0 if series is None else series, self.every, self.until,
+                                f"{where}{suffix}")  # fmt: skip
+            out.append((suffix, (t, v * scale)))
+        if layers == 1 and self.lower is not None:
+            raise ConfigError(f"{where}: a lower-layer discharge needs a two-layer model")
+        return out
+
+
+@dataclass(frozen=True)
+class UnitDischarge(Discharge):
+    """As :class:`Discharge`, with ``Q`` and ``lower`` per metre of boundary (m^2/s)."""
+
+    per_metre = True
+
+
+@dataclass(frozen=True)
+class Characteristic:
+    """A non-reflecting open boundary: the ghost keeps the outgoing Riemann invariant and takes
+    the incoming one from a far field at rest at level ``eta(t)`` (default 0), so that waves
+    leave (docs/SCHEMES.md §7.6). Two layers: the external (barotropic) mode only."""
+
+    eta: Series = 0.0
+    every: float = LEVEL_EVERY_S
+    until: float = LEVEL_UNTIL_S
+
+    code = CHARACTERISTIC
+
+    def tables(self, layers: int, length: float, where: str) -> list[tuple[str, tuple]]:
+        """The far-field level's table."""
+        return [("", series_table(self.eta, self.every, self.until, where))]
 
 
 def _read_series(path: Path, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -97,17 +188,21 @@ def _check_table(t: np.ndarray, v: np.ndarray, where: str) -> None:
         raise ConfigError(f"{where}: level times must increase (sample {bad}: t = {t[bad]:g})")
 
 
-def _kind(name: str, condition) -> tuple[int, Level | None]:
-    """``(code, Level or None)`` of one tag's condition."""
-    if isinstance(condition, Level):
-        return LEVEL, condition
+#: The conditions that read tables.
+TABLE_CONDITIONS = (Level, Discharge, Characteristic)
+
+
+def _kind(name: str, condition) -> tuple[int, Level | Discharge | Characteristic | None]:
+    """``(code, condition object or None)`` of one tag's condition."""
+    if isinstance(condition, TABLE_CONDITIONS):
+        return condition.code, condition
     if isinstance(condition, tuple) and len(condition) == 2 and condition[0] == "level":
         return LEVEL, Level(condition[1])
-    if isinstance(condition, str) and condition in KINDS and condition != "level":
+    if isinstance(condition, str) and condition in ("wall", "open"):
         return KINDS[condition], None
     raise ConfigError(
-        f"boundary tag {name!r}: unknown condition {condition!r} "
-        f"(choose from wall, open, Level(eta) or ('level', eta))"
+        f"boundary tag {name!r}: unknown condition {condition!r} (choose from wall, open, "
+        f"Level(eta), Discharge(Q), UnitDischarge(q), Characteristic(eta) or ('level', eta))"
     )
 
 
@@ -143,14 +238,17 @@ def edge_conditions(mesh, conditions: Mapping[str, object] | None = None) -> np.
 
 @dataclass(frozen=True)
 class LevelTables:
-    """All level conditions of a run, packed for the backends.
+    """All time series of a run's boundaries (levels, discharges, far fields), for the backends.
 
-    ``edge_level[e]`` is the table of edge ``e`` (-1: none); table ``k`` is
-    ``times[offsets[k]:offsets[k+1]]`` / ``values[...]``; ``names[k]`` its tag.
+    ``edge_level[e]`` is the first table of edge ``e`` (-1: none); a condition with
+    two tables (two-layer level: surface, interface; two-layer discharge: upper, lower
+    layer) has them at ``k`` and ``k + 1``. Table ``k`` is
+    ``times[offsets[k]:offsets[k+1]]`` / ``values[...]``; ``names[k]`` its tag (with
+    " interface" or " lower" for a second table).
     """
 
     edge_level: np.ndarray  # (E,) int32
-    offsets: np.ndarray  # (n_levels + 1,) int64
+    offsets: np.ndarray  # (n_tables + 1,) int64
     times: np.ndarray  # (N,) float64
     values: np.ndarray  # (N,) float64
     names: tuple[str, ...]
@@ -160,7 +258,7 @@ class LevelTables:
         return len(self.names)
 
     def at(self, t: float) -> np.ndarray:
-        """``eta(t)`` of every table (linear between samples, end values held outside)."""
+        """The value at ``t`` of every table (linear between samples, end values held)."""
         o = self.offsets
         return np.array(
             [np.interp(t, self.times[o[k] : o[k + 1]], self.values[o[k] : o[k + 1]])
@@ -168,7 +266,7 @@ class LevelTables:
         )  # fmt: skip
 
     def end(self) -> tuple[float, str] | None:
-        """The earliest last sample over the tables and its tag (None without levels)."""
+        """The earliest last sample over the tables and its tag (None without tables)."""
         if not self.count:
             return None
         ends = self.times[self.offsets[1:] - 1]
@@ -176,22 +274,34 @@ class LevelTables:
         return float(ends[k]), self.names[k]
 
 
-def level_tables(mesh, conditions: Mapping[str, object] | None = None) -> LevelTables:
-    """The level tables of ``conditions`` (validated as by :func:`edge_conditions`)."""
+def level_tables(
+    mesh, conditions: Mapping[str, object] | None = None, layers: int = 1
+) -> LevelTables:
+    """The tables of ``conditions`` (validated as by :func:`edge_conditions`) for a model of
+    ``layers`` layers; a :class:`Discharge` is divided by its tag's length here."""
     edge_level = np.full(mesh.n_edges, -1, dtype=np.int32)
     names, times, values = [], [], []
     for name, condition in (conditions or {}).items():
-        code, level = _kind(name, condition)
-        if code != LEVEL or name not in mesh.tags:
+        code, cond = _kind(name, condition)
+        if cond is None or name not in mesh.tags:
             continue
-        t, v = level.table(f"boundary tag {name!r}")
-        edge_level[mesh.edge_tag == mesh.tags[name]] = len(names)
-        names.append(name)
-        times.append(t)
-        values.append(v)
+        edges = mesh.edge_tag == mesh.tags[name]
+        length = float(np.sum(mesh.edge_length[edges]))
+        tables = cond.tables(layers, length, f"boundary tag {name!r}")
+        edge_level[edges] = len(names)
+        for suffix, (t, v) in tables:
+            names.append(name + suffix)
+            times.append(t)
+            values.append(v)
     offsets = np.concatenate(([0], np.cumsum([t.size for t in times]))).astype(np.int64)
     if not names:
         times, values = [np.zeros(0)], [np.zeros(0)]
     return LevelTables(
         edge_level, offsets, np.concatenate(times), np.concatenate(values), tuple(names)
     )
+
+
+def inflows(counters: Mapping[str, float], layers: int) -> list[float]:
+    """Per layer, the volume (m^3) that came in through the boundaries with tables
+    (counters :data:`INFLOW_KEYS`; 0 where absent)."""
+    return [float(counters.get(k, 0.0)) for k in INFLOW_KEYS[:layers]]

@@ -147,9 +147,11 @@ SCHEMA: tuple[Key, ...] = (
         "structured_square: n, half; strip: nx, ny, x0, x1, width",
         "nx = 100\nny = 2\nx0 = 0.0\nx1 = 100.0"),
     Key("boundary", "<tag>", (str, dict), 'a boundary tag\'s condition: "wall", "open" or a '
-        "level table (keys below); absent table: all walls",
+        "table (keys below); absent table: all walls",
         'east = "wall"\nwall = "wall"  # the strip\'s long sides'),
-    Key("boundary.<tag>", "level", (*NUMBER, str), "one layer: imposed level η(t) (m), a number "
+    Key("boundary.<tag>", "kind", str, "level (the default), discharge or characteristic "
+        "(non-reflecting, toward a far field at rest at `level`, default 0)", '"level"'),
+    Key("boundary.<tag>", "level", (*NUMBER, str), "imposed level η(t) (m), a number "
         "or an expression of t", '"0.2 * sin(2 * pi * t / 30)"'),
     Key("boundary.<tag>", "level_file", str, "the level from a two-column `t eta` text file "
         "(relative to the case file)", '"tide.txt"', active=False),
@@ -157,8 +159,21 @@ SCHEMA: tuple[Key, ...] = (
         "[0.0, 30.0, 60.0]", active=False),
     Key("boundary.<tag>", "levels", list, "the level table's values (m), with `times`",
         "[0.0, 0.2, 0.0]", active=False),
-    Key("boundary.<tag>", "every", NUMBER, "sampling interval of a level expression (s)", "1.0"),
-    Key("boundary.<tag>", "until", NUMBER, "last sample of a level expression (s; default 30 "
+    Key("boundary.<tag>", "interface", (*NUMBER, str, dict), "two layers, kind level: the "
+        "interface level (m, negative below the reference): a number, an expression of t, "
+        "{file = ...} or {times = [...], values = [...]}", '"-5.0"', active=False),
+    Key("boundary.<tag>", "Q", (*NUMBER, str, dict), "kind discharge: m³/s into the domain "
+        "over the tag (the upper layer's of two), spread uniformly over its length; a number, "
+        "an expression of t, {file = ...} or {times = [...], values = [...]}",
+        '"100 + 50 * sin(2 * pi * t / 3600)"', active=False),
+    Key("boundary.<tag>", "q", (*NUMBER, str, dict), "kind discharge, instead of Q: m²/s per "
+        "metre of boundary", "1.5", active=False),
+    Key("boundary.<tag>", "Q_lower", (*NUMBER, str, dict), "two layers, kind discharge: the lower "
+        "layer's m³/s (default 0); q_lower per metre with q", "0.0", active=False),
+    Key("boundary.<tag>", "q_lower", (*NUMBER, str, dict), "two layers, with q: the lower "
+        "layer's m²/s per metre (default 0)", "0.0", active=False),
+    Key("boundary.<tag>", "every", NUMBER, "sampling interval of an expression (s)", "1.0"),
+    Key("boundary.<tag>", "until", NUMBER, "last sample of an expression (s; default 30 "
         "days)", "60.0"),
     Key("initial", "<field>", (*NUMBER, str, dict), "H (bottom depth, positive down), a state "
         "field (h1 q1x q1y h2 q2x q2y; one layer h qx qy) or a velocity (u1 v1 u2 v2; u v): a "
@@ -513,30 +528,87 @@ def _raster(where: str, table: Mapping[str, Any], path: Path) -> Callable:
 
 
 def _condition(tag: str, value: Any, path: Path):
-    """A boundary tag's condition: "wall", "open" or a :class:`~fvswe.boundary.Level`."""
-    from .boundary import Level
+    """A boundary tag's condition: "wall", "open", or a :class:`~fvswe.boundary.Level`,
+    :class:`~fvswe.boundary.Discharge` (:class:`~fvswe.boundary.UnitDischarge`) or
+    :class:`~fvswe.boundary.Characteristic` from a table."""
+    from .boundary import Characteristic, Discharge, Level, UnitDischarge
 
     src, where = str(path), f"boundary.{tag}"
     if isinstance(value, str):
         return value
     if not isinstance(value, dict):
-        raise ConfigError(f"{src}: {where!r} must be a string (wall or open) or a level table")
+        raise ConfigError(f"{src}: {where!r} must be a string (wall or open) or a table")
     _table(value, "boundary.<tag>", src, shown=where)
+    kind = value.get("kind", "level")
+    allowed = BOUNDARY_KEYS.get(kind)
+    if allowed is None:
+        raise ConfigError(
+            f"{src}: '{where}.kind' must be one of {', '.join(BOUNDARY_KEYS)}, got {kind!r}"
+        )
+    extra = sorted(set(value) - set(allowed) - {"kind", "every", "until"})
+    if extra:
+        raise ConfigError(f"{src}: '{where}.{extra[0]}' is not a key of a {kind} boundary")
+    sampling = {k: float(value[k]) for k in ("every", "until") if k in value}
+    if kind == "discharge":
+        given = [k for k in ("Q", "q") if k in value]
+        if len(given) != 1:
+            raise ConfigError(f"{src}: {where!r} needs exactly one of 'Q' or 'q'")
+        key = given[0]
+        if f"{'q' if key == 'Q' else 'Q'}_lower" in value:
+            raise ConfigError(f"{src}: {where!r}: give '{key}_lower' with '{key}'")
+        lower = value.get(f"{key}_lower")
+        series = _series(value[key], f"{where}.{key}", path)
+        lower = None if lower is None else _series(lower, f"{where}.{key}_lower", path)
+        cls = Discharge if key == "Q" else UnitDischarge
+        return cls(series, lower, **sampling)
     given = [k for k in ("level", "level_file", "times") if k in value]
+    if kind == "characteristic" and not given:
+        return Characteristic(0.0, **sampling)
     if len(given) != 1 or ("levels" in value) != ("times" in value):
         raise ConfigError(
             f"{src}: {where!r} needs exactly one of 'level', 'level_file' or 'times' + 'levels'"
         )
-    if given[0] != "level" and ({"every", "until"} & set(value)):
+    sampled = given[0] == "level" or "interface" in value
+    if not sampled and ({"every", "until"} & set(value)):
         raise ConfigError(f"{src}: {where!r}: 'every' and 'until' are for a level expression")
     if given[0] == "level_file":
-        return Level(str(path.parent / value["level_file"]))
-    if given[0] == "times":
+        eta = str(path.parent / value["level_file"])
+    elif given[0] == "times":
         times = _numbers(value["times"], f"{where}.times", src)
-        return Level((times, _numbers(value["levels"], f"{where}.levels", src)))
-    expression = value["level"]
-    sampling = {k: float(value[k]) for k in ("every", "until") if k in value}
-    return Level(_function_of_t(expression, f"{src}: {where}.level"), **sampling)
+        eta = (times, _numbers(value["levels"], f"{where}.levels", src))
+    else:
+        eta = _function_of_t(value["level"], f"{src}: {where}.level")
+    if kind == "characteristic":
+        return Characteristic(eta, **sampling)
+    interface = value.get("interface")
+    if interface is not None:
+        interface = _series(interface, f"{where}.interface", path)
+    return Level(eta, interface, **sampling)
+
+
+#: The keys of each boundary kind (besides kind, every and until).
+BOUNDARY_KEYS = {
+    "level": ("level", "level_file", "times", "levels", "interface"),
+    "discharge": ("Q", "q", "Q_lower", "q_lower"),
+    "characteristic": ("level", "level_file", "times", "levels"),
+}
+
+
+def _series(value: Any, where: str, path: Path):
+    """A time series of a boundary (:data:`fvswe.boundary.Series`): a number or an expression
+    of t, or a table ``{file = ...}`` (relative to the case file) or ``{times, values}``."""
+    src = str(path)
+    if not isinstance(value, dict):
+        return _function_of_t(value, f"{src}: {where}")
+    if set(value) == {"file"} and isinstance(value["file"], str):
+        return str(path.parent / value["file"])
+    if set(value) == {"times", "values"} and all(isinstance(value[k], list) for k in value):
+        times = _numbers(value["times"], f"{where}.times", src)
+        return times, _numbers(value["values"], f"{where}.values", src)
+    raise ConfigError(
+        f"{src}: {where!r} must be a number, an expression of t, {{file = ...}} or "
+        f"{{times = [...], values = [...]}}"
+    )
 
 
 def _function_of_t(expression: int | float | str, where: str) -> Callable:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .boundary import INFLOW_KEYS
 from .errors import ConfigError
 from .partition import Part, assign, split
 
@@ -36,7 +37,7 @@ LAUNCH_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
 HALO_TAG = 11
 #: Counters every rank holds whole (the ranks' level fluxes are summed in global order
 #: each step); the others are per-rank counts, summed when reported.
-WHOLE_COUNTERS = ("level_inflow",)
+WHOLE_COUNTERS = INFLOW_KEYS
 
 
 def _launch_env(names: tuple[str, ...], default: int) -> int:

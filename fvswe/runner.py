@@ -185,15 +185,15 @@ def advance(
 def mass_balance(sim, summary) -> list[dict[str, float | bool]]:
     """Per layer, the volume balance in m^3: ``initial + net_in + rest = now``.
 
-    ``net_in`` is what imposed-level boundaries let in, net (counter
-    ``level_inflow``, one layer; 0 otherwise); ``rest`` is what no counter
+    ``net_in`` is what the level, discharge and characteristic boundaries let in, net
+    (:func:`fvswe.boundary.inflows`; 0 otherwise); ``rest`` is what no counter
     measured: round-off with walls, or what crossed the open boundaries
     (``open_boundaries``) when there are any.
     """
-    from .boundary import OPEN
+    from .boundary import OPEN, inflows
 
     has_open = bool(np.any(sim.layout.edge_bc == OPEN))
-    inflow = [float(summary.counters.get("level_inflow", 0.0))] + [0.0] * (len(summary.mass) - 1)
+    inflow = inflows(summary.counters, len(summary.mass))
     return [
         {"initial": m0, "net_in": q, "now": m, "rest": m - m0 - q, "open_boundaries": has_open}
         for m0, q, m in zip(summary.mass_initial, inflow, summary.mass, strict=True)
@@ -239,7 +239,7 @@ def summary_text(name: str, sim, summary) -> str:
             rest = f"{b['rest']:+.4g} through the open boundaries"
         else:
             rest = f"{b['rest']:+.2g} unaccounted ({abs(b['rest']) / scale:.1g} relative)"
-        net_in = f" {b['net_in']:+.6g} in at levels," if b["net_in"] else ""
+        net_in = f" {b['net_in']:+.6g} in through boundaries," if b["net_in"] else ""
         lines.append(
             f"  {label} [m^3]: initial {b['initial']:.6g},{net_in} {rest}, now {b['now']:.6g}"
         )

@@ -16,7 +16,7 @@ import numpy as np
 
 from .backends import backend_class
 from .backends.layout import FRICTION_KINDS, Layout
-from .boundary import OPEN, edge_conditions, level_tables
+from .boundary import OPEN, edge_conditions, inflows, level_tables
 from .errors import BlowUpError, ConfigError
 from .mesh.orderings import resolve as resolve_order
 from .model import Model, thin_layer_threshold
@@ -53,9 +53,9 @@ class RunSummary:
 
     @property
     def mass_error(self) -> list[float]:
-        """``|m - m0 - inflow|`` per layer (m^3); ``inflow`` is the volume that level
-        boundaries let in (counter ``level_inflow``, one layer), 0 with walls."""
-        inflow = [float(self.counters.get("level_inflow", 0.0))] + [0.0] * (len(self.mass) - 1)
+        """``|m - m0 - inflow|`` per layer (m^3); ``inflow`` is the volume that level, discharge
+        and characteristic boundaries let in (:func:`fvswe.boundary.inflows`), 0 with walls."""
+        inflow = inflows(self.counters, len(self.mass))
         return [
             abs(m - m0 - q) for m, m0, q in zip(self.mass, self.mass_initial, inflow, strict=True)
         ]
@@ -173,8 +173,10 @@ class Simulation:
     previous step's speeds), ``nonlagged`` (Δt from the current speeds) or
     ``fixed`` (``dt``). The last step is clipped to hit ``t_end``.
 
-    ``boundary`` maps each tag to ``"wall"``, ``"open"`` or an imposed level
-    (:class:`fvswe.boundary.Level`, one layer). ``friction`` is None,
+    ``boundary`` maps each tag to ``"wall"``, ``"open"``, an imposed level
+    (:class:`fvswe.boundary.Level`), discharge (:class:`~fvswe.boundary.Discharge`,
+    :class:`~fvswe.boundary.UnitDischarge`) or a non-reflecting far field
+    (:class:`~fvswe.boundary.Characteristic`). ``friction`` is None,
     ``("chezy", C)`` or ``("manning", n)``: bottom friction on the one layer or the lower
     layer of two; ``interfacial_friction`` is ``c_i`` of the stress
     ``c_i |u1 - u2| (u1 - u2)`` between two layers (docs/SCHEMES.md §14). Each
@@ -264,11 +266,7 @@ class Simulation:
             bottom = None if bottom is None else bottom[perm]
             interfacial = None if interfacial is None else interfacial[perm]
         edge_bc = edge_conditions(mesh, boundary)
-        levels = level_tables(mesh, boundary)
-        if levels.count and layers != 1:
-            raise ConfigError(
-                f"boundary tag {levels.names[0]!r}: imposed levels need a one-layer model"
-            )
+        levels = level_tables(mesh, boundary, layers)
         self.friction = friction
         self.interfacial_friction = interfacial_friction
         self.mesh = mesh

@@ -73,8 +73,8 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
     "velocity and momentum both": (SQUARE.replace("h1 = 1.0", "h1 = 1.0\nu1 = 1\nq1x = 1"), [],
                                    "initial.u1 and initial.q1x"),
     # -- boundaries
-    "level on two layers": (SQUARE + '[boundary]\nwall = { level = 0.1 }\n', [],
-                            "imposed levels need a one-layer model"),
+    "two-layer level without interface": (SQUARE + '[boundary]\nwall = { level = 0.1 }\n', [],
+                                          "a two-layer level needs the interface level too"),
     "level file missing": (west('{ level_file = "nowhere.txt" }'), [], "nowhere.txt"),
     "level file three columns": (west('{ level_file = "{d}/three.txt" }'), [],
                                  "needs two columns"),

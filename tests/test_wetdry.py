@@ -338,7 +338,7 @@ def test_level_boundary_holds_a_lake_and_ends_with_its_series(tmp_path):
         ConfigError, match="past the end of the level series of boundary tag 'west'"
     ):
         sim.run(101.0)
-    with pytest.raises(ConfigError, match="one-layer"):
+    with pytest.raises(ConfigError, match="two-layer level needs the interface level"):
         Simulation(g.mesh(), layers=2, boundary={**WALLS, "west": ("level", str(path))})
 
 

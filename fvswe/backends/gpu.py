@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..boundary import LEVEL, OPEN, WALL
+from ..boundary import INFLOW_KEYS, KINDS
 from ..errors import BackendUnavailable, ConfigError
 from ..schemes import KERNELS
 from ..schemes import kernel as scheme_kernel
@@ -90,6 +90,7 @@ CTRL_DTYPE = np.dtype(
         ("eps_h", "f8"),
         ("interfacial_coef", "u8"),  # device pointer (0: none)
         ("level_inflow", "f8"),
+        ("level_inflow2", "f8"),
         ("level_table", "u8"),  # device pointers
         ("level_offsets", "u8"),
         ("level_times", "u8"),
@@ -220,8 +221,8 @@ def unpack_state(P: np.ndarray, layers: int) -> np.ndarray:
 
 
 def level_edges(lay: Layout) -> np.ndarray:
-    """The imposed-level edges, in edge order (their index m among them is their slot in
-    the device's per-step level fluxes)."""
+    """The edges with tables (level, discharge, characteristic), in edge order (their index
+    m among them is their slot in the device's per-step level fluxes)."""
     levels = getattr(lay, "levels", None)
     if levels is None:
         return np.zeros(0, dtype=np.int64)
@@ -229,15 +230,16 @@ def level_edges(lay: Layout) -> np.ndarray:
 
 
 def _boundary_codes(lay: Layout) -> np.ndarray:
-    """Per edge, minus the boundary code ``bc | 4 m`` (bc: wall 1, open 2, level 3; m: the
-    edge's index among the level edges), checked; 0 on interior edges."""
+    """Per edge, minus the boundary code ``bc | 8 m`` (bc: the codes of
+    :data:`fvswe.boundary.KINDS`; m: the edge's index among the edges with tables),
+    checked; 0 on interior edges."""
     boundary = lay.edge_cells[:, 1] < 0
     code = lay.edge_bc.astype(np.int32)
-    bad = np.flatnonzero(boundary & ~np.isin(code, (WALL, OPEN, LEVEL)))
+    bad = np.flatnonzero(boundary & ~np.isin(code, list(KINDS.values())))
     if bad.size:
-        raise ConfigError(f"layout: boundary edge {bad[0]} has no wall/open/level condition")
+        raise ConfigError(f"layout: boundary edge {bad[0]} has no condition")
     lv = level_edges(lay)
-    code[lv] = LEVEL + 4 * np.arange(lv.size, dtype=np.int32)
+    code[lv] += 8 * np.arange(lv.size, dtype=np.int32)
     return np.where(boundary, -code, 0)
 
 
@@ -442,7 +444,7 @@ class GpuBackend:
                     "level_offsets": cupy.asarray(lv.offsets.astype(np.int64)),
                     "level_times": cupy.asarray(lv.times.astype(np.float64)),
                     "level_values": cupy.asarray(lv.values.astype(np.float64)),
-                    "level_flux": cupy.zeros(level_edges(lay).size, dtype=np.float64),
+                    "level_flux": cupy.zeros(2 * level_edges(lay).size, dtype=np.float64),
                 }
             for name, arr in self._level_arrays.items():
                 ctrl[name] = arr.data.ptr
@@ -515,11 +517,13 @@ class GpuBackend:
             ]
 
     def counters(self) -> dict[str, int | float]:
-        """Event counts; with level boundaries also ``level_inflow`` (m^3 in through them)."""
+        """Event counts; with level, discharge or characteristic boundaries also the inflow
+        counters :data:`fvswe.boundary.INFLOW_KEYS` (m^3 in through them, per layer)."""
         c = self._read_ctrl()
         out = {key: int(c[field]) for key, field in COUNTERS.items()}
         if self._has_levels:
-            out["level_inflow"] = float(c["level_inflow"])
+            for key in INFLOW_KEYS[: self.model.layers]:
+                out[key] = float(c[key])
         return out
 
     @property
@@ -560,8 +564,9 @@ class GpuBackend:
         counts = snap["counters"]
         for key, field in COUNTERS.items():
             ctrl[field] = counts.get(key, 0)
-        ctrl["level_inflow"] = counts.get("level_inflow", 0.0)
-        self._write_ctrl(ctrl, (*fields, *COUNTERS.values(), "level_inflow"))
+        for key in INFLOW_KEYS:
+            ctrl[key] = counts.get(key, 0.0)
+        self._write_ctrl(ctrl, (*fields, *COUNTERS.values(), *INFLOW_KEYS))
         self._read_ctrl()
 
     def first_invalid(self) -> tuple[int, int] | None:

@@ -48,7 +48,7 @@ int main()
     const auto level_offsets = input<long long>(hdr[6] + 1);
     const auto level_times = input<double>(hdr[7]);
     const auto level_values = input<double>(hdr[7]);
-    std::vector<double> level_flux(hdr[5]);
+    std::vector<double> level_flux(2 * hdr[5]);
     const auto friction_coef = input<double>(hdr[4] ? L : 0);
     const auto interfacial_coef = input<double>(hdr[8] ? L : 0);
     auto W = input<real4>(size_t(L) * NVEC);

@@ -16,12 +16,13 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ...boundary import LEVEL, WALL
+from ...boundary import CHARACTERISTIC, DISCHARGE, INFLOW_KEYS, LEVEL, WALL
 from ...errors import ConfigError
 from ...schemes import kernel
 from ..layout import Layout
 from . import default_threads, friction, hll, ir_roe, pvm_ifcp, roe, wetdry
 from .common import inverse_depth, wall_ghost
+from .ghosts import characteristic_ghost, discharge_fluctuation, discharge_ghost, level_ghost
 
 #: Kernel (:data:`fvswe.schemes.KERNELS`) -> id used by the compiled dispatch below.
 KERNEL_IDS = {
@@ -56,17 +57,16 @@ def _load(W, i, nvar):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _ghost(Wi, Hi, bc, ex, ey, level, eps_h):
-    """Ghost state of a boundary edge (docs/SCHEMES.md §7): wall reflects q·η, open copies.
-
-    A level edge (one layer) sees ``h_g = max(level + H_i, 0)`` moving with the
-    inner cell's (desingularised) velocity, which is 0 when the cell is dry.
-    """
+def _ghost(Wi, Hi, bc, ex, ey, a, b, layers, g, eps_h):
+    """Ghost state of a boundary edge (docs/SCHEMES.md §7): wall reflects q·η, open copies;
+    level, discharge and characteristic edges read their table values ``a`` (and ``b``,
+    the second table of a two-layer level or discharge) in :mod:`.ghosts`."""
     if bc == LEVEL:
-        hg = max(level + Hi, 0.0)
-        k = inverse_depth(Wi[0], eps_h)
-        z = hg * 0
-        return (hg, hg * (Wi[1] * k), hg * (Wi[2] * k), z, z, z)
+        return level_ghost(Wi, Hi, a, b, layers, eps_h)
+    if bc == DISCHARGE:
+        return discharge_ghost(Wi, a, b, ex, ey, g, layers, eps_h)
+    if bc == CHARACTERISTIC:
+        return characteristic_ghost(Wi, Hi, a, ex, ey, g, layers, eps_h)
     if bc != WALL:
         return Wi
     return wall_ghost(Wi, ex, ey)
@@ -107,27 +107,41 @@ def edge_pass(
 ):  # fmt: skip
     """Every edge once: ``|Γ| F⁻`` and ``|Γ| ‖D‖`` into i's slot, ``|Γ| F⁺`` into j's.
 
-    Level edges take their level from ``level_now[edge_level[e]]`` and record
-    the mass flux through them, ``|Γ| (F⁻_h + q_i·η)`` (outward), in ``level_flux[e]``.
+    Edges with tables (level, discharge, characteristic) read ``level_now[edge_level[e]]``
+    (and the next table for a two-layer level or discharge), a discharge edge imposes its
+    mass fluxes (:func:`.ghosts.discharge_fluctuation`), and each records its outward mass
+    flux per layer, ``|Γ| (F⁻_h + q_i·η)``, in ``level_flux[e]``.
     """
     nvar = W.shape[1]
+    layers = nvar // 3
     for e in prange(edge_cells.shape[0]):
         i = edge_cells[e, 0]
         j = edge_cells[e, 1]
         ex = normal[e, 0]
         ey = normal[e, 1]
         Wi = _load(W, i, nvar)
+        bc = edge_bc[e]
+        a = 0.0
+        b = 0.0
         if j >= 0:
             Wj = _load(W, j, nvar)
             Hj = H[j]
         else:
-            level = level_now[edge_level[e]] if edge_bc[e] == LEVEL else 0.0
-            Wj = _ghost(Wi, H[i], edge_bc[e], ex, ey, level, eps_h)
+            if bc >= LEVEL:
+                m = edge_level[e]
+                a = level_now[m]
+                if layers == 2 and bc != CHARACTERISTIC:
+                    b = level_now[m + 1]
+            Wj = _ghost(Wi, H[i], bc, ex, ey, a, b, layers, g, eps_h)
             Hj = H[i]
         Fm, Fp, dmax, flag = _edge_flux(scheme, Wi, Wj, H[i], Hj, ex, ey, g, r, eps_h)
         ln = length[e]
-        if j < 0 and edge_bc[e] == LEVEL:
-            level_flux[e] = ln * (Fm[0] + (Wi[1] * ex + Wi[2] * ey))
+        if j < 0 and bc >= LEVEL:
+            if bc == DISCHARGE:
+                Fm = discharge_fluctuation(Fm, Wi, a, b, ex, ey, layers)
+            level_flux[e, 0] = ln * (Fm[0] + (Wi[1] * ex + Wi[2] * ey))
+            if layers == 2:
+                level_flux[e, 1] = ln * (Fm[3] + (Wi[4] * ex + Wi[5] * ey))
         s = edge_slot[e, 0]
         for v in range(nvar):
             acc[s, v] = ln * Fm[v]
@@ -316,12 +330,14 @@ class CpuBackend:
             self._edge_level = lv.edge_level
             self._level_edges = np.flatnonzero(lv.edge_level >= 0)
             self._level_now = np.zeros(lv.count, dtype=np.float64)
-            self._level_flux = np.zeros(lay.n_edges, dtype=np.float64)
-            self._counts["level_inflow"] = 0.0  # m^3 in through the level edges (float)
-        else:  # never indexed: no edge has the LEVEL code
+            self._level_flux = np.zeros((lay.n_edges, 2), dtype=np.float64)
+            # m^3 in through the edges with tables, per layer (float)
+            for key in INFLOW_KEYS[: self.model.layers]:
+                self._counts[key] = 0.0
+        else:  # never indexed: no edge has a code with tables
             self._edge_level = np.full(1, -1, dtype=np.int32)
             self._level_now = np.zeros(1, dtype=np.float64)
-            self._level_flux = np.zeros(1, dtype=np.float64)
+            self._level_flux = np.zeros((1, 2), dtype=np.float64)
 
     @property
     def threads(self) -> int:
@@ -340,8 +356,9 @@ class CpuBackend:
         return self.model.layer_volumes(self.W, area)
 
     def counters(self) -> dict[str, int | float]:
-        """Event counts; with level boundaries also ``level_inflow``, the volume (m^3) that
-        entered through them, ``Σ_steps dt Σ_level edges -|Γ| (F⁻_h + q_i·η)``; once a depth
+        """Event counts; with level, discharge or characteristic boundaries also
+        ``level_inflow`` (and ``level_inflow2``, the lower of two layers), the volume (m^3)
+        that entered through them, ``Σ_steps dt Σ_edges -|Γ| (F⁻_h + q_i·η)``; once a depth
         was clipped also ``clipped_volume``, the m^3 the clipping added (the GPU counts
         clips but does not measure them)."""
         out = dict(self._counts)
@@ -415,9 +432,10 @@ class CpuBackend:
                     cell = int(counts[counts[:, 2] >= 0, 2][0])
                     self.first_clip = (cell, self.steps, self.t)
             if self._levels is not None:  # fixed order: reproducible
-                flux = self._level_flux[self._level_edges]
-                out = float(np.sum(flux)) if self.halo is None else self.halo.sum(flux)
-                self._counts["level_inflow"] -= dt * out
+                for layer, key in enumerate(INFLOW_KEYS[: self.model.layers]):
+                    flux = self._level_flux[self._level_edges, layer]
+                    out = float(np.sum(flux)) if self.halo is None else self.halo.sum(flux)
+                    self._counts[key] -= dt * out
             if self.halo is not None:
                 self.halo.exchange(self.W)
         dt_next = float(self._chunk_dt.min())

@@ -21,12 +21,12 @@ edge_pass(const int n_edges, const real4* __restrict__ W, const int4* __restrict
     if (id.y >= 0) {
         load_cell(W, id.y, Wj, Hj);
     } else {
-        ghost_state(Wi, Hi, -id.y, n.x, n.y, ctrl, eps_h, Wj);
+        ghost_state(Wi, Hi, -id.y, n.x, n.y, ctrl, g, eps_h, Wj);
         Hj = Hi;
     }
     real Fm[NVAR], Fp[NVAR], dmax;
     const int flags = scheme_flux(Wi, Wj, Hi, Hj, n.x, n.y, Params{g, r, eps_h}, Fm, Fp, dmax);
-    if (id.y < 0) record_level_flux(ctrl, -id.y, Wi, n.x, n.y, len, Fm);
+    if (id.y < 0) boundary_flux(ctrl, -id.y, Wi, n.x, n.y, len, Fm);
     store_slot(S, id.z, len, Fm, dmax);
     if (id.y >= 0) store_slot(S, id.w, len, Fp, dmax);
     if ((op & OP_COUNT) && flags) count_flags(ctrl, flags);

@@ -32,6 +32,7 @@
 
 #include "common.cuh"
 #include "friction.cuh"
+#include "ghosts.cuh"
 #if FVSWE_SCHEME == 1
 #include "roe.cuh"
 #elif FVSWE_SCHEME == 2
@@ -120,11 +121,12 @@ struct Ctrl {
     double r;              // density ratio, for the interfacial friction
     double eps_h;          // thin-layer depth of the desingularised velocities, likewise
     const double* interfacial_coef;  // per cell: c_i of two layers (null: no interfacial friction)
-    double level_inflow;   // m^3 that entered through the imposed-level edges
-    // Imposed-level boundaries (fvswe.boundary.LevelTables), on the device: level edge m
-    // (in edge order) uses table level_table[m], whose samples are
+    double level_inflow;   // m^3 that entered through the edges with tables (upper layer)
+    double level_inflow2;  // the same for the lower of two layers
+    // Boundaries with tables (fvswe.boundary.LevelTables), on the device: edge m with
+    // tables (in edge order) uses table level_table[m] (and the next one), whose samples are
     // level_times/values[level_offsets[k] .. level_offsets[k+1]); each step writes its
-    // outward mass flux |Gamma| (F-_h + q_i.eta) into level_flux[m].
+    // outward mass flux per layer |Gamma| (F-_h + q_i.eta) into level_flux[2 m + layer].
     const int* level_table;
     const long long* level_offsets;
     const double* level_times;
@@ -209,16 +211,20 @@ __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
     for (int o = 16; o > 0; o >>= 1) m = min_dt(m, __shfl_xor_sync(0xffffffffu, m, o));
     if (lane == 0) warp_min[warp] = m;
     __syncthreads();
-    double inflow = 0.0;  // this step's volume in through the level edges (fixed order)
+    // this step's volume in through the edges with tables, per layer (fixed order)
+    double inflow[FVSWE_LAYERS] = {};
     if ((op & OP_UPDATE) && ctrl->n_level > 0) {
         __shared__ double warp_sum[FVSWE_BLOCK / 32];
-        double s = 0.0;
-        const volatile double* lf = ctrl->level_flux;
-        for (int i = threadIdx.x; i < ctrl->n_level; i += FVSWE_BLOCK) s += lf[i];
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        if (lane == 0) warp_sum[warp] = s;
-        __syncthreads();
-        for (int w = 0; w < FVSWE_BLOCK / 32; ++w) inflow -= warp_sum[w];
+        for (int l = 0; l < FVSWE_LAYERS; ++l) {
+            double s = 0.0;
+            const volatile double* lf = ctrl->level_flux;
+            for (int i = threadIdx.x; i < ctrl->n_level; i += FVSWE_BLOCK) s += lf[2 * i + l];
+            for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+            __syncthreads();  // the previous layer's warp_sum is read
+            if (lane == 0) warp_sum[warp] = s;
+            __syncthreads();
+            for (int w = 0; w < FVSWE_BLOCK / 32; ++w) inflow[l] -= warp_sum[w];
+        }
     }
     if (threadIdx.x == 0) {
         for (int w = 1; w < FVSWE_BLOCK / 32; ++w) m = min_dt(m, warp_min[w]);
@@ -234,7 +240,10 @@ __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
             ctrl->stalled = 1;
         }
         if (op & OP_UPDATE) {
-            ctrl->level_inflow += step_dt(ctrl) * inflow;
+            ctrl->level_inflow += step_dt(ctrl) * inflow[0];
+#if FVSWE_LAYERS == 2
+            ctrl->level_inflow2 += step_dt(ctrl) * inflow[1];
+#endif
             const bool clip = last_step(ctrl);
             ctrl->dt_used = step_dt(ctrl);
             ctrl->t = clip ? ctrl->t_end : ctrl->t + ctrl->dt;
@@ -307,13 +316,17 @@ __device__ __forceinline__ void add_slot(const real4* __restrict__ S, int s, rea
 }
 
 // ---------------------------------------------------------------- boundary ghost (docs/SCHEMES.md §7)
-// Boundary codes (edge j / slot code, negated): bc | 4 m with bc 1 wall, 2 open, 3 imposed
-// level (fvswe.boundary) and m the edge's index among the level edges.
+// Boundary codes (edge j / slot code, negated): bc | 8 m with bc 1 wall, 2 open, 3 imposed
+// level, 4 discharge, 5 characteristic (fvswe.boundary) and m the edge's index among the
+// edges with tables (levels, discharges, characteristics).
 #define BC_WALL 1
 #define BC_OPEN 2
 #define BC_LEVEL 3
+#define BC_DISCHARGE 4
+#define BC_CHARACTERISTIC 5
+#define BC_BITS 3
 
-// eta(t) of level table k: linear between samples, end values held outside (mirrors
+// Value at t of table k: linear between samples, end values held outside (mirrors
 // fvswe.backends.cpu.pipeline.level_values).
 __device__ __forceinline__ double level_value(const Ctrl* c, int k, double t)
 {
@@ -331,26 +344,43 @@ __device__ __forceinline__ double level_value(const Ctrl* c, int k, double t)
     return values[lo] + slope * (t - times[lo]);
 }
 
+// The table values a boundary edge with tables reads now (mirrors the CPU's edge_pass): a,
+// and b from the next table for a two-layer level or discharge (0 otherwise).
+__device__ __forceinline__ void table_values(const Ctrl* ctrl, int code, double& a, double& b)
+{
+    const int k = ctrl->level_table[code >> BC_BITS];
+    a = level_value(ctrl, k, ctrl->t);
+    b = (FVSWE_LAYERS == 2 && (code & 7) != BC_CHARACTERISTIC) ? level_value(ctrl, k + 1, ctrl->t)
+                                                              : 0.0;
+}
+
+// A cell state as the CPU's 6-tuple (one layer: the last three zero), in double.
+__device__ __forceinline__ void widen(const real* w, double* w6)
+{
+#pragma unroll
+    for (int m = 0; m < 6; ++m) w6[m] = m < NVAR ? double(w[m]) : 0.0;
+}
+
 // Ghost state of a boundary edge of cell state w (depth H) for boundary code `code`:
 // wall: qn -> -qn (q - 2 (q.eta) eta), h and H unchanged; open: a copy of the cell;
-// level (one layer): h_g = max(eta(t) + H, 0) moving with the cell's desingularised
-// velocity. H_g = H in every case.
+// level, discharge, characteristic: ghosts.cuh. H_g = H in every case.
 __device__ __forceinline__ void ghost_state(const real* w, real H, int code, real ex, real ey,
-                                            const Ctrl* ctrl, real eps_h, real* g)
+                                            const Ctrl* ctrl, real grav, real eps_h, real* g)
 {
-    const int bc = code & 3;
+    const int bc = code & 7;
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) g[m] = w[m];
-#if FVSWE_LAYERS == 1  // imposed levels need a one-layer model (fvswe.simulation)
-    if (bc == BC_LEVEL) {
-        const real hg = real(fmax(level_value(ctrl, ctrl->level_table[code >> 2], ctrl->t) + H, 0.0));
-        const real k = inverse_depth(w[0], eps_h);
-        g[0] = hg;
-        g[1] = hg * (w[1] * k);
-        g[2] = hg * (w[2] * k);
+    if (bc >= BC_LEVEL) {
+        double a, b, w6[6], g6[6];
+        table_values(ctrl, code, a, b);
+        widen(w, w6);
+        if (bc == BC_LEVEL) level_ghost(w6, H, a, b, FVSWE_LAYERS, eps_h, g6);
+        else if (bc == BC_DISCHARGE) discharge_ghost(w6, a, b, ex, ey, grav, FVSWE_LAYERS, eps_h, g6);
+        else characteristic_ghost(w6, H, a, ex, ey, grav, FVSWE_LAYERS, eps_h, g6);
+#pragma unroll
+        for (int m = 0; m < NVAR; ++m) g[m] = real(g6[m]);
         return;
     }
-#endif
     if (bc != BC_WALL) return;
 #pragma unroll
     for (int l = 0; l < FVSWE_LAYERS; ++l) {
@@ -360,13 +390,29 @@ __device__ __forceinline__ void ghost_state(const real* w, real H, int code, rea
     }
 }
 
-// After a boundary edge's flux: a level edge records its outward mass flux
-// |Gamma| (F-_h + q_i.eta) for the inflow counter.
-__device__ __forceinline__ void record_level_flux(Ctrl* ctrl, int code, const real* w, real ex, real ey,
-                                                  real len, const real* Fm)
+// After a boundary edge's flux: a discharge edge imposes its mass fluxes (ghosts.cuh
+// discharge_fluctuation), and every edge with tables records its outward mass flux per
+// layer, |Gamma| (F-_h + q_i.eta), in level_flux[2 m + layer] for the inflow counters.
+__device__ __forceinline__ void boundary_flux(Ctrl* ctrl, int code, const real* w, real ex, real ey,
+                                              real len, real* Fm)
 {
-#if FVSWE_LAYERS == 1
-    if ((code & 3) == BC_LEVEL) ctrl->level_flux[code >> 2] = len * (Fm[0] + (w[1] * ex + w[2] * ey));
+    const int bc = code & 7;
+    if (bc < BC_LEVEL) return;
+    const int m = code >> BC_BITS;
+    if (bc == BC_DISCHARGE) {
+        double a, b, w6[6], F6[6];
+        table_values(ctrl, code, a, b);
+        widen(w, w6);
+        widen(Fm, F6);
+        discharge_fluctuation(F6, w6, a, b, ex, ey, FVSWE_LAYERS);
+        Fm[0] = real(F6[0]);
+#if FVSWE_LAYERS == 2
+        Fm[3] = real(F6[3]);
+#endif
+    }
+    ctrl->level_flux[2 * m] = len * (Fm[0] + (w[1] * ex + w[2] * ey));
+#if FVSWE_LAYERS == 2
+    ctrl->level_flux[2 * m + 1] = len * (Fm[3] + (w[4] * ex + w[5] * ey));
 #endif
 }
 
@@ -422,7 +468,7 @@ __device__ __forceinline__ void slot_contribution(const real4* __restrict__ Win,
     if (cd >= 0) {
         load_cell(Win, cd >> 1, wn, Hn);
     } else {
-        ghost_state(w, H, -cd, n.x, n.y, ctrl, prm.eps_h, wn);
+        ghost_state(w, H, -cd, n.x, n.y, ctrl, prm.g, prm.eps_h, wn);
         Hn = H;
     }
     real Wi[NVAR], Wj[NVAR], Fm[NVAR], Fp[NVAR], dmax;
@@ -433,7 +479,7 @@ __device__ __forceinline__ void slot_contribution(const real4* __restrict__ Win,
     }
     const int flags = scheme_flux(Wi, Wj, side_j ? Hn : H, side_j ? H : Hn, n.x, n.y, prm, Fm, Fp, dmax);
     if (!side_j && flags && (op & OP_COUNT)) count_flags(ctrl, flags);  // each edge once
-    if (cd < 0) record_level_flux(ctrl, -cd, w, n.x, n.y, len, Fm);
+    if (cd < 0) boundary_flux(ctrl, -cd, w, n.x, n.y, len, Fm);
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) out[m] = mul_rn(len, side_j ? Fp[m] : Fm[m]);
     out[NVAR] = mul_rn(len, dmax);
