@@ -18,6 +18,7 @@ from .backends import backend_class
 from .backends.layout import FRICTION_KINDS, Layout
 from .boundary import OPEN, edge_conditions, level_tables
 from .errors import BlowUpError, ConfigError
+from .forcing import Coriolis, Wind, WindTable
 from .mesh.orderings import resolve as resolve_order
 from .model import Model, thin_layer_threshold
 from .schemes.common import refuse_dry_cells
@@ -105,6 +106,20 @@ def _friction(friction, layers: int) -> tuple[int, float]:
     return code, coef
 
 
+def _wind(wind) -> WindTable | None:
+    """The table of None, a :class:`~fvswe.forcing.Wind` or a dict of its keywords."""
+    if wind is None:
+        return None
+    if isinstance(wind, dict):
+        try:
+            wind = Wind(**wind)
+        except TypeError:
+            raise ConfigError(f"wind: unknown key in {wind!r}") from None
+    if not isinstance(wind, Wind):
+        raise ConfigError(f"wind: expected None or Wind(...), got {wind!r}")
+    return wind.table()
+
+
 def _cell_values(value: Field, xy: np.ndarray, n: int, name: str) -> np.ndarray:
     """A per-cell array from an array, a scalar or a function of (x, y)."""
     if callable(value):
@@ -153,6 +168,9 @@ class Simulation:
     ``boundary`` maps each tag to ``"wall"``, ``"open"`` or an imposed level
     (:class:`fvswe.boundary.Level`, one layer). ``friction`` is None,
     ``("chezy", C)`` or ``("manning", n)`` (one layer; semi-implicit, SI units).
+    ``coriolis`` is None, an f-plane's ``f`` (1/s) or a :class:`fvswe.forcing.Coriolis`
+    (f from a latitude, beta-plane); ``wind`` a :class:`fvswe.forcing.Wind` acting on the
+    upper (or only) layer (docs/SCHEMES.md §14).
 
     ``eps_h`` is the thin-layer threshold (docs/SCHEMES.md §8); by default
     :func:`fvswe.model.thin_layer_threshold` of the largest initial total depth.
@@ -183,6 +201,8 @@ class Simulation:
         initial: Mapping[str, Field] | None = None,
         boundary: Mapping[str, object] | None = None,
         friction: tuple[str, float] | None = None,
+        coriolis: Coriolis | float | None = None,
+        wind: Wind | None = None,
         cfl: float = 0.9,
         dtype: str = "float64",
         dt_mode: str = "lagged",
@@ -237,11 +257,15 @@ class Simulation:
                 f"boundary tag {levels.names[0]!r}: imposed levels need a one-layer model"
             )
         self.friction = friction
+        self.coriolis = Coriolis.of(coriolis)
+        f = None if self.coriolis is None else self.coriolis.values(mesh.centroid[:, 1])
+        wind_table = _wind(wind)
         self.mesh = mesh
         self._to_original = np.argsort(mesh.original_index)
         self.layout = Layout.build(
             mesh, self.model, W0, Hc, edge_bc, DTYPES[dtype],
             friction=_friction(friction, layers), levels=levels if levels.count else None,
+            coriolis=f, wind=wind_table,
         )  # fmt: skip
         extra = {"threads": threads} if cls.name == "cpu" else {}
         options = dict(cfl=cfl, dt_mode=dt_mode, dt_fixed=dt, **extra)
@@ -323,6 +347,12 @@ class Simulation:
             raise ConfigError(
                 f"t_end: {t_end:g} s lies past the end of the level series of boundary tag "
                 f"{end[1]!r} (t = {end[0]:g} s)"
+            )
+        wind = self.layout.wind
+        end = wind.end() if wind is not None else None
+        if end is not None and t_end > end:
+            raise ConfigError(
+                f"t_end: {t_end:g} s lies past the end of the wind series (t = {end:g} s)"
             )
         limit = math.inf if max_steps is None else max_steps
         if self.comm is not None:  # every rank takes the same chunks (rank 0's timing decides)

@@ -278,6 +278,15 @@ def plan_rows(plan) -> np.ndarray:
     return np.array([len(rows), *np.ravel(rows)], dtype=np.int32)
 
 
+def forcing_blobs(layout) -> list[np.ndarray]:
+    """The forcing part of the driver's input: wind header and table, f per cell."""
+    wind, f = layout.wind, gpu.forcing_arrays(layout).get("coriolis_f", np.zeros(0))
+    if wind is None:
+        return [np.array([0, 0, f.size > 0], dtype=np.int32), np.zeros(2), f]
+    head = np.array([wind.times.size, wind.law, f.size > 0], dtype=np.int32)
+    return [head, np.array([wind.cd, wind.ratio]), wind.times, wind.u, wind.v, f]
+
+
 def emulated_run(tmp_path, layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=None):
     """(state, control block) after the device pipeline ran on the host."""
     model, dtype = layout.model, np.dtype(layout.dtype)
@@ -346,6 +355,7 @@ def emulated_run(tmp_path, layout, scheme, variant, dt_mode, t_end, max_steps, d
         gpu.slot_codes(layout),
         layout.edge_normal[e],
         layout.edge_length[e],
+        *forcing_blobs(layout),
     ]
     stdin = b"".join(np.ascontiguousarray(b).tobytes() for b in blobs)
     out = subprocess.run([str(exe)], input=stdin, capture_output=True, check=True).stdout

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..boundary import LevelTables
+from ..forcing import WindTable
 from ..model import Model
 
 #: Bottom-friction laws: ``Layout.friction_kind`` codes (0: none).
@@ -37,6 +38,8 @@ class Layout:
     friction_kind: int = 0  # FRICTION_KINDS code, 0 none
     friction_coef: float = 0.0  # Chezy C (m^0.5/s) or Manning n (s/m^(1/3))
     levels: LevelTables | None = None  # imposed-level tables of the LEVEL edges
+    coriolis: np.ndarray | None = None  # (L,) float64 Coriolis parameter f (1/s); None: none
+    wind: WindTable | None = None  # the wind on the upper layer; None: none
     # A part of a distributed run (fvswe.partition): cells [0, n_owned_cells) are updated here,
     # the rest are halo; the events of edges [0, n_owned_edges) are counted here. None: all.
     n_owned_cells: int | None = None
@@ -76,11 +79,15 @@ class Layout:
         *,
         friction: tuple[int, float] = (0, 0.0),
         levels: LevelTables | None = None,
+        coriolis: np.ndarray | None = None,
+        wind: WindTable | None = None,
     ):
         """Cast the mesh's arrays to the run's dtype and index the slots from both sides.
 
         ``friction`` is ``(FRICTION_KINDS code, coefficient)``; ``levels`` the
-        tables of :func:`fvswe.boundary.level_tables` (None: no level edges).
+        tables of :func:`fvswe.boundary.level_tables` (None: no level edges);
+        ``coriolis`` the per-cell f (float64, mesh order) and ``wind`` the wind table
+        (docs/SCHEMES.md §14; None: none).
         """
         dtype = np.dtype(dtype)
         L, k = mesh.cells.shape
@@ -103,6 +110,8 @@ class Layout:
             friction_kind=int(friction[0]),
             friction_coef=float(friction[1]),
             levels=levels,
+            coriolis=None if coriolis is None else np.ascontiguousarray(coriolis, np.float64),
+            wind=wind,
         )
 
     def part(self, part) -> Layout:
@@ -135,6 +144,7 @@ class Layout:
             cell_edges=cell_edges,
             cell_side=cell_side,
             levels=None if lv is None else replace(lv, edge_level=lv.edge_level[edges]),
+            coriolis=None if self.coriolis is None else self.coriolis[cells],
             n_owned_cells=part.n_owned,
             n_owned_edges=part.n_owned_edges,
         )
