@@ -179,9 +179,10 @@ class Wind:
         except (TypeError, ValueError):
             raise ConfigError(f"wind: {names[0]}, {names[1]} and times must be numbers") from None
         t = np.atleast_1d(t)
-        a, b = np.broadcast_to(a, t.shape).copy(), np.broadcast_to(b, t.shape).copy()
-        if a.shape != t.shape or b.shape != t.shape:
-            raise ConfigError("wind: times and values must be equal, non-empty lists")
+        try:
+            a, b = np.broadcast_to(a, t.shape).copy(), np.broadcast_to(b, t.shape).copy()
+        except ValueError:
+            raise ConfigError("wind: times and values must be equal, non-empty lists") from None
         return (t, *_polar(a, b)) if polar else (t, a, b)
 
 

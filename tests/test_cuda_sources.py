@@ -599,3 +599,49 @@ def test_step_kernels_on_host_quads(tmp_path, case_name):
                                t_end, 20, sim.backend.dt_fixed)  # fmt: skip
         assert (ctrl["t"], ctrl["steps"]) == (sim.t, sim.steps)
         assert np.abs(W - ref).max() <= 1e-12 * np.abs(ref).max()
+
+
+def test_drag_law_constants_match_the_reference():
+    from fvswe.schemes import forcing
+
+    text = (gpu.CUDA_DIR / "forcing.cuh").read_text()
+    for name in ("LP_BREAK", "LP_CAP"):
+        value = float(re.search(rf"#define {name} (\S+)", text).group(1))
+        assert value == getattr(forcing, name), name
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+@pytest.mark.parametrize("layers", [1, 2])
+def test_step_kernels_on_host_coriolis_and_wind(tmp_path, variant, layers):
+    """Coriolis and wind (docs/SCHEMES.md §14) in the volume kernels: one layer, a wind
+    series blowing onshore over a beach that wets and dries (the wind drives wet cells
+    only) on a beta-plane with Manning friction; two layers, test1 on an f-plane under a
+    constant-C_d wind. Bitwise the CPU backend's state."""
+    from fvswe.cases import get_case
+    from fvswe.forcing import Coriolis, Wind
+    from fvswe.mesh.generate import strip, structured_square
+
+    if layers == 1:
+        mesh = strip(40, 3, x0=0.0, x1=200.0)
+
+        def H(x, y):
+            return 1.0 - x / 100.0  # dry beyond x = 100 m
+
+        wind = Wind(times=[0.0, 20.0, 60.0], speed=[0.0, 30.0, 10.0], direction=[250, 270, 300])
+        sim = Simulation(mesh, layers=1, scheme="hll-wd", H=H, friction=("manning", 0.02),
+                         initial={"h": lambda x, y: np.maximum(H(x, y), 0.0)},
+                         coriolis=Coriolis(f=1e-2, beta=1e-4, y0=5.0), wind=wind)  # fmt: skip
+        scheme, t_end = "hll-wd", 60.0
+    else:
+        case = get_case("test1")
+        sim = case.simulation(structured_square(10), coriolis=0.5,
+                              wind=Wind(u=20.0, v=-8.0, drag=2e-3, rho_water=50.0))  # fmt: skip
+        scheme, t_end = case.scheme, 0.1
+    sim.backend.advance(t_end, 10**6)
+    ref = sim.backend.get_state()
+    W, ctrl = emulated_run(tmp_path, sim.layout, scheme, variant, "lagged", t_end, 10**6)
+    assert (ctrl["t"], ctrl["steps"]) == (sim.t, sim.steps)
+    assert np.array_equal(W, ref)
+    if layers == 1:
+        assert (ref[:, 0] == 0).any() and np.abs(ref[:, 2]).max() > 1e-3  # dry cells; turned
