@@ -610,34 +610,39 @@ def test_drag_law_constants_match_the_reference():
         assert value == getattr(forcing, name), name
 
 
-@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
-@pytest.mark.parametrize("variant", gpu.VARIANTS)
-@pytest.mark.parametrize("layers", [1, 2])
-def test_step_kernels_on_host_coriolis_and_wind(tmp_path, variant, layers):
-    """Coriolis and wind (docs/SCHEMES.md §14) in the volume kernels: one layer, a wind
-    series blowing onshore over a beach that wets and dries (the wind drives wet cells
-    only) on a beta-plane with Manning friction; two layers, test1 on an f-plane under a
-    constant-C_d wind. Bitwise the CPU backend's state."""
+def forcing_run(layers: int, **options) -> tuple[Simulation, str, float]:
+    """A run with Coriolis and wind (docs/SCHEMES.md §14), its scheme and end time: one
+    layer, a wind series blowing onshore over a beach that wets and dries (the wind drives
+    wet cells only) on a beta-plane with Manning friction; two layers, test1 on an f-plane
+    under a constant-C_d wind."""
     from fvswe.cases import get_case
     from fvswe.forcing import Coriolis, Wind
     from fvswe.mesh.generate import strip, structured_square
 
     if layers == 1:
-        mesh = strip(40, 3, x0=0.0, x1=200.0)
 
         def H(x, y):
             return 1.0 - x / 100.0  # dry beyond x = 100 m
 
         wind = Wind(times=[0.0, 20.0, 60.0], speed=[0.0, 30.0, 10.0], direction=[250, 270, 300])
-        sim = Simulation(mesh, layers=1, scheme="hll-wd", H=H, friction=("manning", 0.02),
-                         initial={"h": lambda x, y: np.maximum(H(x, y), 0.0)},
-                         coriolis=Coriolis(f=1e-2, beta=1e-4, y0=5.0), wind=wind)  # fmt: skip
-        scheme, t_end = "hll-wd", 60.0
-    else:
-        case = get_case("test1")
-        sim = case.simulation(structured_square(10), coriolis=0.5,
-                              wind=Wind(u=20.0, v=-8.0, drag=2e-3, rho_water=50.0))  # fmt: skip
-        scheme, t_end = case.scheme, 0.1
+        sim = Simulation(strip(40, 3, x0=0.0, x1=200.0), layers=1, scheme="hll-wd", H=H,
+                         friction=("manning", 0.02), coriolis=Coriolis(f=1e-2, beta=1e-4, y0=5.0),
+                         initial={"h": lambda x, y: np.maximum(H(x, y), 0.0)}, wind=wind,
+                         **options)  # fmt: skip
+        return sim, "hll-wd", 60.0
+    case = get_case("test1")
+    wind = Wind(u=20.0, v=-8.0, drag=2e-3, rho_water=50.0)
+    sim = case.simulation(structured_square(10), coriolis=0.5, wind=wind, **options)
+    return sim, case.scheme, 0.5
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+@pytest.mark.parametrize("layers", [1, 2])
+def test_step_kernels_on_host_coriolis_and_wind(tmp_path, variant, layers):
+    """Coriolis and wind in the volume kernels (:func:`forcing_run`): bitwise the CPU
+    backend's state."""
+    sim, scheme, t_end = forcing_run(layers)
     sim.backend.advance(t_end, 10**6)
     ref = sim.backend.get_state()
     W, ctrl = emulated_run(tmp_path, sim.layout, scheme, variant, "lagged", t_end, 10**6)
