@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .boundary import read_columns
 from .errors import ConfigError
 
 #: Earth's sidereal rotation rate Ω (rad/s).
@@ -165,7 +166,8 @@ class Wind:
         if self.file is not None:
             if polar or cartesian or self.times is not None:
                 raise ConfigError("wind: give a file or values, not both")
-            t, speed, direction = _read_columns(Path(self.file))
+            names = ("t", "speed", "direction")
+            t, speed, direction = read_columns(Path(self.file), "wind", "wind", names)
             return t, *_polar(speed, direction)
         if polar == cartesian:
             raise ConfigError("wind: give (u, v), or speed and direction, or a file")
@@ -192,17 +194,3 @@ def _polar(speed: np.ndarray, direction: np.ndarray) -> tuple[np.ndarray, np.nda
         raise ConfigError(f"wind speed: must be >= 0, got {float(speed.min())!r}")
     d = np.radians(direction)
     return -speed * np.sin(d), -speed * np.cos(d)
-
-
-def _read_columns(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Three columns ``t speed direction`` of a text file (whitespace or commas, ``#``)."""
-    if not path.is_file():
-        raise ConfigError(f"wind: no such wind file {path}")
-    try:
-        text = path.read_text(encoding="utf-8").replace(",", " ")
-        data = np.loadtxt(text.splitlines(), dtype=np.float64, ndmin=2)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"wind: cannot read wind file {path} ({exc})") from None
-    if data.shape[1] != 3:
-        raise ConfigError(f"wind: wind file {path} needs three columns (t, speed, direction)")
-    return data[:, 0].copy(), data[:, 1].copy(), data[:, 2].copy()
