@@ -18,6 +18,7 @@ from numba import njit, prange
 
 from ...boundary import LEVEL, WALL
 from ...errors import ConfigError
+from ...forcing import WindTable
 from ...schemes import kernel
 from ..layout import Layout
 from . import default_threads, hll, ir_roe, pvm_ifcp, roe, wetdry
@@ -312,16 +313,11 @@ class CpuBackend:
              "thin_layer_cells"), 0,
         )  # fmt: skip
         self._counts["clipped_volume"] = 0.0  # m^3 the clipping of negative depths added
-        #: The forcing arguments of volume_pass: per-cell f (empty: none), the wind table
-        #: (times, u, v), its drag law code (0: no wind), constant C_d and rho_air/rho_water.
+        #: volume_pass's forcing arguments: f per cell (empty: none), the wind table (times,
+        #: u, v), its drag law code (0: no wind), constant C_d, rho_air / rho_water.
         f = lay.coriolis if lay.coriolis is not None else np.zeros(0)
-        wt = lay.wind
-        table = (
-            (wt.times, wt.u, wt.v, wt.law, wt.cd, wt.ratio)
-            if wt
-            else (*[np.zeros(1)] * 3, 0, 0.0, 0.0)
-        )
-        self._forcing = (np.ascontiguousarray(f, dtype=np.float64), *table)
+        wind = lay.wind or WindTable(*[np.zeros(1)] * 3, law=0, cd=0.0, ratio=0.0)
+        self._forcing = (f, wind.times, wind.u, wind.v, wind.law, wind.cd, wind.ratio)
         lv = lay.levels
         self._levels = lv if lv is not None and lv.count else None
         if self._levels is not None:
