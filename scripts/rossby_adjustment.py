@@ -12,7 +12,7 @@ them unchanged); the state is averaged over the inertial period after four, whic
 removes the inertial oscillation that decays only slowly, and compared with Gill's
 within 3 a of the step.
 
-measured on the CPU (``python scripts/rossby_adjustment.py``, 23 s), RMS error of
+measured on the CPU (``python scripts/rossby_adjustment.py``, 17 s wall), RMS error of
 v / max|v| and of η / η0 against Gill, by cells per Rossby radius:
 5: 0.160 0.164; 10: 0.095 0.093; 20: 0.053 0.048; 40: 0.029 0.024; 80: 0.016 0.011;
 160: 0.009 0.004 (order 0.75 to 0.85 in v, 0.8 to 1.4 in η).

@@ -11,7 +11,7 @@ at 20 m/s), i.e. ``h² = h(0)² + 2 τ x / (ρ g)`` with the basin's volume fixi
 ``h(0)``: the linear set-up ``dη/dx = τ / (ρ g H)`` to within ``η/H``. The friction does
 not enter the steady state (u = 0).
 
-measured on the CPU (``python scripts/wind_setup.py``, 45 s), after 96 h: largest
+measured on the CPU (``python scripts/wind_setup.py``, 28 s wall), after 96 h: largest
 |g h dη/dx / (τ/ρ) - 1| between neighbouring cells, and largest |η - η_exact| over the
 set-up η(L) - η(0) = 0.087 m: 20 cells 6.0e-3 / 2.8e-3; 40: 1.5e-3 / 7.3e-4;
 80: 3.8e-4 / 1.9e-4; 160: 9.8e-5 / 4.7e-5; 320: 2.6e-5 / 1.2e-5 (second order; each
