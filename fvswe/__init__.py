@@ -9,7 +9,8 @@ from .errors import BackendUnavailable, BlowUpError, ConfigError, FvsweError, Me
 
 #: Public names and the modules they come from, imported on first use (PEP 562), so that
 #: ``fvswe`` on the command line starts at once (a Ctrl-C then meets its handler).
-_LAZY = {"CASES": "cases", "get_case": "cases", "Grid": "grid", "Mesh": "mesh",
+_LAZY = {"CASES": "cases", "Coriolis": "forcing", "get_case": "cases", "Grid": "grid",
+         "Mesh": "mesh", "Wind": "forcing",
          "read_mesh": "mesh", "Model": "model", "RunSummary": "simulation",
          "Simulation": "simulation"}  # fmt: skip
 
@@ -29,6 +30,7 @@ __all__ = [
     "BlowUpError",
     "CASES",
     "ConfigError",
+    "Coriolis",
     "FvsweError",
     "Grid",
     "Mesh",
@@ -36,6 +38,7 @@ __all__ = [
     "Model",
     "RunSummary",
     "Simulation",
+    "Wind",
     "get_case",
     "read_mesh",
     "__version__",

@@ -63,7 +63,7 @@ def series_table(series, every: float, until: float, where: str) -> tuple[np.nda
         except (TypeError, ValueError):  # a function of a scalar only
             v = np.array([float(series(float(s))) for s in t])
     elif isinstance(series, (str, Path)):
-        t, v = _read_series(Path(series), where)
+        t, v = read_columns(Path(series), where, "series", ("t", "value"))
     else:
         try:
             t, v = (np.asarray(a, dtype=np.float64).reshape(-1) for a in series)
@@ -163,18 +163,20 @@ class Characteristic:
         return [("", series_table(self.eta, self.every, self.until, where))]
 
 
-def _read_series(path: Path, where: str) -> tuple[np.ndarray, np.ndarray]:
-    """Two columns ``t eta`` from a text file (whitespace or commas, ``#`` comments)."""
+def read_columns(path: Path, where: str, what: str, names: tuple[str, ...]) -> tuple:
+    """The columns ``names`` of a ``what`` text file (whitespace or commas, ``#`` comments),
+    as float64 arrays; a one-line ConfigError starting with ``where`` otherwise."""
     if not path.is_file():
-        raise ConfigError(f"{where}: no such level file {path}")
+        raise ConfigError(f"{where}: no such {what} file {path}")
     try:
         text = path.read_text(encoding="utf-8").replace(",", " ")
         data = np.loadtxt(text.splitlines(), dtype=np.float64, ndmin=2)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"{where}: cannot read level file {path} ({exc})") from None
-    if data.shape[1] != 2:
-        raise ConfigError(f"{where}: level file {path} needs two columns (t, eta)")
-    return data[:, 0].copy(), data[:, 1].copy()
+        raise ConfigError(f"{where}: cannot read {what} file {path} ({exc})") from None
+    if data.shape[1] != len(names):
+        count = {2: "two", 3: "three"}.get(len(names), str(len(names)))
+        raise ConfigError(f"{where}: {what} file {path} needs {count} columns ({', '.join(names)})")
+    return tuple(data[:, k].copy() for k in range(len(names)))
 
 
 def _check_table(t: np.ndarray, v: np.ndarray, where: str) -> None:

@@ -135,6 +135,28 @@ SCHEMA: tuple[Key, ...] = (
         "number or a raster table as for initial.<field>", "0.03"),
     Key("friction", "interfacial", (*NUMBER, dict), "two layers: c_i of the interfacial stress "
         "c_i |u1 - u2| (u1 - u2): a number or a raster table", "1e-3", active=False),
+    Key("coriolis", "latitude", NUMBER, "Coriolis parameter from a latitude φ (degrees): f0 = "
+        "2Ω sin φ (docs/SCHEMES.md §15)", "45.0"),
+    Key("coriolis", "f", NUMBER, "or f0 itself (1/s)", "1e-4", active=False),
+    Key("coriolis", "beta", NUMBER, "a beta-plane f = f0 + beta (y - y0): beta (1/(m s)); 0 "
+        "(default): an f-plane", "1.6e-11", active=False),
+    Key("coriolis", "y0", NUMBER, "the beta-plane's y where f = f0 (m; default 0)", "0.0",
+        active=False),
+    Key("wind", "speed", (*NUMBER, list), "wind speed 10 m up (m/s), on the upper (or only) "
+        "layer: a number, or values at `times`", "5.0"),
+    Key("wind", "direction", (*NUMBER, list), "where the wind blows from (degrees clockwise "
+        "from north = +y; 270: towards +x)", "270.0"),
+    Key("wind", "u", (*NUMBER, list), "or the wind's components u, v (m/s, towards +x, +y)",
+        "5.0", active=False),
+    Key("wind", "v", (*NUMBER, list), "the y component, with `u`", "0.0", active=False),
+    Key("wind", "times", list, "a wind series: sample times (s); linear in u, v between them",
+        "[0.0, 3600.0]", active=False),
+    Key("wind", "file", str, "or a three-column `t speed direction` text file (relative to "
+        "the case file)", '"wind.txt"', active=False),
+    Key("wind", "drag", (str, *NUMBER), "drag law: large-pond (Large & Pond 1981), wu (Wu "
+        "1982) or a number, a constant C_d", '"large-pond"'),
+    Key("wind", "rho_air", NUMBER, "air density (kg/m³)", "1.225"),
+    Key("wind", "rho_water", NUMBER, "density of the layer the wind drives (kg/m³)", "1025.0"),
     Key("mesh", "file", str, "a mesh file (relative to the case file) or a family member "
         "(square-4k ... square-2m)", '"meshes/channel.msh"', active=False),
     Key("mesh", "bathymetry", str, "with mesh.file: the bed, z:elevation (positive up), z:depth "
@@ -261,7 +283,7 @@ def reference_markdown() -> str:
 SETTINGS = ("layers", "g", "r", "eps_h", "scheme", "order", "cfl", "dtype", "backend",
             "dt_mode", "dt", "threads")  # fmt: skip
 #: Tables and arrays of tables of a case file.
-TABLES = ("mesh", "boundary", "initial", "output", "friction")
+TABLES = ("mesh", "boundary", "initial", "output", "friction", "coriolis", "wind")
 ARRAYS = ("gauges", "sections")
 #: Output formats of the field series.
 FORMATS = ("xdmf", "netcdf", "both")
@@ -438,6 +460,10 @@ def load(path: str | Path) -> RunSpec:
     settings.update({k: data[k] for k in SETTINGS if k in data})
     if "friction" in data:
         settings.update(_friction(data["friction"], path))
+    if "coriolis" in data:
+        settings["coriolis"] = _coriolis(data["coriolis"], src)
+    if "wind" in data:
+        settings["wind"] = _wind(data["wind"], path)
     out = data.get("output", {})
     for key, value in out.items():
         _check(key, value, keys("output"), src, section="output")
@@ -512,6 +538,38 @@ def _coefficient(table: Mapping[str, Any], key: str, path: Path) -> float | Call
     """``friction.<key>``: a number, or a raster sampled at the cell barycentres."""
     value = table[key]
     return _raster(f"friction.{key}", value, path) if isinstance(value, dict) else float(value)
+
+
+def _coriolis(table: Mapping[str, Any], src: str):
+    """``[coriolis]``: a :class:`~fvswe.forcing.Coriolis`, checked now."""
+    from .forcing import Coriolis
+
+    _table(table, "coriolis", src)
+    try:
+        return Coriolis(**table)
+    except ConfigError as exc:
+        raise ConfigError(f"{src}: {exc}") from None
+
+
+def _wind(table: Mapping[str, Any], path: Path):
+    """``[wind]``: a :class:`~fvswe.forcing.Wind` (a file relative to the case file),
+    its table checked now."""
+    from .forcing import Wind
+
+    src = str(path)
+    _table(table, "wind", src)
+    values = dict(table)
+    for key in ("speed", "direction", "u", "v", "times"):
+        if isinstance(values.get(key), list):
+            values[key] = _numbers(values[key], f"wind.{key}", src)
+    if "file" in values:
+        values["file"] = path.parent / values["file"]
+    try:
+        wind = Wind(**values)
+        wind.table()
+    except ConfigError as exc:
+        raise ConfigError(f"{src}: {exc}") from None
+    return wind
 
 
 def _raster(where: str, table: Mapping[str, Any], path: Path) -> Callable:

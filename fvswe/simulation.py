@@ -18,6 +18,7 @@ from .backends import backend_class
 from .backends.layout import FRICTION_KINDS, Layout
 from .boundary import OPEN, edge_conditions, inflows, level_tables
 from .errors import BlowUpError, ConfigError
+from .forcing import Coriolis, Wind, WindTable
 from .mesh.orderings import resolve as resolve_order
 from .model import Model, thin_layer_threshold
 from .schemes.common import refuse_dry_cells
@@ -129,6 +130,20 @@ def _coefficients(value, xy: np.ndarray, key: str, strict: bool) -> np.ndarray:
     return values
 
 
+def _wind(wind) -> WindTable | None:
+    """The table of None, a :class:`~fvswe.forcing.Wind` or a dict of its keywords."""
+    if wind is None:
+        return None
+    if isinstance(wind, dict):
+        try:
+            wind = Wind(**wind)
+        except TypeError:
+            raise ConfigError(f"wind: unknown key in {wind!r}") from None
+    if not isinstance(wind, Wind):
+        raise ConfigError(f"wind: expected None or Wind(...), got {wind!r}")
+    return wind.table()
+
+
 def _cell_values(value: Field, xy: np.ndarray, n: int, key: str) -> np.ndarray:
     """A per-cell array from an array, a scalar or a function of (x, y); ``key`` names
     the input in the error of a wrong length."""
@@ -182,6 +197,9 @@ class Simulation:
     ``c_i |u1 - u2| (u1 - u2)`` between two layers (docs/SCHEMES.md §14). Each
     coefficient is a number, an array of one value per cell or a function of (x, y)
     (e.g. :func:`fvswe.raster.raster_field`); SI units, semi-implicit.
+    ``coriolis`` is None, an f-plane's ``f`` (1/s) or a :class:`fvswe.forcing.Coriolis`
+    (f from a latitude, beta-plane); ``wind`` a :class:`fvswe.forcing.Wind` acting on the
+    upper (or only) layer (docs/SCHEMES.md §15).
 
     ``eps_h`` is the thin-layer threshold (docs/SCHEMES.md §8); by default
     :func:`fvswe.model.thin_layer_threshold` of the largest initial total depth.
@@ -213,6 +231,8 @@ class Simulation:
         boundary: Mapping[str, object] | None = None,
         friction: tuple[str, Field] | None = None,
         interfacial_friction: Field | None = None,
+        coriolis: Coriolis | float | None = None,
+        wind: Wind | None = None,
         cfl: float = 0.9,
         dtype: str = "float64",
         dt_mode: str = "lagged",
@@ -269,12 +289,15 @@ class Simulation:
         levels = level_tables(mesh, boundary, layers)
         self.friction = friction
         self.interfacial_friction = interfacial_friction
+        self.coriolis = Coriolis.of(coriolis)
+        f = None if self.coriolis is None else self.coriolis.values(mesh.centroid[:, 1])
+        wind_table = _wind(wind)
         self.mesh = mesh
         self._to_original = np.argsort(mesh.original_index)
         self.layout = Layout.build(
             mesh, self.model, W0, Hc, edge_bc, DTYPES[dtype],
             friction=(kind, bottom), interfacial=interfacial,
-            levels=levels if levels.count else None,
+            levels=levels if levels.count else None, coriolis=f, wind=wind_table,
         )  # fmt: skip
         extra = {"threads": threads} if cls.name == "cpu" else {}
         options = dict(cfl=cfl, dt_mode=dt_mode, dt_fixed=dt, **extra)
@@ -356,6 +379,12 @@ class Simulation:
             raise ConfigError(
                 f"t_end: {t_end:g} s lies past the end of the level series of boundary tag "
                 f"{end[1]!r} (t = {end[0]:g} s)"
+            )
+        wind = self.layout.wind
+        end = wind.end() if wind is not None else None
+        if end is not None and t_end > end:
+            raise ConfigError(
+                f"t_end: {t_end:g} s lies past the end of the wind series (t = {end:g} s)"
             )
         limit = math.inf if max_steps is None else max_steps
         if self.comm is not None:  # every rank takes the same chunks (rank 0's timing decides)

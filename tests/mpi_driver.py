@@ -31,6 +31,7 @@ def run_case(spec: dict, comm=None) -> dict[str, np.ndarray]:
     sim = case.simulation(
         scheme=spec.get("scheme", case.scheme), order=spec.get("order", "none"),
         dtype=spec.get("dtype", "float64"), backend="cpu", comm=comm,
+        coriolis=spec.get("coriolis"), wind=spec.get("wind"),
     )  # fmt: skip
     sim.run(spec["t_end"])
     counters = sim.backend.counters()

@@ -80,7 +80,7 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
                                  "needs two columns"),
     "level times backwards": (west('{ level_file = "{d}/backwards.txt" }'), [],
                               "level times must increase"),
-    "level file of words": (west('{ level_file = "{d}/words.txt" }'), [], "cannot read level"),
+    "level file of words": (west('{ level_file = "{d}/words.txt" }'), [], "cannot read series"),
     "run past the level series": (west('{ level_file = "{d}/short.txt" }'), [],
                                   "past the end of the level series of boundary tag 'west'"),
     "level and level file": (west('{ level = 0.1, level_file = "x.txt" }'), [],

@@ -401,6 +401,15 @@ def plan_rows(plan) -> np.ndarray:
     return np.array([len(rows), *np.ravel(rows)], dtype=np.int32)
 
 
+def forcing_blobs(layout) -> list[np.ndarray]:
+    """The forcing part of the driver's input: wind header and table, f per cell."""
+    wind, f = layout.wind, gpu.forcing_arrays(layout).get("coriolis_f", np.zeros(0))
+    if wind is None:
+        return [np.array([0, 0, f.size > 0], dtype=np.int32), np.zeros(2), f]
+    head = np.array([wind.times.size, wind.law, f.size > 0], dtype=np.int32)
+    return [head, np.array([wind.cd, wind.ratio]), wind.times, wind.u, wind.v, f]
+
+
 def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=None):
     """(state, control block) after the device pipeline ran on the host."""
     model, dtype = layout.model, np.dtype(layout.dtype)
@@ -458,6 +467,7 @@ def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=No
         gpu.slot_codes(layout),
         layout.edge_normal[e],
         layout.edge_length[e],
+        *forcing_blobs(layout),
     ]
     stdin = b"".join(np.ascontiguousarray(b).tobytes() for b in blobs)
     res = subprocess.run([str(exe)], input=stdin, capture_output=True)
@@ -699,3 +709,56 @@ def test_step_kernels_on_host_quads(case_name):
                                t_end, 20, sim.backend.dt_fixed)  # fmt: skip
         assert (ctrl["t"], ctrl["steps"]) == (sim.t, sim.steps)
         assert np.abs(W - ref).max() <= 1e-12 * np.abs(ref).max()
+
+
+def test_drag_law_constants_match_the_reference():
+    from fvswe.schemes import forcing
+
+    text = (gpu.CUDA_DIR / "forcing.cuh").read_text()
+    for name in ("LP_BREAK", "LP_CAP"):
+        value = float(re.search(rf"#define {name} (\S+)", text).group(1))
+        assert value == getattr(forcing, name), name
+
+
+def forcing_run(layers: int, **options) -> tuple[Simulation, str, float]:
+    """A run with Coriolis and wind (docs/SCHEMES.md §15), its scheme and end time: one
+    layer, a wind series blowing onshore over a beach that wets and dries (the wind drives
+    wet cells only) on a beta-plane with Manning friction; two layers, test1 on an f-plane
+    under a constant-C_d wind."""
+    from fvswe.cases import get_case
+    from fvswe.forcing import Coriolis, Wind
+    from fvswe.mesh.generate import strip, structured_square
+
+    if layers == 1:
+
+        def H(x, y):
+            return 1.0 - x / 100.0  # dry beyond x = 100 m
+
+        wind = Wind(times=[0.0, 20.0, 60.0], speed=[0.0, 30.0, 10.0], direction=[250, 270, 300])
+        sim = Simulation(strip(40, 3, x0=0.0, x1=200.0), layers=1, scheme="hll-wd", H=H,
+                         friction=("manning", 0.02), coriolis=Coriolis(f=1e-2, beta=1e-4, y0=5.0),
+                         initial={"h": lambda x, y: np.maximum(H(x, y), 0.0)}, wind=wind,
+                         **options)  # fmt: skip
+        return sim, "hll-wd", 60.0
+    case = get_case("test1")
+    wind = Wind(u=20.0, v=-8.0, drag=2e-3, rho_water=50.0)
+    sim = case.simulation(structured_square(10), coriolis=0.5, wind=wind, **options)
+    return sim, case.scheme, 0.5
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+@pytest.mark.parametrize("layers", [1, 2])
+def test_step_kernels_on_host_coriolis_and_wind(tmp_path, variant, layers):
+    """Coriolis and wind in the volume kernels (:func:`forcing_run`): bitwise the CPU
+    backend's state."""
+    sim, scheme, t_end = forcing_run(layers)
+    sim.backend.advance(t_end, 10**6)
+    ref = sim.backend.get_state()
+    W, ctrl = emulated_run(sim.layout, scheme, variant, "lagged", t_end, 10**6)
+    assert (ctrl["t"], ctrl["steps"]) == (sim.t, sim.steps)
+    assert np.array_equal(W, ref)
+    if layers == 1:  # dry cells, left without momentum by the wind; the flow turned
+        dry = ref[:, 0] == 0
+        assert dry.any() and np.array_equal(ref[dry, 1:], np.zeros((dry.sum(), 2)))
+        assert np.abs(ref[:, 2]).max() > 1e-3

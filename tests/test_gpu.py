@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_cuda_sources import flux_error, random_edges
+from test_cuda_sources import flux_error, forcing_run, random_edges
 
 from fvswe.backends import gpu
 from fvswe.backends.layout import Layout
@@ -278,6 +278,23 @@ def test_tide_with_level_and_friction_matches_cpu_backend(variant, friction, mon
     assert np.abs(W - ref).max() <= 1e-10 * np.abs(ref).max()
     inflow = dev.backend.counters()["level_inflow"]
     assert inflow == pytest.approx(cpu.backend.counters()["level_inflow"], rel=1e-10)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+def test_coriolis_and_wind_match_cpu_backend(variant, layers, dtype, monkeypatch):
+    """Coriolis and wind (tests/test_cuda_sources.py's forcing_run): the CPU's state."""
+    monkeypatch.setenv("FVSWE_GPU_VARIANT", variant)
+    cpu, _, t_end = forcing_run(layers, dtype=dtype)
+    dev, _, _ = forcing_run(layers, dtype=dtype, backend="gpu")
+    cpu.run(t_end)
+    dev.run(t_end)
+    W, ref = dev.state(), cpu.state()
+    tol = 1e-10 if dtype == "float64" else 1e-5
+    if dtype == "float64":
+        assert (dev.t, dev.steps) == (cpu.t, cpu.steps)
+    assert np.abs(W - ref).max() <= tol * np.abs(ref).max()
 
 
 @pytest.mark.parametrize("variant", gpu.VARIANTS)

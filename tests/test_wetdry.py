@@ -315,7 +315,7 @@ def test_level_tables_from_function_file_and_pairs(tmp_path):
     path.write_text("0 1\n10 2\n5 3\n")
     with pytest.raises(ConfigError, match="must increase"):
         Level(path).table()
-    with pytest.raises(ConfigError, match="no such level file"):
+    with pytest.raises(ConfigError, match="no such series file"):
         Level(tmp_path / "missing.txt").table()
 
 

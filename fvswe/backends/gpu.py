@@ -106,6 +106,14 @@ CTRL_DTYPE = np.dtype(
         ("cfl_step", "i8"),
         ("clip_cell", "i4"),  # cell - NO_CELL (0: none)
         ("cfl_cell", "i4"),
+        ("coriolis_f", "u8"),  # device pointers (0: no Coriolis)
+        ("wind_times", "u8"),
+        ("wind_u", "u8"),
+        ("wind_v", "u8"),
+        ("n_wind", "i4"),  # 0: no wind
+        ("wind_law", "i4"),
+        ("wind_cd", "f8"),
+        ("wind_ratio", "f8"),
     ]
 )
 #: pipeline.cuh's NO_CELL: control-block cells are stored as ``cell - NO_CELL``.
@@ -317,6 +325,18 @@ def initial_dt_plan(variant: str) -> list[tuple[str, int, int, int]]:
     return [(f"{variant}_step", OP_DT, 0, 0)]
 
 
+def forcing_arrays(layout: Layout) -> dict[str, np.ndarray]:
+    """The float64 arrays the control block points to for Coriolis and wind (pipeline.cuh's
+    ``coriolis_f``, ``wind_times``, ``wind_u``, ``wind_v``), those a run has."""
+    out = {}
+    if layout.coriolis is not None:
+        out["coriolis_f"] = np.ascontiguousarray(layout.coriolis, dtype=np.float64)
+    if layout.wind is not None:
+        for name in ("times", "u", "v"):
+            out[f"wind_{name}"] = np.ascontiguousarray(getattr(layout.wind, name), np.float64)
+    return out
+
+
 def steps_left(ctrl: np.void, t_end: float, launched: int = 0) -> tuple[int, bool]:
     """``(steps, exact)``: how many steps remain beyond the ``launched`` ones not yet seen
     in ``ctrl``. Exact when ``max_steps`` binds; else estimated from the current dt (plus
@@ -449,6 +469,14 @@ class GpuBackend:
             for name, arr in self._level_arrays.items():
                 ctrl[name] = arr.data.ptr
             ctrl["n_level"] = level_edges(lay).size
+        with self.stream:  # Coriolis f per cell and the wind table, reached likewise
+            self._forcing = {k: cupy.asarray(a) for k, a in forcing_arrays(lay).items()}
+        for name, arr in self._forcing.items():
+            ctrl[name] = arr.data.ptr
+        wind = lay.wind
+        if wind is not None:
+            ctrl["n_wind"], ctrl["wind_law"] = wind.times.size, wind.law
+            ctrl["wind_cd"], ctrl["wind_ratio"] = wind.cd, wind.ratio
         self._write_ctrl(ctrl)
         self._host = ctrl[0]
         self._graphs: dict[int, object] = {}

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..boundary import LevelTables
+from ..forcing import WindTable
 from ..model import Model
 from ..schemes.friction import FRICTION_KINDS
 
@@ -38,6 +39,8 @@ class Layout:
     friction_coef: np.ndarray | None = None  # (L,) float64: Chezy C (m^0.5/s) or Manning n
     interfacial_coef: np.ndarray | None = None  # (L,) float64: c_i of two layers, None: off
     levels: LevelTables | None = None  # imposed-level tables of the LEVEL edges
+    coriolis: np.ndarray | None = None  # (L,) float64 Coriolis parameter f (1/s); None: none
+    wind: WindTable | None = None  # the wind on the upper layer; None: none
     # A part of a distributed run (fvswe.partition): cells [0, n_owned_cells) are updated here,
     # the rest are halo; the events of edges [0, n_owned_edges) are counted here. None: all.
     n_owned_cells: int | None = None
@@ -78,12 +81,16 @@ class Layout:
         friction: tuple[int, np.ndarray | None] = (0, None),
         interfacial: np.ndarray | None = None,
         levels: LevelTables | None = None,
+        coriolis: np.ndarray | None = None,
+        wind: WindTable | None = None,
     ):
         """Cast the mesh's arrays to the run's dtype and index the slots from both sides.
 
         ``friction`` is ``(FRICTION_KINDS code, per-cell coefficients)``, ``interfacial``
         the per-cell ``c_i`` (both in the mesh's cell order, kept in float64; None: off);
-        ``levels`` the tables of :func:`fvswe.boundary.level_tables` (None: no level edges).
+        ``levels`` the tables of :func:`fvswe.boundary.level_tables` (None: no level edges);
+        ``coriolis`` the per-cell f (float64, mesh order) and ``wind`` the wind table
+        (docs/SCHEMES.md §15; None: none).
         """
         dtype = np.dtype(dtype)
         L, k = mesh.cells.shape
@@ -107,6 +114,8 @@ class Layout:
             friction_coef=_coefficients(friction[1]),
             interfacial_coef=_coefficients(interfacial),
             levels=levels,
+            coriolis=None if coriolis is None else np.ascontiguousarray(coriolis, np.float64),
+            wind=wind,
         )
 
     def part(self, part) -> Layout:
@@ -141,6 +150,7 @@ class Layout:
             friction_coef=_cells(self.friction_coef, cells),
             interfacial_coef=_cells(self.interfacial_coef, cells),
             levels=None if lv is None else replace(lv, edge_level=lv.edge_level[edges]),
+            coriolis=None if self.coriolis is None else self.coriolis[cells],
             n_owned_cells=part.n_owned,
             n_owned_edges=part.n_owned_edges,
         )

@@ -9,7 +9,9 @@
 //        2 gather_step, 3 slot_step; the level tables (int32 table per level edge, int64
 //        offsets, float64 times, float64 values); the per-cell float64 friction and
 //        interfacial coefficients (L each, when on); then the device arrays in the order read
-//        below. stdout: the packed state (buffer 0), then the control block.
+//        below; then the forcing: int32 n_wind, wind law, coriolis (0/1); float64 C_d,
+//        rho_air/rho_water; float64 wind times, u, v (n_wind each); float64 f per cell (if
+//        coriolis). stdout: the packed state (buffer 0), then the control block.
 #include "shim.h"
 #include "edge.cu"
 #include "gather.cu"
@@ -59,6 +61,12 @@ int main()
     const auto code = input<int>(size_t(L) * FVSWE_K);
     const auto sn = input<real2>(size_t(L) * FVSWE_K);
     const auto sl = input<real>(size_t(L) * FVSWE_K);
+    const auto fhdr = input<int>(3);
+    const auto fprm = input<double>(2);
+    const auto wind_times = input<double>(fhdr[0]);
+    const auto wind_u = input<double>(fhdr[0]);
+    const auto wind_v = input<double>(fhdr[0]);
+    const auto coriolis_f = input<double>(fhdr[2] ? L : 0);
     std::vector<real4> W2(W.size()), S(size_t(L) * FVSWE_K * NVEC);
     std::vector<real> partial(sgrid);
     real4* bufs[2] = {W.data(), W2.data()};
@@ -81,6 +89,14 @@ int main()
     c.level_values = level_values.data();
     c.level_flux = level_flux.data();
     c.n_level = hdr[5];
+    c.coriolis_f = fhdr[2] ? coriolis_f.data() : nullptr;
+    c.wind_times = wind_times.data();
+    c.wind_u = wind_u.data();
+    c.wind_v = wind_v.data();
+    c.n_wind = fhdr[0];
+    c.wind_law = fhdr[1];
+    c.wind_cd = fprm[0];
+    c.wind_ratio = fprm[1];
 
     auto run = [&](const Plan& plan) {
         for (const auto& [kernel, op, src, dst] : plan) {

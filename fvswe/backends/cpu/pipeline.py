@@ -18,10 +18,12 @@ from numba import njit, prange
 
 from ...boundary import CHARACTERISTIC, DISCHARGE, INFLOW_KEYS, LEVEL, WALL
 from ...errors import ConfigError
+from ...forcing import WindTable
 from ...schemes import kernel
 from ..layout import Layout
 from . import default_threads, friction, hll, ir_roe, pvm_ifcp, roe, wetdry
 from .common import inverse_depth, wall_ghost
+from .forcing import force_layer, rotation, table_value, wind_at
 from .ghosts import characteristic_ghost, discharge_fluctuation, discharge_ghost, level_ghost
 
 #: Kernel (:data:`fvswe.schemes.KERNELS`) -> id used by the compiled dispatch below.
@@ -156,27 +158,10 @@ def edge_pass(
 
 @njit(cache=True, error_model="numpy")
 def level_values(t, offsets, times, values, out):
-    """``out[k] = eta_k(t)``: table k linear between samples, end values held outside.
-
-    ``m`` is the last sample with ``times[m] <= t`` (binary search); the value
-    is ``v[m] + (v[m+1] - v[m]) / (t[m+1] - t[m]) * (t - t[m])``.
-    """
+    """``out[k] = eta_k(t)``: table k linear between samples, end values held outside
+    (:func:`fvswe.backends.cpu.forcing.table_value`)."""
     for k in range(out.shape[0]):
-        lo = offsets[k]
-        hi = offsets[k + 1] - 1
-        if t <= times[lo]:
-            out[k] = values[lo]
-        elif t >= times[hi]:
-            out[k] = values[hi]
-        else:
-            while hi - lo > 1:  # invariant: times[lo] <= t < times[hi]
-                mid = (lo + hi) // 2
-                if times[mid] <= t:
-                    lo = mid
-                else:
-                    hi = mid
-            slope = (values[hi] - values[lo]) / (times[hi] - times[lo])
-            out[k] = values[lo] + slope * (t - times[lo])
+        out[k] = table_value(t, times, values, offsets[k], offsets[k + 1] - 1)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -206,7 +191,8 @@ def _friction(W, i, nvar, kind, friction_coef, interfacial, interfacial_coef, g,
 @njit(parallel=True, cache=True, error_model="numpy")
 def volume_pass(
     W, acc, area, k, dt, cfl, depth_cols, update, eps_h, kind, friction_coef, interfacial,
-    interfacial_coef, g, r, chunk_dt, chunk_counts, chunk_clip_mass,
+    interfacial_coef, g, r, chunk_dt, chunk_counts, chunk_clip_mass, t, coriolis_f, wind_times,
+    wind_u, wind_v, wind_law, wind_cd, wind_ratio,
 ):  # fmt: skip
     """``W_i -= dt/|V_i| Σ_slots`` (slots summed in local order) and ``dt_i`` from the speeds.
 
@@ -216,15 +202,22 @@ def volume_pass(
     layers left with ``0 < h < eps_h`` are counted as thin cells. The discharge of a
     layer thinner than ``eps_h`` is damped to ``h u`` with the desingularised
     ``u = q inverse_depth(h)`` (0 on a dry layer; a no-op from ``eps_h`` up), so
-    a thinning layer cannot keep a discharge its depth cannot carry; then the friction of
-    :func:`_friction` (bottom law ``kind``, per-cell coefficients ``friction_coef``;
-    two layers with ``interfacial``: ``interfacial_coef``). Per-chunk minima come
+    a thinning layer cannot keep a discharge its depth cannot carry; then the forcing of
+    docs/SCHEMES.md §15: the wind's ``tau / rho_w`` at time ``t`` (``wind_law`` > 0: the table
+    ``wind_times, wind_u, wind_v``) on the upper layer where wet, and the rotation by the
+    Coriolis parameter ``coriolis_f[i]`` (an empty array: none) of every layer; then the
+    friction of :func:`_friction` (bottom law ``kind``, per-cell coefficients
+    ``friction_coef``; two layers with ``interfacial``: ``interfacial_coef``). Per-chunk minima come
     back in ``chunk_dt``; ``chunk_counts[c]`` is (clipped layers, thin layers, first
     clipped cell or -1) and ``chunk_clip_mass[c]`` the clipped volume.
     """
     L = W.shape[0]
     nvar = W.shape[1]
     nchunks = chunk_dt.shape[0]
+    ax, ay = 0.0, 0.0
+    if update and wind_law != 0:
+        ax, ay = wind_at(t, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio)
+    forced = wind_law != 0 or coriolis_f.shape[0] > 0
     for c in prange(nchunks):
         lo = c * L // nchunks
         hi = (c + 1) * L // nchunks
@@ -259,6 +252,16 @@ def volume_pass(
                         damp = W[i, v] * inverse_depth(W[i, v], eps_h)
                         W[i, v + 1] = W[i, v + 1] * damp
                         W[i, v + 2] = W[i, v + 2] * damp
+                if forced:
+                    cs, sn = 1.0, 0.0
+                    if coriolis_f.shape[0] > 0:
+                        cs, sn = rotation(coriolis_f[i], dt)
+                    for v in depth_cols:
+                        upper = wind_law != 0 and v == 0  # the wind drives layer 1
+                        qx, qy = W[i, v + 1], W[i, v + 2]
+                        qx, qy = force_layer(W[i, v], qx, qy, cs, sn, ax, ay, dt, eps_h, upper)
+                        W[i, v + 1] = qx
+                        W[i, v + 2] = qy
                 if kind != 0 or interfacial:
                     _friction(W, i, nvar, kind, friction_coef, interfacial, interfacial_coef, g,
                               r, eps_h, dt)  # fmt: skip
@@ -324,6 +327,11 @@ class CpuBackend:
         off = np.zeros(1, dtype=np.float64)  # never indexed: friction off
         self._friction_coef = off if lay.friction_coef is None else lay.friction_coef
         self._interfacial_coef = off if lay.interfacial_coef is None else lay.interfacial_coef
+        #: volume_pass's forcing arguments: f per cell (empty: none), the wind table (times,
+        #: u, v), its drag law code (0: no wind), constant C_d, rho_air / rho_water.
+        f = lay.coriolis if lay.coriolis is not None else np.zeros(0)
+        wind = lay.wind or WindTable(*[np.zeros(1)] * 3, law=0, cd=0.0, ratio=0.0)
+        self._forcing = (f, wind.times, wind.u, wind.v, wind.law, wind.cd, wind.ratio)
         lv = lay.levels
         self._levels = lv if lv is not None and lv.count else None
         if self._levels is not None:
@@ -417,7 +425,7 @@ class CpuBackend:
             self.W[: self._owned], self.acc, lay.area, lay.k, dt, self.cfl, self._depth_cols,
             update, self.model.eps_h, lay.friction_kind, self._friction_coef,
             lay.interfacial_coef is not None, self._interfacial_coef, self.model.g, self.model.r,
-            self._chunk_dt, self._chunk_counts, self._chunk_clip_mass,
+            self._chunk_dt, self._chunk_counts, self._chunk_clip_mass, self.t, *self._forcing,
         )  # fmt: skip
         if update:
             self._acc_current = False

@@ -33,6 +33,7 @@
 #include "common.cuh"
 #include "friction.cuh"
 #include "ghosts.cuh"
+#include "forcing.cuh"
 #if FVSWE_SCHEME == 1
 #include "roe.cuh"
 #elif FVSWE_SCHEME == 2
@@ -142,6 +143,15 @@ struct Ctrl {
     long long cfl_step;   // 1 + that step (0: none)
     int clip_cell;     // smallest cell clipped in that step, stored as cell - INT_MAX (0: none)
     int cfl_cell;      // smallest cell with Courant number > 1 in it, likewise
+    // Coriolis and wind (forcing.cuh, docs/SCHEMES.md §15), on the device:
+    const double* coriolis_f;  // the Coriolis parameter f of each cell (1/s); null: none
+    const double* wind_times;  // the wind table (fvswe.forcing.WindTable): sample times (s),
+    const double* wind_u;      // u10 and v10 (m/s)
+    const double* wind_v;
+    int n_wind;          // samples (0: no wind)
+    int wind_law;        // drag law: 1 constant, 2 Large & Pond, 3 Wu
+    double wind_cd;      // the constant law's C_d
+    double wind_ratio;   // rho_air / rho_water
 };
 
 // A zeroed control block means "no cell": cells are kept as cell - NO_CELL, which atomicMin
@@ -330,18 +340,8 @@ __device__ __forceinline__ void add_slot(const real4* __restrict__ S, int s, rea
 // fvswe.backends.cpu.pipeline.level_values).
 __device__ __forceinline__ double level_value(const Ctrl* c, int k, double t)
 {
-    int lo = (int)c->level_offsets[k], hi = (int)c->level_offsets[k + 1] - 1;
-    const double* times = c->level_times;
-    const double* values = c->level_values;
-    if (t <= times[lo]) return values[lo];
-    if (t >= times[hi]) return values[hi];
-    while (hi - lo > 1) {  // invariant: times[lo] <= t < times[hi]
-        const int mid = (lo + hi) / 2;
-        if (times[mid] <= t) lo = mid;
-        else hi = mid;
-    }
-    const double slope = (values[hi] - values[lo]) / (times[hi] - times[lo]);
-    return values[lo] + slope * (t - times[lo]);
+    return table_value(t, c->level_times, c->level_values, (int)c->level_offsets[k],
+                       (int)c->level_offsets[k + 1] - 1);
 }
 
 // The table values a boundary edge with tables reads now (mirrors the CPU's edge_pass): a,
@@ -510,12 +510,32 @@ __device__ __forceinline__ void apply_friction(real* w, const Ctrl* ctrl, int c,
     }
 }
 
+// The forcing of an updated cell c (mirrors the CPU volume pass): the wind's tau / rho_w at
+// the step's start on the upper layer where wet, then every layer rotated by its Coriolis
+// parameter (docs/SCHEMES.md §15). In float64.
+__device__ __forceinline__ void apply_forcing(real* w, int c, const Ctrl* ctrl, double dt, real eps_h)
+{
+    double ax = 0.0, ay = 0.0, cs = 1.0, sn = 0.0;
+    if (ctrl->n_wind > 0)
+        wind_at(ctrl->t, ctrl->wind_times, ctrl->wind_u, ctrl->wind_v, ctrl->n_wind, ctrl->wind_law,
+                ctrl->wind_cd, ctrl->wind_ratio, ax, ay);
+    if (ctrl->coriolis_f) rotation(ctrl->coriolis_f[c], dt, cs, sn);
+#pragma unroll
+    for (int l = 0; l < FVSWE_LAYERS; ++l) {
+        real* layer = w + 3 * l;
+        double qx = layer[1], qy = layer[2];
+        force_layer(layer[0], qx, qy, cs, sn, ax, ay, dt, eps_h, ctrl->n_wind > 0 && l == 0);
+        layer[1] = real(qx);
+        layer[2] = real(qy);
+    }
+}
+
 // Close cell c given the sum of its slots: dt_c = 2 cfl |V_c| / sum(|Gamma| ||D||) (returned
 // when op & OP_DT, else inf) and, when op & OP_UPDATE, W_c -= dt/|V_c| sum(slots), then per
 // layer: a negative depth clipped to 0 (and counted), and the discharge of a layer thinner
 // than eps_h damped to h u with the desingularised u = q inverse_depth(h) (docs/SCHEMES.md §8;
-// 0 on a dry layer); then friction (apply_friction); stored into Wout. The same operations in
-// the same order as the CPU backend's volume_pass.
+// 0 on a dry layer); then wind and Coriolis (apply_forcing), then friction (apply_friction);
+// stored into Wout. The same operations in the same order as the CPU backend's volume_pass.
 __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, real A, const real* acc,
                                           Ctrl* ctrl, real eps_h, int op)
 {
@@ -546,6 +566,7 @@ __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, 
                 layer[2] = mul_rn(layer[2], damp);
             }
         }
+        if (ctrl->n_wind > 0 || ctrl->coriolis_f) apply_forcing(w, c, ctrl, step_dt(ctrl), eps_h);
         if (ctrl->friction || ctrl->interfacial_coef) apply_friction(w, ctrl, c, step_dt(ctrl));
         store_cell(Wout, c, w, H, A);
         if (clipped) {
