@@ -26,6 +26,7 @@ from fvswe.simulation import Simulation
 
 SCHEMES = ("roe", "ir-roe", "pvm-ifcp")
 G = 9.81
+WALLS3 = dict.fromkeys(("west", "east", "wall"), "wall")
 
 
 def random_vanishing_edges(seed, E=3000):
@@ -161,6 +162,41 @@ def test_dam_break_front_converges(layer):
     assert errors[2] < 0.6 * errors[0]
 
 
+def slope_surge(scheme, nx, **kw):
+    """A lower layer 0.6 m deep (x < -3) surging up a bed that rises 0.15 m per m to the shore
+    at x = 1.67, under an upper layer that fills the rest to the surface; r = 0.5, walls."""
+
+    def H(x, y):
+        return 1.0 - 0.15 * (x + 5.0)
+
+    def h2(x, y):
+        return np.where(x < -3.0, 0.6, 0.0)
+
+    initial = {"h2": h2, "h1": lambda x, y: np.maximum(H(x, y), 0.0) - h2(x, y)}
+    sim = Simulation(strip(nx, 1, -5.0, 5.0), layers=2, scheme=scheme, r=0.5, H=H,
+                     initial=initial, boundary=WALLS3, dt_mode="nonlagged", **kw)  # fmt: skip
+    return sim, sim.run(2.0)
+
+
+@pytest.mark.parametrize("scheme", ["roe", "ir-roe"])
+def test_interface_surging_up_a_dry_slope_stays_positive(scheme):
+    """Roe and IR-Roe carry the lower layer up the slope (its front from -3 to beyond -0.5 m)
+    with each layer's mass to round-off and no clipping (observed drift <= 3.5e-16)."""
+    sim, s = slope_surge(scheme, 200)
+    f = sim.fields()
+    assert s.counters["clipped_cells"] == 0 and max(s.mass_rel_drift) <= 1e-13
+    assert min(f["h1"].min(), f["h2"].min()) >= 0 and f["x"][f["h2"] > 1e-3].max() > -0.5
+
+
+def test_ifcp_surge_up_a_dry_slope_stops_at_its_first_clip():
+    """Not yet positive (docs/SCHEMES.md §13.4): PVM-IFCP's wet formula empties the lower
+    layer's 0.2 mm tip (above eps_h = 1e-6 m) within a step at 200 cells; the run stops there
+    with one line instead of going on to NaN (observed: cell 75, step 328, t = 0.966 s)."""
+    with pytest.raises(BlowUpError, match=r"positivity lost: .* cell 75 .* step 328 \(t = 0.966"):
+        slope_surge("pvm-ifcp", 200)
+    assert slope_surge("pvm-ifcp", 200, eps_h=1e-3)[1].counters["clipped_cells"] == 0
+
+
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_two_layer_dam_break_wets_and_dries_the_shore(scheme):
     """An interface dam break (r = 0.98) beside a sloping shore where both layers end: the
@@ -272,7 +308,7 @@ def test_cli_stops_a_run_that_clipped_and_continues_when_allowed(capsys, tmp_pat
 def test_mass_drift_beyond_round_off_stops_the_run():
     """Water that appears from nowhere (here: put in by hand, as a bug would) is caught."""
     sim = Simulation(strip(20, 1), layers=1, scheme="hll", H=1.0, initial={"h": 1.0},
-                     boundary=dict.fromkeys(("west", "east", "wall"), "wall"))  # fmt: skip
+                     boundary=WALLS3)  # fmt: skip
     sim.run(0.05)
     W = sim.backend.get_state()
     W[3, 0] += 1e-9
