@@ -96,27 +96,31 @@ def exact_split(L1, L2, v, e, r, rel=0.0, rng=None):
     return np.array([float(x) for x in ref])
 
 
-def test_opposite_sign_split_is_as_accurate_as_its_data_allow():
-    """Opposite-sign internal pairs (gaps 3.4e-2 to 3.4e-6 of the external ones): the exact
-    ``P- v`` moves under a one-ulp change of the float64 data ``u1, u2, c1^2, c2^2`` by
-    0.003-0.07 eps/gap^2 of ``max(|P- v|, |v|)`` (median 0.03; ``|P- v|`` grows like 1/gap,
-    to 2e3 |v| at gap 3.5e-6), and the package's D-_4 is within 1.1 times that of it
-    (observed). So the relative error 1e-8 is out of reach of any float64 formula below
-    gaps of ~3e-5, and no rewriting of the split helps: the sign function jumps between the
-    two eigenvalues, so the answer itself is ill-conditioned (docs/SCHEMES.md §3.5 (b))."""
-    r = 0.5
+@pytest.mark.parametrize(("r", "factor", "conditioning"), [(0.5, 2, (5e-3, 0.3)),
+                                                          (0.98, 80, (5e-4, 0.03))])  # fmt: skip
+def test_opposite_sign_split_against_the_conditioning_of_its_data(r, factor, conditioning):
+    """Opposite-sign internal pairs (gaps ~3e-2 to ~3e-6 of the external ones): the exact
+    ``P- v`` moves under a one-ulp change of the float64 data ``u1, u2, c1^2, c2^2`` by a
+    median 0.03 (r = 0.5) or 0.003 (r = 0.98) eps/gap^2 of ``max(|P- v|, |v|)``
+    (``|P- v|`` grows like 1/gap: 2e3 |v| at gap 3.5e-6, r = 0.5). The package's D-_4 lies
+    within ``factor`` times that move of it (observed at most 1.1 for r = 0.5: as accurate
+    as the data allow; up to 39 for r = 0.98, where a more accurate eigenvalue route could
+    gain as much). Either way 1e-8 is out of reach of any float64 formula below gaps of
+    ~3e-5 (r = 0.5) or ~8e-6 (r = 0.98): the sign function jumps between the two
+    eigenvalues, so the answer itself is ill-conditioned (docs/SCHEMES.md §3.5 (b))."""
     L1, L2, v, lam, Dm, flags = split_states(r, 0, steps=range(2, 11, 2), E=2)
     gap = (lam[:, 2] - lam[:, 1]) / (lam[:, 3] - lam[:, 0])
-    assert np.all(lam[:, 4] >= 0) and np.all(flags == 0) and gap.min() < 1e-5
+    split = (lam[:, 4] >= 0) & (gap >= common.NEAR_COINCIDENT)  # the four-wave sum
+    assert np.all(flags[split] == 0) and gap[split].min() < 1e-5 and split.sum() >= 8
     rng = np.random.default_rng(5)
     moves = []
-    for e in range(len(gap)):
+    for e in np.flatnonzero(split):
         ref = exact_split(L1, L2, v, e, r)
         scale = max(np.abs(ref).max(), np.abs(v[e]).max())
         move = max(np.abs(exact_split(L1, L2, v, e, r, EPS, rng) - ref).max() for _ in range(2))
         moves.append(move / scale * gap[e] ** 2 / EPS)
-        assert np.abs(Dm[e] - ref).max() <= 2 * move + 2e-15 * scale, (gap[e], move / scale)
-    assert 0.005 < np.median(moves) < 0.3  # the data's conditioning: ~ eps / gap^2
+        assert np.abs(Dm[e] - ref).max() <= factor * move + 2e-15 * scale, (gap[e], move / scale)
+    assert conditioning[0] < np.median(moves) < conditioning[1]  # ~ eps / gap^2
 
 
 def test_near_coincident_edges_are_counted():
