@@ -105,9 +105,10 @@ def test_opposite_sign_split_against_the_conditioning_of_its_data(r, factor, con
     (``|P- v|`` grows like 1/gap: 2e3 |v| at gap 3.5e-6, r = 0.5). The package's D-_4 lies
     within ``factor`` times that move of it (observed at most 1.1 for r = 0.5: as accurate
     as the data allow; up to 39 for r = 0.98, where the error is that of EIG4's internal gap
-    and a better-conditioned gap could gain as much). Either way 1e-8 is out of reach of any float64 formula below gaps of
-    ~3e-5 (r = 0.5) or ~8e-6 (r = 0.98): the sign function jumps between the two
-    eigenvalues, so the answer itself is ill-conditioned (docs/SCHEMES.md §3.5 (b))."""
+    and a better-conditioned gap could gain as much). Either way 1e-8 is out of reach of any
+    float64 formula below gaps of ~3e-5 (r = 0.5) or ~8e-6 (r = 0.98): the sign function
+    jumps between the two eigenvalues, so the answer itself is ill-conditioned
+    (docs/SCHEMES.md §3.5 (b))."""
     L1, L2, v, lam, Dm, flags = split_states(r, 0, steps=range(2, 11, 2), E=2)
     gap = (lam[:, 2] - lam[:, 1]) / (lam[:, 3] - lam[:, 0])
     split = (lam[:, 4] >= 0) & (gap >= common.NEAR_COINCIDENT)  # the four-wave sum
