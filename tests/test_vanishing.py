@@ -26,6 +26,7 @@ from fvswe.simulation import Simulation
 
 SCHEMES = ("roe", "ir-roe", "pvm-ifcp")
 G = 9.81
+WALLS3 = dict.fromkeys(("west", "east", "wall"), "wall")
 
 
 def random_vanishing_edges(seed, E=3000):
@@ -154,11 +155,68 @@ def test_layer_dam_break_onto_a_dry_layer_conserves_and_stays_positive(scheme, l
 @pytest.mark.parametrize("layer", [1, 2])
 def test_dam_break_front_converges(layer):
     """The front position at t = 1 s approaches a 1200-cell run at every refinement
-    (observed errors: lower layer 0.13, 0.11, 0.08 m; upper 0.05, 0.03, 0.01 m)."""
+    (observed errors: lower layer 0.13, 0.11, 0.08 m; upper 0.05, 0.03, 0.01 m). The lower
+    layer's 1 mm front is the tip of a thin nose that still lengthens by 0.03-0.04 m per
+    halving of dx up to 3200 cells (2.17 m at 100 cells, 2.32 m at 3200; a 1-D line of the
+    NumPy reference flux does the same, 2.05 to 2.29 m); the volume past the dam converges
+    (next test)."""
     ref = front(layer_dam_break(layer, 1200)[0], layer)
     errors = [abs(front(layer_dam_break(layer, nx)[0], layer) - ref) for nx in (100, 200, 400)]
     assert errors[0] > errors[1] > errors[2]
     assert errors[2] < 0.6 * errors[0]
+
+
+def slope_surge(scheme, nx, **kw):
+    """A lower layer 0.6 m deep (x < -3) surging up a bed that rises 0.15 m per m to the shore
+    at x = 1.67, under an upper layer that fills the rest to the surface; r = 0.5, walls."""
+
+    def H(x, y):
+        return 1.0 - 0.15 * (x + 5.0)
+
+    def h2(x, y):
+        return np.where(x < -3.0, 0.6, 0.0)
+
+    initial = {"h2": h2, "h1": lambda x, y: np.maximum(H(x, y), 0.0) - h2(x, y)}
+    sim = Simulation(strip(nx, 1, -5.0, 5.0), layers=2, scheme=scheme, r=0.5, H=H,
+                     initial=initial, boundary=WALLS3, dt_mode="nonlagged", **kw)  # fmt: skip
+    return sim, sim.run(2.0)
+
+
+def volume_past_the_dam(sim, layer):
+    """The layer's volume in x > 0 per unit width of the strip (m^2)."""
+    f = sim.fields()
+    width = f["area"].sum() / 10.0  # the strip spans x in [-5, 5]
+    return (f["area"] * f[f"h{layer}"])[f["x"] > 0].sum() / width
+
+
+@pytest.mark.parametrize("layer", [1, 2])
+def test_dam_break_volume_past_the_dam_converges(layer):
+    """The volume that crossed the dam by t = 1 s converges: its change per halving of dx
+    shrinks by a factor >= 1.5 each time (observed lower layer 3.8e-3, 2.1e-3, 1.2e-3 m^2,
+    then 6.5e-4, 3.6e-4 to 3200 cells: order ~0.85, a centred fan's dx log dx; upper layer
+    1.5e-3, 6.4e-4, 2.6e-4 m^2)."""
+    v = [volume_past_the_dam(layer_dam_break(layer, nx)[0], layer) for nx in (100, 200, 400, 800)]
+    d = np.abs(np.diff(v))
+    assert d[0] > 1.5 * d[1] > 1.5**2 * d[2], d
+
+
+@pytest.mark.parametrize("scheme", ["roe", "ir-roe"])
+def test_interface_surging_up_a_dry_slope_stays_positive(scheme):
+    """Roe and IR-Roe carry the lower layer up the slope (its front from -3 to beyond -0.5 m)
+    with each layer's mass to round-off and no clipping (observed drift <= 3.5e-16)."""
+    sim, s = slope_surge(scheme, 200)
+    f = sim.fields()
+    assert s.counters["clipped_cells"] == 0 and max(s.mass_rel_drift) <= 1e-13
+    assert min(f["h1"].min(), f["h2"].min()) >= 0 and f["x"][f["h2"] > 1e-3].max() > -0.5
+
+
+def test_ifcp_surge_up_a_dry_slope_stops_at_its_first_clip():
+    """Not yet positive (docs/SCHEMES.md §13.4): PVM-IFCP's wet formula empties the lower
+    layer's 0.2 mm tip (above eps_h = 1e-6 m) within a step at 200 cells; the run stops there
+    with one line instead of going on to NaN (observed: cell 75, step 328, t = 0.966 s)."""
+    with pytest.raises(BlowUpError, match=r"positivity lost: .* cell 75 .* step 328 \(t = 0.966"):
+        slope_surge("pvm-ifcp", 200)
+    assert slope_surge("pvm-ifcp", 200, eps_h=1e-3)[1].counters["clipped_cells"] == 0
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
@@ -219,9 +277,10 @@ def test_default_threshold_follows_the_depth_scale_and_an_explicit_one_wins():
 )
 def test_dam_breaks_converge_at_the_default_threshold(scheme, hr):
     """Stoker (hr = 0.1, and 1e-3 below the old 5 mm threshold) and Ritter (hr = 0): the L1
-    error falls at every refinement from 100 to 800 cells at order >= 0.5 (observed 0.54-0.8
-    for these discontinuous solutions, first-order schemes) and, with a thin or dry
-    downstream bed, ends below the one with eps_h = 5 mm."""
+    error falls at every refinement from 100 to 800 cells at order >= 0.5 (observed 0.54-0.95:
+    from rest the centred fan converges like dx log(1/dx), docs/validation.md; first order
+    once it is open: tests/test_convergence.py) and, with a thin or dry downstream bed, ends
+    below the one with eps_h = 5 mm."""
 
     def error(nx, **kw):
         g = Grid(nx, 1, 100.0 / nx, 1.0)
@@ -272,7 +331,7 @@ def test_cli_stops_a_run_that_clipped_and_continues_when_allowed(capsys, tmp_pat
 def test_mass_drift_beyond_round_off_stops_the_run():
     """Water that appears from nowhere (here: put in by hand, as a bug would) is caught."""
     sim = Simulation(strip(20, 1), layers=1, scheme="hll", H=1.0, initial={"h": 1.0},
-                     boundary=dict.fromkeys(("west", "east", "wall"), "wall"))  # fmt: skip
+                     boundary=WALLS3)  # fmt: skip
     sim.run(0.05)
     W = sim.backend.get_state()
     W[3, 0] += 1e-9

@@ -1,0 +1,52 @@
+"""Exact one-layer dam-break solutions (Ritter: dry bed; Stoker: wet bed), for verification.
+
+Flat frictionless bed, depth ``hl`` behind a dam at ``x0`` and ``hr`` beyond it, at rest at
+t = 0. The left state opens into a centred rarefaction ``h = (2 c_l - xi)^2 / (9 g)``,
+``u = 2 (xi + c_l) / 3`` (``xi = (x - x0) / t``, ``c_l = sqrt(g h_l)``). On a dry bed it
+reaches ``h = 0`` at the front ``xi = 2 c_l`` (Ritter 1892); on a wet bed it ends in a
+plateau ``(h_m, u_m)`` and a shock, with ``h_m`` from ``u_m = 2 (c_l - c_m)`` (the
+rarefaction) equal to the shock's ``(h_m - h_r) sqrt(g (h_m + h_r) / (2 h_m h_r))``
+(Stoker 1957; Toro, Shock-Capturing Methods for Free-Surface Shallow Flows, 2001, §4).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import brentq
+
+
+def dam_break(
+    x: np.ndarray, t: float, hl: float, hr: float, x0: float = 0.0, g: float = 9.81
+) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+    """Depth and velocity at ``x`` and time ``t > 0``, and the features' positions.
+
+    The features are the rarefaction's ``head`` and (Stoker) ``tail``, the ``shock`` or the
+    dry ``front``, and the ``dam`` where the fan is transonic (the sonic point stays there:
+    always on a dry bed, for ``hr / hl`` below about 0.138 on a wet one).
+    """
+    x = np.asarray(x, dtype=float)
+    cl = np.sqrt(g * hl)
+    xi = (x - x0) / t
+    h = np.full_like(x, hl)
+    u = np.zeros_like(x)
+    fan = xi > -cl
+    h[fan] = (2 * cl - xi[fan]) ** 2 / (9 * g)
+    u[fan] = 2 * (xi[fan] + cl) / 3
+    if hr == 0:
+        dry = xi >= 2 * cl
+        h[dry], u[dry] = 0.0, 0.0
+        return h, u, {"head": x0 - cl * t, "dam": x0, "front": x0 + 2 * cl * t}
+
+    def gap(hm: float) -> float:  # rarefaction velocity minus the shock's, behind the shock
+        return 2 * (cl - np.sqrt(g * hm)) - (hm - hr) * np.sqrt(g * (hm + hr) / (2 * hm * hr))
+
+    hm = brentq(gap, hr, hl, xtol=1e-15)
+    um, cm = 2 * (cl - np.sqrt(g * hm)), np.sqrt(g * hm)
+    shock = hm * um / (hm - hr)
+    plateau, right = xi >= um - cm, xi >= shock
+    h[plateau], u[plateau] = hm, um
+    h[right], u[right] = hr, 0.0
+    features = {"head": x0 - cl * t, "tail": x0 + (um - cm) * t, "shock": x0 + shock * t}
+    if um - cm > 0:
+        features["dam"] = x0
+    return h, u, features
