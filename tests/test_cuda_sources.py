@@ -105,12 +105,7 @@ HARNESS = r"""
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
-#include "common.cuh"
-#include "hll.cuh"
-#include "pvm_ifcp.cuh"
-#include "roe.cuh"
-#include "ir_roe.cuh"
-#include "wetdry.cuh"
+#include "physics.cuh"
 
 typedef REAL real;  // -DREAL=double or float; input and output stay float64
 typedef int (*Flux)(const real*, const real*, real, real, real, real, real, real, real, real*,
@@ -183,8 +178,8 @@ def host_flux(tmp_path, real: str, scheme: str, layers: int, edges, g, r, eps_h)
     src = tmp_path / "harness.cpp"
     src.write_text(HARNESS)
     exe = tmp_path / f"harness_{real}"
-    cmd = [CXX, "-std=c++17", "-O1", "-ffp-contract=off", f"-DREAL={real}", f"-I{gpu.CUDA_DIR}",
-           str(src), "-o", str(exe)]  # fmt: skip
+    cmd = [CXX, "-std=c++17", "-O1", "-ffp-contract=off", f"-DREAL={real}",
+           f"-I{gpu.write_physics(tmp_path)}", str(src), "-o", str(exe)]  # fmt: skip
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-4000:]
     Wi, Wj, Hi, Hj, normal = edges
@@ -291,6 +286,7 @@ def emulated_run(tmp_path, layout, scheme, variant, dt_mode, t_end, max_steps, d
             *flags,
             f"-I{gpu.CUDA_DIR}",
             f"-I{EMU}",
+            f"-I{gpu.write_physics(tmp_path)}",
             str(EMU / "driver.cpp"),
             "-o",
             str(exe),
@@ -564,6 +560,7 @@ def test_control_block_layout_matches_ctrl_dtype(tmp_path):
     src.write_text(head + "int main()\n{\n" + "\n".join(body) + "\n}\n")
     exe = tmp_path / "layout"
     flags = ["-std=c++20", "-Wno-psabi", f"-I{gpu.CUDA_DIR}", f"-I{EMU}"]
+    flags.append(f"-I{gpu.write_physics(tmp_path)}")
     res = subprocess.run([CXX, *flags, str(src), "-o", str(exe)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-4000:]
     run = subprocess.run([str(exe)], capture_output=True, text=True, check=True)
