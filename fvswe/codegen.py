@@ -183,7 +183,8 @@ class _Emitter:
             return f"{value} /* {name} */"
         if isinstance(value, float):
             if name in self.fn.float32:
-                return f"fv_prec<real>({_float(value)}, {_float32(self.fn.float32[name])})"
+                f32 = _float32(self.fn.float32[name])
+                return f"fv_prec<real>({_float(value)}, {f32}) /* {name} */"
             return f"real({_float(value)}) /* {name} */"
         raise self.fn.error(node, f"{name!r} is not an int, float or bool constant")
 
