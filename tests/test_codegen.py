@@ -143,6 +143,41 @@ def test_every_construct_equals_numba_bitwise(tmp_path):
     assert np.array_equal(got, want)
 
 
+FLOAT32_KERNELS = r"""
+#include "physics.cuh"
+#define KERNEL(name, fn, nv)                                                                  \
+    extern "C" __global__ void name(const float* x, float* y, int* flags)                      \
+    {                                                                                          \
+        const float* e = x + 32 * threadIdx.x;                                                 \
+        float* o = y + 32 * threadIdx.x;                                                       \
+        flags[threadIdx.x] = fn<float>(e, e + nv, e[2 * nv], e[2 * nv + 1], e[2 * nv + 2],     \
+                                       e[2 * nv + 3], x[0], x[1], x[2], o, o + nv, o[2 * nv]); \
+    }
+KERNEL(roe2, roe::flux2, 6)
+KERNEL(ir_roe2, ir_roe::flux2, 6)
+KERNEL(pvm_ifcp2, pvm_ifcp::flux2, 6)
+KERNEL(roe1, roe::flux1, 3)
+KERNEL(ir_roe1, ir_roe::flux1, 3)
+KERNEL(hll1, hll::flux1, 3)
+KERNEL(wetdry1, wetdry::flux1, 3)
+"""
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+def test_float32_fluxes_have_no_float64_arithmetic(tmp_path):
+    """Every float literal is real(x): a float32 module computes its fluxes in float32."""
+    gpu.write_physics(tmp_path)
+    (tmp_path / "k.cu").write_text(FLOAT32_KERNELS)
+    opts = [o for o in gpu.compile_options("roe", 2, np.float32, "edge") if o.startswith("--")]
+    cmd = ["nvcc", "--ptx", "-arch=sm_90", *opts, f"-I{tmp_path}", "-o", str(tmp_path / "k.ptx"),
+           str(tmp_path / "k.cu")]  # fmt: skip
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-4000:]
+    ptx = (tmp_path / "k.ptx").read_text()
+    assert ptx.count(".entry ") == 7 and "sqrt.rn.f32" in ptx
+    assert ".f64" not in ptx
+
+
 def test_float32_constants_are_exact_float32_literals():
     text = gpu.physics()
     for name, value in common.FLOAT32.items():
