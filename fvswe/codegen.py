@@ -33,15 +33,17 @@ class CodegenError(FvsweError):
 
 
 #: C++ words a Python name may not take (they would not compile, or would shadow the prelude).
-RESERVED = {
-    "auto", "bool", "break", "case", "char", "class", "const", "constexpr", "continue",
-    "default", "delete", "do", "double", "else", "enum", "explicit", "extern", "float",
-    "for", "friend", "goto", "if", "inline", "int", "long", "namespace", "new", "operator",
-    "private", "protected", "public", "real", "register", "return", "short", "signed",
-    "sizeof", "static", "struct", "switch", "template", "this", "throw", "typedef",
-    "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "while",
-    "fabs", "sqrt", "min_", "max_", "fv_make", "fv_at", "fv_prec", "fv_load", "fv_store",
-}  # fmt: skip
+_CXX_WORDS = """
+    alignas alignof and_eq asm auto bitand bitor bool break case catch char char16_t char32_t
+    class compl const const_cast constexpr continue decltype default delete do double
+    dynamic_cast else enum explicit export extern float for friend goto if inline int long
+    mutable namespace new noexcept not_eq nullptr operator or_eq private protected public
+    register reinterpret_cast return short signed sizeof static static_assert static_cast
+    struct switch template this thread_local throw try typedef typeid typename union unsigned
+    using virtual void volatile wchar_t while xor xor_eq
+    real fabs sqrt min_ max_
+"""
+RESERVED = frozenset(_CXX_WORDS.split())
 
 #: Python builtins and ``math`` functions -> C++ (common to CUDA and the host's <cmath>).
 CALLS = {min: "min_", max: "max_", abs: "fabs", math.sqrt: "sqrt"}
@@ -99,9 +101,7 @@ def _tuple_prelude(n: int) -> str:
 
 
 def _float(x: float) -> str:
-    """A float64 literal that reads back as ``x`` exactly."""
-    if not math.isfinite(x):
-        raise ValueError(f"non-finite constant {x!r}")
+    """A float64 literal that reads back as ``x`` exactly (``repr`` round-trips)."""
     return repr(float(x))
 
 
@@ -182,6 +182,8 @@ class _Emitter:
         if isinstance(value, int):
             return f"{value} /* {name} */"
         if isinstance(value, float):
+            if not math.isfinite(value):
+                raise self.fn.error(node, f"{name} = {value!r}: finite constants only")
             if name in self.fn.float32:
                 f32 = _float32(self.fn.float32[name])
                 return f"fv_prec<real>({_float(value)}, {f32}) /* {name} */"
@@ -196,9 +198,9 @@ class _Emitter:
                 return "true" if v else "false"
             if isinstance(v, int):
                 return str(v)
-            if isinstance(v, float):
+            if isinstance(v, float) and math.isfinite(v):
                 return f"real({_float(v)})"
-            raise fn.error(node, f"constant {v!r}: only int, float and bool literals")
+            raise fn.error(node, f"constant {v!r}: only int, finite float and bool literals")
         if isinstance(node, ast.Name):
             if node.id in self.locals:
                 if node.id in self.casts:
