@@ -1,7 +1,7 @@
 """CUDA device code emitted from the Numba physics (docs/CODEGEN.md).
 
 The per-edge physics is written once, as the scalar ``@jit`` functions of
-:mod:`fvswe.backends.cpu` (``common``, ``hll``, ``roe``, ...). :func:`emit` walks their
+:mod:`fvswe.physics` (``common``, ``hll``, ``roe``, ...). :func:`emit` walks their
 Python syntax trees and writes the same functions as C++ for NVRTC (and for a host
 compiler in the tests): one ``__device__ __forceinline__`` template per function,
 templated on the module's real type, in a namespace named after its module. Float
@@ -71,7 +71,7 @@ using std::sqrt;
 template <typename T> FVSWE_DEV T min_(T a, T b) { return b < a ? b : a; }
 template <typename T> FVSWE_DEV T max_(T a, T b) { return b > a ? b : a; }
 
-// A constant whose float32 value differs (fvswe.backends.cpu.common.FLOAT32).
+// A constant whose float32 value differs (fvswe.physics.common.FLOAT32).
 template <typename real> FVSWE_DEV constexpr real fv_prec(double d, float f);
 template <> FVSWE_DEV constexpr double fv_prec<double>(double d, float) { return d; }
 template <> FVSWE_DEV constexpr float fv_prec<float>(double, float f) { return f; }

@@ -23,8 +23,8 @@ from test_schemes_numba import run_numba
 
 from fvswe import codegen
 from fvswe.backends import gpu
-from fvswe.backends.cpu import common
 from fvswe.codegen import CodegenError
+from fvswe.physics import common
 
 CXX = shutil.which("g++") or shutil.which("c++")
 needs_cxx = pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")

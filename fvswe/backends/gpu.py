@@ -168,14 +168,13 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 def physics() -> str:
     """The device physics emitted from the Numba modules (docs/CODEGEN.md): every kernel of
     :data:`fvswe.schemes.KERNELS` with its pointer adapter, and ``inverse_depth``."""
-    from .. import codegen
-    from . import cpu
+    from .. import codegen, physics
 
     fluxes = {}
     for (_, layers), ref in KERNELS.items():
         module, function = ref.split(".")
-        fluxes[getattr(getattr(cpu, module), function)] = 3 * layers
-    return codegen.emit(fluxes, [cpu.common.inverse_depth], cpu.common.FLOAT32)
+        fluxes[getattr(getattr(physics, module), function)] = 3 * layers
+    return codegen.emit(fluxes, [physics.common.inverse_depth], physics.common.FLOAT32)
 
 
 def write_physics(directory: Path) -> Path:

@@ -18,10 +18,11 @@ from numba import njit, prange
 
 from ...boundary import LEVEL, WALL
 from ...errors import ConfigError
+from ...physics import hll, ir_roe, pvm_ifcp, roe, wetdry
+from ...physics.common import inverse_depth, wall_ghost
 from ...schemes import kernel
 from ..layout import Layout
-from . import default_threads, hll, ir_roe, pvm_ifcp, roe, wetdry
-from .common import inverse_depth, wall_ghost
+from . import default_threads
 
 #: Kernel (:data:`fvswe.schemes.KERNELS`) -> id used by the compiled dispatch below.
 KERNEL_IDS = {
