@@ -495,23 +495,18 @@ int main(int argc, char** argv)
 
 
 @pytest.mark.parametrize("layers", [1, 2])
-def test_cuda_ghosts_on_host_are_bitwise_the_numba_ones(tmp_path, layers):
+def test_cuda_ghosts_on_host_are_bitwise_the_numba_ones(layers):
     """fvswe/backends/cuda/ghosts.cuh compiled for the host (no FMA contraction) gives the bits
     of fvswe/backends/cpu/ghosts.py on wet, thin and dry states, inflows and outflows."""
     import subprocess
 
-    from test_cuda_sources import CXX
+    from test_cuda_sources import CXX, host_binary
 
-    from fvswe.backends import gpu
     from fvswe.backends.cpu import ghosts as nb
 
     if CXX is None:
         pytest.skip("no host C++ compiler (g++) on PATH")
-    src, exe = tmp_path / "ghosts.cpp", tmp_path / "ghosts"
-    src.write_text(GHOST_HARNESS)
-    cmd = [CXX, "-std=c++17", "-O1", "-ffp-contract=off", f"-I{gpu.CUDA_DIR}", str(src), "-o"]
-    res = subprocess.run([*cmd, str(exe)], capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr[-4000:]
+    exe = host_binary("ghosts", GHOST_HARNESS, ["-std=c++17", "-O1", "-ffp-contract=off"])
     eps_h = 1e-4
     W, H, a, b, ex, ey = _random_boundary_states(2000, layers, seed=11)
     rows = np.column_stack((W, H, a, b, ex, ey))

@@ -90,10 +90,25 @@ def cached_build(name: str, source: str, cmd: Sequence[str], suffix: str) -> Pat
     return out
 
 
+@cache
+def physics_dir() -> Path:
+    """A folder holding the emitted ``physics.cuh`` (:func:`fvswe.backends.gpu.physics`), in
+    the build cache under its digest, so a changed physics source changes every command."""
+    text = gpu.physics()
+    folder = BUILDS / f"physics-{hashlib.sha256(text.encode()).hexdigest()[:24]}"
+    if not (folder / "physics.cuh").is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=BUILDS) as tmp:
+            os.replace(gpu.write_physics(Path(tmp)) / "physics.cuh", folder / "physics.cuh")
+    os.utime(folder)  # used: kept
+    return folder
+
+
 def host_binary(name: str, source: str, flags: Sequence[str]) -> Path:
-    """``source`` compiled by the host C++ compiler with ``flags``, the CUDA folder and
-    tests/cuda_host on the include path."""
-    return cached_build(name, source, [CXX, *flags, f"-I{gpu.CUDA_DIR}", f"-I{EMU}"], ".cpp")
+    """``source`` compiled by the host C++ compiler with ``flags``, the CUDA folder,
+    tests/cuda_host and the emitted physics on the include path."""
+    includes = [f"-I{gpu.CUDA_DIR}", f"-I{EMU}", f"-I{physics_dir()}"]
+    return cached_build(name, source, [CXX, *flags, *includes], ".cpp")
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
@@ -211,12 +226,7 @@ HARNESS = r"""
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
-#include "common.cuh"
-#include "hll.cuh"
-#include "pvm_ifcp.cuh"
-#include "roe.cuh"
-#include "ir_roe.cuh"
-#include "wetdry.cuh"
+#include "physics.cuh"
 
 typedef REAL real;  // -DREAL=double or float; input and output stay float64
 typedef int (*Flux)(const real*, const real*, real, real, real, real, real, real, real, real*,

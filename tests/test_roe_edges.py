@@ -10,10 +10,10 @@ import pytest
 import schemes_helpers as h
 
 from fvswe import exact
-from fvswe.backends.cpu import common as ncommon
-from fvswe.backends.cpu import roe as nroe
 from fvswe.errors import ConfigError
 from fvswe.mesh.generate import strip
+from fvswe.physics import common as ncommon
+from fvswe.physics import roe as nroe
 from fvswe.schemes import common, get_flux, roe
 from fvswe.simulation import Simulation
 

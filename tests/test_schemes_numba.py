@@ -1,4 +1,4 @@
-"""Numba per-edge kernels (fvswe.backends.cpu) against the NumPy reference (fvswe.schemes)."""
+"""Numba per-edge kernels (fvswe.physics) against the NumPy reference (fvswe.schemes)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 import schemes_helpers as h
 from numba import njit
 
-from fvswe.backends.cpu import common as ncommon
 from fvswe.backends.cpu import get_edge_flux
 from fvswe.errors import ConfigError
+from fvswe.physics import common as ncommon
 from fvswe.schemes import common, get_flux
 
 pytestmark = pytest.mark.filterwarnings("error")  # the special-case edges raise no warnings

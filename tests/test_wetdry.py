@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.optimize import brentq
 
 from fvswe.backends.cpu import get_edge_flux
 from fvswe.boundary import Level

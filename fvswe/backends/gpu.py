@@ -17,10 +17,11 @@ Three variants, same results bit for bit (float64):
 - ``slot``: as ``gather``, with one thread per slot and the cell's sum in shared
   memory (k times the threads in flight: for small, latency-bound meshes).
 
-The CUDA sources are ``fvswe/backends/cuda/*.cu`` (device functions mirroring
-:mod:`fvswe.schemes` in ``*.cuh``); a module is compiled once per (scheme,
-layers, dtype, variant, k, block) with ``-D`` options and cached. CuPy is
-imported lazily: ``import fvswe`` and the CPU backend never need it.
+The CUDA sources are ``fvswe/backends/cuda/*.cu`` and the device physics emitted
+from the Numba modules by :mod:`fvswe.codegen` (docs/CODEGEN.md); a module is
+compiled once per (scheme, layers, dtype, variant, k, block) with ``-D`` options
+and cached. CuPy is imported lazily: ``import fvswe`` and the CPU backend never
+need it.
 """
 
 from __future__ import annotations
@@ -176,8 +177,28 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 
 
 @cache
+def physics() -> str:
+    """The device physics emitted from the Numba modules (docs/CODEGEN.md): every kernel of
+    :data:`fvswe.schemes.KERNELS` with its pointer adapter, and ``inverse_depth``."""
+    from .. import codegen, physics
+
+    fluxes = {}
+    for (_, layers), ref in KERNELS.items():
+        module, function = ref.split(".")
+        fluxes[getattr(getattr(physics, module), function)] = 3 * layers
+    return codegen.emit(fluxes, [physics.common.inverse_depth], physics.common.FLOAT32)
+
+
+def write_physics(directory: Path) -> Path:
+    """Write :func:`physics` as ``physics.cuh`` into ``directory`` (for host compilers)."""
+    (Path(directory) / "physics.cuh").write_text(physics())
+    return Path(directory)
+
+
+@cache
 def source(variant: str) -> str:
-    """``<variant>.cu`` with its local includes inlined, as NVRTC receives it.
+    """``<variant>.cu`` with its local includes and the emitted physics inlined, as NVRTC
+    receives it.
 
     ``#pragma once`` becomes an include guard, so headers inlined inside
     ``#if`` branches stay correct; inlining makes CuPy's compile cache key
@@ -185,7 +206,7 @@ def source(variant: str) -> str:
     """
 
     def expand(name: str) -> str:
-        text = (CUDA_DIR / name).read_text()
+        text = physics() if name == "physics.cuh" else (CUDA_DIR / name).read_text()
         guard = "FVSWE_INC_" + re.sub(r"\W", "_", name).upper()
         if "#pragma once\n" in text:
             text = (

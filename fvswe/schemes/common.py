@@ -4,7 +4,7 @@ Index conventions follow docs/SCHEMES.md §0 exactly: two-layer states are
 ``(h1, q1x, q1y, h2, q2x, q2y)``, the rotated normal 4-vector is
 ``U = (h1, q1n, h2, q2n)`` and the tangent is ``tau = (-ey, ex)``.
 Everything is computed in float64. The Numba kernels in
-:mod:`fvswe.backends.cpu.common` mirror these functions one for one, with the
+:mod:`fvswe.physics.common` mirror these functions one for one, with the
 same order of floating-point operations.
 """
 

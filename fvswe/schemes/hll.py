@@ -1,7 +1,7 @@
 """Single-layer HLL (PVM-1U with Einfeldt speeds), docs/SCHEMES.md §6 — NumPy reference.
 
 Also provides the HLL viscosity coefficients that PVM-IFCP uses on thin
-layers (§5.2). Mirrored by :mod:`fvswe.backends.cpu.hll`.
+layers (§5.2). Mirrored by :mod:`fvswe.physics.hll`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 NumPy reference. The normal part is exactly the classical Roe 4x4 (or 2x2)
 problem; tangential momentum is upwinded with the sign of each layer's mass
-flux. Mirrored by :mod:`fvswe.backends.cpu.ir_roe`.
+flux. Mirrored by :mod:`fvswe.physics.ir_roe`.
 """
 
 from __future__ import annotations

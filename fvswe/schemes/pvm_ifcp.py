@@ -3,7 +3,7 @@
 The 4x4 normal part uses a quadratic viscosity matrix
 ``Q = alpha0 I + alpha1 A + alpha2 A^2`` interpolating ``|x|`` at the
 approximate external speeds and ``chi``; no eigenvectors. Tangential momentum
-is upwinded as in IR-Roe (§4). Mirrored by :mod:`fvswe.backends.cpu.pvm_ifcp`.
+is upwinded as in IR-Roe (§4). Mirrored by :mod:`fvswe.physics.pvm_ifcp`.
 """
 
 from __future__ import annotations

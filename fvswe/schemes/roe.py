@@ -4,7 +4,7 @@ The 6x6 projector ``P-`` is never formed: the block formula of §3.5 splits the
 4x4 normal part with the eigenpairs of EIG4 and treats the two shear waves in
 closed form. Edges the eigen-decomposition cannot serve fall back to PVM-IFCP
 (§3.5 (c), §8); transonic waves get the Harten-Hyman entropy fix (§3.6).
-Mirrored by :mod:`fvswe.backends.cpu.roe`.
+Mirrored by :mod:`fvswe.physics.roe`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Single-layer ``hll-wd``: HLL with the hydrostatic reconstruction of Audusse et al. (2004).
 
 Wetting and drying for one layer, NumPy reference; mirrored by
-:mod:`fvswe.backends.cpu.wetdry` (and the CUDA ``wetdry.cuh``).
+:mod:`fvswe.physics.wetdry` (from which the CUDA is emitted).
 
 **Why hydrostatic reconstruction (HR) and not the wet/dry edge fix of
 docs/SCHEMES.md §8.** HR has three properties we need, each by construction rather

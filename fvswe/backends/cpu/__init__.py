@@ -1,4 +1,4 @@
-"""CPU backend (Numba). Per-edge scheme kernels live in one module per scheme.
+"""CPU backend (Numba). The per-edge scheme kernels are those of :mod:`fvswe.physics`.
 
 Each kernel is ``flux(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h) -> (F-, F+, ||D||_inf, flag)``
 on float tuples (6 for two layers, 3 for one), ``@njit(cache=True)``, callable
@@ -21,7 +21,7 @@ from ...schemes import kernel, kernel_table
 # two threads on a loaded machine 3.6-4.4x faster (README "CPU threads under load"). Set before
 # the first parallel loop loads libgomp; a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-from . import hll, ir_roe, pvm_ifcp, roe, wetdry  # noqa: F401  (resolved by kernel_table)
+from ...physics import hll, ir_roe, pvm_ifcp, roe, wetdry  # noqa: F401  (by kernel_table)
 
 #: (name, layers) -> Numba per-edge kernel, from :data:`fvswe.schemes.KERNELS`.
 EDGE_FLUXES = kernel_table(sys.modules[__name__])

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
+from ...physics.common import jit_inline
 from ...schemes.forcing import LP_BREAK, LP_CAP
-from .common import jit_inline
 
 
 @jit_inline

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
+from ...physics.common import inverse_depth, jit
 from ...schemes.friction import CHEZY
-from .common import inverse_depth, jit
 
 
 @jit

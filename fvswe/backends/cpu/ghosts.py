@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
+from ...physics.common import inverse_depth, jit, rotate, rotate_back
 from ...schemes.ghosts import DISCHARGE_MAXIT, DISCHARGE_TOL
-from .common import inverse_depth, jit, rotate, rotate_back
 
 
 @jit

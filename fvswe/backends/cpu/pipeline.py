@@ -19,10 +19,11 @@ from numba import njit, prange
 from ...boundary import CHARACTERISTIC, DISCHARGE, INFLOW_KEYS, LEVEL, WALL
 from ...errors import ConfigError
 from ...forcing import WindTable
+from ...physics import hll, ir_roe, pvm_ifcp, roe, wetdry
+from ...physics.common import inverse_depth, wall_ghost
 from ...schemes import kernel
 from ..layout import Layout
-from . import default_threads, friction, hll, ir_roe, pvm_ifcp, roe, wetdry
-from .common import inverse_depth, wall_ghost
+from . import default_threads, friction
 from .forcing import force_layer, rotation, table_value, wind_at
 from .ghosts import characteristic_ghost, discharge_fluctuation, discharge_ghost, level_ghost
 

@@ -3,7 +3,7 @@
 // of floating-point operations, all in float64 whatever the module's real type.
 #pragma once
 
-#include "common.cuh"
+#include "physics.cuh"
 
 #define FRICTION_CHEZY 1  // fvswe.schemes.friction.FRICTION_KINDS
 #define FRICTION_MANNING 2
@@ -43,8 +43,8 @@ FVSWE_DEV void interfacial(double h1, double& q1x, double& q1y, double h2, doubl
                            double coef, double r, double eps_h, double dt)
 {
     if (!(h1 > 0 && h2 > 0 && coef > 0)) return;
-    const double k1 = inverse_depth(h1, eps_h);
-    const double k2 = inverse_depth(h2, eps_h);
+    const double k1 = common::inverse_depth<double>(h1, eps_h);
+    const double k2 = common::inverse_depth<double>(h2, eps_h);
     const double sx = q1x * k1 - q2x * k2;
     const double sy = q1y * k1 - q2y * k2;
     const double shear = sqrt(sx * sx + sy * sy);

@@ -5,7 +5,21 @@
 // level or far-field level (m), or a unit discharge into the domain (m^2/s).
 #pragma once
 
-#include "common.cuh"
+#include "physics.cuh"
+
+// Out-parameter forms of the emitted common::rotate and common::rotate_back (physics.cuh).
+FVSWE_DEV void rotate(double qx, double qy, double ex, double ey, double& qn, double& qt)
+{
+    const auto r = common::rotate<double>(qx, qy, ex, ey);
+    qn = r.f0;
+    qt = r.f1;
+}
+FVSWE_DEV void rotate_back(double qn, double qt, double ex, double ey, double& qx, double& qy)
+{
+    const auto r = common::rotate_back<double>(qn, qt, ex, ey);
+    qx = r.f0;
+    qy = r.f1;
+}
 
 // Newton on the ghost celerity of a discharge edge (mirrors ghosts.DISCHARGE_MAXIT, _TOL).
 #define DISCHARGE_MAXIT 60
@@ -18,7 +32,7 @@ FVSWE_DEV void level_ghost(const double* w, double H, double eta, double eta2, i
 {
     if (layers == 1) {
         const double hg = max_(eta + H, 0.0);
-        const double k = inverse_depth(w[0], eps_h);
+        const double k = common::inverse_depth<double>(w[0], eps_h);
         g[0] = hg; g[1] = hg * (w[1] * k); g[2] = hg * (w[2] * k);
         g[3] = 0.0; g[4] = 0.0; g[5] = 0.0;
         return;
@@ -26,8 +40,8 @@ FVSWE_DEV void level_ghost(const double* w, double H, double eta, double eta2, i
     const double ht = max_(eta + H, 0.0);
     const double h2 = min_(max_(eta2 + H, 0.0), ht);
     const double h1 = ht - h2;
-    const double k1 = inverse_depth(w[0], eps_h);
-    const double k2 = inverse_depth(w[3], eps_h);
+    const double k1 = common::inverse_depth<double>(w[0], eps_h);
+    const double k2 = common::inverse_depth<double>(w[3], eps_h);
     g[0] = h1; g[1] = h1 * (w[1] * k1); g[2] = h1 * (w[2] * k1);
     g[3] = h2; g[4] = h2 * (w[4] * k2); g[5] = h2 * (w[5] * k2);
 }
@@ -75,7 +89,7 @@ FVSWE_DEV void discharge_ghost(const double* w, double qin1, double qin2, double
     const double phi1 = -qin1;
     double qn1, qt1;
     rotate(w[1], w[2], ex, ey, qn1, qt1);
-    const double k1 = inverse_depth(w[0], eps_h);
+    const double k1 = common::inverse_depth<double>(w[0], eps_h);
     if (layers == 1) {
         const double c = discharge_celerity(phi1, qn1 * k1 + 2.0 * sqrt(grav * w[0]), grav);
         const double hg = c * c / grav;
@@ -87,7 +101,7 @@ FVSWE_DEV void discharge_ghost(const double* w, double qin1, double qin2, double
     const double phi2 = -qin2;
     double qn2, qt2;
     rotate(w[4], w[5], ex, ey, qn2, qt2);
-    const double k2 = inverse_depth(w[3], eps_h);
+    const double k2 = common::inverse_depth<double>(w[3], eps_h);
     g[0] = w[0];
     discharge_momentum(w[0], phi1, qt1 * k1, ex, ey, g[1], g[2]);
     g[3] = w[3];
@@ -124,7 +138,7 @@ FVSWE_DEV void characteristic_ghost(const double* w, double H, double eta, doubl
 {
     double qn1, qt1, hg, ug;
     rotate(w[1], w[2], ex, ey, qn1, qt1);
-    const double k1 = inverse_depth(w[0], eps_h);
+    const double k1 = common::inverse_depth<double>(w[0], eps_h);
     if (layers == 1) {
         characteristic_state(w[0], qn1 * k1, eta + H, grav, hg, ug);
         g[0] = hg;
@@ -134,9 +148,9 @@ FVSWE_DEV void characteristic_ghost(const double* w, double H, double eta, doubl
     }
     double qn2, qt2;
     rotate(w[4], w[5], ex, ey, qn2, qt2);
-    const double k2 = inverse_depth(w[3], eps_h);
+    const double k2 = common::inverse_depth<double>(w[3], eps_h);
     const double h = w[0] + w[3];
-    const double un = (qn1 + qn2) * inverse_depth(h, eps_h);
+    const double un = (qn1 + qn2) * common::inverse_depth<double>(h, eps_h);
     characteristic_state(h, un, eta + H, grav, hg, ug);
     const double du = ug - un;
     const double h2 = min_(w[3], hg);

@@ -30,23 +30,12 @@
 #define FVSWE_BLOCK 128
 #endif
 
-#include "common.cuh"
+// The physics, generated from the Numba modules by fvswe.codegen (docs/CODEGEN.md) and
+// inlined here by gpu.source(); the host tests write it with gpu.write_physics().
+#include "physics.cuh"
 #include "friction.cuh"
 #include "ghosts.cuh"
 #include "forcing.cuh"
-#if FVSWE_SCHEME == 1
-#include "roe.cuh"
-#elif FVSWE_SCHEME == 2
-#include "ir_roe.cuh"
-#elif FVSWE_SCHEME == 3
-#include "pvm_ifcp.cuh"
-#elif FVSWE_SCHEME == 4
-#include "hll.cuh"
-#elif FVSWE_SCHEME == 5
-#include "wetdry.cuh"
-#else
-#error "FVSWE_SCHEME must be 1 (roe), 2 (ir-roe), 3 (pvm-ifcp), 4 (hll) or 5 (hll-wd)"
-#endif
 
 #if FVSWE_LAYERS == 2
 #define NVAR 6
@@ -561,7 +550,7 @@ __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, 
                 ++thin;
             }
             if (layer[0] < eps_h) {
-                const real damp = mul_rn(layer[0], inverse_depth(layer[0], eps_h));
+                const real damp = mul_rn(layer[0], common::inverse_depth<real>(layer[0], eps_h));
                 layer[1] = mul_rn(layer[1], damp);
                 layer[2] = mul_rn(layer[2], damp);
             }

@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ...schemes.common import (
+from ..schemes.common import (
     FLAG_NEAR_COINCIDENT,
     FLAG_NONHYPERBOLIC,
     FLAG_THIN,
@@ -34,6 +34,14 @@ __all__ = [
     "NEAR_COINCIDENT",
     "Layer",
 ]
+
+#: float32 values of the constants whose float64 value is below float32 resolution, for the
+#: float32 GPU modules (the CPU computes in float64); fvswe.codegen emits both (docs/CODEGEN.md).
+FLOAT32 = {
+    "NEWTON_TOL": 1e-6,
+    "NEAR_COINCIDENT": 1e-3,
+    "RUSANOV_GAP": float(np.finfo(np.float32).eps),  # as HySEA does (docs/SCHEMES.md §5.2)
+}
 
 jit = njit(cache=True, error_model="numpy")
 #: For the per-edge setup that returns large tuples: inlined at the Numba IR level so that
@@ -349,12 +357,7 @@ def harten_hyman(lam, lam_l, lam_r):
 @jit
 def upwind_tangential(Phi, qni, qnj, uti, utj):
     """``(D-_qt, D+_qt)`` upwinded with the mass flux ``Phi`` (§4)."""
-    if Phi > 0.0:
-        ut = uti
-    elif Phi < 0.0:
-        ut = utj
-    else:
-        ut = 0.0
+    ut = uti if Phi > 0.0 else (utj if Phi < 0.0 else 0.0)
     flow = Phi * ut
     return flow - qni * uti, qnj * utj - flow
 

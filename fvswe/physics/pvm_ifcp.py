@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ...schemes.pvm_ifcp import RUSANOV_GAP
+from ..schemes.pvm_ifcp import RUSANOV_GAP
 from . import hll
 from .common import (
     FLAG_NONHYPERBOLIC,

@@ -1,0 +1,10 @@
+"""The per-edge physics, written once (docs/CODEGEN.md).
+
+Scalar ``@jit`` functions on float tuples, one module per scheme plus ``common``:
+compiled with ``numba.njit`` for the CPU backend (:mod:`fvswe.backends.cpu`) and
+translated by :mod:`fvswe.codegen` into the GPU's device functions. Each edge flux is
+``flux(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h) -> (F-, F+, ||D||_inf, flag)``, mirroring
+the NumPy reference :mod:`fvswe.schemes` operation for operation.
+"""
+
+from . import common, hll, ir_roe, pvm_ifcp, roe, wetdry  # noqa: F401
