@@ -10,6 +10,7 @@ thread count.
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import numba
@@ -18,21 +19,11 @@ from numba import njit, prange
 
 from ...boundary import LEVEL, WALL
 from ...errors import ConfigError
-from ...schemes import kernel
+from ...schemes import registry
 from ..layout import Layout
-from . import default_threads, hll, ir_roe, pvm_ifcp, roe, wetdry
+from . import default_threads
 from .common import inverse_depth, wall_ghost
 
-#: Kernel (:data:`fvswe.schemes.KERNELS`) -> id used by the compiled dispatch below.
-KERNEL_IDS = {
-    "roe.flux2": 0,
-    "ir_roe.flux2": 1,
-    "pvm_ifcp.flux2": 2,
-    "roe.flux1": 3,
-    "ir_roe.flux1": 4,
-    "hll.flux1": 5,
-    "wetdry.flux1": 6,
-}
 DT_MODES = ("lagged", "nonlagged", "fixed")
 #: A step within this fraction of itself of ``t_end`` is the last one: it lands on ``t_end``
 #: instead of leaving a round-off sliver (5000 fixed steps of 0.01 s reach t = 50 s).
@@ -42,8 +33,9 @@ CHUNKS = 256
 
 
 def scheme_id(name: str, layers: int) -> int:
-    """The compiled dispatch id of a scheme, or a one-line error naming the choices."""
-    return KERNEL_IDS[kernel(name, layers)]
+    """The compiled dispatch id of a scheme (:data:`fvswe.schemes.registry.KERNEL_IDS`), or a
+    one-line error naming the choices."""
+    return registry.kernel_id(name, layers)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -78,26 +70,49 @@ def _pad(F):
     return (F[0], F[1], F[2], z, z, z)
 
 
-@njit(cache=True, error_model="numpy")
-def _edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
-    """Dispatch to the scheme's per-edge flux; returns 6-tuples F⁻, F⁺, ‖D‖∞, flags."""
-    if scheme == 0:
-        return roe.flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
-    if scheme == 1:
-        return ir_roe.flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
-    if scheme == 2:
-        return pvm_ifcp.flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
-    wi = (Wi[0], Wi[1], Wi[2])
-    wj = (Wj[0], Wj[1], Wj[2])
-    if scheme == 3:
-        Fm, Fp, d, f = roe.flux1(wi, wj, Hi, Hj, ex, ey, g, r, eps_h)
-    elif scheme == 4:
-        Fm, Fp, d, f = ir_roe.flux1(wi, wj, Hi, Hj, ex, ey, g, r, eps_h)
-    elif scheme == 6:
-        Fm, Fp, d, f = wetdry.flux1(wi, wj, Hi, Hj, ex, ey, g, r, eps_h)
-    else:
-        Fm, Fp, d, f = hll.flux1(wi, wj, Hi, Hj, ex, ey, g, r, eps_h)
-    return _pad(Fm), _pad(Fp), d, f
+def _on_six(flux1):
+    """A one-layer kernel on the 6-tuples of the passes (docs/SCHEMES.md §6)."""
+
+    @njit(inline="always", error_model="numpy")
+    def flux(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+        wi = (Wi[0], Wi[1], Wi[2])
+        wj = (Wj[0], Wj[1], Wj[2])
+        Fm, Fp, d, f = flux1(wi, wj, Hi, Hj, ex, ey, g, r, eps_h)
+        return _pad(Fm), _pad(Fp), d, f
+
+    return flux
+
+
+def _dispatch():
+    """``edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)``: the kernel of dispatch id
+    ``scheme`` on 6-tuples, built from :data:`fvswe.schemes.registry.KERNEL_IDS` as a chain
+    of branches (one per kernel; the last one takes any other id) that Numba inlines."""
+    kernels = []
+    for ref, kid in registry.KERNEL_IDS.items():
+        module, function = ref.split(".")
+        flux = getattr(importlib.import_module(f"{__package__}.{module}"), function)
+        kernels.append((kid, flux if function == "flux2" else _on_six(flux)))
+    (_, last), *rest = reversed(kernels)
+    chain = _branch(None, last, None)
+    for kid, flux in rest:
+        chain = _branch(kid, flux, chain)
+    return njit(error_model="numpy")(chain.py_func)
+
+
+def _branch(kid, flux, otherwise):
+    """``flux`` for dispatch id ``kid``, else ``otherwise`` (``flux`` alone when None)."""
+
+    @njit(inline="always", error_model="numpy")
+    def edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+        if otherwise is None or scheme == kid:
+            return flux(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
+        return otherwise(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
+
+    return edge_flux
+
+
+#: Dispatch to the scheme's per-edge flux; returns 6-tuples F⁻, F⁺, ‖D‖∞, flags.
+_edge_flux = _dispatch()
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
