@@ -46,14 +46,14 @@ SCHEMES: tuple[Scheme, ...] = (
            "polynomial viscosity IFCP (§5); one layer: HLL (§6)"),
     Scheme("hll", {1: "hll.flux1"}, "one layer: HLL (§6)"),
     Scheme("hll-wd", {1: "wetdry.flux1"},
-           "one layer: HLL with the hydrostatic reconstruction, wetting and drying (§6, §8)", dry=True),
+           "one layer: HLL, hydrostatic reconstruction, wetting and drying (§6)", dry=True),
 )  # fmt: skip
 
 BY_NAME: dict[str, Scheme] = {s.name: s for s in SCHEMES}
 
 #: (scheme name, layers) -> ``"module.function"``.
 KERNELS: dict[tuple[str, int], str] = {
-    (s.name, layers): ref for s in SCHEMES for layers, ref in sorted(s.kernels.items(), reverse=True)
+    (s.name, layers): s.kernels[layers] for s in SCHEMES for layers in (2, 1) if layers in s.kernels
 }
 
 #: ``"module.function"`` -> the id of the compiled dispatch, CPU and GPU (0, 1, ...).
