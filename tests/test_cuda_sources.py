@@ -6,7 +6,6 @@ errors fail CI; compiles exactly the source and options NVRTC gets at run time.
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import sys
@@ -15,25 +14,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fvswe.backends import gpu
+from fvswe.backends import cuda_header, gpu
+from fvswe.schemes import registry
 from fvswe.simulation import Simulation
 
 NVCC = shutil.which("nvcc")
 COMBOS = [
     (scheme, layers, dtype, variant, 3)
-    for scheme, layers in sorted(gpu.SCHEME_DEFINES)
-    if not (scheme == "pvm-ifcp" and layers == 1)  # the same module as hll
+    for scheme, layers in registry.distinct_kernels()  # one-layer pvm-ifcp is hll's module
     for dtype in ("float32", "float64")
     for variant in gpu.VARIANTS
 ] + [("pvm-ifcp", 2, "float32", variant, 4) for variant in gpu.VARIANTS]
 
 
-def test_last_step_rule_matches_the_cpu_backend():
-    from fvswe.backends.cpu import pipeline
-
-    text = (gpu.CUDA_DIR / "pipeline.cuh").read_text()
-    value = float(re.search(r"#define LAST_STEP_RTOL (\S+)", text).group(1))
-    assert value == getattr(pipeline, "LAST_STEP_RTOL", 0.0)
+def includes(tmp_path) -> list[str]:
+    """A host compiler's ``-I`` flags: the generated headers (written into ``tmp_path``),
+    then the CUDA sources."""
+    return [f"-I{cuda_header.write(tmp_path)}", f"-I{gpu.CUDA_DIR}"]
 
 
 def test_import_does_not_need_cupy():
@@ -101,30 +98,33 @@ def test_compiles_with_nvrtc(scheme, layers, dtype, variant, k):
 # against the NumPy reference here, with the same float64 semantics (no FMA contraction,
 # as the float64 GPU modules are compiled).
 CXX = shutil.which("g++") or shutil.which("c++")
-HARNESS = r"""
+HARNESS_HEAD = r"""
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 #include "common.cuh"
-#include "hll.cuh"
-#include "pvm_ifcp.cuh"
-#include "roe.cuh"
-#include "ir_roe.cuh"
-#include "wetdry.cuh"
+{includes}
 
 typedef REAL real;  // -DREAL=double or float; input and output stay float64
 typedef int (*Flux)(const real*, const real*, real, real, real, real, real, real, real, real*,
                     real*, real&);
-
+// Indexed by kernel id (fvswe.schemes.registry.KERNEL_IDS)
+Flux kernels[] = {{{kernels}}};
+"""
+HARNESS = (
+    HARNESS_HEAD.format(
+        includes="\n".join(
+            f'#include "{m}.cuh"'
+            for m in dict.fromkeys(r.split(".")[0] for r in registry.KERNEL_IDS)
+        ),
+        kernels=", ".join(f"{ref.replace('.', '::')}<real>" for ref in registry.KERNEL_IDS),
+    )
+    + r"""
 int main(int argc, char** argv)
 {
     const int sid = atoi(argv[1]), layers = atoi(argv[2]), n = atoi(argv[3]);
     const int nv = layers == 2 ? 6 : 3, nin = 2 * nv + 4;
-    Flux f2[] = {roe::flux2<real>, ir_roe::flux2<real>, pvm_ifcp::flux2<real>};
-    // FVSWE_SCHEME ids: 1 roe, 2 ir-roe, 3 pvm-ifcp (one layer: hll), 4 hll, 5 hll-wd
-    Flux f1[] = {roe::flux1<real>, ir_roe::flux1<real>, hll::flux1<real>, hll::flux1<real>,
-                 wetdry::flux1<real>};
-    Flux f = layers == 2 ? f2[sid - 1] : f1[sid - 1];
+    Flux f = kernels[sid];
     double prm[3];
     std::vector<double> in(nin * n), out((2 * nv + 2) * n);
     if (fread(prm, 8, 3, stdin) != 3) return 2;
@@ -143,6 +143,7 @@ int main(int argc, char** argv)
     return 0;
 }
 """
+)
 
 
 def random_edges(rng, n: int, layers: int, speed: float = 1.5, fast: float = 1 / 6,
@@ -183,7 +184,7 @@ def host_flux(tmp_path, real: str, scheme: str, layers: int, edges, g, r, eps_h)
     src = tmp_path / "harness.cpp"
     src.write_text(HARNESS)
     exe = tmp_path / f"harness_{real}"
-    cmd = [CXX, "-std=c++17", "-O1", "-ffp-contract=off", f"-DREAL={real}", f"-I{gpu.CUDA_DIR}",
+    cmd = [CXX, "-std=c++17", "-O1", "-ffp-contract=off", f"-DREAL={real}", *includes(tmp_path),
            str(src), "-o", str(exe)]  # fmt: skip
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-4000:]
@@ -191,7 +192,7 @@ def host_flux(tmp_path, real: str, scheme: str, layers: int, edges, g, r, eps_h)
     n, nv = len(Wi), 3 * layers
     blob = np.concatenate((Wi, Wj, Hi[:, None], Hj[:, None], normal), axis=1)
     stdin = np.array([g, r, eps_h]).tobytes() + blob.tobytes()
-    sid = gpu.SCHEME_DEFINES[(scheme, layers)]
+    sid = registry.kernel_id(scheme, layers)
     out = subprocess.run([str(exe), str(sid), str(layers), str(n)], input=stdin,
                          capture_output=True, check=True).stdout  # fmt: skip
     out = np.frombuffer(out, dtype=np.float64).reshape(n, 2 * nv + 2)
@@ -199,7 +200,7 @@ def host_flux(tmp_path, real: str, scheme: str, layers: int, edges, g, r, eps_h)
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
-@pytest.mark.parametrize(("scheme", "layers"), sorted(gpu.SCHEME_DEFINES))
+@pytest.mark.parametrize(("scheme", "layers"), registry.cases())
 def test_device_flux_matches_reference_on_host(tmp_path, scheme, layers):
     from fvswe.schemes import get_flux
 
@@ -248,7 +249,7 @@ def flux_error(got, ref, edges, g: float):
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
-@pytest.mark.parametrize(("scheme", "layers"), sorted(gpu.SCHEME_DEFINES))
+@pytest.mark.parametrize(("scheme", "layers"), registry.cases())
 def test_float32_device_flux_on_host(tmp_path, scheme, layers):
     """float32 instances agree with the float64 reference to 1e-5 on moderate wet states."""
     from fvswe.schemes import get_flux
@@ -289,7 +290,7 @@ def emulated_run(tmp_path, layout, scheme, variant, dt_mode, t_end, max_steps, d
         cmd = [
             CXX,
             *flags,
-            f"-I{gpu.CUDA_DIR}",
+            *includes(tmp_path),
             f"-I{EMU}",
             str(EMU / "driver.cpp"),
             "-o",
@@ -466,14 +467,16 @@ THROUGHPUT = Path(__file__).parents[1] / "benchmarks/results/throughput_gpu_h100
 
 
 def test_default_variant_by_scheme_and_size():
-    """slot on small meshes; on large ones edge for the Roe-type schemes, else gather."""
-    for scheme, _ in gpu.SCHEME_DEFINES:
+    """slot on small meshes; on large ones edge for the costly (Roe-type) schemes, else
+    gather."""
+    assert registry.get("roe").costly and registry.get("ir-roe").costly  # as measured
+    assert not registry.get("pvm-ifcp").costly
+    for scheme in registry.names():
         assert gpu.default_variant(scheme, 4000) == "slot"
         assert gpu.default_variant(scheme, gpu.SLOT_BELOW - 1) == "slot"
-    for n in (gpu.SLOT_BELOW, 64000, 2080560):
-        assert gpu.default_variant("roe", n) == gpu.default_variant("ir-roe", n) == "edge"
-        for scheme in ("pvm-ifcp", "hll", "hll-wd"):
-            assert gpu.default_variant(scheme, n) == "gather"
+        for n in (gpu.SLOT_BELOW, 64000, 2080560):
+            want = "edge" if registry.get(scheme).costly else "gather"
+            assert gpu.default_variant(scheme, n) == want
 
 
 def test_default_variant_is_fastest_measured():
@@ -554,16 +557,21 @@ def test_step_kernels_on_host_tide_with_level_and_friction(tmp_path, variant, fr
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
-def test_control_block_layout_matches_ctrl_dtype(tmp_path):
-    """struct Ctrl (pipeline.cuh) and gpu.CTRL_DTYPE: same fields at the same offsets."""
+def test_generated_header_compiles_to_the_python_definitions(tmp_path):
+    """struct Ctrl as the step kernels see it (pipeline.cuh with the generated headers,
+    compiled on the host) has gpu.CTRL_DTYPE's fields at its offsets, and every generated
+    constant and Prec<T> member holds exactly its Python value."""
     names = gpu.CTRL_DTYPE.names
     src = tmp_path / "layout.cpp"
     lines = [f'    printf("{n} %zu\\n", offsetof(Ctrl, {n}));' for n in names]
+    lines += [f'    printf("{c} %.17g\\n", (double){c});' for c in cuda_header.CONSTANTS]
+    for real, values in cuda_header.PRECISION.items():
+        lines += [f'    printf("{real}.{k} %.17g\\n", (double)Prec<{real}>::{k});' for k in values]
     head = '#include "shim.h"\n#include <cstddef>\n#include <cstdio>\n#include "pipeline.cuh"\n'
     body = ['    printf("size %zu\\n", sizeof(Ctrl));', *lines]
     src.write_text(head + "int main()\n{\n" + "\n".join(body) + "\n}\n")
     exe = tmp_path / "layout"
-    flags = ["-std=c++20", "-Wno-psabi", f"-I{gpu.CUDA_DIR}", f"-I{EMU}"]
+    flags = ["-std=c++20", "-Wno-psabi", "-DFVSWE_SCHEME=0", *includes(tmp_path), f"-I{EMU}"]
     res = subprocess.run([CXX, *flags, str(src), "-o", str(exe)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-4000:]
     run = subprocess.run([str(exe)], capture_output=True, text=True, check=True)
@@ -571,6 +579,12 @@ def test_control_block_layout_matches_ctrl_dtype(tmp_path):
     assert int(out["size"]) == gpu.CTRL_DTYPE.itemsize
     for n in names:
         assert int(out[n]) == gpu.CTRL_DTYPE.fields[n][1], n
+    for c, value in cuda_header.CONSTANTS.items():
+        assert float(out[c]) == value, c
+    for real, values in cuda_header.PRECISION.items():
+        cast = np.float64 if real == "double" else np.float32
+        for k, value in values.items():
+            assert float(out[f"{real}.{k}"]) == float(cast(value)), (real, k)
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")

@@ -35,8 +35,9 @@ import numpy as np
 
 from ..boundary import LEVEL, OPEN, WALL
 from ..errors import BackendUnavailable, ConfigError
-from ..schemes import KERNELS
-from ..schemes import kernel as scheme_kernel
+from ..schemes import registry
+from . import cuda_header
+from .cuda_header import CTRL_DTYPE, NO_CELL, OP_COUNT, OP_DT, OP_UPDATE
 from .layout import Layout
 
 CUDA_DIR = Path(__file__).with_name("cuda")
@@ -46,7 +47,7 @@ DT_MODES = ("lagged", "nonlagged", "fixed")
 SLOT_BELOW = 16_000
 #: Schemes whose per-edge flux costs enough that ``edge`` (each edge evaluated once) beats
 #: ``gather`` (each interior edge evaluated twice, no slot traffic) on large meshes.
-EDGE_SCHEMES = frozenset({"roe", "ir-roe"})
+EDGE_SCHEMES = frozenset(s.name for s in registry.SCHEMES if s.costly)
 #: Threads per block of every kernel.
 DEFAULT_BLOCK = 128
 #: Most steps one CUDA graph replays.
@@ -57,55 +58,6 @@ SYNC_EVERY = 256
 #: sync_every: each check syncs the device (1024 steps: a whole number of 64-step graphs).
 CHECK_EVERY_SYNCS = 4
 
-#: Scheme module (:data:`fvswe.schemes.KERNELS`) -> FVSWE_SCHEME of the CUDA sources.
-MODULE_DEFINES = {"roe": 1, "ir_roe": 2, "pvm_ifcp": 3, "hll": 4, "wetdry": 5}
-#: (scheme, layers) -> FVSWE_SCHEME; the layer count is a define of its own.
-SCHEME_DEFINES = {key: MODULE_DEFINES[ref.split(".")[0]] for key, ref in KERNELS.items()}
-
-# Kernel op bits (pipeline.cuh).
-OP_UPDATE, OP_DT, OP_COUNT = 1, 2, 4
-
-#: Host view of ``struct Ctrl`` in pipeline.cuh (same fields, same offsets).
-CTRL_DTYPE = np.dtype(
-    [
-        ("t", "f8"),
-        ("dt", "f8"),
-        ("t_end", "f8"),
-        ("dt_fixed", "f8"),
-        ("cfl", "f8"),
-        ("dt_used", "f8"),
-        ("steps", "i8"),
-        ("max_steps", "i8"),
-        ("clipped", "u8"),
-        ("nonhyp", "u8"),
-        ("degenerate", "u8"),
-        ("thin", "u8"),
-        ("blocks_done", "u4"),
-        ("fixed", "i4"),
-        ("stalled", "i4"),
-        ("friction", "i4"),
-        ("friction_coef", "f8"),
-        ("g", "f8"),
-        ("level_inflow", "f8"),
-        ("level_table", "u8"),  # device pointers
-        ("level_offsets", "u8"),
-        ("level_times", "u8"),
-        ("level_values", "u8"),
-        ("level_flux", "u8"),
-        ("n_level", "i4"),
-        ("pad", "i4"),
-        ("thin_cells", "u8"),
-        ("clip_t", "f8"),
-        ("cfl_t", "f8"),
-        ("courant", "f8"),
-        ("clip_step", "i8"),  # 1 + step (0: none)
-        ("cfl_step", "i8"),
-        ("clip_cell", "i4"),  # cell - NO_CELL (0: none)
-        ("cfl_cell", "i4"),
-    ]
-)
-#: pipeline.cuh's NO_CELL: control-block cells are stored as ``cell - NO_CELL``.
-NO_CELL = 2**31 - 1
 INT32_MAX = 2**31 - 1
 #: counters() keys -> control block fields.
 COUNTERS = {
@@ -145,7 +97,7 @@ def compile_options(
     scheme: str, layers: int, dtype, variant: str, k: int = 3, block: int = DEFAULT_BLOCK
 ) -> tuple[str, ...]:
     """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy."""
-    sid = MODULE_DEFINES[scheme_kernel(scheme, layers).split(".")[0]]
+    sid = registry.kernel_id(scheme, layers)
     if variant not in VARIANTS:
         raise ConfigError(f"variant: unknown {variant!r} (choose from {', '.join(VARIANTS)})")
     double = np.dtype(dtype) == np.float64
@@ -167,13 +119,15 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 def source(variant: str) -> str:
     """``<variant>.cu`` with its local includes inlined, as NVRTC receives it.
 
-    ``#pragma once`` becomes an include guard, so headers inlined inside
-    ``#if`` branches stay correct; inlining makes CuPy's compile cache key
-    cover the headers too.
+    The generated headers (:data:`fvswe.backends.cuda_header.HEADERS`) are inlined
+    from their Python text. ``#pragma once`` becomes an include guard, so headers
+    inlined inside ``#if`` branches stay correct; inlining makes CuPy's compile
+    cache key cover the headers too.
     """
 
     def expand(name: str) -> str:
-        text = (CUDA_DIR / name).read_text()
+        generated = cuda_header.HEADERS.get(name)
+        text = generated() if generated else (CUDA_DIR / name).read_text()
         guard = "FVSWE_INC_" + re.sub(r"\W", "_", name).upper()
         if "#pragma once\n" in text:
             text = (

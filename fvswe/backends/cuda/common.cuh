@@ -18,25 +18,10 @@ using std::fabs;
 using std::sqrt;
 #endif
 
-// Flag bits reported per edge (interface contract).
-#define FLAG_NONHYPERBOLIC 1
-#define FLAG_NEAR_COINCIDENT 2
-#define FLAG_THIN 4
-
-// EIG4 (docs/SCHEMES.md §3.4): Newton stopping rule |dx| <= tol (|x| + cext), at most
-// NEWTON_MAXIT steps; the tolerance and the near-coincidence ratio depend on precision.
-#define NEWTON_MAXIT 30
-#define POLISH_STEPS 2
-
-template <typename T> struct Prec;
-template <> struct Prec<double> {
-    static constexpr double newton_tol = 1e-14;
-    static constexpr double near_coincident = 1e-6;
-};
-template <> struct Prec<float> {
-    static constexpr float newton_tol = 1e-6f;
-    static constexpr float near_coincident = 1e-3f;
-};
+// Flag bits FLAG_*, EIG4's NEWTON_MAXIT, POLISH_STEPS and Prec<T> (newton_tol,
+// near_coincident; docs/SCHEMES.md §3.4): generated from their Python definitions
+// (fvswe/backends/cuda_header.py).
+#include "constants.cuh"
 
 template <typename T> FVSWE_DEV T sgn(T x) { return T((x > T(0)) - (x < T(0))); }
 

@@ -2,7 +2,7 @@
 // dispatch, boundary ghosts, the step control block and the fused min-dt reduction.
 //
 // Compile-time parameters (NVRTC -D options, one module per combination):
-//   FVSWE_SCHEME  1 roe, 2 ir-roe, 3 pvm-ifcp, 4 hll, 5 hll-wd (one layer)
+//   FVSWE_SCHEME  the kernel id (fvswe/schemes/registry.py KERNEL_IDS; schemes.cuh)
 //   FVSWE_LAYERS  1 or 2
 //   FVSWE_DOUBLE  0 float32, 1 float64
 //   FVSWE_K       3 triangles, 4 quads (slots per cell)
@@ -14,9 +14,6 @@
 // two layers (F0..F3), (F4, F5, D, 0); one layer (F0, F1, F2, D).
 #pragma once
 
-#ifndef FVSWE_SCHEME
-#define FVSWE_SCHEME 3
-#endif
 #ifndef FVSWE_LAYERS
 #define FVSWE_LAYERS 2
 #endif
@@ -30,20 +27,10 @@
 #define FVSWE_BLOCK 128
 #endif
 
+// Constants and struct Ctrl (constants.cuh, via common.cuh) and the scheme's header and
+// SCHEME_FLUX (schemes.cuh) are generated from Python (fvswe/backends/cuda_header.py).
 #include "common.cuh"
-#if FVSWE_SCHEME == 1
-#include "roe.cuh"
-#elif FVSWE_SCHEME == 2
-#include "ir_roe.cuh"
-#elif FVSWE_SCHEME == 3
-#include "pvm_ifcp.cuh"
-#elif FVSWE_SCHEME == 4
-#include "hll.cuh"
-#elif FVSWE_SCHEME == 5
-#include "wetdry.cuh"
-#else
-#error "FVSWE_SCHEME must be 1 (roe), 2 (ir-roe), 3 (pvm-ifcp), 4 (hll) or 5 (hll-wd)"
-#endif
+#include "schemes.cuh"
 
 #if FVSWE_LAYERS == 2
 #define NVAR 6
@@ -95,56 +82,9 @@ __device__ __forceinline__ float div_rn(float a, float b) { return __fdiv_rn(a, 
 __device__ __forceinline__ double div_rn(double a, double b) { return __ddiv_rn(a, b); }
 
 // ---------------------------------------------------------------- step control block
-// One per backend, in device memory; the host reads it every few steps. Mirrors
-// CTRL_DTYPE in fvswe/backends/gpu.py (keep the two in sync).
-struct Ctrl {
-    double t;          // simulated time
-    double dt;         // time step of the next step (lagged: from the previous speeds)
-    double t_end;      // stop time of the current advance()
-    double dt_fixed;   // the step of dt_mode "fixed"
-    double cfl;        // gamma of docs/SCHEMES.md (3)
-    double dt_used;    // the (possibly clipped) step last taken
-    long long steps;   // steps taken since construction
-    long long max_steps;  // stop when steps reaches this
-    unsigned long long clipped;      // depths clipped to 0
-    unsigned long long nonhyp;       // flag bit 1: non-hyperbolic edge evaluations
-    unsigned long long degenerate;   // flag bit 2: near-coincident internal pair
-    unsigned long long thin;         // flag bit 4: thin-layer fallback
-    unsigned int blocks_done;        // ticket of the last-block reduction (reset by it)
-    int fixed;         // 1: dt_mode "fixed" (the reduction leaves dt alone)
-    int stalled;       // 1: the reduction gave no positive dt (NaN or 0): stop stepping
-    int friction;      // one layer: 0 none, 1 Chezy, 2 Manning (fvswe.backends.layout)
-    double friction_coef;  // Chezy C or Manning n
-    double g;              // gravity, for the friction
-    double level_inflow;   // m^3 that entered through the imposed-level edges
-    // Imposed-level boundaries (fvswe.boundary.LevelTables), on the device: level edge m
-    // (in edge order) uses table level_table[m], whose samples are
-    // level_times/values[level_offsets[k] .. level_offsets[k+1]); each step writes its
-    // outward mass flux |Gamma| (F-_h + q_i.eta) into level_flux[m].
-    const int* level_table;
-    const long long* level_offsets;
-    const double* level_times;
-    const double* level_values;
-    double* level_flux;
-    int n_level;
-    int pad;
-    unsigned long long thin_cells;  // layers left with 0 < h < eps_h after an update
-    double clip_t;     // time of the first step that clipped a depth
-    double cfl_t;      // time of the first fixed step above the stable one
-    double courant;    // its largest Courant number dt sum(|Gamma| ||D||) / (2 |V|)
-    long long clip_step;  // 1 + that step (0: none)
-    long long cfl_step;   // 1 + that step (0: none)
-    int clip_cell;     // smallest cell clipped in that step, stored as cell - INT_MAX (0: none)
-    int cfl_cell;      // smallest cell with Courant number > 1 in it, likewise
-};
-
-// A zeroed control block means "no cell": cells are kept as cell - NO_CELL, which atomicMin
-// lowers to the smallest cell index (see Ctrl::clip_cell).
-#define NO_CELL 2147483647
-
-#define OP_UPDATE 1  // W -= dt/|V| sum(slots), then t += dt, steps += 1
-#define OP_DT 2      // dt = min_i dt_i (after the update when both)
-#define OP_COUNT 4   // count flagged edges (edge passes that feed an update)
+// struct Ctrl (one per backend, in device memory; the host reads it every few steps), the
+// op bits OP_* and NO_CELL are in constants.cuh. A zeroed control block means "no cell":
+// cells are kept as cell - NO_CELL, which atomicMin lowers to the smallest cell index.
 
 // A step runs only while the control block allows it; every block of a grid sees
 // the same answer because only the last block of the previous kernel changed it.
@@ -153,11 +93,9 @@ __device__ __forceinline__ bool step_active(const Ctrl* c)
     return c->steps < c->max_steps && c->t < c->t_end && !c->stalled;
 }
 
-// A step within this fraction of itself of t_end is the last one: it lands on t_end
-// instead of leaving a round-off sliver. Mirrors fvswe.backends.cpu.pipeline.LAST_STEP_RTOL.
-#define LAST_STEP_RTOL 1e-9
-
-// Whether the current step is the last one (clipped to end exactly at t_end).
+// Whether the current step is the last one (clipped to end exactly at t_end): within
+// LAST_STEP_RTOL of itself of t_end (fvswe.backends.cpu.pipeline.LAST_STEP_RTOL), so that
+// it lands on t_end instead of leaving a round-off sliver.
 __device__ __forceinline__ bool last_step(const Ctrl* c)
 {
     return c->dt * (1 + LAST_STEP_RTOL) >= c->t_end - c->t;
@@ -171,9 +109,9 @@ __device__ __forceinline__ double step_dt(const Ctrl* c)
 
 __device__ __forceinline__ void count_flags(Ctrl* c, int flags)
 {
-    if (flags & 1) atomicAdd(&c->nonhyp, 1ULL);
-    if (flags & 2) atomicAdd(&c->degenerate, 1ULL);
-    if (flags & 4) atomicAdd(&c->thin, 1ULL);
+    if (flags & FLAG_NONHYPERBOLIC) atomicAdd(&c->nonhyp, 1ULL);
+    if (flags & FLAG_NEAR_COINCIDENT) atomicAdd(&c->degenerate, 1ULL);
+    if (flags & FLAG_THIN) atomicAdd(&c->thin, 1ULL);
 }
 
 // min that ignores nothing it should not: both operands come from positive speeds.
@@ -303,11 +241,8 @@ __device__ __forceinline__ void add_slot(const real4* __restrict__ S, int s, rea
 }
 
 // ---------------------------------------------------------------- boundary ghost (docs/SCHEMES.md §7)
-// Boundary codes (edge j / slot code, negated): bc | 4 m with bc 1 wall, 2 open, 3 imposed
-// level (fvswe.boundary) and m the edge's index among the level edges.
-#define BC_WALL 1
-#define BC_OPEN 2
-#define BC_LEVEL 3
+// Boundary codes (edge j / slot code, negated): bc | 4 m with bc BC_WALL, BC_OPEN or BC_LEVEL
+// (fvswe.boundary, via constants.cuh) and m the edge's index among the level edges.
 
 // eta(t) of level table k: linear between samples, end values held outside (mirrors
 // fvswe.backends.cpu.pipeline.level_values).
@@ -367,23 +302,6 @@ __device__ __forceinline__ void record_level_flux(Ctrl* ctrl, int code, const re
 }
 
 // ---------------------------------------------------------------- scheme dispatch
-#if FVSWE_SCHEME == 1
-#define SCHEME_FLUX2 roe::flux2
-#define SCHEME_FLUX1 roe::flux1
-#elif FVSWE_SCHEME == 2
-#define SCHEME_FLUX2 ir_roe::flux2
-#define SCHEME_FLUX1 ir_roe::flux1
-#elif FVSWE_SCHEME == 3
-#define SCHEME_FLUX2 pvm_ifcp::flux2
-#define SCHEME_FLUX1 hll::flux1  // docs/SCHEMES.md §6: single-layer PVM-IFCP is HLL
-#elif FVSWE_SCHEME == 4 && FVSWE_LAYERS == 1
-#define SCHEME_FLUX1 hll::flux1
-#elif FVSWE_SCHEME == 5 && FVSWE_LAYERS == 1
-#define SCHEME_FLUX1 wetdry::flux1
-#else
-#error "hll and hll-wd exist for one layer only (FVSWE_SCHEME 4, 5 need FVSWE_LAYERS 1)"
-#endif
-
 struct Params {
     real g, r, eps_h;
 };
@@ -392,11 +310,7 @@ struct Params {
 __device__ __forceinline__ int scheme_flux(const real* Wi, const real* Wj, real Hi, real Hj, real ex,
                                            real ey, const Params& p, real* Fm, real* Fp, real& dmax)
 {
-#if FVSWE_LAYERS == 2
-    return SCHEME_FLUX2<real>(Wi, Wj, Hi, Hj, ex, ey, p.g, p.r, p.eps_h, Fm, Fp, dmax);
-#else
-    return SCHEME_FLUX1<real>(Wi, Wj, Hi, Hj, ex, ey, p.g, p.r, p.eps_h, Fm, Fp, dmax);
-#endif
+    return SCHEME_FLUX<real>(Wi, Wj, Hi, Hj, ex, ey, p.g, p.r, p.eps_h, Fm, Fp, dmax);
 }
 
 // ---------------------------------------------------------------- per-cell pieces of the steps
@@ -451,7 +365,7 @@ __device__ __forceinline__ void apply_friction(real* w, const Ctrl* ctrl, double
     if (speed == 0) return;
     const double coef = ctrl->friction_coef;
     double num, den;
-    if (ctrl->friction == 1) {
+    if (ctrl->friction == FRICTION_CHEZY) {
         num = dt * ctrl->g * (speed / h);
         den = coef * coef * h;
     } else {
