@@ -124,7 +124,7 @@ def constants() -> str:
              "#pragma once", ""]  # fmt: skip
     for name, value in CONSTANTS.items():
         ctype = "int" if isinstance(value, int) else "double"
-        lines.append(f"constexpr {ctype} {name} = {_literal(value, ctype)};")
+        lines.append(f"inline constexpr {ctype} {name} = {_literal(value, ctype)};")
     lines += ["", "template <typename T> struct Prec;"]
     for real, values in PRECISION.items():
         members = " ".join(
