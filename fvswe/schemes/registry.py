@@ -102,8 +102,11 @@ def cases(layers: int | None = None) -> list[tuple[str, int]]:
 
 
 def distinct_kernels(layers: int | None = None) -> list[tuple[str, int]]:
-    """One ``(name, layers)`` per distinct kernel (single-layer pvm-ifcp is hll's)."""
-    first: dict[str, tuple[str, int]] = {}
+    """One ``(name, layers)`` per distinct kernel, named by the scheme with the fewest
+    kernels among those sharing it (single-layer pvm-ifcp is ``("hll", 1)``)."""
+    best: dict[str, tuple[str, int]] = {}
     for key in cases(layers):
-        first.setdefault(KERNELS[key], key)
-    return list(first.values())
+        ref = KERNELS[key]
+        if ref not in best or len(BY_NAME[key[0]].kernels) < len(BY_NAME[best[ref][0]].kernels):
+            best[ref] = key
+    return list(best.values())
