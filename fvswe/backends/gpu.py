@@ -290,15 +290,17 @@ def batch_size(ctrl: np.void, t_end: float, batch: int, launched: int = 0) -> in
 
 
 class GpuBackend:
-    """The pipeline on a CUDA GPU; see :mod:`fvswe.backends` for the shared API.
+    """The pipeline on a CUDA GPU (a :class:`~fvswe.backends.base.Backend`).
 
     ``variant`` is ``edge``, ``gather`` or ``slot`` (else the environment variable
     ``FVSWE_GPU_VARIANT``, else :func:`default_variant`); ``block`` the threads per block;
-    ``batch`` the most steps one CUDA graph replays. ``check_every`` is the steps between
-    two blow-up checks that :meth:`fvswe.Simulation.run` makes by default.
+    ``batch`` the most steps one CUDA graph replays. ``threads`` (the CPU backend's) is
+    accepted for a uniform constructor and unused: the device runs the steps.
     """
 
     name = "gpu"
+    #: No CPU threads run the steps.
+    threads = None
 
     def __init__(
         self,
@@ -312,6 +314,7 @@ class GpuBackend:
         block: int = DEFAULT_BLOCK,
         batch: int = DEFAULT_BATCH,
         graphs: bool = True,
+        threads: int | None = None,
     ) -> None:
         ok, reason = available()
         if not ok:
@@ -334,7 +337,6 @@ class GpuBackend:
         self.block, self.graphs = block, graphs
         self.batch = 2 ** max(1, int(math.log2(max(batch, 2))))  # a power of two: even for gather
         self.sync_every = max(SYNC_EVERY, self.batch)
-        self.check_every = CHECK_EVERY_SYNCS * self.sync_every  # read by Simulation.run
         opts = compile_options(scheme, self.model.layers, self.dtype, variant, lay.k, block)
         mod = module(opts, variant)
         names = ("find_invalid", "debug_flux") + (
@@ -430,6 +432,20 @@ class GpuBackend:
     @property
     def steps(self) -> int:
         return int(self._host["steps"])
+
+    @property
+    def dt(self) -> float:
+        """The Δt of the next step as last read (NaN while a lagged one waits)."""
+        return math.nan if self._need_dt else float(self._host["dt"])
+
+    @property
+    def check_every(self) -> int:
+        """Steps between two blow-up checks of Simulation.run: each syncs the device."""
+        return CHECK_EVERY_SYNCS * self.sync_every
+
+    def cold_start_note(self) -> str | None:
+        """None: the modules were compiled (or loaded from CuPy's cache) by the constructor."""
+        return None
 
     # -- state ---------------------------------------------------------------------------------
     def set_state(self, W: np.ndarray) -> None:

@@ -275,9 +275,11 @@ def volume_pass(
 
 
 class CpuBackend:
-    """The paper's pipeline on the CPU; see :mod:`fvswe.backends` for the shared API."""
+    """The paper's pipeline on the CPU (a :class:`~fvswe.backends.base.Backend`)."""
 
     name = "cpu"
+    #: Steps between two blow-up checks of Simulation.run (a check costs little here).
+    check_every = 100
 
     def __init__(
         self,
@@ -342,6 +344,14 @@ class CpuBackend:
     @property
     def threads(self) -> int:
         return numba.get_num_threads()
+
+    def cold_start_note(self) -> str | None:
+        """Says so when the passes for this dtype are not compiled yet, nor in Numba's cache."""
+        from . import kernels_cached  # looked up at call time: tests replace it
+
+        if kernels_cached(str(np.dtype(self.layout.dtype))) is False:
+            return "compiling the CPU kernels (once: later runs load them from Numba's cache) ..."
+        return None
 
     def set_state(self, W: np.ndarray) -> None:
         self.W[...] = W
