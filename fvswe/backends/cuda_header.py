@@ -151,7 +151,7 @@ def schemes() -> str:
     known = ", ".join(f"{kid} {ref}" for ref, kid in registry.KERNEL_IDS.items())
     lines += ["#else", f'#error "FVSWE_SCHEME must be one of: {known}"', "#endif"]
     for ref, kid in registry.KERNEL_IDS.items():
-        layers = next(lay for (_, lay), r in registry.KERNELS.items() if r == ref)
+        layers = registry.KERNEL_LAYERS[ref]
         lines += [
             f"#{'elif' if kid else 'if'} FVSWE_SCHEME == {kid}",
             f"#define SCHEME_FLUX {ref.replace('.', '::')}",

@@ -58,6 +58,8 @@ KERNELS: dict[tuple[str, int], str] = {
 
 #: ``"module.function"`` -> the id of the compiled dispatch, CPU and GPU (0, 1, ...).
 KERNEL_IDS: dict[str, int] = {ref: i for i, ref in enumerate(dict.fromkeys(KERNELS.values()))}
+#: ``"module.function"`` -> the layer count of its states.
+KERNEL_LAYERS: dict[str, int] = {ref: layers for (_, layers), ref in KERNELS.items()}
 
 
 def names(layers: int | None = None) -> tuple[str, ...]:

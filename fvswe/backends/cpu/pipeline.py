@@ -10,8 +10,10 @@ thread count.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
+import zlib
 
 import numba
 import numpy as np
@@ -91,7 +93,7 @@ def _dispatch():
     for ref, kid in registry.KERNEL_IDS.items():
         module, function = ref.split(".")
         flux = getattr(importlib.import_module(f"{__package__}.{module}"), function)
-        kernels.append((kid, flux if function == "flux2" else _on_six(flux)))
+        kernels.append((kid, flux if registry.KERNEL_LAYERS[ref] == 2 else _on_six(flux)))
     (_, last), *rest = reversed(kernels)
     chain = _branch(None, last, None)
     for kid, flux in rest:
@@ -113,6 +115,27 @@ def _branch(kid, flux, otherwise):
 
 #: Dispatch to the scheme's per-edge flux; returns 6-tuples F⁻, F⁺, ‖D‖∞, flags.
 _edge_flux = _dispatch()
+#: The kernel table the dispatch was built from, as one number (see :func:`_fresh_cache`).
+_REGISTRY_STAMP = zlib.crc32(repr(sorted(registry.KERNEL_IDS.items())).encode())
+
+
+@njit(cache=True)
+def _compiled_stamp():
+    """The registry stamp of this module's cached machine code."""
+    return _REGISTRY_STAMP
+
+
+@functools.cache
+def _fresh_cache() -> None:
+    """Drop Numba's cached edge pass when it was compiled against another registry.
+
+    The dispatch is inlined into the cached edge pass, and Numba's cache sees changes
+    to this file only: after an edit of the registry it would load a pass that maps
+    the ids the old way. Checked once per process, before the first edge pass.
+    """
+    if _compiled_stamp() != _REGISTRY_STAMP:
+        for dispatcher in (edge_pass, _compiled_stamp):
+            dispatcher._cache.flush()  # the next call compiles afresh and caches that
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -295,6 +318,7 @@ class CpuBackend:
         if dt_mode == "fixed" and not (dt_fixed and dt_fixed > 0):
             raise ConfigError("dt: a fixed time step needs a positive dt")
         numba.set_num_threads(threads if threads is not None else default_threads())
+        _fresh_cache()
         self.layout = layout
         self.model = layout.model
         self.scheme = scheme_id(scheme, self.model.layers)
