@@ -18,7 +18,7 @@ import numpy as np
 
 from ..boundary import LEVEL, OPEN, WALL
 from ..schemes import common, registry
-from .cpu.pipeline import LAST_STEP_RTOL
+from .base import LAST_STEP_RTOL
 from .layout import FRICTION_KINDS
 
 #: A zeroed control block means "no cell": cells are stored as ``cell - NO_CELL``, which

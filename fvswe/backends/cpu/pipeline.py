@@ -22,14 +22,12 @@ from numba import njit, prange
 from ...boundary import LEVEL, WALL
 from ...errors import ConfigError
 from ...schemes import registry
+from ..base import LAST_STEP_RTOL
 from ..layout import Layout
 from . import default_threads
 from .common import inverse_depth, wall_ghost
 
 DT_MODES = ("lagged", "nonlagged", "fixed")
-#: A step within this fraction of itself of ``t_end`` is the last one: it lands on ``t_end``
-#: instead of leaving a round-off sliver (5000 fixed steps of 0.01 s reach t = 50 s).
-LAST_STEP_RTOL = 1e-9
 #: Cell chunks of the volume pass; fixed so partial results never depend on the thread count.
 CHUNKS = 256
 

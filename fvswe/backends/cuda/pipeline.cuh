@@ -94,7 +94,7 @@ __device__ __forceinline__ bool step_active(const Ctrl* c)
 }
 
 // Whether the current step is the last one (clipped to end exactly at t_end): within
-// LAST_STEP_RTOL of itself of t_end (fvswe.backends.cpu.pipeline.LAST_STEP_RTOL), so that
+// LAST_STEP_RTOL of itself of t_end (fvswe.backends.base.LAST_STEP_RTOL), so that
 // it lands on t_end instead of leaving a round-off sliver.
 __device__ __forceinline__ bool last_step(const Ctrl* c)
 {
