@@ -63,7 +63,7 @@ def register(sub) -> None:
         "run",
         help="run a named case or a TOML case file",
         description=DESCRIPTION,
-        epilog=EXAMPLES,
+        epilog=f"schemes (--scheme):\n{schemes.help_lines()}\n\n{EXAMPLES}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("case", help="case name (e.g. test1) or a case file (e.g. examples/test1.toml)")

@@ -41,9 +41,9 @@ SCHEMES: tuple[Scheme, ...] = (
     Scheme("roe", {2: "roe.flux2", 1: "roe.flux1"},
            "Roe, eigenvalues by EIG4 and the entropy fix (docs/SCHEMES.md §3)", costly=True),
     Scheme("ir-roe", {2: "ir_roe.flux2", 1: "ir_roe.flux1"},
-           "Roe without eigenvectors, by the intermediate-field formula (§4)", costly=True),
+           "rotational-invariance Roe: Roe normal to the edge, upwind tangent (§4)", costly=True),
     Scheme("pvm-ifcp", {2: "pvm_ifcp.flux2", 1: "hll.flux1"},
-           "polynomial viscosity IFCP (§5); one layer: HLL (§6)"),
+           "PVM-IFCP: polynomial viscosity, no eigenvectors (§5); one layer: HLL (§6)"),
     Scheme("hll", {1: "hll.flux1"}, "one layer: HLL (§6)"),
     Scheme("hll-wd", {1: "wetdry.flux1"},
            "one layer: HLL, hydrostatic reconstruction, wetting and drying (§6)", dry=True),
@@ -71,6 +71,12 @@ def describe() -> str:
     """One line listing the schemes by layer count, for the CLI and the case-file help."""
     one = [n for n in names(1) if n not in names(2)]
     return f"{', '.join(names(2))} (one layer: also {', '.join(one)})"
+
+
+def help_lines() -> str:
+    """``name  help`` per scheme, one a line (the CLI's epilog)."""
+    width = max(len(s.name) for s in SCHEMES)
+    return "\n".join(f"  {s.name:<{width}}  {s.help}" for s in SCHEMES)
 
 
 def get(name: str) -> Scheme:
