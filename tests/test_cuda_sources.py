@@ -388,8 +388,8 @@ def test_step_kernels_on_host_match_cpu_backend(tmp_path, scheme, dt_mode, max_s
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
 @pytest.mark.parametrize(("scheme", "layers", "dtype"),
-                         [("roe", 1, "float64"), ("hll", 1, "float64"), ("hll-wd", 1, "float64"),
-                          ("pvm-ifcp", 2, "float32"), ("roe", 1, "float32")])  # fmt: skip
+                         [(name, 1, "float64") for name, _ in registry.distinct_kernels(1)]
+                         + [("pvm-ifcp", 2, "float32"), ("roe", 1, "float32")])  # fmt: skip
 def test_step_kernels_on_host_one_layer_and_float32(tmp_path, scheme, layers, dtype):
     from fvswe.cases import get_case
     from fvswe.mesh.generate import structured_square
@@ -397,7 +397,7 @@ def test_step_kernels_on_host_one_layer_and_float32(tmp_path, scheme, layers, dt
     mesh = structured_square(10)
     if layers == 2:
         sim = get_case("test1").simulation(mesh, scheme=scheme, dtype=dtype)
-    elif scheme == "hll-wd":  # a dam break onto an island that emerges from the water
+    elif registry.get(scheme).dry:  # a dam break onto an island that emerges from the water
 
         def H(x, y):
             return 1.0 - 2.0 * np.exp(-(x**2 + y**2) / 4)
