@@ -27,10 +27,15 @@ PROBE = """
 import json, sys
 import numpy as np
 from fvswe.backends import gpu
+try:
+    from fvswe.schemes.registry import cases
+    pairs = cases()
+except ImportError:  # a tree from before the scheme registry
+    pairs = sorted(gpu.SCHEME_DEFINES)
 out = {}
 for variant in sys.argv[1:]:
     out[variant] = {"source": gpu.source(variant), "options": {}}
-    for (scheme, layers) in sorted(gpu.SCHEME_DEFINES):
+    for (scheme, layers) in pairs:
         if scheme == "pvm-ifcp" and layers == 1:
             continue
         for dtype in ("float32", "float64"):

@@ -7,7 +7,7 @@ A case file (``fvswe run path/to/case.toml``) names every choice of a run::
     layers = 2
     g = 9.81
     r = 0.5
-    scheme = "ir-roe"     # roe, ir-roe, pvm-ifcp (one layer: also hll)
+    scheme = "ir-roe"     # roe, ir-roe, pvm-ifcp (one layer: also hll, hll-wd)
     order = "rcm"         # none, rcm, gps, random, hilbert, morton, auto
     cfl = 0.9
     dtype = "float64"     # or float32
@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError
+from .schemes import registry as schemes
 
 try:
     import tomllib
@@ -119,7 +120,7 @@ SCHEMA: tuple[Key, ...] = (
     Key("", "r", NUMBER, "two layers: density ratio ρ1/ρ2 in (0, 1)", "0.5"),
     Key("", "eps_h", NUMBER, "desingularisation depth of velocities (m, docs/SCHEMES.md §8)",
         "5e-3"),
-    Key("", "scheme", str, "roe, ir-roe, pvm-ifcp (one layer: also hll, hll-wd)", '"hll-wd"'),
+    Key("", "scheme", str, schemes.describe(), '"hll-wd"'),
     Key("", "order", str, "cell ordering: none, rcm, gps, random, hilbert, morton, auto",
         '"rcm"'),
     Key("", "cfl", NUMBER, "CFL number in (0, 1]", "0.9"),

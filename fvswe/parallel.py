@@ -184,7 +184,8 @@ def _free(requests: list) -> None:
 
 
 class DistributedBackend:
-    """One backend over the global ``layout``, its cells spread over the ranks of ``comm``.
+    """One backend over the global ``layout``, its cells spread over the ranks of ``comm``
+    (a :class:`~fvswe.backends.base.Backend`).
 
     ``mesh`` is the mesh of ``layout`` (rank 0 partitions it with ``method``);
     ``backend`` the per-rank backend class (CPU); ``options`` its keyword arguments.
@@ -200,7 +201,6 @@ class DistributedBackend:
             )
         if options.get("threads") is None:
             options["threads"] = _threads_per_rank(comm)
-        self.name = backend.name
         self.comm = comm
         self.layout = layout
         self.part: Part = on_root(
@@ -216,7 +216,18 @@ class DistributedBackend:
         self._counts = np.array([o.size for o in owned]) * layout.nvar
         self._gather = np.concatenate(owned)
 
-    # -- the time loop's view: the local backend's clock -------------------------------------
+    # -- the time loop's view: the local backend's clock and settings ------------------------
+    @property
+    def name(self) -> str:
+        return self.local.name
+
+    @property
+    def check_every(self) -> int:
+        return self.local.check_every
+
+    def cold_start_note(self) -> str | None:
+        return self.local.cold_start_note()
+
     @property
     def t(self) -> float:
         return self.local.t

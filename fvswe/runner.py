@@ -140,11 +140,9 @@ def advance(
     time is the summary's ``compile_s``, not part of ``wall_s``. ``say(text)``
     hears that compiling is under way when the kernels are not cached yet.
     """
-    if say is not None and sim.backend.name == "cpu":
-        from .backends.cpu import kernels_cached
-
-        if kernels_cached(sim.dtype) is False:
-            say("compiling the CPU kernels (once: later runs load them from Numba's cache) ...")
+    note = sim.backend.cold_start_note() if say is not None else None
+    if note is not None:
+        say(note)
     compile_s = warm_up(sim, times[-1]) if sim.t < times[-1] else 0.0
     t_start = sim.t
     every = checkpoint_every

@@ -11,6 +11,7 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -204,6 +205,10 @@ class Simulation:
     ``eps_h`` is the thin-layer threshold (docs/SCHEMES.md §8); by default
     :func:`fvswe.model.thin_layer_threshold` of the largest initial total depth.
 
+    ``backend`` is ``cpu``, ``gpu`` or ``auto``; ``threads`` the CPU threads (the GPU
+    runs none); ``backend_options`` the backend's own keywords (the GPU's ``variant``,
+    ``block``, ``batch``, ``graphs``: :class:`fvswe.backends.gpu.GpuBackend`).
+
     A run stops with a :class:`~fvswe.errors.BlowUpError` (one line) when a depth
     had to be clipped, when a layer's mass drifts beyond round-off
     (:data:`MASS_TOLERANCE`; not checked with open boundaries, which have no
@@ -243,6 +248,7 @@ class Simulation:
         threads: int | None = None,
         allow_mass_error: bool = False,
         comm=None,
+        backend_options: Mapping[str, Any] | None = None,
     ) -> None:
         if dtype not in DTYPES:
             raise ConfigError(f"dtype: unknown {dtype!r} (choose from {', '.join(DTYPES)})")
@@ -299,8 +305,8 @@ class Simulation:
             friction=(kind, bottom), interfacial=interfacial,
             levels=levels if levels.count else None, coriolis=f, wind=wind_table,
         )  # fmt: skip
-        extra = {"threads": threads} if cls.name == "cpu" else {}
-        options = dict(cfl=cfl, dt_mode=dt_mode, dt_fixed=dt, **extra)
+        options = dict(cfl=cfl, dt_mode=dt_mode, dt_fixed=dt, threads=threads)
+        options.update(backend_options or {})
         self.comm = comm if distributed else None
         if self.comm is None:
             self.backend = cls(self.layout, scheme, **options)
@@ -367,10 +373,10 @@ class Simulation:
     ) -> RunSummary:
         """Advance to ``t_end``; every ``check_every`` steps look for a blow-up and call back.
 
-        ``check_every`` defaults to the backend's ``check_every`` attribute if it has one
-        (the GPU's: a look costs a device sync), else 100.
+        ``check_every`` defaults to the backend's (the GPU's is larger: a look costs a
+        device sync).
         """
-        check_every = check_every or getattr(self.backend, "check_every", 100)
+        check_every = check_every or self.backend.check_every
         if not t_end >= self.t:
             raise ConfigError(f"t_end: {t_end!r} lies before the current time {self.t!r}")
         levels = self.layout.levels
@@ -417,7 +423,7 @@ class Simulation:
             mass=self.mass(),
             mass_initial=self.mass_initial,
             counters=self.backend.counters(),
-            threads=getattr(self.backend, "threads", None),
+            threads=self.backend.threads,
         )
 
     def _where(self, cell: int) -> str:
@@ -436,7 +442,7 @@ class Simulation:
                 f"state blew up: {self.model.fields[comp]} = {value:g} in {self._where(cell)} "
                 f"by step {self.steps}, t = {self.t:.6g} s"
             )
-        courant = getattr(self.backend, "courant_violation", None)
+        courant = self.backend.courant_violation
         if courant is not None:
             cell, step, t, number = courant
             raise BlowUpError(
@@ -445,7 +451,7 @@ class Simulation:
             )
         if self.allow_mass_error:
             return
-        clip = getattr(self.backend, "first_clip", None)
+        clip = self.backend.first_clip
         if clip is not None:
             cell, step, t = clip
             counters = self.backend.counters()

@@ -22,9 +22,10 @@ from test_cuda_sources import host_flux, random_edges
 from test_schemes_numba import run_numba
 
 from fvswe import codegen
-from fvswe.backends import gpu
+from fvswe.backends import cuda_header, gpu
 from fvswe.codegen import CodegenError
 from fvswe.physics import common
+from fvswe.schemes import registry
 
 CXX = shutil.which("g++") or shutil.which("c++")
 needs_cxx = pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
@@ -55,7 +56,7 @@ def branch_edges(layers: int):
 
 
 @needs_cxx
-@pytest.mark.parametrize(("scheme", "layers"), sorted(gpu.SCHEME_DEFINES))
+@pytest.mark.parametrize(("scheme", "layers"), registry.cases())
 def test_emitted_flux_equals_numba_bitwise(tmp_path, scheme, layers):
     rng = np.random.default_rng(11)
     sets = {
@@ -166,7 +167,7 @@ KERNEL(wetdry1, wetdry::flux1, 3)
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 def test_float32_fluxes_have_no_float64_arithmetic(tmp_path):
     """Every float literal is real(x): a float32 module computes its fluxes in float32."""
-    gpu.write_physics(tmp_path)
+    cuda_header.write(tmp_path)
     (tmp_path / "k.cu").write_text(FLOAT32_KERNELS)
     opts = [o for o in gpu.compile_options("roe", 2, np.float32, "edge") if o.startswith("--")]
     cmd = ["nvcc", "--ptx", "-arch=sm_90", *opts, f"-I{tmp_path}", "-o", str(tmp_path / "k.ptx"),
@@ -179,7 +180,7 @@ def test_float32_fluxes_have_no_float64_arithmetic(tmp_path):
 
 
 def test_float32_constants_are_exact_float32_literals():
-    text = gpu.physics()
+    text = cuda_header.physics()
     for name, value in common.FLOAT32.items():
         lit = re.search(rf"fv_prec<real>\(([^,]+), ([^)]+)f\) /\* {name} \*/", text)
         assert lit, name
@@ -190,7 +191,7 @@ def test_source_carries_the_emitted_physics():
     """NVRTC gets the physics inline, so CuPy's cache key (the source text) covers it."""
     for variant in gpu.VARIANTS:
         src = gpu.source(variant)
-        assert gpu.physics().split("#pragma once\n")[1] in src
+        assert cuda_header.physics().split("#pragma once\n")[1] in src
         assert '#include "physics.cuh"' not in src
 
 

@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fvswe.backends import gpu
+from fvswe.backends import cuda_header, gpu
+from fvswe.schemes import registry
 from fvswe.simulation import Simulation
 
 NVCC = shutil.which("nvcc")
@@ -91,23 +92,29 @@ def cached_build(name: str, source: str, cmd: Sequence[str], suffix: str) -> Pat
 
 
 @cache
-def physics_dir() -> Path:
-    """A folder holding the emitted ``physics.cuh`` (:func:`fvswe.backends.gpu.physics`), in
-    the build cache under its digest, so a changed physics source changes every command."""
-    text = gpu.physics()
-    folder = BUILDS / f"physics-{hashlib.sha256(text.encode()).hexdigest()[:24]}"
-    if not (folder / "physics.cuh").is_file():
-        folder.mkdir(parents=True, exist_ok=True)
+def generated_dir() -> Path:
+    """A folder holding the generated headers (:data:`fvswe.backends.cuda_header.HEADERS`:
+    the constants, struct Ctrl, the scheme selection and the emitted physics), in the build
+    cache under their digest, so that a change to any of them changes every command."""
+    texts = {name: make() for name, make in cuda_header.HEADERS.items()}
+    digest = hashlib.sha256(repr(sorted(texts.items())).encode()).hexdigest()[:24]
+    folder = BUILDS / f"headers-{digest}"
+    if not folder.is_dir():
+        BUILDS.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=BUILDS) as tmp:
-            os.replace(gpu.write_physics(Path(tmp)) / "physics.cuh", folder / "physics.cuh")
+            work = Path(tmp) / "headers"
+            work.mkdir()
+            cuda_header.write(work)
+            with contextlib.suppress(OSError):  # another run published it first
+                os.replace(work, folder)
     os.utime(folder)  # used: kept
     return folder
 
 
 def host_binary(name: str, source: str, flags: Sequence[str]) -> Path:
-    """``source`` compiled by the host C++ compiler with ``flags``, the CUDA folder,
-    tests/cuda_host and the emitted physics on the include path."""
-    includes = [f"-I{gpu.CUDA_DIR}", f"-I{EMU}", f"-I{physics_dir()}"]
+    """``source`` compiled by the host C++ compiler with ``flags``, the generated headers,
+    the CUDA folder and tests/cuda_host on the include path."""
+    includes = [f"-I{generated_dir()}", f"-I{gpu.CUDA_DIR}", f"-I{EMU}"]
     return cached_build(name, source, [CXX, *flags, *includes], ".cpp")
 
 
@@ -147,19 +154,10 @@ def test_host_builds_are_reused_until_a_flag_or_an_included_file_changes(tmp_pat
 
 COMBOS = [
     (scheme, layers, dtype, variant, 3)
-    for scheme, layers in sorted(gpu.SCHEME_DEFINES)
-    if not (scheme == "pvm-ifcp" and layers == 1)  # the same module as hll
+    for scheme, layers in registry.distinct_kernels()  # one-layer pvm-ifcp is hll's module
     for dtype in ("float32", "float64")
     for variant in gpu.VARIANTS
 ] + [("pvm-ifcp", 2, "float32", variant, 4) for variant in gpu.VARIANTS]
-
-
-def test_last_step_rule_matches_the_cpu_backend():
-    from fvswe.backends.cpu import pipeline
-
-    text = (gpu.CUDA_DIR / "pipeline.cuh").read_text()
-    value = float(re.search(r"#define LAST_STEP_RTOL (\S+)", text).group(1))
-    assert value == getattr(pipeline, "LAST_STEP_RTOL", 0.0)
 
 
 def test_import_does_not_need_cupy():
@@ -222,7 +220,7 @@ def test_compiles_with_nvrtc(scheme, layers, dtype, variant, k):
 # The device functions are plain inline C++ outside CUDA: a host compiler checks them
 # against the NumPy reference here, with the same float64 semantics (no FMA contraction,
 # as the float64 GPU modules are compiled).
-HARNESS = r"""
+HARNESS_HEAD = r"""
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -231,16 +229,19 @@ HARNESS = r"""
 typedef REAL real;  // -DREAL=double or float; input and output stay float64
 typedef int (*Flux)(const real*, const real*, real, real, real, real, real, real, real, real*,
                     real*, real&);
-
+// Indexed by kernel id (fvswe.schemes.registry.KERNEL_IDS)
+Flux kernels[] = {{{kernels}}};
+"""
+HARNESS = (
+    HARNESS_HEAD.format(
+        kernels=", ".join(f"{ref.replace('.', '::')}<real>" for ref in registry.KERNEL_IDS),
+    )
+    + r"""
 int main(int argc, char** argv)
 {
     const int sid = atoi(argv[1]), layers = atoi(argv[2]), n = atoi(argv[3]);
     const int nv = layers == 2 ? 6 : 3, nin = 2 * nv + 4;
-    Flux f2[] = {roe::flux2<real>, ir_roe::flux2<real>, pvm_ifcp::flux2<real>};
-    // FVSWE_SCHEME ids: 1 roe, 2 ir-roe, 3 pvm-ifcp (one layer: hll), 4 hll, 5 hll-wd
-    Flux f1[] = {roe::flux1<real>, ir_roe::flux1<real>, hll::flux1<real>, hll::flux1<real>,
-                 wetdry::flux1<real>};
-    Flux f = layers == 2 ? f2[sid - 1] : f1[sid - 1];
+    Flux f = kernels[sid];
     double prm[3];
     std::vector<double> in(nin * n), out((2 * nv + 2) * n);
     if (fread(prm, 8, 3, stdin) != 3) return 2;
@@ -259,6 +260,7 @@ int main(int argc, char** argv)
     return 0;
 }
 """
+)
 
 
 def random_edges(rng, n: int, layers: int, speed: float = 1.5, fast: float = 1 / 6,
@@ -302,7 +304,7 @@ def host_flux(real: str, scheme: str, layers: int, edges, g, r, eps_h):
     n, nv = len(Wi), 3 * layers
     blob = np.concatenate((Wi, Wj, Hi[:, None], Hj[:, None], normal), axis=1)
     stdin = np.array([g, r, eps_h]).tobytes() + blob.tobytes()
-    sid = gpu.SCHEME_DEFINES[(scheme, layers)]
+    sid = registry.kernel_id(scheme, layers)
     out = subprocess.run([str(exe), str(sid), str(layers), str(n)], input=stdin,
                          capture_output=True, check=True).stdout  # fmt: skip
     out = np.frombuffer(out, dtype=np.float64).reshape(n, 2 * nv + 2)
@@ -310,7 +312,7 @@ def host_flux(real: str, scheme: str, layers: int, edges, g, r, eps_h):
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
-@pytest.mark.parametrize(("scheme", "layers"), sorted(gpu.SCHEME_DEFINES))
+@pytest.mark.parametrize(("scheme", "layers"), registry.cases())
 def test_device_flux_matches_reference_on_host(scheme, layers):
     from fvswe.schemes import get_flux
 
@@ -359,7 +361,7 @@ def flux_error(got, ref, edges, g: float):
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
-@pytest.mark.parametrize(("scheme", "layers"), sorted(gpu.SCHEME_DEFINES))
+@pytest.mark.parametrize(("scheme", "layers"), registry.cases())
 def test_float32_device_flux_on_host(scheme, layers):
     """float32 instances agree with the float64 reference to 1e-5 on moderate wet states."""
     from fvswe.schemes import get_flux
@@ -521,8 +523,8 @@ def test_step_kernels_on_host_match_cpu_backend(scheme, dt_mode, max_steps):
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
 @pytest.mark.parametrize(("scheme", "layers", "dtype"),
-                         [("roe", 1, "float64"), ("hll", 1, "float64"), ("hll-wd", 1, "float64"),
-                          ("pvm-ifcp", 2, "float32"), ("roe", 1, "float32")])  # fmt: skip
+                         [(name, 1, "float64") for name, _ in registry.distinct_kernels(1)]
+                         + [("pvm-ifcp", 2, "float32"), ("roe", 1, "float32")])  # fmt: skip
 def test_step_kernels_on_host_one_layer_and_float32(scheme, layers, dtype):
     from fvswe.cases import get_case
     from fvswe.mesh.generate import structured_square
@@ -530,7 +532,7 @@ def test_step_kernels_on_host_one_layer_and_float32(scheme, layers, dtype):
     mesh = structured_square(10)
     if layers == 2:
         sim = get_case("test1").simulation(mesh, scheme=scheme, dtype=dtype)
-    elif scheme == "hll-wd":  # a dam break onto an island that emerges from the water
+    elif registry.get(scheme).dry:  # a dam break onto an island that emerges from the water
 
         def H(x, y):
             return 1.0 - 2.0 * np.exp(-(x**2 + y**2) / 4)
@@ -600,14 +602,16 @@ THROUGHPUT = Path(__file__).parents[1] / "benchmarks/results/throughput_gpu_h100
 
 
 def test_default_variant_by_scheme_and_size():
-    """slot on small meshes; on large ones edge for the Roe-type schemes, else gather."""
-    for scheme, _ in gpu.SCHEME_DEFINES:
+    """slot on small meshes; on large ones edge for the costly (Roe-type) schemes, else
+    gather."""
+    assert registry.get("roe").costly and registry.get("ir-roe").costly  # as measured
+    assert not registry.get("pvm-ifcp").costly
+    for scheme in registry.names():
         assert gpu.default_variant(scheme, 4000) == "slot"
         assert gpu.default_variant(scheme, gpu.SLOT_BELOW - 1) == "slot"
-    for n in (gpu.SLOT_BELOW, 64000, 2080560):
-        assert gpu.default_variant("roe", n) == gpu.default_variant("ir-roe", n) == "edge"
-        for scheme in ("pvm-ifcp", "hll", "hll-wd"):
-            assert gpu.default_variant(scheme, n) == "gather"
+        for n in (gpu.SLOT_BELOW, 64000, 2080560):
+            want = "edge" if registry.get(scheme).costly else "gather"
+            assert gpu.default_variant(scheme, n) == want
 
 
 def test_default_variant_is_fastest_measured():
@@ -688,19 +692,24 @@ def test_step_kernels_on_host_tide_with_level_and_friction(variant, friction):
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
-def test_control_block_layout_matches_ctrl_dtype():
-    """struct Ctrl (pipeline.cuh) and gpu.CTRL_DTYPE: same fields at the same offsets."""
+def test_generated_header_compiles_to_the_python_definitions():
+    """struct Ctrl as the step kernels see it (pipeline.cuh with the generated headers,
+    compiled on the host) has gpu.CTRL_DTYPE's fields at its offsets, and every generated
+    constant holds exactly its Python value."""
     names = gpu.CTRL_DTYPE.names
     lines = [f'    printf("{n} %zu\\n", offsetof(Ctrl, {n}));' for n in names]
+    lines += [f'    printf("{c} %.17g\\n", (double){c});' for c in cuda_header.CONSTANTS]
     head = '#include "shim.h"\n#include <cstddef>\n#include <cstdio>\n#include "pipeline.cuh"\n'
     body = ['    printf("size %zu\\n", sizeof(Ctrl));', *lines]
     src = head + "int main()\n{\n" + "\n".join(body) + "\n}\n"
-    exe = host_binary("layout", src, ["-std=c++17", "-Wno-psabi"])
+    exe = host_binary("layout", src, ["-std=c++17", "-Wno-psabi", "-DFVSWE_SCHEME=0"])
     run = subprocess.run([str(exe)], capture_output=True, text=True, check=True)
     out = dict(line.split() for line in run.stdout.splitlines())
     assert int(out["size"]) == gpu.CTRL_DTYPE.itemsize
     for n in names:
         assert int(out[n]) == gpu.CTRL_DTYPE.fields[n][1], n
+    for c, value in cuda_header.CONSTANTS.items():
+        assert float(out[c]) == value, c
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
@@ -759,7 +768,7 @@ def forcing_run(layers: int, **options) -> tuple[Simulation, str, float]:
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
 @pytest.mark.parametrize("variant", gpu.VARIANTS)
 @pytest.mark.parametrize("layers", [1, 2])
-def test_step_kernels_on_host_coriolis_and_wind(tmp_path, variant, layers):
+def test_step_kernels_on_host_coriolis_and_wind(variant, layers):
     """Coriolis and wind in the volume kernels (:func:`forcing_run`): bitwise the CPU
     backend's state."""
     sim, scheme, t_end = forcing_run(layers)

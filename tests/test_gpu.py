@@ -16,14 +16,14 @@ from fvswe.boundary import edge_conditions
 from fvswe.cases import get_case
 from fvswe.mesh.generate import structured_square
 from fvswe.model import Model
-from fvswe.schemes import get_flux
+from fvswe.schemes import get_flux, registry
 from fvswe.simulation import Simulation
 
 OK, WHY = gpu.available()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not OK, reason=f"no GPU backend here: {WHY}")]
 
-TWO_LAYER_SCHEMES = ("roe", "ir-roe", "pvm-ifcp")
-SCHEMES = sorted(gpu.SCHEME_DEFINES)
+TWO_LAYER_SCHEMES = registry.names(2)
+SCHEMES = registry.cases()
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +99,7 @@ def test_dt_modes_match_cpu_backend(dt_mode, variant, sym_mesh):
     assert (np.abs(W - ref).max(axis=0) / np.abs(ref).max(axis=0)).max() <= 1e-10
 
 
-@pytest.mark.parametrize("scheme", ["roe", "ir-roe", "hll"])
+@pytest.mark.parametrize("scheme", [name for name, _ in registry.distinct_kernels(1)])
 def test_single_layer_run_matches_cpu_backend(scheme):
     mesh = structured_square(12)
     kw = dict(layers=1, scheme=scheme, H=2.0,

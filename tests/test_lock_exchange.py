@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fvswe.schemes import registry
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "lock_exchange.py"
 _spec = importlib.util.spec_from_file_location("lock_exchange", SCRIPT)
 lock = importlib.util.module_from_spec(_spec)
@@ -25,7 +27,7 @@ TOL_VOLUME = {"dense": 0.03, "light": 0.06}
 TOL_LEVEL = 0.08
 
 
-@pytest.fixture(scope="module", params=("roe", "ir-roe", "pvm-ifcp"))
+@pytest.fixture(scope="module", params=registry.names(2))
 def runs(request):
     """Front positions over ``c t`` after ``T_END`` on strips of 100 and 200 cells."""
     c = lock.front_speed(R)

@@ -7,12 +7,13 @@ import pytest
 import schemes_helpers as h
 
 from fvswe.errors import ConfigError
-from fvswe.schemes import common, get_flux, hll, pvm_ifcp, roe
+from fvswe.schemes import common, get_flux, hll, pvm_ifcp, registry, roe
 
 pytestmark = pytest.mark.filterwarnings("error")
 
-TWO = ["roe", "ir-roe", "pvm-ifcp"]
-ONE = ["roe", "ir-roe", "hll"]
+TWO = [name for name, _ in registry.distinct_kernels(2)]
+#: One-layer kernels without wet/dry treatment (the dry ones' own: tests/test_wetdry.py).
+ONE = [name for name, _ in registry.distinct_kernels(1) if not registry.get(name).dry]
 TOL = 1e-12
 
 

@@ -10,13 +10,11 @@ from numba import njit
 from fvswe.backends.cpu import get_edge_flux
 from fvswe.errors import ConfigError
 from fvswe.physics import common as ncommon
-from fvswe.schemes import common, get_flux
+from fvswe.schemes import common, get_flux, registry
 
 pytestmark = pytest.mark.filterwarnings("error")  # the special-case edges raise no warnings
 
-SCHEMES = [(2, s) for s in ("roe", "ir-roe", "pvm-ifcp")] + [
-    (1, s) for s in ("roe", "ir-roe", "hll")
-]
+SCHEMES = [(layers, name) for name, layers in registry.distinct_kernels()]
 TOL = 1e-12
 
 

@@ -9,10 +9,10 @@ from fvswe.boundary import WALL, edge_conditions
 from fvswe.cases import get_case
 from fvswe.errors import BlowUpError, ConfigError
 from fvswe.mesh.generate import strip, structured_square
-from fvswe.schemes import get_flux
+from fvswe.schemes import get_flux, registry
 from fvswe.simulation import Simulation
 
-TWO_LAYER_SCHEMES = ("roe", "ir-roe", "pvm-ifcp")
+TWO_LAYER_SCHEMES = registry.names(2)
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +164,7 @@ def stoker(x, t, hl, hr, g=9.81, x0=0.0):
     return np.where(xi > s, hr, h)
 
 
-@pytest.mark.parametrize("scheme", ["roe", "ir-roe", "hll"])
+@pytest.mark.parametrize("scheme", [name for name, _ in registry.distinct_kernels(1)])
 def test_single_layer_dam_break_converges_to_stoker(scheme):
     """L1 error against Stoker falls with refinement; the transverse momentum of the
     triangulated strip (not exactly 1-D) is small and falls at first order too."""

@@ -21,10 +21,10 @@ from fvswe.errors import BlowUpError
 from fvswe.grid import Grid
 from fvswe.mesh.generate import strip
 from fvswe.model import thin_layer_threshold
-from fvswe.schemes import get_flux
+from fvswe.schemes import get_flux, registry
 from fvswe.simulation import Simulation
 
-SCHEMES = ("roe", "ir-roe", "pvm-ifcp")
+SCHEMES = registry.names(2)
 G = 9.81
 WALLS3 = dict.fromkeys(("west", "east", "wall"), "wall")
 

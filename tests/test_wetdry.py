@@ -21,7 +21,7 @@ from fvswe.cases import get_case
 from fvswe.errors import BlowUpError, ConfigError
 from fvswe.exact import dam_break
 from fvswe.grid import Grid
-from fvswe.schemes import get_flux, hll
+from fvswe.schemes import get_flux, hll, registry
 from fvswe.simulation import Simulation
 
 G = 9.81
@@ -325,7 +325,7 @@ def test_level_boundary_holds_a_lake_and_ends_with_its_series(tmp_path):
 
 
 # -- two layers ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("scheme", ["roe", "ir-roe", "pvm-ifcp"])
+@pytest.mark.parametrize("scheme", registry.names(2))
 def test_two_layers_survive_a_layer_thinning_to_zero(scheme):
     """A thin upper layer (5 cm) pulled apart at 4 m/s empties in the middle within a step
     from above eps_h (the schemes' wet formulas are not positive there, docs/SCHEMES.md §13):

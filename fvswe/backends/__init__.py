@@ -1,6 +1,7 @@
 """Backends run the per-step passes over a :class:`~fvswe.backends.layout.Layout`.
 
-``cpu`` (Numba) is always available; ``gpu`` (CuPy) when CuPy sees a device.
+``cpu`` (Numba) is always available; ``gpu`` (CuPy) when CuPy sees a device. What the
+rest of the package may use of a backend is :class:`fvswe.backends.base.Backend`.
 """
 
 from __future__ import annotations

@@ -36,8 +36,9 @@ import numpy as np
 
 from ..boundary import INFLOW_KEYS, KINDS
 from ..errors import BackendUnavailable, ConfigError
-from ..schemes import KERNELS
-from ..schemes import kernel as scheme_kernel
+from ..schemes import registry
+from . import cuda_header
+from .cuda_header import CTRL_DTYPE, NO_CELL, OP_COUNT, OP_DT, OP_UPDATE
 from .layout import Layout
 
 CUDA_DIR = Path(__file__).with_name("cuda")
@@ -47,7 +48,7 @@ DT_MODES = ("lagged", "nonlagged", "fixed")
 SLOT_BELOW = 16_000
 #: Schemes whose per-edge flux costs enough that ``edge`` (each edge evaluated once) beats
 #: ``gather`` (each interior edge evaluated twice, no slot traffic) on large meshes.
-EDGE_SCHEMES = frozenset({"roe", "ir-roe"})
+EDGE_SCHEMES = frozenset(s.name for s in registry.SCHEMES if s.costly)
 #: Threads per block of every kernel.
 DEFAULT_BLOCK = 128
 #: Most steps one CUDA graph replays.
@@ -58,67 +59,6 @@ SYNC_EVERY = 256
 #: sync_every: each check syncs the device (1024 steps: a whole number of 64-step graphs).
 CHECK_EVERY_SYNCS = 4
 
-#: Scheme module (:data:`fvswe.schemes.KERNELS`) -> FVSWE_SCHEME of the CUDA sources.
-MODULE_DEFINES = {"roe": 1, "ir_roe": 2, "pvm_ifcp": 3, "hll": 4, "wetdry": 5}
-#: (scheme, layers) -> FVSWE_SCHEME; the layer count is a define of its own.
-SCHEME_DEFINES = {key: MODULE_DEFINES[ref.split(".")[0]] for key, ref in KERNELS.items()}
-
-# Kernel op bits (pipeline.cuh).
-OP_UPDATE, OP_DT, OP_COUNT = 1, 2, 4
-
-#: Host view of ``struct Ctrl`` in pipeline.cuh (same fields, same offsets).
-CTRL_DTYPE = np.dtype(
-    [
-        ("t", "f8"),
-        ("dt", "f8"),
-        ("t_end", "f8"),
-        ("dt_fixed", "f8"),
-        ("cfl", "f8"),
-        ("dt_used", "f8"),
-        ("steps", "i8"),
-        ("max_steps", "i8"),
-        ("clipped", "u8"),
-        ("nonhyp", "u8"),
-        ("degenerate", "u8"),
-        ("thin", "u8"),
-        ("blocks_done", "u4"),
-        ("fixed", "i4"),
-        ("stalled", "i4"),
-        ("friction", "i4"),
-        ("friction_coef", "u8"),  # device pointer
-        ("g", "f8"),
-        ("r", "f8"),
-        ("eps_h", "f8"),
-        ("interfacial_coef", "u8"),  # device pointer (0: none)
-        ("level_inflow", "f8"),
-        ("level_inflow2", "f8"),
-        ("level_table", "u8"),  # device pointers
-        ("level_offsets", "u8"),
-        ("level_times", "u8"),
-        ("level_values", "u8"),
-        ("level_flux", "u8"),
-        ("n_level", "i4"),
-        ("pad", "i4"),
-        ("thin_cells", "u8"),
-        ("clip_t", "f8"),
-        ("cfl_t", "f8"),
-        ("courant", "f8"),
-        ("clip_step", "i8"),  # 1 + step (0: none)
-        ("cfl_step", "i8"),
-        ("clip_cell", "i4"),  # cell - NO_CELL (0: none)
-        ("cfl_cell", "i4"),
-        ("coriolis_f", "u8"),  # device pointers (0: no Coriolis)
-        ("wind_times", "u8"),
-        ("wind_u", "u8"),
-        ("wind_v", "u8"),
-        ("n_wind", "i4"),  # 0: no wind
-        ("wind_law", "i4"),
-        ("wind_cd", "f8"),
-        ("wind_ratio", "f8"),
-    ]
-)
-#: pipeline.cuh's NO_CELL: control-block cells are stored as ``cell - NO_CELL``.
-NO_CELL = 2**31 - 1
 INT32_MAX = 2**31 - 1
 #: counters() keys -> control block fields.
 COUNTERS = {
@@ -158,7 +98,7 @@ def compile_options(
     scheme: str, layers: int, dtype, variant: str, k: int = 3, block: int = DEFAULT_BLOCK
 ) -> tuple[str, ...]:
     """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy."""
-    sid = MODULE_DEFINES[scheme_kernel(scheme, layers).split(".")[0]]
+    sid = registry.kernel_id(scheme, layers)
     if variant not in VARIANTS:
         raise ConfigError(f"variant: unknown {variant!r} (choose from {', '.join(VARIANTS)})")
     double = np.dtype(dtype) == np.float64
@@ -177,36 +117,19 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 
 
 @cache
-def physics() -> str:
-    """The device physics emitted from the Numba modules (docs/CODEGEN.md): every kernel of
-    :data:`fvswe.schemes.KERNELS` with its pointer adapter, and ``inverse_depth``."""
-    from .. import codegen, physics
-
-    fluxes = {}
-    for (_, layers), ref in KERNELS.items():
-        module, function = ref.split(".")
-        fluxes[getattr(getattr(physics, module), function)] = 3 * layers
-    return codegen.emit(fluxes, [physics.common.inverse_depth], physics.common.FLOAT32)
-
-
-def write_physics(directory: Path) -> Path:
-    """Write :func:`physics` as ``physics.cuh`` into ``directory`` (for host compilers)."""
-    (Path(directory) / "physics.cuh").write_text(physics())
-    return Path(directory)
-
-
-@cache
 def source(variant: str) -> str:
     """``<variant>.cu`` with its local includes and the emitted physics inlined, as NVRTC
     receives it.
 
-    ``#pragma once`` becomes an include guard, so headers inlined inside
-    ``#if`` branches stay correct; inlining makes CuPy's compile cache key
-    cover the headers too.
+    The generated headers (:data:`fvswe.backends.cuda_header.HEADERS`) are inlined
+    from their Python text. ``#pragma once`` becomes an include guard, so headers
+    inlined inside ``#if`` branches stay correct; inlining makes CuPy's compile
+    cache key cover the headers too.
     """
 
     def expand(name: str) -> str:
-        text = physics() if name == "physics.cuh" else (CUDA_DIR / name).read_text()
+        generated = cuda_header.HEADERS.get(name)
+        text = generated() if generated else (CUDA_DIR / name).read_text()
         guard = "FVSWE_INC_" + re.sub(r"\W", "_", name).upper()
         if "#pragma once\n" in text:
             text = (
@@ -259,7 +182,7 @@ def level_edges(lay: Layout) -> np.ndarray:
 
 
 def _boundary_codes(lay: Layout) -> np.ndarray:
-    """Per edge, minus the boundary code ``bc | 8 m`` (bc: the codes of
+    """Per edge, minus the boundary code ``bc | m << BC_BITS`` (bc: the codes of
     :data:`fvswe.boundary.KINDS`; m: the edge's index among the edges with tables),
     checked; 0 on interior edges."""
     boundary = lay.edge_cells[:, 1] < 0
@@ -268,7 +191,7 @@ def _boundary_codes(lay: Layout) -> np.ndarray:
     if bad.size:
         raise ConfigError(f"layout: boundary edge {bad[0]} has no condition")
     lv = level_edges(lay)
-    code[lv] += 8 * np.arange(lv.size, dtype=np.int32)
+    code[lv] += np.arange(lv.size, dtype=np.int32) << cuda_header.BC_BITS
     return np.where(boundary, -code, 0)
 
 
@@ -382,15 +305,17 @@ def batch_size(ctrl: np.void, t_end: float, batch: int, launched: int = 0) -> in
 
 
 class GpuBackend:
-    """The pipeline on a CUDA GPU; see :mod:`fvswe.backends` for the shared API.
+    """The pipeline on a CUDA GPU (a :class:`~fvswe.backends.base.Backend`).
 
     ``variant`` is ``edge``, ``gather`` or ``slot`` (else the environment variable
     ``FVSWE_GPU_VARIANT``, else :func:`default_variant`); ``block`` the threads per block;
-    ``batch`` the most steps one CUDA graph replays. ``check_every`` is the steps between
-    two blow-up checks that :meth:`fvswe.Simulation.run` makes by default.
+    ``batch`` the most steps one CUDA graph replays. ``threads`` (the CPU backend's) is
+    accepted for a uniform constructor and unused: the device runs the steps.
     """
 
     name = "gpu"
+    #: No CPU threads run the steps.
+    threads = None
 
     def __init__(
         self,
@@ -404,6 +329,7 @@ class GpuBackend:
         block: int = DEFAULT_BLOCK,
         batch: int = DEFAULT_BATCH,
         graphs: bool = True,
+        threads: int | None = None,
     ) -> None:
         ok, reason = available()
         if not ok:
@@ -426,7 +352,6 @@ class GpuBackend:
         self.block, self.graphs = block, graphs
         self.batch = 2 ** max(1, int(math.log2(max(batch, 2))))  # a power of two: even for gather
         self.sync_every = max(SYNC_EVERY, self.batch)
-        self.check_every = CHECK_EVERY_SYNCS * self.sync_every  # read by Simulation.run
         opts = compile_options(scheme, self.model.layers, self.dtype, variant, lay.k, block)
         mod = module(opts, variant)
         names = ("find_invalid", "debug_flux") + (
@@ -536,6 +461,20 @@ class GpuBackend:
     @property
     def steps(self) -> int:
         return int(self._host["steps"])
+
+    @property
+    def dt(self) -> float:
+        """The Δt of the next step as last read (NaN while a lagged one waits)."""
+        return math.nan if self._need_dt else float(self._host["dt"])
+
+    @property
+    def check_every(self) -> int:
+        """Steps between two blow-up checks of Simulation.run: each syncs the device."""
+        return CHECK_EVERY_SYNCS * self.sync_every
+
+    def cold_start_note(self) -> str | None:
+        """None: the modules were compiled (or loaded from CuPy's cache) by the constructor."""
+        return None
 
     # -- state ---------------------------------------------------------------------------------
     def set_state(self, W: np.ndarray) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from .. import casefile, output, parallel, probes, runner, ugrid
 from ..cases import CASES
 from ..errors import ConfigError, FvsweError
+from ..schemes import registry as schemes
 from .mesh import BATHYMETRY_HELP
 
 #: The most output times a run may have (``t_end / output_every``).
@@ -62,7 +63,7 @@ def register(sub) -> None:
         "run",
         help="run a named case or a TOML case file",
         description=DESCRIPTION,
-        epilog=EXAMPLES,
+        epilog=f"schemes (--scheme):\n{schemes.help_lines()}\n\n{EXAMPLES}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("case", help="case name (e.g. test1) or a case file (e.g. examples/test1.toml)")
@@ -70,7 +71,7 @@ def register(sub) -> None:
                    help="mesh file, or a member of the paper's family: square-4k (the default), "
                    "square-16k, -64k, -256k, -1m, -130k, -2m")  # fmt: skip
     p.add_argument("--bathymetry", metavar="SOURCE:SIGN", help=BATHYMETRY_HELP)
-    p.add_argument("--scheme", help="roe, ir-roe, pvm-ifcp (one layer: also hll)")
+    p.add_argument("--scheme", help=schemes.describe())
     p.add_argument("--order", help="cell ordering: none, rcm, gps, random, hilbert, morton, auto")
     p.add_argument("--dtype", choices=("float64", "float32"), help="precision (default float64)")
     p.add_argument("--backend", choices=("cpu", "gpu", "auto"),

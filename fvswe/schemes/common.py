@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import ConfigError
+from . import registry
 
 #: Flag bits reported per edge (interface contract).
 FLAG_NONHYPERBOLIC = 1
@@ -452,19 +453,20 @@ def by_layers(name: str, flux2, flux1):
 
 
 def refuse_dry_cells(scheme: str, layers: int, h: np.ndarray, eps_h: float, source: str) -> None:
-    """One-line ConfigError where a one-layer run other than ``hll-wd`` starts with a cell
-    thinner than ``eps_h``.
+    """One-line ConfigError where a one-layer run of a scheme without wet/dry treatment
+    (not :attr:`~fvswe.schemes.registry.Scheme.dry`) starts with a cell thinner than ``eps_h``.
 
     Roe, IR-Roe and HLL (one-layer PVM-IFCP) have no wet/dry treatment: at a dry front
     their depths go negative and the clip of §8 creates mass. ``hll-wd`` (hydrostatic
     reconstruction) is the one-layer scheme for dry cells.
     """
-    if layers != 1 or scheme == "hll-wd":
+    known = registry.BY_NAME.get(scheme)
+    if layers != 1 or (known is not None and known.dry):
         return
     dry = np.flatnonzero(~(h >= eps_h))
     if dry.size:
         raise ConfigError(
             f"initial h: cell {dry[0]} of {source} is dry or thinner than eps_h = {eps_h:g} "
             f"({dry.size} cells): one-layer {scheme!r} has no wet/dry treatment, "
-            "use scheme 'hll-wd'"
+            f"use scheme {' or '.join(repr(s.name) for s in registry.SCHEMES if s.dry)}"
         )

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import time
 
 from ...schemes import kernel, kernel_table
@@ -21,10 +20,9 @@ from ...schemes import kernel, kernel_table
 # two threads on a loaded machine 3.6-4.4x faster (README "CPU threads under load"). Set before
 # the first parallel loop loads libgomp; a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-from ...physics import hll, ir_roe, pvm_ifcp, roe, wetdry  # noqa: F401  (by kernel_table)
 
-#: (name, layers) -> Numba per-edge kernel, from :data:`fvswe.schemes.KERNELS`.
-EDGE_FLUXES = kernel_table(sys.modules[__name__])
+#: (name, layers) -> Numba per-edge kernel, from :data:`fvswe.schemes.registry.KERNELS`.
+EDGE_FLUXES = kernel_table("fvswe.physics")
 
 
 def get_edge_flux(name: str, layers: int):

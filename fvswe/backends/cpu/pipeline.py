@@ -10,7 +10,10 @@ thread count.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import math
+import zlib
 
 import numba
 import numpy as np
@@ -19,35 +22,23 @@ from numba import njit, prange
 from ...boundary import CHARACTERISTIC, DISCHARGE, INFLOW_KEYS, LEVEL, WALL
 from ...errors import ConfigError
 from ...forcing import WindTable
-from ...physics import hll, ir_roe, pvm_ifcp, roe, wetdry
 from ...physics.common import inverse_depth, wall_ghost
-from ...schemes import kernel
+from ...schemes import registry
+from ..base import LAST_STEP_RTOL
 from ..layout import Layout
 from . import default_threads, friction
 from .forcing import force_layer, rotation, table_value, wind_at
 from .ghosts import characteristic_ghost, discharge_fluctuation, discharge_ghost, level_ghost
 
-#: Kernel (:data:`fvswe.schemes.KERNELS`) -> id used by the compiled dispatch below.
-KERNEL_IDS = {
-    "roe.flux2": 0,
-    "ir_roe.flux2": 1,
-    "pvm_ifcp.flux2": 2,
-    "roe.flux1": 3,
-    "ir_roe.flux1": 4,
-    "hll.flux1": 5,
-    "wetdry.flux1": 6,
-}
 DT_MODES = ("lagged", "nonlagged", "fixed")
-#: A step within this fraction of itself of ``t_end`` is the last one: it lands on ``t_end``
-#: instead of leaving a round-off sliver (5000 fixed steps of 0.01 s reach t = 50 s).
-LAST_STEP_RTOL = 1e-9
 #: Cell chunks of the volume pass; fixed so partial results never depend on the thread count.
 CHUNKS = 256
 
 
 def scheme_id(name: str, layers: int) -> int:
-    """The compiled dispatch id of a scheme, or a one-line error naming the choices."""
-    return KERNEL_IDS[kernel(name, layers)]
+    """The compiled dispatch id of a scheme (:data:`fvswe.schemes.registry.KERNEL_IDS`), or a
+    one-line error naming the choices."""
+    return registry.kernel_id(name, layers)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -81,26 +72,70 @@ def _pad(F):
     return (F[0], F[1], F[2], z, z, z)
 
 
-@njit(cache=True, error_model="numpy")
-def _edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
-    """Dispatch to the scheme's per-edge flux; returns 6-tuples F⁻, F⁺, ‖D‖∞, flags."""
-    if scheme == 0:
-        return roe.flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
-    if scheme == 1:
-        return ir_roe.flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
-    if scheme == 2:
-        return pvm_ifcp.flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
-    wi = (Wi[0], Wi[1], Wi[2])
-    wj = (Wj[0], Wj[1], Wj[2])
-    if scheme == 3:
-        Fm, Fp, d, f = roe.flux1(wi, wj, Hi, Hj, ex, ey, g, r, eps_h)
-    elif scheme == 4:
-        Fm, Fp, d, f = ir_roe.flux1(wi, wj, Hi, Hj, ex, ey, g, r, eps_h)
-    elif scheme == 6:
-        Fm, Fp, d, f = wetdry.flux1(wi, wj, Hi, Hj, ex, ey, g, r, eps_h)
-    else:
-        Fm, Fp, d, f = hll.flux1(wi, wj, Hi, Hj, ex, ey, g, r, eps_h)
-    return _pad(Fm), _pad(Fp), d, f
+def _on_six(flux1):
+    """A one-layer kernel on the 6-tuples of the passes (docs/SCHEMES.md §6)."""
+
+    @njit(inline="always", error_model="numpy")
+    def flux(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+        wi = (Wi[0], Wi[1], Wi[2])
+        wj = (Wj[0], Wj[1], Wj[2])
+        Fm, Fp, d, f = flux1(wi, wj, Hi, Hj, ex, ey, g, r, eps_h)
+        return _pad(Fm), _pad(Fp), d, f
+
+    return flux
+
+
+def _dispatch():
+    """``edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)``: the kernel of dispatch id
+    ``scheme`` on 6-tuples, built from :data:`fvswe.schemes.registry.KERNEL_IDS` as a chain
+    of branches (one per kernel; the last one takes any other id) that Numba inlines."""
+    kernels = []
+    for ref, kid in registry.KERNEL_IDS.items():
+        module, function = ref.split(".")
+        flux = getattr(importlib.import_module(f"fvswe.physics.{module}"), function)
+        kernels.append((kid, flux if registry.KERNEL_LAYERS[ref] == 2 else _on_six(flux)))
+    (_, last), *rest = reversed(kernels)
+    chain = _branch(None, last, None)
+    for kid, flux in rest:
+        chain = _branch(kid, flux, chain)
+    return njit(error_model="numpy")(chain.py_func)
+
+
+def _branch(kid, flux, otherwise):
+    """``flux`` for dispatch id ``kid``, else ``otherwise`` (``flux`` alone when None)."""
+
+    @njit(inline="always", error_model="numpy")
+    def edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+        if otherwise is None or scheme == kid:
+            return flux(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
+        return otherwise(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
+
+    return edge_flux
+
+
+#: Dispatch to the scheme's per-edge flux; returns 6-tuples F⁻, F⁺, ‖D‖∞, flags.
+_edge_flux = _dispatch()
+#: The kernel table the dispatch was built from, as one number (see :func:`_fresh_cache`).
+_REGISTRY_STAMP = zlib.crc32(repr(sorted(registry.KERNEL_IDS.items())).encode())
+
+
+@njit(cache=True)
+def _compiled_stamp():
+    """The registry stamp of this module's cached machine code."""
+    return _REGISTRY_STAMP
+
+
+@functools.cache
+def _fresh_cache() -> None:
+    """Drop Numba's cached edge pass when it was compiled against another registry.
+
+    The dispatch is inlined into the cached edge pass, and Numba's cache sees changes
+    to this file only: after an edit of the registry it would load a pass that maps
+    the ids the old way. Checked once per process, before the first edge pass.
+    """
+    if _compiled_stamp() != _REGISTRY_STAMP:
+        for dispatcher in (edge_pass, _compiled_stamp):
+            dispatcher._cache.flush()  # the next call compiles afresh and caches that
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -274,9 +309,11 @@ def volume_pass(
 
 
 class CpuBackend:
-    """The paper's pipeline on the CPU; see :mod:`fvswe.backends` for the shared API."""
+    """The paper's pipeline on the CPU (a :class:`~fvswe.backends.base.Backend`)."""
 
     name = "cpu"
+    #: Steps between two blow-up checks of Simulation.run (a check costs little here).
+    check_every = 100
 
     def __init__(
         self,
@@ -292,6 +329,7 @@ class CpuBackend:
         if dt_mode == "fixed" and not (dt_fixed and dt_fixed > 0):
             raise ConfigError("dt: a fixed time step needs a positive dt")
         numba.set_num_threads(threads if threads is not None else default_threads())
+        _fresh_cache()
         self.layout = layout
         self.model = layout.model
         self.scheme = scheme_id(scheme, self.model.layers)
@@ -351,6 +389,14 @@ class CpuBackend:
     @property
     def threads(self) -> int:
         return numba.get_num_threads()
+
+    def cold_start_note(self) -> str | None:
+        """Says so when the passes for this dtype are not compiled yet, nor in Numba's cache."""
+        from . import kernels_cached  # looked up at call time: tests replace it
+
+        if kernels_cached(str(np.dtype(self.layout.dtype))) is False:
+            return "compiling the CPU kernels (once: later runs load them from Numba's cache) ..."
+        return None
 
     def set_state(self, W: np.ndarray) -> None:
         self.W[...] = W

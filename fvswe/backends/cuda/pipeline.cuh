@@ -2,7 +2,7 @@
 // dispatch, boundary ghosts, the step control block and the fused min-dt reduction.
 //
 // Compile-time parameters (NVRTC -D options, one module per combination):
-//   FVSWE_SCHEME  1 roe, 2 ir-roe, 3 pvm-ifcp, 4 hll, 5 hll-wd (one layer)
+//   FVSWE_SCHEME  the kernel id (fvswe/schemes/registry.py KERNEL_IDS; schemes.cuh)
 //   FVSWE_LAYERS  1 or 2
 //   FVSWE_DOUBLE  0 float32, 1 float64
 //   FVSWE_K       3 triangles, 4 quads (slots per cell)
@@ -14,9 +14,6 @@
 // two layers (F0..F3), (F4, F5, D, 0); one layer (F0, F1, F2, D).
 #pragma once
 
-#ifndef FVSWE_SCHEME
-#define FVSWE_SCHEME 3
-#endif
 #ifndef FVSWE_LAYERS
 #define FVSWE_LAYERS 2
 #endif
@@ -30,9 +27,12 @@
 #define FVSWE_BLOCK 128
 #endif
 
-// The physics, generated from the Numba modules by fvswe.codegen (docs/CODEGEN.md) and
-// inlined here by gpu.source(); the host tests write it with gpu.write_physics().
+// Generated from Python (fvswe/backends/cuda_header.py): the constants and struct Ctrl
+// (constants.cuh), the physics emitted from the Numba modules by fvswe.codegen
+// (physics.cuh, docs/CODEGEN.md) and the compiled scheme's SCHEME_FLUX (schemes.cuh).
+#include "constants.cuh"
 #include "physics.cuh"
+#include "schemes.cuh"
 #include "friction.cuh"
 #include "ghosts.cuh"
 #include "forcing.cuh"
@@ -87,69 +87,9 @@ __device__ __forceinline__ float div_rn(float a, float b) { return __fdiv_rn(a, 
 __device__ __forceinline__ double div_rn(double a, double b) { return __ddiv_rn(a, b); }
 
 // ---------------------------------------------------------------- step control block
-// One per backend, in device memory; the host reads it every few steps. Mirrors
-// CTRL_DTYPE in fvswe/backends/gpu.py (keep the two in sync).
-struct Ctrl {
-    double t;          // simulated time
-    double dt;         // time step of the next step (lagged: from the previous speeds)
-    double t_end;      // stop time of the current advance()
-    double dt_fixed;   // the step of dt_mode "fixed"
-    double cfl;        // gamma of docs/SCHEMES.md (3)
-    double dt_used;    // the (possibly clipped) step last taken
-    long long steps;   // steps taken since construction
-    long long max_steps;  // stop when steps reaches this
-    unsigned long long clipped;      // depths clipped to 0
-    unsigned long long nonhyp;       // flag bit 1: non-hyperbolic edge evaluations
-    unsigned long long degenerate;   // flag bit 2: near-coincident internal pair
-    unsigned long long thin;         // flag bit 4: thin-layer fallback
-    unsigned int blocks_done;        // ticket of the last-block reduction (reset by it)
-    int fixed;         // 1: dt_mode "fixed" (the reduction leaves dt alone)
-    int stalled;       // 1: the reduction gave no positive dt (NaN or 0): stop stepping
-    int friction;      // bottom friction (one layer, or the lower of two): 0 none, 1 Chezy, 2 Manning
-    const double* friction_coef;     // per cell: Chezy C or Manning n
-    double g;              // gravity, for the friction
-    double r;              // density ratio, for the interfacial friction
-    double eps_h;          // thin-layer depth of the desingularised velocities, likewise
-    const double* interfacial_coef;  // per cell: c_i of two layers (null: no interfacial friction)
-    double level_inflow;   // m^3 that entered through the edges with tables (upper layer)
-    double level_inflow2;  // the same for the lower of two layers
-    // Boundaries with tables (fvswe.boundary.LevelTables), on the device: edge m with
-    // tables (in edge order) uses table level_table[m] (and the next one), whose samples are
-    // level_times/values[level_offsets[k] .. level_offsets[k+1]); each step writes its
-    // outward mass flux per layer |Gamma| (F-_h + q_i.eta) into level_flux[2 m + layer].
-    const int* level_table;
-    const long long* level_offsets;
-    const double* level_times;
-    const double* level_values;
-    double* level_flux;
-    int n_level;
-    int pad;
-    unsigned long long thin_cells;  // layers left with 0 < h < eps_h after an update
-    double clip_t;     // time of the first step that clipped a depth
-    double cfl_t;      // time of the first fixed step above the stable one
-    double courant;    // its largest Courant number dt sum(|Gamma| ||D||) / (2 |V|)
-    long long clip_step;  // 1 + that step (0: none)
-    long long cfl_step;   // 1 + that step (0: none)
-    int clip_cell;     // smallest cell clipped in that step, stored as cell - INT_MAX (0: none)
-    int cfl_cell;      // smallest cell with Courant number > 1 in it, likewise
-    // Coriolis and wind (forcing.cuh, docs/SCHEMES.md §15), on the device:
-    const double* coriolis_f;  // the Coriolis parameter f of each cell (1/s); null: none
-    const double* wind_times;  // the wind table (fvswe.forcing.WindTable): sample times (s),
-    const double* wind_u;      // u10 and v10 (m/s)
-    const double* wind_v;
-    int n_wind;          // samples (0: no wind)
-    int wind_law;        // drag law: 1 constant, 2 Large & Pond, 3 Wu
-    double wind_cd;      // the constant law's C_d
-    double wind_ratio;   // rho_air / rho_water
-};
-
-// A zeroed control block means "no cell": cells are kept as cell - NO_CELL, which atomicMin
-// lowers to the smallest cell index (see Ctrl::clip_cell).
-#define NO_CELL 2147483647
-
-#define OP_UPDATE 1  // W -= dt/|V| sum(slots), then t += dt, steps += 1
-#define OP_DT 2      // dt = min_i dt_i (after the update when both)
-#define OP_COUNT 4   // count flagged edges (edge passes that feed an update)
+// struct Ctrl (one per backend, in device memory; the host reads it every few steps), the
+// op bits OP_* and NO_CELL are in constants.cuh. A zeroed control block means "no cell":
+// cells are kept as cell - NO_CELL, which atomicMin lowers to the smallest cell index.
 
 // A step runs only while the control block allows it; every block of a grid sees
 // the same answer because only the last block of the previous kernel changed it.
@@ -158,11 +98,9 @@ __device__ __forceinline__ bool step_active(const Ctrl* c)
     return c->steps < c->max_steps && c->t < c->t_end && !c->stalled;
 }
 
-// A step within this fraction of itself of t_end is the last one: it lands on t_end
-// instead of leaving a round-off sliver. Mirrors fvswe.backends.cpu.pipeline.LAST_STEP_RTOL.
-#define LAST_STEP_RTOL 1e-9
-
-// Whether the current step is the last one (clipped to end exactly at t_end).
+// Whether the current step is the last one (clipped to end exactly at t_end): within
+// LAST_STEP_RTOL of itself of t_end (fvswe.backends.base.LAST_STEP_RTOL), so that
+// it lands on t_end instead of leaving a round-off sliver.
 __device__ __forceinline__ bool last_step(const Ctrl* c)
 {
     return c->dt * (1 + LAST_STEP_RTOL) >= c->t_end - c->t;
@@ -176,9 +114,9 @@ __device__ __forceinline__ double step_dt(const Ctrl* c)
 
 __device__ __forceinline__ void count_flags(Ctrl* c, int flags)
 {
-    if (flags & 1) atomicAdd(&c->nonhyp, 1ULL);
-    if (flags & 2) atomicAdd(&c->degenerate, 1ULL);
-    if (flags & 4) atomicAdd(&c->thin, 1ULL);
+    if (flags & FLAG_NONHYPERBOLIC) atomicAdd(&c->nonhyp, 1ULL);
+    if (flags & FLAG_NEAR_COINCIDENT) atomicAdd(&c->degenerate, 1ULL);
+    if (flags & FLAG_THIN) atomicAdd(&c->thin, 1ULL);
 }
 
 // min that ignores nothing it should not: both operands come from positive speeds.
@@ -315,15 +253,9 @@ __device__ __forceinline__ void add_slot(const real4* __restrict__ S, int s, rea
 }
 
 // ---------------------------------------------------------------- boundary ghost (docs/SCHEMES.md §7)
-// Boundary codes (edge j / slot code, negated): bc | 8 m with bc 1 wall, 2 open, 3 imposed
-// level, 4 discharge, 5 characteristic (fvswe.boundary) and m the edge's index among the
-// edges with tables (levels, discharges, characteristics).
-#define BC_WALL 1
-#define BC_OPEN 2
-#define BC_LEVEL 3
-#define BC_DISCHARGE 4
-#define BC_CHARACTERISTIC 5
-#define BC_BITS 3
+// Boundary codes (edge j / slot code, negated): bc | m << BC_BITS with bc BC_WALL, BC_OPEN,
+// BC_LEVEL, BC_DISCHARGE or BC_CHARACTERISTIC (fvswe.boundary, via constants.cuh) and m the
+// edge's index among the edges with tables (levels, discharges, characteristics).
 
 // Value at t of table k: linear between samples, end values held outside (mirrors
 // fvswe.backends.cpu.pipeline.level_values).
@@ -339,8 +271,8 @@ __device__ __forceinline__ void table_values(const Ctrl* ctrl, int code, double&
 {
     const int k = ctrl->level_table[code >> BC_BITS];
     a = level_value(ctrl, k, ctrl->t);
-    b = (FVSWE_LAYERS == 2 && (code & 7) != BC_CHARACTERISTIC) ? level_value(ctrl, k + 1, ctrl->t)
-                                                              : 0.0;
+    const bool second = FVSWE_LAYERS == 2 && (code & ((1 << BC_BITS) - 1)) != BC_CHARACTERISTIC;
+    b = second ? level_value(ctrl, k + 1, ctrl->t) : 0.0;
 }
 
 // A cell state as the CPU's 6-tuple (one layer: the last three zero), in double.
@@ -356,7 +288,7 @@ __device__ __forceinline__ void widen(const real* w, double* w6)
 __device__ __forceinline__ void ghost_state(const real* w, real H, int code, real ex, real ey,
                                             const Ctrl* ctrl, real grav, real eps_h, real* g)
 {
-    const int bc = code & 7;
+    const int bc = code & ((1 << BC_BITS) - 1);
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) g[m] = w[m];
     if (bc >= BC_LEVEL) {
@@ -385,7 +317,7 @@ __device__ __forceinline__ void ghost_state(const real* w, real H, int code, rea
 __device__ __forceinline__ void boundary_flux(Ctrl* ctrl, int code, const real* w, real ex, real ey,
                                               real len, real* Fm)
 {
-    const int bc = code & 7;
+    const int bc = code & ((1 << BC_BITS) - 1);
     if (bc < BC_LEVEL) return;
     const int m = code >> BC_BITS;
     if (bc == BC_DISCHARGE) {
@@ -406,23 +338,6 @@ __device__ __forceinline__ void boundary_flux(Ctrl* ctrl, int code, const real* 
 }
 
 // ---------------------------------------------------------------- scheme dispatch
-#if FVSWE_SCHEME == 1
-#define SCHEME_FLUX2 roe::flux2
-#define SCHEME_FLUX1 roe::flux1
-#elif FVSWE_SCHEME == 2
-#define SCHEME_FLUX2 ir_roe::flux2
-#define SCHEME_FLUX1 ir_roe::flux1
-#elif FVSWE_SCHEME == 3
-#define SCHEME_FLUX2 pvm_ifcp::flux2
-#define SCHEME_FLUX1 hll::flux1  // docs/SCHEMES.md §6: single-layer PVM-IFCP is HLL
-#elif FVSWE_SCHEME == 4 && FVSWE_LAYERS == 1
-#define SCHEME_FLUX1 hll::flux1
-#elif FVSWE_SCHEME == 5 && FVSWE_LAYERS == 1
-#define SCHEME_FLUX1 wetdry::flux1
-#else
-#error "hll and hll-wd exist for one layer only (FVSWE_SCHEME 4, 5 need FVSWE_LAYERS 1)"
-#endif
-
 struct Params {
     real g, r, eps_h;
 };
@@ -431,11 +346,7 @@ struct Params {
 __device__ __forceinline__ int scheme_flux(const real* Wi, const real* Wj, real Hi, real Hj, real ex,
                                            real ey, const Params& p, real* Fm, real* Fp, real& dmax)
 {
-#if FVSWE_LAYERS == 2
-    return SCHEME_FLUX2<real>(Wi, Wj, Hi, Hj, ex, ey, p.g, p.r, p.eps_h, Fm, Fp, dmax);
-#else
-    return SCHEME_FLUX1<real>(Wi, Wj, Hi, Hj, ex, ey, p.g, p.r, p.eps_h, Fm, Fp, dmax);
-#endif
+    return SCHEME_FLUX<real>(Wi, Wj, Hi, Hj, ex, ey, p.g, p.r, p.eps_h, Fm, Fp, dmax);
 }
 
 // ---------------------------------------------------------------- per-cell pieces of the steps

@@ -1,0 +1,96 @@
+"""What :class:`~fvswe.simulation.Simulation` needs of a backend: the :class:`Backend` protocol.
+
+The time loop (:meth:`Simulation.run`, :mod:`fvswe.runner`), restarts and outputs
+(:mod:`fvswe.output`) use only these members, so they own nothing backend-specific.
+:class:`~fvswe.backends.cpu.pipeline.CpuBackend`, :class:`~fvswe.backends.gpu.GpuBackend`
+and :class:`~fvswe.parallel.DistributedBackend` implement all of them
+(tests/test_registry.py checks it). A single-device backend is constructed as
+``cls(layout, scheme, cfl, dt_mode, dt_fixed, threads=..., **options)``, ``options``
+being its own keywords (the GPU's ``variant``, ``block``, ...: ``Simulation(...,
+backend_options=...)``).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+#: Both pipelines: a step within this fraction of itself of ``t_end`` is the last one: it
+#: lands on ``t_end`` instead of leaving a round-off sliver (5000 fixed steps of 0.01 s reach
+#: t = 50 s).
+LAST_STEP_RTOL = 1e-9
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A backend advancing one state over a :class:`~fvswe.backends.layout.Layout`.
+
+    Cells are in layout order; ``t``, ``steps`` and ``dt`` are the backend's clock
+    (``dt``: the lagged Δt of the next step, NaN while it waits to be computed);
+    ``threads`` the CPU threads it runs (None: none, the steps run on a device);
+    ``check_every`` the steps between two blow-up checks of :meth:`Simulation.run`
+    (a GPU's check costs a device sync, so it checks less often).
+    """
+
+    name: str
+    check_every: int
+
+    @property
+    def t(self) -> float: ...
+
+    @property
+    def steps(self) -> int: ...
+
+    @property
+    def dt(self) -> float: ...
+
+    @property
+    def threads(self) -> int | None: ...
+
+    def advance(self, t_end: float, max_steps: int) -> tuple[float, int]:
+        """Whole steps until ``t == t_end`` (the last one clipped) or ``max_steps`` steps;
+        returns ``(t, steps taken)``."""
+        ...
+
+    def get_state(self) -> np.ndarray:
+        """A host copy ``(L, nvar)`` of the state."""
+        ...
+
+    def set_state(self, W: np.ndarray) -> None:
+        """Replace the state (a lagged Δt is then recomputed)."""
+        ...
+
+    def layer_mass(self, area: np.ndarray) -> list[float]:
+        """Volume of each layer, ``Σ area_i h_k,i`` in float64."""
+        ...
+
+    def counters(self) -> dict[str, int | float]:
+        """Event counts (clipped cells, flagged edges, ...; level inflow with levels)."""
+        ...
+
+    def snapshot(self) -> dict:
+        """Everything a bit-for-bit restart needs: ``W``, ``t``, ``steps``, ``dt``, counters."""
+        ...
+
+    def restore(self, snap: dict) -> None:
+        """The inverse of :meth:`snapshot`."""
+        ...
+
+    def first_invalid(self) -> tuple[int, int] | None:
+        """The first ``(cell, component)`` holding NaN/inf or a negative depth, else None."""
+        ...
+
+    @property
+    def first_clip(self) -> tuple[int, int, float] | None:
+        """``(cell, step, t)`` of the first step that clipped a depth, else None."""
+        ...
+
+    @property
+    def courant_violation(self) -> tuple[int, int, float, float] | None:
+        """``(cell, step, t, Courant number)`` of the first fixed step above the stable one."""
+        ...
+
+    def cold_start_note(self) -> str | None:
+        """A sentence for the user when the first step must compile kernels, else None."""
+        ...

@@ -1,0 +1,121 @@
+"""The one list of schemes: every other list of scheme names, ids and help derives from it.
+
+A scheme is a name, one per-edge kernel per layer count it supports and a line of
+help. A kernel ``"module.function"`` names the same function three times, by
+convention: ``fvswe.schemes.<module>.<function>`` (NumPy reference),
+``fvswe.physics.<module>.<function>`` (Numba, the one source of the CPU kernel) and
+``<module>::<function>`` in the device code emitted from it (``physics.cuh``,
+:func:`fvswe.backends.cuda_header.physics`). Each distinct kernel has one id
+(:data:`KERNEL_IDS`), the CPU dispatch's and the GPU's ``FVSWE_SCHEME`` alike, so the
+CPU dispatch (:mod:`fvswe.backends.cpu.pipeline`), the GPU compile options and
+scheme header (:mod:`fvswe.backends.gpu`), the CLI's ``--scheme`` help, the case-file
+schema and the tests' parametrisation all follow this table. Adding a scheme: its
+physics files plus one :class:`Scheme` entry below (docs/ARCHITECTURE.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """One scheme: ``kernels`` maps a layer count (1, 2) to its ``"module.function"``.
+
+    ``dry``: it starts from and handles dry cells (hydrostatic reconstruction);
+    the others refuse a dry one-layer start (:func:`fvswe.schemes.common.refuse_dry_cells`).
+    ``costly``: a flux expensive enough that the GPU's ``edge`` variant (each edge
+    evaluated once) is its default on large meshes (:func:`fvswe.backends.gpu.default_variant`).
+    """
+
+    name: str
+    kernels: dict[int, str]
+    help: str
+    dry: bool = False
+    costly: bool = False
+
+
+#: Every scheme, in the order the CLI and the docs list them (docs/SCHEMES.md §3-§6).
+SCHEMES: tuple[Scheme, ...] = (
+    Scheme("roe", {2: "roe.flux2", 1: "roe.flux1"},
+           "Roe, eigenvalues by EIG4 and the entropy fix (docs/SCHEMES.md §3)", costly=True),
+    Scheme("ir-roe", {2: "ir_roe.flux2", 1: "ir_roe.flux1"},
+           "rotational-invariance Roe: Roe normal to the edge, upwind tangent (§4)", costly=True),
+    Scheme("pvm-ifcp", {2: "pvm_ifcp.flux2", 1: "hll.flux1"},
+           "PVM-IFCP: polynomial viscosity, no eigenvectors (§5); one layer: HLL (§6)"),
+    Scheme("hll", {1: "hll.flux1"}, "one layer: HLL (§6)"),
+    Scheme("hll-wd", {1: "wetdry.flux1"},
+           "one layer: HLL, hydrostatic reconstruction, wetting and drying (§6)", dry=True),
+)  # fmt: skip
+
+BY_NAME: dict[str, Scheme] = {s.name: s for s in SCHEMES}
+
+#: (scheme name, layers) -> ``"module.function"``.
+KERNELS: dict[tuple[str, int], str] = {
+    (s.name, layers): s.kernels[layers] for s in SCHEMES for layers in (2, 1) if layers in s.kernels
+}
+
+#: ``"module.function"`` -> the id of the compiled dispatch, CPU and GPU (0, 1, ...).
+KERNEL_IDS: dict[str, int] = {ref: i for i, ref in enumerate(dict.fromkeys(KERNELS.values()))}
+#: ``"module.function"`` -> the layer count of its states.
+KERNEL_LAYERS: dict[str, int] = {ref: layers for (_, layers), ref in KERNELS.items()}
+
+
+def names(layers: int | None = None) -> tuple[str, ...]:
+    """The scheme names (for ``layers`` layers only when given), in :data:`SCHEMES` order."""
+    return tuple(s.name for s in SCHEMES if layers is None or layers in s.kernels)
+
+
+def describe() -> str:
+    """One line listing the schemes by layer count, for the CLI and the case-file help."""
+    one = [n for n in names(1) if n not in names(2)]
+    return f"{', '.join(names(2))} (one layer: also {', '.join(one)})"
+
+
+def help_lines() -> str:
+    """``name  help`` per scheme, one a line (the CLI's epilog)."""
+    width = max(len(s.name) for s in SCHEMES)
+    return "\n".join(f"  {s.name:<{width}}  {s.help}" for s in SCHEMES)
+
+
+def get(name: str) -> Scheme:
+    """The :class:`Scheme` called ``name``, or a one-line error naming the choices."""
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise ConfigError(f"scheme: unknown {name!r} (choose from {', '.join(names())})") from None
+
+
+def kernel(name: str, layers: int) -> str:
+    """The ``"module.function"`` of scheme ``name`` for ``layers``, or a one-line error."""
+    try:
+        return KERNELS[(name, layers)]
+    except KeyError:
+        raise ConfigError(
+            f"scheme: unknown {name!r} for {layers} layer(s) "
+            f"(choose from {', '.join(names(layers))})"
+        ) from None
+
+
+def kernel_id(name: str, layers: int) -> int:
+    """The dispatch id (CPU and GPU ``FVSWE_SCHEME``) of scheme ``name`` for ``layers``."""
+    return KERNEL_IDS[kernel(name, layers)]
+
+
+def cases(layers: int | None = None) -> list[tuple[str, int]]:
+    """Every ``(name, layers)`` a run may choose (with ``layers`` only when given): the
+    tests' parametrisation, so that a new entry is tested everywhere."""
+    return [key for key in KERNELS if layers is None or key[1] == layers]
+
+
+def distinct_kernels(layers: int | None = None) -> list[tuple[str, int]]:
+    """One ``(name, layers)`` per distinct kernel, named by the scheme with the fewest
+    kernels among those sharing it (single-layer pvm-ifcp is ``("hll", 1)``)."""
+    best: dict[str, tuple[str, int]] = {}
+    for key in cases(layers):
+        ref = KERNELS[key]
+        if ref not in best or len(BY_NAME[key[0]].kernels) < len(BY_NAME[best[ref][0]].kernels):
+            best[ref] = key
+    return list(best.values())

@@ -1,0 +1,123 @@
+"""The scheme registry reaches everything that lists schemes, and every backend is a Backend.
+
+Each test runs over :func:`fvswe.schemes.registry.cases`, so a new registry entry is
+checked here (and in the scheme, simulation and GPU tests) without editing a list.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from fvswe import casefile
+from fvswe.backends import cuda_header, gpu
+from fvswe.backends.base import Backend
+from fvswe.backends.cpu.pipeline import CpuBackend
+from fvswe.mesh.generate import square
+from fvswe.parallel import DistributedBackend
+from fvswe.schemes import get_flux, registry
+from fvswe.simulation import Simulation
+
+CXX = shutil.which("g++") or shutil.which("c++")
+#: Every member of the Backend protocol (methods, properties and declared attributes).
+MEMBERS = sorted({n for n in vars(Backend) if not n.startswith("_")} | set(Backend.__annotations__))
+
+
+def test_kernel_ids_are_one_per_kernel_and_dense():
+    assert sorted(registry.KERNEL_IDS.values()) == list(range(len(registry.KERNEL_IDS)))
+    assert set(registry.KERNEL_IDS) == set(registry.KERNELS.values())
+    for name, layers in registry.cases():
+        opts = gpu.compile_options(name, layers, np.float64, "edge")
+        assert f"-DFVSWE_SCHEME={registry.kernel_id(name, layers)}" in opts
+        assert f"-DFVSWE_LAYERS={layers}" in opts
+
+
+@pytest.mark.parametrize("ref", list(registry.KERNEL_IDS))
+def test_every_kernel_exists_in_numpy_numba_and_cuda(ref):
+    """``module.function`` names a NumPy function, a Numba kernel in fvswe.physics and a
+    device function emitted from it into ``physics.cuh`` in ``module``'s namespace."""
+    module, function = ref.split(".")
+    assert callable(getattr(importlib.import_module(f"fvswe.schemes.{module}"), function))
+    kernel = getattr(importlib.import_module(f"fvswe.physics.{module}"), function)
+    assert hasattr(kernel, "py_func")  # a Numba dispatcher
+    blocks = re.findall(r"namespace (\w+) \{\n(.*?)\n\}  // namespace", cuda_header.physics(), re.S)
+    assert any(ns == module and re.search(rf"FVSWE_DEV \w+ {function}\(", b) for ns, b in blocks)
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize(("name", "layers"), registry.cases())
+def test_generated_scheme_header_selects_the_registry_kernel(tmp_path, name, layers):
+    """schemes.cuh, preprocessed with the options GpuBackend compiles with, names the
+    scheme's kernel; with the wrong layer count it refuses in one line."""
+    src = tmp_path / "probe.cpp"
+    src.write_text('#include "schemes.cuh"\nSCHEME_FLUX\n')
+    opts = [o for o in gpu.compile_options(name, layers, np.float64, "edge") if o[:2] == "-D"]
+    inc = [f"-I{cuda_header.write(tmp_path)}", f"-I{gpu.CUDA_DIR}"]
+    res = subprocess.run([CXX, "-E", "-P", *opts, *inc, str(src)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split()[-1] == registry.kernel(name, layers).replace(".", "::")
+    wrong = [o.replace(f"LAYERS={layers}", f"LAYERS={3 - layers}") for o in opts]
+    res = subprocess.run([CXX, "-E", *wrong, *inc, str(src)], capture_output=True, text=True)
+    assert res.returncode != 0 and f"needs FVSWE_LAYERS {layers}" in res.stderr
+
+
+@pytest.mark.parametrize(("name", "layers"), registry.cases())
+def test_cpu_edge_pass_dispatches_to_the_registry_kernel(name, layers):
+    """The CPU edge pass (its dispatch built from the registry) writes |Γ| F∓ and |Γ| ‖D‖ of
+    the scheme's NumPy reference into every interior edge's slots, to round-off."""
+    rng = np.random.default_rng(5)
+    mesh = square(60, seed=1)
+    n = mesh.n_cells
+    if layers == 2:
+        initial = {"h1": rng.uniform(0.5, 1.5, n), "h2": rng.uniform(1.0, 2.0, n),
+                   "q1x": rng.uniform(-0.3, 0.3, n), "q2y": rng.uniform(-0.3, 0.3, n)}  # fmt: skip
+    else:
+        initial = {"h": rng.uniform(0.5, 1.5, n), "qx": rng.uniform(-0.5, 0.5, n)}
+    H = rng.uniform(3.0, 3.2, n)
+    sim = Simulation(mesh, layers=layers, scheme=name, H=H, initial=initial, backend="cpu")
+    backend, lay = sim.backend, sim.layout
+    backend._edge_pass()
+    inner = np.flatnonzero(lay.edge_cells[:, 1] >= 0)
+    i, j = lay.edge_cells[inner].T
+    W = lay.W0
+    Fm, Fp, d = get_flux(name, layers)(
+        W[i], W[j], lay.H[i], lay.H[j], lay.edge_normal[inner], sim.model.g, sim.model.r,
+        sim.model.eps_h,
+    )  # fmt: skip
+    length = lay.edge_length[inner, None]
+    nvar = lay.nvar
+    for slots, F in ((lay.edge_slot[inner, 0], Fm), (lay.edge_slot[inner, 1], Fp)):
+        got = backend.acc[slots]
+        want = np.concatenate((length * F, length * d[:, None]), axis=1)
+        scale = np.abs(want).max(axis=0)
+        assert np.abs(got - want).max(axis=0).max() <= 1e-12 * scale.max()
+        assert np.abs(want[:, :nvar]).max() > 0.1  # the fluxes are not trivially zero
+
+
+def test_cli_and_case_file_list_every_scheme(capsys):
+    from fvswe.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    key = next(k for k in casefile.SCHEMA if k.name == "scheme")
+    for name in registry.names():
+        assert re.search(rf"\b{re.escape(name)}\b", text), name
+        assert re.search(rf"\b{re.escape(name)}\b", key.help), name
+
+
+def test_backends_implement_the_protocol():
+    """A CPU backend instance is a Backend; the GPU and distributed classes (inspected:
+    no CuPy, no MPI needed) carry every member of the protocol."""
+    sim = Simulation(square(40, seed=2), layers=1, scheme="hll", H=1.0, initial={"h": 1.0},
+                     backend="cpu")  # fmt: skip
+    assert isinstance(sim.backend, CpuBackend) and isinstance(sim.backend, Backend)
+    assert {"name", "check_every", "t", "advance", "first_clip", "cold_start_note"} <= set(MEMBERS)
+    for cls in (gpu.GpuBackend, DistributedBackend):
+        missing = [m for m in MEMBERS if not hasattr(cls, m)]
+        assert not missing, (cls.__name__, missing)
