@@ -41,12 +41,12 @@ _CXX_WORDS = """
     register reinterpret_cast return short signed sizeof static static_assert static_cast
     struct switch template this thread_local throw try typedef typeid typename union unsigned
     using virtual void volatile wchar_t while xor xor_eq
-    real fabs sqrt min_ max_
+    real fabs sqrt pow min_ max_
 """
 RESERVED = frozenset(_CXX_WORDS.split())
 
 #: Python builtins and ``math`` functions -> C++ (common to CUDA and the host's <cmath>).
-CALLS = {min: "min_", max: "max_", abs: "fabs", math.sqrt: "sqrt"}
+CALLS = {min: "min_", max: "max_", abs: "fabs", math.sqrt: "sqrt", math.pow: "pow"}
 #: Casts to the real type (the Numba code promotes its inputs to float64 with them).
 CASTS = (float, np.float64)
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.BitOr: "|",
@@ -64,6 +64,7 @@ PRELUDE = """\
 #include <cmath>
 #define FVSWE_DEV inline
 using std::fabs;
+using std::pow;
 using std::sqrt;
 #endif
 
@@ -288,7 +289,7 @@ class _Emitter:
             ns = callee.__module__.rsplit(".", 1)[-1]
             return f"{ns}::{callee.__name__}<real>({', '.join(args)})"
         what = ast.unparse(node.func)
-        raise fn.error(node, f"call of {what}: not a @jit function, cast or min/max/abs/sqrt")
+        raise fn.error(node, f"call of {what}: not a @jit function, cast or min/max/abs/sqrt/pow")
 
     # ------------------------------------------------------------------ statements
     def assign_name(self, node, name: str, value: str, out: list[str], ind: str) -> None:

@@ -421,8 +421,8 @@ def _random_boundary_states(n: int, layers: int, seed: int = 5):
 
 @pytest.mark.parametrize("layers", [1, 2])
 def test_numba_ghosts_match_the_numpy_reference(layers):
-    """Every ghost of fvswe/backends/cpu/ghosts.py equals fvswe/schemes/ghosts.py to 1e-14."""
-    from fvswe.backends.cpu import ghosts as nb
+    """Every ghost of fvswe/physics/ghosts.py equals fvswe/schemes/ghosts.py to 1e-14."""
+    from fvswe.physics import ghosts as nb
     from fvswe.schemes import ghosts as ref
 
     eps_h = 1e-4
@@ -473,7 +473,7 @@ def test_discharge_ghost_carries_the_discharge_and_keeps_the_invariant():
 GHOST_HARNESS = r"""
 #include <cstdio>
 #include <cstdlib>
-#include "ghosts.cuh"
+#include "physics.cuh"
 int main(int argc, char** argv)
 {
     const int n = std::atoi(argv[1]), layers = std::atoi(argv[2]);
@@ -482,12 +482,15 @@ int main(int argc, char** argv)
     for (int e = 0; e < n; ++e) {
         double row[11], out[24] = {};
         if (std::fread(row, sizeof(double), 11, stdin) != 11) return 1;
-        const double *w = row, H = row[6], a = row[7], b = row[8], ex = row[9], ey = row[10];
-        level_ghost(w, H, a, b, layers, prm[1], out);
-        discharge_ghost(w, a, b, ex, ey, prm[0], layers, prm[1], out + 6);
-        characteristic_ghost(w, H, a, ex, ey, prm[0], layers, prm[1], out + 12);
-        for (int m = 0; m < 6; ++m) out[18 + m] = w[5 - m];
-        discharge_fluctuation(out + 18, w, a, b, ex, ey, layers);
+        const double H = row[6], a = row[7], b = row[8], ex = row[9], ey = row[10];
+        const auto w = fv_load6(row);
+        const auto reversed = fv_make(row[5], row[4], row[3], row[2], row[1], row[0]);
+        fv_store(ghosts::level_ghost<double>(w, H, a, b, layers, prm[1]), out);
+        fv_store(ghosts::discharge_ghost<double>(w, a, b, ex, ey, prm[0], layers, prm[1]), out + 6);
+        fv_store(ghosts::characteristic_ghost<double>(w, H, a, ex, ey, prm[0], layers, prm[1]),
+                 out + 12);
+        fv_store(ghosts::discharge_fluctuation<double>(reversed, w, a, b, ex, ey, layers),
+                 out + 18);
         std::fwrite(out, sizeof(double), 24, stdout);
     }
 }
@@ -496,13 +499,14 @@ int main(int argc, char** argv)
 
 @pytest.mark.parametrize("layers", [1, 2])
 def test_cuda_ghosts_on_host_are_bitwise_the_numba_ones(layers):
-    """fvswe/backends/cuda/ghosts.cuh compiled for the host (no FMA contraction) gives the bits
-    of fvswe/backends/cpu/ghosts.py on wet, thin and dry states, inflows and outflows."""
+    """The emitted ghosts (physics.cuh) compiled for the host (no FMA contraction) give the
+    bits of fvswe/physics/ghosts.py under Numba on wet, thin and dry states, inflows and
+    outflows."""
     import subprocess
 
     from test_cuda_sources import CXX, host_binary
 
-    from fvswe.backends.cpu import ghosts as nb
+    from fvswe.physics import ghosts as nb
 
     if CXX is None:
         pytest.skip("no host C++ compiler (g++) on PATH")

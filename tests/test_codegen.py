@@ -108,7 +108,7 @@ def sampler(x, y, z):
             continue
         k = k | (i + 1)
         acc = acc * 1.5 - t[i]
-    return acc / (1.0 + float(k)) + t[LIMIT] * common.SQRT2
+    return acc / (1.0 + float(k)) + t[LIMIT] * common.SQRT2 + math.pow(abs(z), 4.0 / 3.0)
 
 
 SAMPLER_MAIN = r"""

@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fvswe.backends.cpu import forcing as nb
 from fvswe.backends.cpu.pipeline import CHUNKS, volume_pass
 from fvswe.errors import ConfigError
 from fvswe.forcing import OMEGA, Coriolis, Wind
 from fvswe.mesh.generate import structured_square
+from fvswe.physics import forcing as nb
 from fvswe.schemes import forcing as ref
 from fvswe.simulation import Simulation
 

@@ -13,10 +13,10 @@ from test_cuda_sources import CXX, emulated_run, host_binary
 
 from fvswe import casefile
 from fvswe.backends import gpu
-from fvswe.backends.cpu import friction as nb
 from fvswe.boundary import Level
 from fvswe.grid import Grid
 from fvswe.mesh.generate import structured_square
+from fvswe.physics import friction as nb
 from fvswe.schemes import friction as ref
 from fvswe.simulation import Simulation
 
@@ -148,7 +148,7 @@ DT, R, EPS_H = 0.7, 0.8, 5e-3
 
 
 def numba_cells(W, kind, coef, ci):
-    """:mod:`fvswe.backends.cpu.friction` cell by cell, in the volume pass's order."""
+    """:mod:`fvswe.physics.friction` cell by cell, in the volume pass's order."""
     out = W.copy()
     for i, w in enumerate(W):
         q = nb.interfacial(*w, ci[i], R, EPS_H, DT)
@@ -200,7 +200,7 @@ def test_stiff_friction_never_reverses_and_exchanges_momentum_only():
 HARNESS = r"""
 #include <cstdio>
 #include <vector>
-#include "friction.cuh"
+#include "physics.cuh"
 
 int main()
 {
@@ -210,11 +210,11 @@ int main()
     if (fread(in.data(), 8, in.size(), stdin) != in.size()) return 2;
     for (int i = 0; i < n; ++i) {
         const double* w = &in[9 * size_t(i)];  // h1 q1x q1y h2 q2x q2y coef c_i dt
-        double q1x = w[1], q1y = w[2], q2x = w[4], q2y = w[5];
-        friction::interfacial(w[0], q1x, q1y, w[3], q2x, q2y, w[7], R, EPS_H, w[8]);
-        friction::bottom(w[3], q2x, q2y, kind, w[6], G, w[8]);
+        const auto q = friction::interfacial<double>(w[0], w[1], w[2], w[3], w[4], w[5], w[7],
+                                                     TEST_R, TEST_EPS_H, w[8]);
+        const auto b = friction::bottom<double>(w[3], q.f2, q.f3, kind, w[6], TEST_G, w[8]);
         double* o = &out[6 * size_t(i)];
-        o[0] = w[0]; o[1] = q1x; o[2] = q1y; o[3] = w[3]; o[4] = q2x; o[5] = q2y;
+        o[0] = w[0]; o[1] = q.f0; o[2] = q.f1; o[3] = w[3]; o[4] = b.f0; o[5] = b.f1;
     }
     fwrite(out.data(), 8, out.size(), stdout);
     return 0;
@@ -224,9 +224,10 @@ int main()
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
 def test_cuda_friction_on_host_is_the_reference_bit_for_bit():
-    """friction.cuh compiled for the host (no FMA contraction, as the float64 modules)."""
-    flags = ["-std=c++17", "-O1", "-ffp-contract=off", f"-DR={R!r}", f"-DEPS_H={EPS_H!r}",
-             f"-DG={G!r}"]  # fmt: skip
+    """The emitted friction (physics.cuh, from fvswe/physics/friction.py) compiled for the
+    host without FMA contraction, as the float64 modules: the NumPy reference's bits."""
+    flags = ["-std=c++17", "-O1", "-ffp-contract=off", f"-DTEST_R={R!r}",
+             f"-DTEST_EPS_H={EPS_H!r}", f"-DTEST_G={G!r}"]  # fmt: skip
     exe = host_binary("friction", HARNESS, flags)
     rng = np.random.default_rng(7)
     for law in ("chezy", "manning"):

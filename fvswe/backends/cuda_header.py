@@ -109,7 +109,7 @@ CTRL_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("cfl_step", "long long", "1 + that step (0: none)"),
     ("clip_cell", "int", "smallest cell clipped in that step, as cell - NO_CELL (0: none)"),
     ("cfl_cell", "int", "smallest cell with Courant number > 1 in it, likewise"),
-    # Coriolis and wind (forcing.cuh, docs/SCHEMES.md §15), on the device:
+    # Coriolis and wind (fvswe/physics/forcing.py, docs/SCHEMES.md §15), on the device:
     ("coriolis_f", "const double*", "the Coriolis parameter f of each cell (1/s); null: none"),
     ("wind_times", "const double*", "the wind table (fvswe.forcing.WindTable): times (s)"),
     ("wind_u", "const double*", "u10 (m/s)"),
@@ -172,14 +172,27 @@ def schemes() -> str:
 def physics() -> str:
     """The text of ``physics.cuh``: the device physics emitted from the Numba modules
     (docs/CODEGEN.md), every kernel of :data:`fvswe.schemes.registry.KERNELS` with its
-    pointer adapter, and what the pipeline calls besides."""
+    pointer adapter, and what the pipeline calls besides: the boundary ghosts, the forcing
+    and the friction."""
     from .. import codegen, physics
 
     fluxes = {}
     for ref, layers in registry.KERNEL_LAYERS.items():
         module, function = ref.split(".")
         fluxes[getattr(getattr(physics, module), function)] = 3 * layers
-    extra = [physics.common.inverse_depth, physics.common.rotate, physics.common.rotate_back]
+    ghosts, friction, forcing = physics.ghosts, physics.friction, physics.forcing
+    extra = [
+        physics.common.inverse_depth,  # the volume pass's thin-layer damping
+        ghosts.level_ghost,  # boundary ghosts and the discharge edges' F- (edge and slot passes)
+        ghosts.discharge_ghost,
+        ghosts.characteristic_ghost,
+        ghosts.discharge_fluctuation,
+        forcing.wind_stress,  # forcing, then friction (volume pass)
+        forcing.rotation,
+        forcing.force_layer,
+        friction.interfacial,
+        friction.bottom,
+    ]
     return codegen.emit(fluxes, extra, physics.common.FLOAT32)
 
 

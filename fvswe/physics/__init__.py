@@ -1,10 +1,11 @@
-"""The per-edge physics, written once (docs/CODEGEN.md).
+"""The physics, written once (docs/CODEGEN.md): edge fluxes, boundary ghosts, friction, forcing.
 
-Scalar ``@jit`` functions on float tuples, one module per scheme plus ``common``:
+Scalar ``@jit`` functions on float tuples, one module per scheme plus ``common``, and
+the per-edge ghosts (``ghosts``) and per-cell sources (``friction``, ``forcing``):
 compiled with ``numba.njit`` for the CPU backend (:mod:`fvswe.backends.cpu`) and
 translated by :mod:`fvswe.codegen` into the GPU's device functions. Each edge flux is
 ``flux(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h) -> (F-, F+, ||D||_inf, flag)``, mirroring
 the NumPy reference :mod:`fvswe.schemes` operation for operation.
 """
 
-from . import common, hll, ir_roe, pvm_ifcp, roe, wetdry  # noqa: F401
+from . import common, forcing, friction, ghosts, hll, ir_roe, pvm_ifcp, roe, wetdry  # noqa: F401

@@ -22,13 +22,19 @@ from numba import njit, prange
 from ...boundary import CHARACTERISTIC, DISCHARGE, INFLOW_KEYS, LEVEL, WALL
 from ...errors import ConfigError
 from ...forcing import WindTable
-from ...physics.common import inverse_depth, wall_ghost
+from ...physics import friction
+from ...physics.common import inverse_depth, jit_inline, wall_ghost
+from ...physics.forcing import force_layer, rotation, wind_stress
+from ...physics.ghosts import (
+    characteristic_ghost,
+    discharge_fluctuation,
+    discharge_ghost,
+    level_ghost,
+)
 from ...schemes import registry
 from ..base import LAST_STEP_RTOL
 from ..layout import Layout
-from . import default_threads, friction
-from .forcing import force_layer, rotation, table_value, wind_at
-from .ghosts import characteristic_ghost, discharge_fluctuation, discharge_ghost, level_ghost
+from . import default_threads
 
 DT_MODES = ("lagged", "nonlagged", "fixed")
 #: Cell chunks of the volume pass; fixed so partial results never depend on the thread count.
@@ -192,10 +198,39 @@ def edge_pass(
         flags[e] = flag
 
 
+@jit_inline
+def table_value(t, times, values, lo, hi):
+    """A piecewise-linear table's value at ``t``, samples ``lo..hi`` (inclusive), end
+    values held outside: ``v[m] + (v[m+1] - v[m]) / (t[m+1] - t[m]) (t - t[m])`` with
+    ``m`` the last sample at or before ``t`` (binary search). It walks arrays, so it is
+    the pipeline's, written again in ``pipeline.cuh`` (docs/CODEGEN.md)."""
+    if t <= times[lo]:
+        return values[lo]
+    if t >= times[hi]:
+        return values[hi]
+    while hi - lo > 1:  # invariant: times[lo] <= t < times[hi]
+        mid = (lo + hi) // 2
+        if times[mid] <= t:
+            lo = mid
+        else:
+            hi = mid
+    slope = (values[hi] - values[lo]) / (times[hi] - times[lo])
+    return values[lo] + slope * (t - times[lo])
+
+
+@jit_inline
+def wind_at(t, times, u, v, law, cd, ratio):
+    """``tau / rho_w`` at time ``t`` of the wind table ``(times, u, v)``."""
+    hi = times.shape[0] - 1
+    return wind_stress(
+        table_value(t, times, u, 0, hi), table_value(t, times, v, 0, hi), law, cd, ratio
+    )
+
+
 @njit(cache=True, error_model="numpy")
 def level_values(t, offsets, times, values, out):
     """``out[k] = eta_k(t)``: table k linear between samples, end values held outside
-    (:func:`fvswe.backends.cpu.forcing.table_value`)."""
+    (:func:`table_value`)."""
     for k in range(out.shape[0]):
         out[k] = table_value(t, times, values, offsets[k], offsets[k + 1] - 1)
 
@@ -205,7 +240,7 @@ def _friction(W, i, nvar, kind, friction_coef, interfacial, interfacial_coef, g,
     """Friction on updated cell i (docs/SCHEMES.md §14), in float64: two layers get the
     interfacial exchange (if ``interfacial``), then bottom friction on the lower layer
     (``kind`` 1 Chézy, 2 Manning, 0 none); one layer gets bottom friction. Coefficients
-    are per cell; the per-cell functions are :mod:`.friction`'s."""
+    are per cell; the per-cell functions are :mod:`fvswe.physics.friction`'s."""
     b = nvar - 3  # the layer on the bed
     if interfacial:
         q1x, q1y, q2x, q2y = friction.interfacial(

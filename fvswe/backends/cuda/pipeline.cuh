@@ -29,13 +29,12 @@
 
 // Generated from Python (fvswe/backends/cuda_header.py): the constants and struct Ctrl
 // (constants.cuh), the physics emitted from the Numba modules by fvswe.codegen
-// (physics.cuh, docs/CODEGEN.md) and the compiled scheme's SCHEME_FLUX (schemes.cuh).
+// (physics.cuh, docs/CODEGEN.md: fluxes, boundary ghosts, forcing, friction) and the
+// compiled scheme's SCHEME_FLUX (schemes.cuh). The ghosts, forcing and friction are
+// called as m::f<double>: float64 in every module, as on the CPU.
 #include "constants.cuh"
 #include "physics.cuh"
 #include "schemes.cuh"
-#include "friction.cuh"
-#include "ghosts.cuh"
-#include "forcing.cuh"
 
 #if FVSWE_LAYERS == 2
 #define NVAR 6
@@ -257,6 +256,22 @@ __device__ __forceinline__ void add_slot(const real4* __restrict__ S, int s, rea
 // BC_LEVEL, BC_DISCHARGE or BC_CHARACTERISTIC (fvswe.boundary, via constants.cuh) and m the
 // edge's index among the edges with tables (levels, discharges, characteristics).
 
+// A piecewise-linear table's value at t, samples lo..hi (inclusive), end values held outside
+// (mirrors fvswe.backends.cpu.pipeline.table_value: array walking, so the pipeline's).
+__device__ __forceinline__ double table_value(double t, const double* times, const double* values,
+                                              int lo, int hi)
+{
+    if (t <= times[lo]) return values[lo];
+    if (t >= times[hi]) return values[hi];
+    while (hi - lo > 1) {  // invariant: times[lo] <= t < times[hi]
+        const int mid = (lo + hi) / 2;
+        if (times[mid] <= t) lo = mid;
+        else hi = mid;
+    }
+    const double slope = (values[hi] - values[lo]) / (times[hi] - times[lo]);
+    return values[lo] + slope * (t - times[lo]);
+}
+
 // Value at t of table k: linear between samples, end values held outside (mirrors
 // fvswe.backends.cpu.pipeline.level_values).
 __device__ __forceinline__ double level_value(const Ctrl* c, int k, double t)
@@ -276,15 +291,17 @@ __device__ __forceinline__ void table_values(const Ctrl* ctrl, int code, double&
 }
 
 // A cell state as the CPU's 6-tuple (one layer: the last three zero), in double.
-__device__ __forceinline__ void widen(const real* w, double* w6)
+__device__ __forceinline__ fv_tuple6<double, double, double, double, double, double> widen(const real* w)
 {
+    double w6[6];
 #pragma unroll
     for (int m = 0; m < 6; ++m) w6[m] = m < NVAR ? double(w[m]) : 0.0;
+    return fv_load6(w6);
 }
 
 // Ghost state of a boundary edge of cell state w (depth H) for boundary code `code`:
 // wall: qn -> -qn (q - 2 (q.eta) eta), h and H unchanged; open: a copy of the cell;
-// level, discharge, characteristic: ghosts.cuh. H_g = H in every case.
+// level, discharge, characteristic: fvswe/physics/ghosts.py, emitted. H_g = H in every case.
 __device__ __forceinline__ void ghost_state(const real* w, real H, int code, real ex, real ey,
                                             const Ctrl* ctrl, real grav, real eps_h, real* g)
 {
@@ -292,14 +309,17 @@ __device__ __forceinline__ void ghost_state(const real* w, real H, int code, rea
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) g[m] = w[m];
     if (bc >= BC_LEVEL) {
-        double a, b, w6[6], g6[6];
+        double a, b;
         table_values(ctrl, code, a, b);
-        widen(w, w6);
-        if (bc == BC_LEVEL) level_ghost(w6, H, a, b, FVSWE_LAYERS, eps_h, g6);
-        else if (bc == BC_DISCHARGE) discharge_ghost(w6, a, b, ex, ey, grav, FVSWE_LAYERS, eps_h, g6);
-        else characteristic_ghost(w6, H, a, ex, ey, grav, FVSWE_LAYERS, eps_h, g6);
+        const auto w6 = widen(w);
+        const double h = H, x = ex, y = ey, gr = grav, eps = eps_h;
+        const auto g6 = bc == BC_LEVEL
+            ? ghosts::level_ghost<double>(w6, h, a, b, FVSWE_LAYERS, eps)
+            : bc == BC_DISCHARGE
+            ? ghosts::discharge_ghost<double>(w6, a, b, x, y, gr, FVSWE_LAYERS, eps)
+            : ghosts::characteristic_ghost<double>(w6, h, a, x, y, gr, FVSWE_LAYERS, eps);
 #pragma unroll
-        for (int m = 0; m < NVAR; ++m) g[m] = real(g6[m]);
+        for (int m = 0; m < NVAR; ++m) g[m] = real(fv_at(g6, m));
         return;
     }
     if (bc != BC_WALL) return;
@@ -311,8 +331,8 @@ __device__ __forceinline__ void ghost_state(const real* w, real H, int code, rea
     }
 }
 
-// After a boundary edge's flux: a discharge edge imposes its mass fluxes (ghosts.cuh
-// discharge_fluctuation), and every edge with tables records its outward mass flux per
+// After a boundary edge's flux: a discharge edge imposes its mass fluxes
+// (ghosts::discharge_fluctuation), and every edge with tables records its outward mass flux per
 // layer, |Gamma| (F-_h + q_i.eta), in level_flux[2 m + layer] for the inflow counters.
 __device__ __forceinline__ void boundary_flux(Ctrl* ctrl, int code, const real* w, real ex, real ey,
                                               real len, real* Fm)
@@ -321,14 +341,13 @@ __device__ __forceinline__ void boundary_flux(Ctrl* ctrl, int code, const real* 
     if (bc < BC_LEVEL) return;
     const int m = code >> BC_BITS;
     if (bc == BC_DISCHARGE) {
-        double a, b, w6[6], F6[6];
+        double a, b;
         table_values(ctrl, code, a, b);
-        widen(w, w6);
-        widen(Fm, F6);
-        discharge_fluctuation(F6, w6, a, b, ex, ey, FVSWE_LAYERS);
-        Fm[0] = real(F6[0]);
+        const auto F6 = ghosts::discharge_fluctuation<double>(widen(Fm), widen(w), a, b, double(ex),
+                                                              double(ey), FVSWE_LAYERS);
+        Fm[0] = real(F6.f0);
 #if FVSWE_LAYERS == 2
-        Fm[3] = real(F6[3]);
+        Fm[3] = real(F6.f3);
 #endif
     }
     ctrl->level_flux[2 * m] = len * (Fm[0] + (w[1] * ex + w[2] * ey));
@@ -393,21 +412,30 @@ __device__ __forceinline__ void apply_friction(real* w, const Ctrl* ctrl, int c,
     const int b = NVAR - 3;  // the layer on the bed
 #if FVSWE_LAYERS == 2
     if (ctrl->interfacial_coef) {
-        double q1x = w[1], q1y = w[2], q2x = w[4], q2y = w[5];
-        friction::interfacial(w[0], q1x, q1y, w[3], q2x, q2y, ctrl->interfacial_coef[c], ctrl->r,
-                              ctrl->eps_h, dt);
-        w[1] = real(q1x);
-        w[2] = real(q1y);
-        w[4] = real(q2x);
-        w[5] = real(q2y);
+        const auto q = friction::interfacial<double>(
+            double(w[0]), double(w[1]), double(w[2]), double(w[3]), double(w[4]), double(w[5]),
+            ctrl->interfacial_coef[c], ctrl->r, ctrl->eps_h, dt);
+        w[1] = real(q.f0);
+        w[2] = real(q.f1);
+        w[4] = real(q.f2);
+        w[5] = real(q.f3);
     }
 #endif
     if (ctrl->friction) {
-        double qx = w[b + 1], qy = w[b + 2];
-        friction::bottom(w[b], qx, qy, ctrl->friction, ctrl->friction_coef[c], ctrl->g, dt);
-        w[b + 1] = real(qx);
-        w[b + 2] = real(qy);
+        const auto q = friction::bottom<double>(double(w[b]), double(w[b + 1]), double(w[b + 2]),
+                                                ctrl->friction, ctrl->friction_coef[c], ctrl->g, dt);
+        w[b + 1] = real(q.f0);
+        w[b + 2] = real(q.f1);
     }
+}
+
+// tau / rho_w at the step's start of the wind table (mirrors fvswe.backends.cpu.pipeline.wind_at).
+__device__ __forceinline__ fv_tuple2<double, double> wind_at(const Ctrl* c)
+{
+    const int hi = c->n_wind - 1;
+    return forcing::wind_stress<double>(table_value(c->t, c->wind_times, c->wind_u, 0, hi),
+                                        table_value(c->t, c->wind_times, c->wind_v, 0, hi),
+                                        c->wind_law, c->wind_cd, c->wind_ratio);
 }
 
 // The forcing of an updated cell c (mirrors the CPU volume pass): the wind's tau / rho_w at
@@ -415,18 +443,17 @@ __device__ __forceinline__ void apply_friction(real* w, const Ctrl* ctrl, int c,
 // parameter (docs/SCHEMES.md §15). In float64.
 __device__ __forceinline__ void apply_forcing(real* w, int c, const Ctrl* ctrl, double dt, real eps_h)
 {
-    double ax = 0.0, ay = 0.0, cs = 1.0, sn = 0.0;
-    if (ctrl->n_wind > 0)
-        wind_at(ctrl->t, ctrl->wind_times, ctrl->wind_u, ctrl->wind_v, ctrl->n_wind, ctrl->wind_law,
-                ctrl->wind_cd, ctrl->wind_ratio, ax, ay);
-    if (ctrl->coriolis_f) rotation(ctrl->coriolis_f[c], dt, cs, sn);
+    fv_tuple2<double, double> a = {0.0, 0.0}, rot = {1.0, 0.0};  // tau / rho_w; (cos, sin)
+    if (ctrl->n_wind > 0) a = wind_at(ctrl);
+    if (ctrl->coriolis_f) rot = forcing::rotation<double>(ctrl->coriolis_f[c], dt);
 #pragma unroll
     for (int l = 0; l < FVSWE_LAYERS; ++l) {
         real* layer = w + 3 * l;
-        double qx = layer[1], qy = layer[2];
-        force_layer(layer[0], qx, qy, cs, sn, ax, ay, dt, eps_h, ctrl->n_wind > 0 && l == 0);
-        layer[1] = real(qx);
-        layer[2] = real(qy);
+        const auto q = forcing::force_layer<double>(double(layer[0]), double(layer[1]),
+                                                    double(layer[2]), rot.f0, rot.f1, a.f0, a.f1,
+                                                    dt, double(eps_h), ctrl->n_wind > 0 && l == 0);
+        layer[1] = real(q.f0);
+        layer[2] = real(q.f1);
     }
 }
 

@@ -1,9 +1,10 @@
-"""Numba ghost states of the boundaries with time series (docs/SCHEMES.md §7.4-§7.6).
+"""Ghost states of the boundaries with time series (docs/SCHEMES.md §7.4-§7.6).
 
-Scalar functions on 6-tuples (one layer fills the first three, ``layers`` says which),
-mirrored one for one, with the same names and order of floating-point operations, by
-fvswe/backends/cuda/ghosts.cuh, so float64 CPU and GPU runs agree bit for bit. The NumPy
-reference for the tests is :mod:`fvswe.schemes.ghosts`. Table values come in as read:
+Scalar ``@jit`` functions on 6-tuples (one layer fills the first three, ``layers`` says
+which): the CPU's edge pass calls them, and :mod:`fvswe.codegen` emits them for the GPU's
+(``ghosts::level_ghost<double>`` etc. in ``pipeline.cuh``, float64 in every module), so
+float64 CPU and GPU runs agree bit for bit. The NumPy reference for the tests is
+:mod:`fvswe.schemes.ghosts`. Table values come in as read:
 a level or a far-field level (m), or a unit discharge into the domain (m^2/s).
 """
 
@@ -11,8 +12,8 @@ from __future__ import annotations
 
 import math
 
-from ...physics.common import inverse_depth, jit, rotate, rotate_back
-from ...schemes.ghosts import DISCHARGE_MAXIT, DISCHARGE_TOL
+from ..schemes.ghosts import DISCHARGE_MAXIT, DISCHARGE_TOL
+from .common import inverse_depth, jit, rotate, rotate_back
 
 
 @jit
@@ -38,14 +39,12 @@ def discharge_celerity(phi, R, g):
     outgoing invariant ``R = u_n + 2 c``: the subcritical root of ``2c^3 - R c^2 + g phi``
     by Newton from above (the critical ``R/3`` when an outflow has no root; §7.5)."""
     Rp = max(R, 0.0)
-    if phi < 0.0:
-        x = -0.5 * g * phi
-        c = 0.5 * Rp + max(math.sqrt(x), math.sqrt(math.sqrt(x)))
-    else:
+    if not phi < 0.0:
         cc = Rp / 3.0
         if (2.0 * cc - R) * cc * cc + g * phi >= 0.0:
             return cc
-        c = 0.5 * Rp
+    x = -0.5 * g * phi  # an inflow's start (used where phi < 0)
+    c = 0.5 * Rp + max(math.sqrt(x), math.sqrt(math.sqrt(x))) if phi < 0.0 else 0.5 * Rp
     for _ in range(DISCHARGE_MAXIT):
         p = (2.0 * c - R) * c * c + g * phi
         dp = (6.0 * c - 2.0 * R) * c

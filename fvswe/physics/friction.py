@@ -1,17 +1,18 @@
-"""Bottom and interfacial friction per cell (Numba), mirroring :mod:`fvswe.schemes.friction`.
+"""Bottom and interfacial friction per cell, mirroring :mod:`fvswe.schemes.friction`.
 
-Scalar functions on floats with tuple returns, called by the volume pass of
-:mod:`fvswe.backends.cpu.pipeline` on a cell's updated state, in float64 and with the
-reference's order of floating-point operations (docs/SCHEMES.md §14). The CUDA
-``friction.cuh`` has the same functions under the same names.
+Scalar ``@jit`` functions on floats with tuple returns, in the reference's order of
+floating-point operations (docs/SCHEMES.md §14): the volume pass of
+:mod:`fvswe.backends.cpu.pipeline` calls them on a cell's updated state, and
+:mod:`fvswe.codegen` emits them for the GPU's volume pass (``friction::bottom<double>``
+in ``pipeline.cuh``: float64 in every module, docs/CODEGEN.md).
 """
 
 from __future__ import annotations
 
 import math
 
-from ...physics.common import inverse_depth, jit
-from ...schemes.friction import CHEZY
+from ..schemes.friction import CHEZY
+from .common import inverse_depth, jit
 
 
 @jit
@@ -27,12 +28,9 @@ def bottom(h, qx, qy, kind, coef, g, dt):
     speed = math.sqrt(qx * qx + qy * qy)
     if speed == 0:
         return qx, qy
-    if kind == CHEZY:
-        num = dt * g * (speed / h)
-        den = coef * coef * h
-    else:
-        num = dt * g * coef * coef * (speed / h)
-        den = h ** (4.0 / 3.0)
+    chezy = kind == CHEZY
+    num = dt * g * (speed / h) if chezy else dt * g * coef * coef * (speed / h)
+    den = coef * coef * h if chezy else math.pow(h, 4.0 / 3.0)
     # h^(4/3) may underflow: q -> 0, the limit beta -> inf
     factor = 2.0 / (1.0 + math.sqrt(1.0 + 4.0 * (num / den))) if den > 0 else 0.0
     return qx * factor, qy * factor
