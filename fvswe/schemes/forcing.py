@@ -4,9 +4,9 @@ After a step's flux update (and the clip and thin-layer damping of §8) each cel
 momenta get the wind's acceleration ``dt tau / rho_w`` on the upper (or only) layer where
 it is wet (``h >= eps_h``), then every layer's ``(qx, qy)`` is rotated by the angle
 ``-theta``, ``theta = 2 atan(f dt / 2)``: the Crank-Nicolson (Cayley) step of
-``dq/dt = f (qy, -qx)``. :mod:`fvswe.backends.cpu.forcing` and
-``fvswe/backends/cuda/forcing.cuh`` mirror these functions with the same operations in
-the same order, so all three agree bit for bit in float64.
+``dq/dt = f (qy, -qx)``. :mod:`fvswe.physics.forcing` (Numba on the CPU, emitted for
+CUDA) mirrors these functions with the same operations in the same order, so the NumPy,
+CPU and GPU results agree bit for bit in float64.
 """
 
 from __future__ import annotations

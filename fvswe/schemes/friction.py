@@ -1,9 +1,9 @@
 """Bottom and interfacial friction: NumPy reference, vectorised over cells (docs/SCHEMES.md §14).
 
 Applied in the volume pass after a cell's update (the flux increment, the clip and the
-thin-layer damping), with the depths of the updated state. The Numba functions of
-:mod:`fvswe.backends.cpu.friction` and the CUDA ``friction.cuh`` mirror these one for one,
-with the same order of floating-point operations, all in float64.
+thin-layer damping), with the depths of the updated state. The scalar functions of
+:mod:`fvswe.physics.friction` (Numba on the CPU, emitted for CUDA) mirror these one for
+one, with the same order of floating-point operations, all in float64.
 
 - **Bottom friction** (Chézy or Manning) on the one layer, or on the lower layer of two,
   is one backward-Euler step of ``dq/dt = -K |q| q`` from the updated ``q*``, solved

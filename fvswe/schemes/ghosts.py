@@ -1,8 +1,8 @@
 """NumPy reference of the boundary ghost states with time series (docs/SCHEMES.md §7.4-§7.6).
 
 Vectorised over edges: ``W`` is ``(n, 6)`` (one layer: the last three columns zero), ``H``,
-the table values and the normals ``(n,)``. The Numba (fvswe/backends/cpu/ghosts.py) and
-CUDA (fvswe/backends/cuda/ghosts.cuh) versions are held to these in the tests.
+the table values and the normals ``(n,)``. The scalar version, fvswe/physics/ghosts.py
+(Numba on the CPU, emitted for CUDA), is held to these in the tests.
 """
 
 from __future__ import annotations
