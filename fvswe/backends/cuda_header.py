@@ -183,6 +183,8 @@ def physics() -> str:
     ghosts, friction, forcing = physics.ghosts, physics.friction, physics.forcing
     extra = [
         physics.common.inverse_depth,  # the volume pass's thin-layer damping
+        physics.common.wall_ghost,  # wall ghosts (two layers, one)
+        physics.common.wall_ghost1,
         ghosts.level_ghost,  # boundary ghosts and the discharge edges' F- (edge and slot passes)
         ghosts.discharge_ghost,
         ghosts.characteristic_ghost,

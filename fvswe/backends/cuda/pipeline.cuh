@@ -300,8 +300,9 @@ __device__ __forceinline__ fv_tuple6<double, double, double, double, double, dou
 }
 
 // Ghost state of a boundary edge of cell state w (depth H) for boundary code `code`:
-// wall: qn -> -qn (q - 2 (q.eta) eta), h and H unchanged; open: a copy of the cell;
-// level, discharge, characteristic: fvswe/physics/ghosts.py, emitted. H_g = H in every case.
+// wall: qn -> -qn (q - 2 (q.eta) eta), h and H unchanged (common::wall_ghost, in real);
+// open: a copy of the cell; level, discharge, characteristic: ghosts:: in double. H_g = H
+// in every case.
 __device__ __forceinline__ void ghost_state(const real* w, real H, int code, real ex, real ey,
                                             const Ctrl* ctrl, real grav, real eps_h, real* g)
 {
@@ -323,12 +324,11 @@ __device__ __forceinline__ void ghost_state(const real* w, real H, int code, rea
         return;
     }
     if (bc != BC_WALL) return;
-#pragma unroll
-    for (int l = 0; l < FVSWE_LAYERS; ++l) {
-        const real p = w[3 * l + 1] * ex + w[3 * l + 2] * ey;
-        g[3 * l + 1] = w[3 * l + 1] - real(2) * p * ex;
-        g[3 * l + 2] = w[3 * l + 2] - real(2) * p * ey;
-    }
+#if FVSWE_LAYERS == 2
+    fv_store(common::wall_ghost<real>(fv_load6(w), ex, ey), g);
+#else
+    fv_store(common::wall_ghost1<real>(fv_load3(w), ex, ey), g);
+#endif
 }
 
 // After a boundary edge's flux: a discharge edge imposes its mass fluxes
