@@ -58,6 +58,8 @@ SCHEMES: tuple[Scheme, ...] = (
            "PVM-IFCP: polynomial viscosity, no eigenvectors (§5); one layer: HLL (§6)",
            thin_fallback=(2,)),
     Scheme("hll", {1: "hll.flux1"}, "one layer: HLL (§6)"),
+    Scheme("rusanov", {1: "rusanov.flux1"}, "one layer: Rusanov, local Lax-Friedrichs (§6.1)",
+           upwind=False),
     Scheme("hll-wd", {1: "wetdry.flux1"},
            "one layer: HLL, hydrostatic reconstruction, wetting and drying (§6)", dry=True),
 )  # fmt: skip
