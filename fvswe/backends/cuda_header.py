@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..boundary import CHARACTERISTIC, DISCHARGE, LEVEL, OPEN, WALL
-from ..schemes import common, registry
+from ..schemes import common, registry, resolve
 from .base import LAST_STEP_RTOL
 from .layout import FRICTION_KINDS
 
@@ -175,10 +175,7 @@ def physics() -> str:
     pointer adapter, and what the pipeline calls besides."""
     from .. import codegen, physics
 
-    fluxes = {}
-    for ref, layers in registry.KERNEL_LAYERS.items():
-        module, function = ref.split(".")
-        fluxes[getattr(getattr(physics, module), function)] = 3 * layers
+    fluxes = {resolve("fvswe.physics", ref): 3 * n for ref, n in registry.KERNEL_LAYERS.items()}
     extra = [physics.common.inverse_depth, physics.common.rotate, physics.common.rotate_back]
     return codegen.emit(fluxes, extra, physics.common.FLOAT32)
 
