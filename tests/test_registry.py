@@ -20,7 +20,7 @@ from fvswe.backends.base import Backend
 from fvswe.backends.cpu.pipeline import CpuBackend
 from fvswe.mesh.generate import square
 from fvswe.parallel import DistributedBackend
-from fvswe.schemes import get_flux, registry
+from fvswe.schemes import get_flux, reference, registry
 from fvswe.simulation import Simulation
 
 CXX = shutil.which("g++") or shutil.which("c++")
@@ -39,10 +39,11 @@ def test_kernel_ids_are_one_per_kernel_and_dense():
 
 @pytest.mark.parametrize("ref", list(registry.KERNEL_IDS))
 def test_every_kernel_exists_in_numpy_numba_and_cuda(ref):
-    """``module.function`` names a NumPy function, a Numba kernel in fvswe.physics and a
-    device function emitted from it into ``physics.cuh`` in ``module``'s namespace."""
+    """``module.function`` names a NumPy reference (its fvswe.schemes function, or the
+    physics looped), a Numba kernel in fvswe.physics and a device function emitted from it
+    into ``physics.cuh`` in ``module``'s namespace."""
     module, function = ref.split(".")
-    assert callable(getattr(importlib.import_module(f"fvswe.schemes.{module}"), function))
+    assert callable(reference(ref))
     kernel = getattr(importlib.import_module(f"fvswe.physics.{module}"), function)
     assert hasattr(kernel, "py_func")  # a Numba dispatcher
     blocks = re.findall(r"namespace (\w+) \{\n(.*?)\n\}  // namespace", cuda_header.physics(), re.S)

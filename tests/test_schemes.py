@@ -247,8 +247,8 @@ def test_ifcp_viscosity_is_quadratic_in_A(r):
 
 @pytest.mark.parametrize(("layers", "name"), [(2, s) for s in TWO] + [(1, s) for s in ONE])
 def test_supercritical_edges_are_upwind(layers, name):
-    """All eigenvalues positive: every scheme sends the whole fluctuation downstream (F- = 0);
-    there |x| = x on the spectrum, so IFCP's interpolation is exactly |A|."""
+    """All eigenvalues positive: an upwind scheme sends the whole fluctuation downstream
+    (F- = 0); there |x| = x on the spectrum, so IFCP's interpolation is exactly |A|."""
     rng = np.random.default_rng(11)
     Wi = h.random_two_layer(rng, 500, 0.02) if layers == 2 else h.random_one_layer(rng, 500, 0.02)
     Wj = Wi * rng.uniform(0.9, 1.1, Wi.shape)
@@ -260,7 +260,8 @@ def test_supercritical_edges_are_upwind(layers, name):
     Hj = Hi + rng.uniform(-0.1, 0.1, 500)
     Fm, Fp, _ = get_flux(name, layers)(Wi, Wj, Hi, Hj, n, r=0.5)
     assert np.abs(Fp).max() > 1.0
-    assert np.abs(Fm).max() < 1e-12 * np.abs(Fp).max()
+    # registry.Scheme.upwind: F- = 0 exactly where upwind, far from it where not (Rusanov).
+    assert (np.abs(Fm).max() < 1e-12 * np.abs(Fp).max()) == registry.get(name).upwind
 
 
 @pytest.mark.parametrize("shift", [-2.0, 1.5])
@@ -338,7 +339,8 @@ def test_complex_pair_falls_back_to_pvm_ifcp():
 @pytest.mark.parametrize(("layers", "name"), [(2, s) for s in TWO] + [(1, s) for s in ONE])
 def test_thin_layer_fallback(layers, name):
     """§8: a layer thinner than eps_h (even dry) gives finite contributions that keep (*)
-    up to the desingularisation, flag 4 for the schemes that fall back, and no warnings."""
+    up to the desingularisation, flag 4 for the kernels that fall back (registry's
+    thin_fallback), and no warnings."""
     rng = np.random.default_rng(13)
     E = 500
     Wi = h.random_two_layer(rng, E) if layers == 2 else h.random_one_layer(rng, E)
@@ -349,7 +351,7 @@ def test_thin_layer_fallback(layers, name):
     Hi = rng.uniform(4.0, 6.0, E)
     Fm, Fp, d, flags = get_flux(name, layers)(Wi, Wj, Hi, Hi, n, r=0.5, return_flags=True)
     assert np.isfinite(Fm).all() and np.isfinite(Fp).all() and np.all(d > 0)
-    expect = 0 if name == "hll" else common.FLAG_THIN
+    expect = common.FLAG_THIN if layers in registry.get(name).thin_fallback else 0
     assert np.all(flags & common.FLAG_THIN == expect)
     # Mass components: F-_h + F+_h = Dqn exactly as in the wet case.
     qn = lambda W, k: W[:, k + 1] * n[:, 0] + W[:, k + 2] * n[:, 1]  # noqa: E731

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..boundary import CHARACTERISTIC, DISCHARGE, LEVEL, OPEN, WALL
-from ..schemes import common, registry
+from ..schemes import common, registry, resolve
 from .base import LAST_STEP_RTOL
 from .layout import FRICTION_KINDS
 
@@ -176,10 +176,7 @@ def physics() -> str:
     and the friction."""
     from .. import codegen, physics
 
-    fluxes = {}
-    for ref, layers in registry.KERNEL_LAYERS.items():
-        module, function = ref.split(".")
-        fluxes[getattr(getattr(physics, module), function)] = 3 * layers
+    fluxes = {resolve("fvswe.physics", ref): 3 * n for ref, n in registry.KERNEL_LAYERS.items()}
     ghosts, friction, forcing = physics.ghosts, physics.friction, physics.forcing
     extra = [
         physics.common.inverse_depth,  # the volume pass's thin-layer damping

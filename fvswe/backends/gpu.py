@@ -94,6 +94,15 @@ def device_name() -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
+#: (layers, float64) -> threads per SM the step kernels are compiled to keep resident
+#: (``__launch_bounds__``'s minimum blocks, so the compiler caps the registers: 512 threads,
+#: 128 registers; 768, 80). Measured on the H100 at 2.08 M cells against no cap
+#: (benchmarks/results/min_blocks_sweep_h100.json): two-layer float64 PVM-IFCP gather
+#: 4.7 -> 5.5 and Roe/IR-Roe edge 1.9 -> 2.1 G cell-steps/s, float32 Roe/IR-Roe gather
+#: 2.1 -> 2.6; the one-layer modules fit without a cap.
+RESIDENT_THREADS = {(2, True): 512, (2, False): 768}
+
+
 def compile_options(
     scheme: str, layers: int, dtype, variant: str, k: int = 3, block: int = DEFAULT_BLOCK
 ) -> tuple[str, ...]:
@@ -102,6 +111,7 @@ def compile_options(
     if variant not in VARIANTS:
         raise ConfigError(f"variant: unknown {variant!r} (choose from {', '.join(VARIANTS)})")
     double = np.dtype(dtype) == np.float64
+    min_blocks = max(1, RESIDENT_THREADS.get((layers, double), 0) // block)
     return (
         "--std=c++17",
         f"-DFVSWE_SCHEME={sid}",
@@ -109,6 +119,7 @@ def compile_options(
         f"-DFVSWE_DOUBLE={int(double)}",
         f"-DFVSWE_K={k}",
         f"-DFVSWE_BLOCK={block}",
+        f"-DFVSWE_MIN_BLOCKS={min_blocks}",
         "--fmad=false" if double else "--fmad=true",
     )
 

@@ -3,29 +3,45 @@
 Each scheme module exposes ``flux(Wi, Wj, Hi, Hj, normal, g=9.81, r=0.5,
 eps_h=5e-3, return_flags=False) -> (F-, F+, ||D||_inf[, flags])`` taking (E, 6)
 two-layer or (E, 3) one-layer states. :func:`get_flux` picks one by name; which
-schemes exist, and their kernels, is :mod:`fvswe.schemes.registry`'s.
+schemes exist, and their kernels, is :mod:`fvswe.schemes.registry`'s. A kernel
+without a module here has its Numba physics looped over the edges as its reference
+(:mod:`fvswe.schemes.looped`).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
+from functools import cache
 
-from .registry import KERNELS, kernel
+from .registry import KERNEL_LAYERS, KERNELS, kernel
+
+
+def resolve(package: str, ref: str) -> Callable:
+    """The function ``"module.function"`` of ``package``, importing its module."""
+    module, function = ref.split(".")
+    return getattr(importlib.import_module(f"{package}.{module}"), function)
 
 
 def kernel_table(package: str) -> dict[tuple[str, int], Callable]:
-    """:data:`KERNELS` resolved to the functions of ``package`` (this one, or a backend's),
-    importing its scheme modules."""
-    table = {}
-    for key, ref in KERNELS.items():
-        module, function = ref.split(".")
-        table[key] = getattr(importlib.import_module(f"{package}.{module}"), function)
-    return table
+    """:data:`KERNELS` resolved to the functions of ``package`` (a backend's physics)."""
+    return {key: resolve(package, ref) for key, ref in KERNELS.items()}
+
+
+@cache
+def reference(ref: str) -> Callable:
+    """The NumPy reference of kernel ``ref``: ``fvswe.schemes.<module>.<function>``, or
+    where that module does not exist the physics kernel looped over the edges."""
+    if importlib.util.find_spec(f"{__name__}.{ref.split('.')[0]}") is not None:
+        return resolve(__name__, ref)
+    from .looped import looped
+
+    return looped(resolve("fvswe.physics", ref), KERNEL_LAYERS[ref])
 
 
 #: (name, layers) -> reference flux.
-FLUXES: dict[tuple[str, int], Callable] = kernel_table(__name__)
+FLUXES: dict[tuple[str, int], Callable] = {key: reference(ref) for key, ref in KERNELS.items()}
 
 
 def get_flux(name: str, layers: int) -> Callable:
@@ -34,4 +50,4 @@ def get_flux(name: str, layers: int) -> Callable:
     return FLUXES[(name, layers)]
 
 
-__all__ = ["FLUXES", "KERNELS", "get_flux", "kernel", "kernel_table"]
+__all__ = ["FLUXES", "KERNELS", "get_flux", "kernel", "kernel_table", "reference", "resolve"]

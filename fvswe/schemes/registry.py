@@ -10,7 +10,9 @@ convention: ``fvswe.schemes.<module>.<function>`` (NumPy reference),
 CPU dispatch (:mod:`fvswe.backends.cpu.pipeline`), the GPU compile options and
 scheme header (:mod:`fvswe.backends.gpu`), the CLI's ``--scheme`` help, the case-file
 schema and the tests' parametrisation all follow this table. Adding a scheme: its
-physics files plus one :class:`Scheme` entry below (docs/ARCHITECTURE.md).
+physics file plus one :class:`Scheme` entry below; a NumPy reference module is optional
+(without one the reference is the physics looped, :mod:`fvswe.schemes.looped`;
+docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ class Scheme:
     the others refuse a dry one-layer start (:func:`fvswe.schemes.common.refuse_dry_cells`).
     ``costly``: a flux expensive enough that the GPU's ``edge`` variant (each edge
     evaluated once) is its default on large meshes (:func:`fvswe.backends.gpu.default_variant`).
+    ``upwind``: on a supercritical edge (every wave speed positive) the whole fluctuation
+    goes downstream, ``F- = 0`` (Roe, IR-Roe, the PVM family; not Rusanov).
+    ``thin_fallback``: the layer counts whose kernel falls back on a layer thinner than
+    ``eps_h`` and flags it ``FLAG_THIN`` (docs/SCHEMES.md §8). The tests read these facts
+    (tests/test_schemes.py) instead of naming schemes.
     """
 
     name: str
@@ -35,17 +42,24 @@ class Scheme:
     help: str
     dry: bool = False
     costly: bool = False
+    upwind: bool = True
+    thin_fallback: tuple[int, ...] = ()
 
 
 #: Every scheme, in the order the CLI and the docs list them (docs/SCHEMES.md §3-§6).
 SCHEMES: tuple[Scheme, ...] = (
     Scheme("roe", {2: "roe.flux2", 1: "roe.flux1"},
-           "Roe, eigenvalues by EIG4 and the entropy fix (docs/SCHEMES.md §3)", costly=True),
+           "Roe, eigenvalues by EIG4 and the entropy fix (docs/SCHEMES.md §3)", costly=True,
+           thin_fallback=(2, 1)),
     Scheme("ir-roe", {2: "ir_roe.flux2", 1: "ir_roe.flux1"},
-           "rotational-invariance Roe: Roe normal to the edge, upwind tangent (§4)", costly=True),
+           "rotational-invariance Roe: Roe normal to the edge, upwind tangent (§4)", costly=True,
+           thin_fallback=(2, 1)),
     Scheme("pvm-ifcp", {2: "pvm_ifcp.flux2", 1: "hll.flux1"},
-           "PVM-IFCP: polynomial viscosity, no eigenvectors (§5); one layer: HLL (§6)"),
+           "PVM-IFCP: polynomial viscosity, no eigenvectors (§5); one layer: HLL (§6)",
+           thin_fallback=(2,)),
     Scheme("hll", {1: "hll.flux1"}, "one layer: HLL (§6)"),
+    Scheme("rusanov", {1: "rusanov.flux1"}, "one layer: Rusanov, local Lax-Friedrichs (§6.1)",
+           upwind=False),
     Scheme("hll-wd", {1: "wetdry.flux1"},
            "one layer: HLL, hydrostatic reconstruction, wetting and drying (§6)", dry=True),
 )  # fmt: skip

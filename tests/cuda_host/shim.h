@@ -37,7 +37,7 @@ inline dim3 threadIdx, blockIdx, blockDim, gridDim;  // threadIdx: the running f
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __restrict__ __restrict
 #define __shared__ static
 #define __align__(n) alignas(n)

@@ -11,7 +11,6 @@ thread count.
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 import zlib
 
@@ -31,7 +30,7 @@ from ...physics.ghosts import (
     discharge_ghost,
     level_ghost,
 )
-from ...schemes import registry
+from ...schemes import registry, resolve
 from ..base import LAST_STEP_RTOL
 from ..layout import Layout
 from . import default_threads
@@ -97,8 +96,7 @@ def _dispatch():
     of branches (one per kernel; the last one takes any other id) that Numba inlines."""
     kernels = []
     for ref, kid in registry.KERNEL_IDS.items():
-        module, function = ref.split(".")
-        flux = getattr(importlib.import_module(f"fvswe.physics.{module}"), function)
+        flux = resolve("fvswe.physics", ref)
         kernels.append((kid, flux if registry.KERNEL_LAYERS[ref] == 2 else _on_six(flux)))
     (_, last), *rest = reversed(kernels)
     chain = _branch(None, last, None)

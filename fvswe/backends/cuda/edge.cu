@@ -5,7 +5,7 @@
 #include "pipeline.cuh"
 
 // Edge e: idx = (i, j, slot_i, slot_j) with j = -(boundary code) on the boundary.
-extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK, FVSWE_MIN_BLOCKS)
 edge_pass(const int n_edges, const real4* __restrict__ W, const int4* __restrict__ idx,
           const real2* __restrict__ normal, const real* __restrict__ length, real4* __restrict__ S,
           Ctrl* ctrl, const real g, const real r, const real eps_h, const int op)
@@ -35,7 +35,7 @@ edge_pass(const int n_edges, const real4* __restrict__ W, const int4* __restrict
 // Cell c: W_c -= dt/|V_c| sum(slots), clip, thin-layer damping, friction (op & OP_UPDATE;
 // close_cell), dt_c = 2 cfl |V_c| / sum(|Gamma| ||D||) (op & OP_DT); the last block closes
 // the step (finish_step).
-extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK, FVSWE_MIN_BLOCKS)
 volume_pass(const int n_cells, real4* W, const real* __restrict__ area, const real4* __restrict__ S,
             Ctrl* ctrl, real* partial, const real eps_h, const int op)
 {

@@ -4,7 +4,7 @@
 // step (lagged/fixed); reads Win and writes Wout, so the host alternates two buffers.
 #include "pipeline.cuh"
 
-extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK, FVSWE_MIN_BLOCKS)
 gather_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__ Wout,
             const real* __restrict__ area, const int* __restrict__ code,
             const real2* __restrict__ normal, const real* __restrict__ length, Ctrl* ctrl,

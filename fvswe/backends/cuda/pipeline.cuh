@@ -7,6 +7,8 @@
 //   FVSWE_DOUBLE  0 float32, 1 float64
 //   FVSWE_K       3 triangles, 4 quads (slots per cell)
 //   FVSWE_BLOCK   threads per block
+//   FVSWE_MIN_BLOCKS  blocks per SM the step kernels must fit (caps their registers;
+//                 gpu.RESIDENT_THREADS)
 //
 // Packed state (docs/ARCHITECTURE.md): two layers use two 4-vectors per cell,
 // (h1, q1x, q1y, H) and (h2, q2x, q2y, area); one layer uses (h, qx, qy, H) with
@@ -25,6 +27,9 @@
 #endif
 #ifndef FVSWE_BLOCK
 #define FVSWE_BLOCK 128
+#endif
+#ifndef FVSWE_MIN_BLOCKS
+#define FVSWE_MIN_BLOCKS 1
 #endif
 
 // Generated from Python (fvswe/backends/cuda_header.py): the constants and struct Ctrl

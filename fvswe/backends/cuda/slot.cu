@@ -7,7 +7,7 @@
 
 #define CELLS_PER_BLOCK (FVSWE_BLOCK / FVSWE_K)
 
-extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK, FVSWE_MIN_BLOCKS)
 slot_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__ Wout,
           const real* __restrict__ area, const int* __restrict__ code,
           const real2* __restrict__ normal, const real* __restrict__ length, Ctrl* ctrl,
