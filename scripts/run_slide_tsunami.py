@@ -184,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         "r": args.r, "eps_h": args.eps_h, "t_end": sim.t, "steps": res["steps"],
         "wall_s": res["wall"], "cell_steps_per_s": rate,
         "mass_rel_change": drift.tolist(), "open": args.open,
+        "net_outflow_m3": (mass[0] - mass[-1]).tolist(),  # per layer, out of the open side
         "offshore_arrival_s": arrival(t, res["offshore"]), "offshore_expected_s": expected,
         "offshore_max_m": float(res["offshore"].max()),
         "shore_min_m": float(res["shore"].min()), "shore_max_m": float(res["shore"].max()),
