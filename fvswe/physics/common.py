@@ -41,6 +41,7 @@ FLOAT32 = {
     "NEWTON_TOL": 1e-6,
     "NEAR_COINCIDENT": 1e-3,
     "RUSANOV_GAP": float(np.finfo(np.float32).eps),  # as HySEA does (docs/SCHEMES.md §5.2)
+    "DRY_DEPTH": float(np.finfo(np.float32).tiny),  # 1/DRY_DEPTH finite in float32 (§5.1)
 }
 
 jit = njit(cache=True, error_model="numpy")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ..schemes.pvm_ifcp import RUSANOV_GAP
+from ..schemes.pvm_ifcp import DRY_DEPTH, RUSANOV_GAP
 from . import hll
 from .common import (
     FLAG_NONHYPERBOLIC,
@@ -31,7 +31,7 @@ def approx_eigenvalues(L1, L2, r):
     h1 = L1.hbar
     h2 = L2.hbar
     Hs = h1 + h2
-    wet = Hs > 0.0
+    wet = Hs > DRY_DEPTH
     inv = 1.0 / Hs if wet else 0.0
     U = (h1 * L1.u + h2 * L2.u) * inv
     Uc = (h1 * L2.u + h2 * L1.u) * inv
@@ -39,7 +39,7 @@ def approx_eigenvalues(L1, L2, r):
     cext = math.sqrt(csum)
     du = L1.u - L2.u
     gp = (1.0 - r) * csum
-    crit = 1.0 - du * du * (1.0 / gp if wet else 0.0)
+    crit = 1.0 - du * du * (1.0 / gp if gp > DRY_DEPTH else 0.0)
     cint = math.sqrt((1.0 - r) * L1.c2 * h2 * inv * abs(crit))
     e1 = U - cext
     e4 = U + cext

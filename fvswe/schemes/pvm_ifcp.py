@@ -30,6 +30,10 @@ from .common import (
 
 #: Rusanov safeguard (§5.2): a node gap <= RUSANOV_GAP (|lambda1| + |lambda4|).
 RUSANOV_GAP = 1e-12
+#: Below this total depth (and ``(1 - r) g`` times it) an edge's approximate eigenvalues take
+#: the dry limit (§5.1): the smallest normal float64, so that ``1/(h1 + h2)`` stays finite on
+#: the denormal films a wetting front leaves (a reciprocal of one overflowed to inf, 0 inf = NaN).
+DRY_DEPTH = float(np.finfo(np.float64).tiny)
 
 
 def approx_eigenvalues(L1, L2, r: float):
@@ -40,7 +44,7 @@ def approx_eigenvalues(L1, L2, r: float):
     """
     h1, h2 = L1.hbar, L2.hbar
     Hs = h1 + h2
-    wet = Hs > 0
+    wet = Hs > DRY_DEPTH
     inv = np.where(wet, 1.0 / np.where(wet, Hs, 1.0), 0.0)
     U = (h1 * L1.u + h2 * L2.u) * inv
     Uc = (h1 * L2.u + h2 * L1.u) * inv
@@ -48,7 +52,8 @@ def approx_eigenvalues(L1, L2, r: float):
     cext = np.sqrt(csum)
     du = L1.u - L2.u
     gp = (1.0 - r) * csum
-    crit = 1.0 - du * du * np.where(wet, 1.0 / np.where(wet, gp, 1.0), 0.0)
+    live = gp > DRY_DEPTH
+    crit = 1.0 - du * du * np.where(live, 1.0 / np.where(live, gp, 1.0), 0.0)
     cint = np.sqrt((1.0 - r) * L1.c2 * h2 * inv * np.abs(crit))
     e1 = U - cext
     e4 = U + cext
