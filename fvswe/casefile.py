@@ -270,7 +270,7 @@ def template() -> str:
 
 
 def reference_markdown() -> str:
-    """The table of every case-file key, for docs/guide/casefile-reference.md."""
+    """The table of every case-file key, for docs/guide/case-files.md."""
     rows = ["| key | type | meaning |", "|---|---|---|"]
     for key in SCHEMA:
         where = {"gauges": "[[gauges]] ", "sections": "[[sections]] "}.get(key.section, "")
