@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .catalog import family, load, refine
 from .core import Mesh
-from .io import read_mesh, write_mesh
+from .io import read_cell_fields, read_mesh, write_mesh
 from .orderings import ORDERINGS, bandwidth, profile
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "family",
     "load",
     "profile",
+    "read_cell_fields",
     "read_mesh",
     "refine",
     "write_mesh",

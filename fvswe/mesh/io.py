@@ -70,22 +70,40 @@ def read_mesh_with_note(path: str | Path, bathymetry: str | None = None) -> tupl
         raise MeshError(f"{source}: no such file")
     if path.suffix == ".npz":
         return _read_npz(path, choice)
+    return _from_meshio(_meshio_read(path), source, choice)
+
+
+def read_cell_fields(path: str | Path) -> dict[str, np.ndarray]:
+    """Every scalar cell field of a mesh file, and every point field averaged over each
+    cell's corners, one value per cell in the order :func:`read_mesh` numbers the cells:
+    e.g. a Manning coefficient per cell for ``Simulation(friction=("manning", array))``."""
+    path = Path(path)
+    if not path.is_file():
+        raise MeshError(f"{path}: no such file")
+    if path.suffix == ".npz":
+        return {}  # write_mesh's .npz holds the depth only (read_mesh takes it)
+    m = _meshio_read(path)
+    blocks, cells = _cell_blocks(m, str(path))
+    return _cell_fields(m, blocks, cells)
+
+
+def _meshio_read(path: Path):
+    """``meshio.read`` with its chatter silenced and its failures as one-line MeshErrors."""
     import meshio
 
     chatter = io.StringIO()
     try:
         # meshio prints failed format attempts and calls sys.exit when none works.
         with contextlib.redirect_stdout(chatter), contextlib.redirect_stderr(chatter):
-            m = meshio.read(path, file_format="gmsh" if path.suffix == ".msh" else None)
+            return meshio.read(path, file_format="gmsh" if path.suffix == ".msh" else None)
     except (Exception, SystemExit) as exc:
         reason = " ".join(str(exc).split()) if isinstance(exc, Exception) else ""
         reason = reason or " ".join(chatter.getvalue().split()) or type(exc).__name__
-        raise MeshError(f"{source}: cannot read mesh ({reason})") from None
-    return _from_meshio(m, source, choice)
+        raise MeshError(f"{path}: cannot read mesh ({reason})") from None
 
 
-def _from_meshio(m, source: str, choice: tuple[str, float] | None) -> tuple[Mesh, str]:
-    """Cells, boundary tags and depth from a ``meshio.Mesh``."""
+def _cell_blocks(m, source: str) -> tuple[list, np.ndarray]:
+    """The cell blocks fvswe takes (all triangles or all quads) and their cells, in order."""
     triangles = [b for b in m.cells if b.type in TRIANGLE_TYPES]
     quads = [b for b in m.cells if b.type in QUAD_TYPES]
     if triangles and quads:
@@ -95,7 +113,12 @@ def _from_meshio(m, source: str, choice: tuple[str, float] | None) -> tuple[Mesh
         found = ", ".join(sorted({b.type for b in m.cells})) or "no cells"
         raise MeshError(f"{source}: no triangles in the mesh (found {found})")
     k = 3 if blocks[0].type in TRIANGLE_TYPES else 4
-    cells = np.concatenate([b.data[:, :k] for b in blocks]).astype(np.int64)
+    return blocks, np.concatenate([b.data[:, :k] for b in blocks]).astype(np.int64)
+
+
+def _from_meshio(m, source: str, choice: tuple[str, float] | None) -> tuple[Mesh, str]:
+    """Cells, boundary tags and depth from a ``meshio.Mesh``."""
+    blocks, cells = _cell_blocks(m, source)
     points = np.asarray(m.points, dtype=np.float64)
     fields = _cell_fields(m, blocks, cells)
     if points.shape[1] == 3 and np.any(points[:, 2] != 0):
