@@ -122,3 +122,44 @@ def test_backends_implement_the_protocol():
     for cls in (gpu.GpuBackend, DistributedBackend):
         missing = [m for m in MEMBERS if not hasattr(cls, m)]
         assert not missing, (cls.__name__, missing)
+
+
+def test_an_edited_physics_module_drops_the_cached_passes(tmp_path, monkeypatch):
+    """Numba's cache sees a function's own file only: the CPU passes carry a checksum of the
+    registry and of every physics module, and a changed one flushes the cached machine code
+    before the first pass (instead of running the old formulas)."""
+    from fvswe.backends.cpu import pipeline as p
+
+    copies = []
+    for path in p.PHYSICS_FILES:
+        copies.append(tmp_path / path.name)
+        copies[-1].write_bytes(path.read_bytes())
+    monkeypatch.setattr(p, "PHYSICS_FILES", copies)
+    assert p._source_stamp() == p._SOURCE_STAMP
+    copies[0].write_bytes(copies[0].read_bytes() + b"# an edit\n")
+    assert p._source_stamp() != p._SOURCE_STAMP
+
+    flushed = []
+
+    class Recorder:
+        def __init__(self, name):
+            self.name = name
+
+        def flush(self):
+            flushed.append(self.name)
+
+    class CachedStamp:  # _compiled_stamp as loaded from the cache
+        _cache = Recorder("_compiled_stamp")
+
+        def __call__(self, stamp=p._SOURCE_STAMP):
+            return stamp
+
+    monkeypatch.setattr(p, "PHYSICS_FILES", [])
+    monkeypatch.setattr(p, "_compiled_stamp", CachedStamp())
+    for name in ("edge_pass", "volume_pass"):
+        monkeypatch.setattr(getattr(p, name), "_cache", Recorder(name))
+    p._fresh_cache.__wrapped__()  # the cached stamp matches: nothing flushed
+    assert flushed == []
+    monkeypatch.setattr(p, "_SOURCE_STAMP", p._SOURCE_STAMP + 1)
+    p._fresh_cache.__wrapped__()
+    assert sorted(flushed) == ["_compiled_stamp", "edge_pass", "volume_pass"]

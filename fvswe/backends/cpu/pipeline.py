@@ -11,13 +11,17 @@ thread count.
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 import zlib
+from pathlib import Path
 
 import numba
 import numpy as np
 from numba import njit, prange
+from numba.core.dispatcher import Dispatcher
 
+from ... import physics
 from ...boundary import CHARACTERISTIC, DISCHARGE, INFLOW_KEYS, LEVEL, WALL
 from ...errors import ConfigError
 from ...forcing import WindTable
@@ -120,26 +124,44 @@ def _branch(kid, flux, otherwise):
 #: Dispatch to the scheme's per-edge flux; returns 6-tuples F⁻, F⁺, ‖D‖∞, flags.
 _edge_flux = _dispatch()
 #: The kernel table the dispatch was built from, as one number (see :func:`_fresh_cache`).
-_REGISTRY_STAMP = zlib.crc32(repr(sorted(registry.KERNEL_IDS.items())).encode())
+#: The physics modules' sources (fvswe/physics/*.py), which the cached passes inline.
+PHYSICS_FILES = sorted(Path(physics.__file__).parent.glob("*.py"))
+
+
+def _source_stamp() -> int:
+    """A checksum of what the cached passes inline: the registry's ids and the physics."""
+    stamp = zlib.crc32(repr(sorted(registry.KERNEL_IDS.items())).encode())
+    for path in PHYSICS_FILES:
+        stamp = zlib.crc32(path.read_bytes(), stamp)
+    return stamp
+
+
+_SOURCE_STAMP = _source_stamp()
 
 
 @njit(cache=True)
 def _compiled_stamp():
-    """The registry stamp of this module's cached machine code."""
-    return _REGISTRY_STAMP
+    """The source stamp of this module's cached machine code."""
+    return _SOURCE_STAMP
 
 
 @functools.cache
 def _fresh_cache() -> None:
-    """Drop Numba's cached edge pass when it was compiled against another registry.
+    """Drop Numba's cached passes and physics when they were compiled from other sources.
 
-    The dispatch is inlined into the cached edge pass, and Numba's cache sees changes
-    to this file only: after an edit of the registry it would load a pass that maps
-    the ids the old way. Checked once per process, before the first edge pass.
+    The dispatch and the physics are inlined into the cached passes, and Numba's cache
+    sees changes to a function's own file only: after an edit of the registry or of a
+    physics module (a package upgrade, a kernel edit) it would load machine code of the old
+    formulas. Checked once per process, before the first pass.
     """
-    if _compiled_stamp() != _REGISTRY_STAMP:
-        for dispatcher in (edge_pass, _compiled_stamp):
-            dispatcher._cache.flush()  # the next call compiles afresh and caches that
+    if _compiled_stamp() == _SOURCE_STAMP:
+        return
+    stale = [edge_pass, volume_pass, _compiled_stamp]
+    for path in PHYSICS_FILES:
+        module = importlib.import_module(f"{physics.__name__}.{path.stem}")
+        stale += [f for f in vars(module).values() if isinstance(f, Dispatcher)]
+    for dispatcher in stale:
+        dispatcher._cache.flush()  # the next call compiles afresh and caches that
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
