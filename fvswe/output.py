@@ -427,6 +427,19 @@ def boundary_fingerprint(sim) -> str:
     return _digest(*arrays)
 
 
+def forcing_fingerprint(sim) -> str:
+    """A short hash of the source terms: the friction law and its coefficients per cell, the
+    interfacial coefficients, the Coriolis parameter per cell and the wind table."""
+    lay = sim.layout
+    arrays = [np.array([lay.friction_kind])]
+    for values in (lay.friction_coef, lay.interfacial_coef, lay.coriolis):
+        arrays.append(np.zeros(0) if values is None else np.asarray(values))
+    if lay.wind is not None:
+        w = lay.wind
+        arrays += [w.times, w.u, w.v, np.array([w.law, w.cd, w.ratio])]
+    return _digest(*arrays)
+
+
 def save_checkpoint(path: str | Path, sim, identity: Mapping[str, Any]) -> None:
     """The backend's snapshot plus what the run must match to continue from it."""
     snap = sim.backend.snapshot()

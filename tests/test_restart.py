@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 
@@ -128,3 +129,26 @@ def test_restart_with_different_settings_is_a_one_line_error(tmp_path, mesh, cap
     err = capsys.readouterr().err
     assert "scheme = 'ir-roe', this run has 'roe'" in err and err.count("\n") == 1
     assert sorted(p.name for p in out.iterdir()) == before
+
+
+def test_checkpoint_of_a_run_with_other_source_terms_is_refused(tmp_path, mesh):
+    """Friction, interfacial friction, Coriolis and wind are part of a run's identity: a
+    checkpoint restarts only a run with the same source terms (the CLI checks them too)."""
+    from fvswe.cli.run import _identity
+    from fvswe.errors import ConfigError
+    from fvswe.forcing import Wind
+
+    spec = casefile.from_case("test1").with_overrides(backend="cpu")
+    base = spec.simulation(mesh)
+    assert "forcing" in _identity(spec, base)
+    base.run(0.01)
+    path = tmp_path / "c.npz"
+    output.save_checkpoint(path, base, {"forcing": output.forcing_fingerprint(base)})
+    same = spec.simulation(mesh)
+    snap = output.load_checkpoint(path, same, {"forcing": output.forcing_fingerprint(same)})
+    assert snap["steps"] == base.steps
+    for change in ({"friction": ("manning", 0.02)}, {"interfacial_friction": 1e-3},
+                   {"coriolis": 1e-4}, {"wind": Wind(speed=5.0, direction=270.0)}):  # fmt: skip
+        sim = dataclasses.replace(spec, settings={**spec.settings, **change}).simulation(mesh)
+        with pytest.raises(ConfigError, match=r"c\.npz was written by a run with forcing = "):
+            output.load_checkpoint(path, sim, {"forcing": output.forcing_fingerprint(sim)})

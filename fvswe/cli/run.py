@@ -260,7 +260,8 @@ def _identity(spec: casefile.RunSpec, sim) -> dict:
             "layers": m.layers, "g": m.g, "r": m.r, "eps_h": m.eps_h, "scheme": sim.scheme,
             "dtype": sim.dtype, "order": sim.order, "cfl": s.get("cfl"),
             "dt_mode": s.get("dt_mode"), "dt": s.get("dt"),
-            "boundary": output.boundary_fingerprint(sim)}  # fmt: skip
+            "boundary": output.boundary_fingerprint(sim),
+            "forcing": output.forcing_fingerprint(sim)}  # fmt: skip
 
 
 def run(args) -> int:
