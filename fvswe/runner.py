@@ -129,6 +129,7 @@ def advance(
     progress: bool = False,
     label: str = "",
     say: Callable[[str], None] | None = None,
+    started: float | None = None,
 ):
     """Run ``sim`` through the output ``times`` (the last is the end) and return a RunSummary.
 
@@ -138,12 +139,15 @@ def advance(
     raises :class:`RunInterruptedError`. The summary's steps and wall time cover
     this call only; the kernels are compiled first (:func:`warm_up`), and that
     time is the summary's ``compile_s``, not part of ``wall_s``. ``say(text)``
-    hears that compiling is under way when the kernels are not cached yet.
+    hears that compiling is under way when the kernels are not cached yet. ``started``, a
+    ``time.perf_counter()`` reading from the start of the caller's work, gives the
+    summary's ``setup_s``: the time to the first step.
     """
     note = sim.backend.cold_start_note() if say is not None else None
     if note is not None:
         say(note)
     compile_s = warm_up(sim, times[-1]) if sim.t < times[-1] else 0.0
+    setup_s = None if started is None else time.perf_counter() - started
     t_start = sim.t
     every = checkpoint_every
     next_checkpoint = (math.floor(t_start / every) + 1) * every if every else math.inf
@@ -177,7 +181,7 @@ def advance(
         bar.close()
     if last is None:
         last = sim.run(sim.t)
-    return dataclasses.replace(last, steps=steps, wall_s=wall, compile_s=compile_s)
+    return dataclasses.replace(last, steps=steps, wall_s=wall, compile_s=compile_s, setup_s=setup_s)
 
 
 def mass_balance(sim, summary) -> list[dict[str, float | bool]]:
@@ -218,17 +222,22 @@ def _threads(n: int | None) -> str:
     return "1 thread" if n in (None, 1) else f"{n} threads"
 
 
+def _before_text(summary) -> str:
+    """What came before the first step: the set-up time, and the compile time within it."""
+    compiling = f"{summary.compile_s:.3g} s compiling or loading kernels"
+    if summary.setup_s is not None:
+        within = f", {compiling}" if summary.compile_s else ""
+        return f"; {summary.setup_s:.3g} s to the first step (reading, laying out{within})"
+    return f"; {compiling} before that" if summary.compile_s else ""
+
+
 def summary_text(name: str, sim, summary) -> str:
     """The lines ``fvswe run`` prints: speed, compile time, the mass balance, the events."""
     lines = [
         f"{name}: t = {summary.t:g} s in {summary.steps} steps, {summary.wall_s:.3g} s wall "
         f"({summary.cell_steps_per_s / 1e6:.3g} M cell-steps/s, {sim.backend.name}, "
         f"{sim.dtype}, {sim.scheme}, {sim.mesh.n_cells} cells, {_threads(summary.threads)})"
-        + (
-            f"; {summary.compile_s:.3g} s before that compiling or loading kernels"
-            if summary.compile_s
-            else ""
-        )
+        + _before_text(summary)
     ]
     layers = ["volume"] if len(summary.mass) == 1 else ["upper layer", "lower layer"]
     for label, b in zip(layers, mass_balance(sim, summary), strict=True):

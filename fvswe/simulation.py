@@ -48,6 +48,9 @@ class RunSummary:
     threads: int | None = None
     #: Seconds spent compiling (or loading) the kernels before the run; not in ``wall_s``.
     compile_s: float = 0.0
+    #: Seconds from the start of the command to the first step (reading, ordering and laying
+    #: out the mesh, the backend's set-up, ``compile_s``); None where nobody timed it.
+    setup_s: float | None = None
 
     @property
     def cell_steps_per_s(self) -> float:
@@ -74,6 +77,7 @@ class RunSummary:
             "steps": self.steps,
             "wall_s": self.wall_s,
             "compile_s": self.compile_s,
+            "setup_s": self.setup_s,
             "cells": self.cells,
             "cell_steps_per_s": self.cell_steps_per_s,
             "scheme": self.scheme,

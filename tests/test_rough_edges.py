@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -201,17 +202,22 @@ def test_warm_up_is_bitwise_neutral_and_kept_out_of_the_wall_time(monkeypatch):
     def slow_first(t_end, steps):  # as a first call that compiles for 0.3 s
         calls.append(steps)
         if len(calls) == 1:
-            import time
-
             time.sleep(0.3)
         return advance(t_end, steps)
 
     monkeypatch.setattr(sim.backend, "advance", slow_first)
-    summary = runner.advance(sim, [1.0])
+    started = time.perf_counter() - 0.5  # as a command that began 0.5 s earlier
+    summary = runner.advance(sim, [1.0], started=started)
     assert np.array_equal(sim.state(), plain.state()) and sim.steps == plain.steps
     assert summary.steps == plain.steps and calls[:2] == [1, 1]
     assert 0.25 <= summary.compile_s <= 1.0 and summary.wall_s < summary.compile_s
     assert summary.to_dict()["compile_s"] == summary.compile_s
+    # the time to the first step: the set-up before advance, then the compile
+    assert summary.setup_s >= 0.5 + summary.compile_s
+    assert summary.to_dict()["setup_s"] == summary.setup_s
+    text = runner.summary_text("beach", sim, summary)
+    assert f"{summary.setup_s:.3g} s to the first step" in text and "compiling" in text
+    assert runner.advance(beach_sim(), [0.1]).setup_s is None  # untimed: not reported
     assert summary.cell_steps_per_s == pytest.approx(summary.cells * summary.steps / summary.wall_s)
     assert cpu.kernels_cached(sim.dtype) is True  # compiled in this process by now
     assert cpu.kernels_cached("float16") is False  # never compiled, nor in Numba's cache

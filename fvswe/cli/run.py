@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import json
 import sys
+import time
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -265,6 +266,7 @@ def _identity(spec: casefile.RunSpec, sim) -> dict:
 
 
 def run(args) -> int:
+    started = time.perf_counter()  # the summary's time to the first step counts from here
     spec = _spec(args)
     out = Path(args.output) if args.output else None
     if out is not None and out.exists() and not out.is_dir():
@@ -308,7 +310,7 @@ def run(args) -> int:
     probe = probes.Probes(sim, spec.gauges, spec.sections) if spec.gauges or spec.sections else None
     sim.run(times[-1], max_steps=0)  # no step: checks t_end (e.g. against level series) now
     if out is None:
-        summary = _advance(args, spec, sim, times, None, identity)
+        summary = _advance(args, spec, sim, times, None, identity, started=started)
         return _finish(args, spec, sim, summary, None)
     # All inputs are valid: from here on files may be written.
     with ExitStack() as held:
@@ -325,7 +327,7 @@ def run(args) -> int:
         claim() if comm is None else parallel.on_root(comm, claim)
         resume = sim.t if args.restart else None
         with _Series(fmt, out, sim, resume, spec, identity) as series:
-            summary = _advance(args, spec, sim, times, series, identity, probe)
+            summary = _advance(args, spec, sim, times, series, identity, probe, started)
         try:
             if probe is not None and sim.is_root:
                 probe.write(out, netcdf=probes.netcdf_available())
@@ -385,7 +387,7 @@ def _claim(args, out: Path, identity: dict) -> None:
     )
 
 
-def _advance(args, spec, sim, times, series, identity, probe=None):
+def _advance(args, spec, sim, times, series, identity, probe=None, started=None):
     """Run through the output times, writing the series, PNGs and checkpoints on the way;
     gauges and sections are sampled at the output times and every --probe-every seconds."""
     out = None if series is None else series.directory
@@ -427,6 +429,7 @@ def _advance(args, spec, sim, times, series, identity, probe=None):
             progress=sim.is_root and runner.show_progress(args.quiet),
             label=spec.name,
             say=None if args.quiet else lambda text: print(f"fvswe: {text}", file=sys.stderr),
+            started=started,
         )
     except runner.RunInterruptedError as exc:
         raise _interrupted(str(exc), sim, checkpoint, identity) from None
