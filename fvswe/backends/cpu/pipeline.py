@@ -123,7 +123,6 @@ def _branch(kid, flux, otherwise):
 
 #: Dispatch to the scheme's per-edge flux; returns 6-tuples F⁻, F⁺, ‖D‖∞, flags.
 _edge_flux = _dispatch()
-#: The kernel table the dispatch was built from, as one number (see :func:`_fresh_cache`).
 #: The physics modules' sources (fvswe/physics/*.py), which the cached passes inline.
 PHYSICS_FILES = sorted(Path(physics.__file__).parent.glob("*.py"))
 
@@ -158,7 +157,8 @@ def _fresh_cache() -> None:
         return
     stale = [edge_pass, volume_pass, _compiled_stamp]
     for path in PHYSICS_FILES:
-        module = importlib.import_module(f"{physics.__name__}.{path.stem}")
+        name = physics.__name__ if path.stem == "__init__" else f"{physics.__name__}.{path.stem}"
+        module = importlib.import_module(name)
         stale += [f for f in vars(module).values() if isinstance(f, Dispatcher)]
     for dispatcher in stale:
         dispatcher._cache.flush()  # the next call compiles afresh and caches that
