@@ -417,7 +417,7 @@ def plan_rows(plan) -> np.ndarray:
 
 def forcing_blobs(layout) -> list[np.ndarray]:
     """The forcing part of the driver's input: wind header and table, f per cell."""
-    wind, f = layout.wind, gpu.forcing_arrays(layout).get("coriolis_f", np.zeros(0))
+    wind, f = layout.wind, gpu.pointed_arrays(layout).get("coriolis_f", np.zeros(0))
     if wind is None:
         return [np.array([0, 0, f.size > 0], dtype=np.int32), np.zeros(2), f]
     head = np.array([wind.times.size, wind.law, f.size > 0], dtype=np.int32)

@@ -280,10 +280,22 @@ def initial_dt_plan(variant: str) -> list[tuple[str, int, int, int]]:
     return [(f"{variant}_step", OP_DT, 0, 0)]
 
 
-def forcing_arrays(layout: Layout) -> dict[str, np.ndarray]:
-    """The float64 arrays the control block points to for Coriolis and wind (pipeline.cuh's
-    ``coriolis_f``, ``wind_times``, ``wind_u``, ``wind_v``), those a run has."""
+def pointed_arrays(layout: Layout) -> dict[str, np.ndarray]:
+    """The host arrays the control block points to (its pointer fields of the same names),
+    those a run has: the per-cell friction coefficients, the boundary tables with the
+    per-step fluxes of their edges, Coriolis f per cell and the wind table."""
     out = {}
+    for name in ("friction_coef", "interfacial_coef"):
+        if getattr(layout, name) is not None:
+            out[name] = np.ascontiguousarray(getattr(layout, name), dtype=np.float64)
+    m = level_edges(layout)
+    if m.size:
+        lv = layout.levels
+        out["level_table"] = lv.edge_level[m].astype(np.int32)
+        out["level_offsets"] = lv.offsets.astype(np.int64)
+        out["level_times"] = lv.times.astype(np.float64)
+        out["level_values"] = lv.values.astype(np.float64)
+        out["level_flux"] = np.zeros(2 * m.size, dtype=np.float64)
     if layout.coriolis is not None:
         out["coriolis_f"] = np.ascontiguousarray(layout.coriolis, dtype=np.float64)
     if layout.wind is not None:
@@ -407,29 +419,12 @@ class GpuBackend:
         ctrl["g"] = self.model.g
         ctrl["r"] = self.model.r
         ctrl["eps_h"] = self.model.eps_h
-        coefs = (("friction_coef", lay.friction_coef), ("interfacial_coef", lay.interfacial_coef))
-        with self.stream:  # per-cell friction coefficients, reached through the control block
-            self._coef_arrays = {n: cupy.asarray(v) for n, v in coefs if v is not None}
-        for name, arr in self._coef_arrays.items():
+        with self.stream:  # coefficients, tables and forcing, reached through the control block
+            self._pointed = {k: cupy.asarray(a) for k, a in pointed_arrays(lay).items()}
+        for name, arr in self._pointed.items():
             ctrl[name] = arr.data.ptr
-        self._has_levels = level_edges(lay).size > 0
-        if self._has_levels:  # the tables on the device, reached through the control block
-            lv = lay.levels
-            with self.stream:
-                self._level_arrays = {
-                    "level_table": cupy.asarray(lv.edge_level[level_edges(lay)].astype(np.int32)),
-                    "level_offsets": cupy.asarray(lv.offsets.astype(np.int64)),
-                    "level_times": cupy.asarray(lv.times.astype(np.float64)),
-                    "level_values": cupy.asarray(lv.values.astype(np.float64)),
-                    "level_flux": cupy.zeros(2 * level_edges(lay).size, dtype=np.float64),
-                }
-            for name, arr in self._level_arrays.items():
-                ctrl[name] = arr.data.ptr
-            ctrl["n_level"] = level_edges(lay).size
-        with self.stream:  # Coriolis f per cell and the wind table, reached likewise
-            self._forcing = {k: cupy.asarray(a) for k, a in forcing_arrays(lay).items()}
-        for name, arr in self._forcing.items():
-            ctrl[name] = arr.data.ptr
+        ctrl["n_level"] = level_edges(lay).size
+        self._has_levels = "level_table" in self._pointed
         wind = lay.wind
         if wind is not None:
             ctrl["n_wind"], ctrl["wind_law"] = wind.times.size, wind.law

@@ -261,6 +261,9 @@ __device__ __forceinline__ void add_slot(const real4* __restrict__ S, int s, rea
 // BC_LEVEL, BC_DISCHARGE or BC_CHARACTERISTIC (fvswe.boundary, via constants.cuh) and m the
 // edge's index among the edges with tables (levels, discharges, characteristics).
 
+// The condition of boundary code `code` (its low BC_BITS bits; the rest is the table edge m).
+__device__ __forceinline__ int bc_kind(int code) { return code & ((1 << BC_BITS) - 1); }
+
 // A piecewise-linear table's value at t, samples lo..hi (inclusive), end values held outside
 // (mirrors fvswe.backends.cpu.pipeline.table_value: array walking, so the pipeline's).
 __device__ __forceinline__ double table_value(double t, const double* times, const double* values,
@@ -291,7 +294,7 @@ __device__ __forceinline__ void table_values(const Ctrl* ctrl, int code, double&
 {
     const int k = ctrl->level_table[code >> BC_BITS];
     a = level_value(ctrl, k, ctrl->t);
-    const bool second = FVSWE_LAYERS == 2 && (code & ((1 << BC_BITS) - 1)) != BC_CHARACTERISTIC;
+    const bool second = FVSWE_LAYERS == 2 && bc_kind(code) != BC_CHARACTERISTIC;
     b = second ? level_value(ctrl, k + 1, ctrl->t) : 0.0;
 }
 
@@ -311,7 +314,7 @@ __device__ __forceinline__ fv_tuple6<double, double, double, double, double, dou
 __device__ __forceinline__ void ghost_state(const real* w, real H, int code, real ex, real ey,
                                             const Ctrl* ctrl, real grav, real eps_h, real* g)
 {
-    const int bc = code & ((1 << BC_BITS) - 1);
+    const int bc = bc_kind(code);
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) g[m] = w[m];
     if (bc >= BC_LEVEL) {
@@ -342,7 +345,7 @@ __device__ __forceinline__ void ghost_state(const real* w, real H, int code, rea
 __device__ __forceinline__ void boundary_flux(Ctrl* ctrl, int code, const real* w, real ex, real ey,
                                               real len, real* Fm)
 {
-    const int bc = code & ((1 << BC_BITS) - 1);
+    const int bc = bc_kind(code);
     if (bc < BC_LEVEL) return;
     const int m = code >> BC_BITS;
     if (bc == BC_DISCHARGE) {
