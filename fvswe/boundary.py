@@ -72,7 +72,7 @@ def series_table(series, every: float, until: float, where: str) -> tuple[np.nda
                 f"{where}: expected a number, a function of t, a file or (times, values), "
                 f"got {series!r}"
             ) from None
-    _check_table(t, v, where)
+    check_series(t, (v,), where, "level ")
     return t, v
 
 
@@ -179,15 +179,19 @@ def read_columns(path: Path, where: str, what: str, names: tuple[str, ...]) -> t
     return tuple(data[:, k].copy() for k in range(len(names)))
 
 
-def _check_table(t: np.ndarray, v: np.ndarray, where: str) -> None:
-    if t.shape != v.shape or t.size < 1:
-        raise ConfigError(f"{where}: level times and values must be two equal, non-empty lists")
-    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(v))):
-        bad = int(np.flatnonzero(~(np.isfinite(t) & np.isfinite(v)))[0])
-        raise ConfigError(f"{where}: level sample {bad} is not finite")
+def check_series(t: np.ndarray, values: tuple[np.ndarray, ...], where: str, what: str) -> None:
+    """A piecewise-linear series' samples: times and each of ``values`` equal, non-empty
+    arrays, all finite, times increasing; else a one-line ConfigError starting with
+    ``where`` and naming the series as ``what`` (``"level "``, or ``""``)."""
+    if t.size < 1 or any(v.shape != t.shape for v in values):
+        raise ConfigError(f"{where}: {what}times and values must be equal, non-empty lists")
+    finite = np.logical_and.reduce([np.isfinite(a) for a in (t, *values)])
+    if not np.all(finite):
+        bad = int(np.flatnonzero(~finite)[0])
+        raise ConfigError(f"{where}: {what}sample {bad} is not finite")
     if np.any(np.diff(t) <= 0):
         bad = int(np.flatnonzero(np.diff(t) <= 0)[0]) + 1
-        raise ConfigError(f"{where}: level times must increase (sample {bad}: t = {t[bad]:g})")
+        raise ConfigError(f"{where}: {what}times must increase (sample {bad}: t = {t[bad]:g})")
 
 
 #: The conditions that read tables.

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .boundary import read_columns
+from .boundary import check_series, read_columns
 from .errors import ConfigError
 
 #: Earth's sidereal rotation rate Ω (rad/s).
@@ -135,14 +135,7 @@ class Wind:
     def table(self) -> WindTable:
         """The :class:`WindTable` both backends interpolate, or a one-line ConfigError."""
         t, u, v = self._samples()
-        if not (t.shape == u.shape == v.shape and t.size >= 1):
-            raise ConfigError("wind: times and values must be equal, non-empty lists")
-        bad = np.flatnonzero(~(np.isfinite(t) & np.isfinite(u) & np.isfinite(v)))
-        if bad.size:
-            raise ConfigError(f"wind: sample {int(bad[0])} is not finite")
-        if np.any(np.diff(t) <= 0):
-            k = int(np.flatnonzero(np.diff(t) <= 0)[0]) + 1
-            raise ConfigError(f"wind: times must increase (sample {k}: t = {t[k]:g})")
+        check_series(t, (u, v), "wind", "")
         if isinstance(self.drag, str):
             if self.drag not in DRAG_LAWS or self.drag == "constant":
                 raise ConfigError(
