@@ -1,16 +1,23 @@
-"""Strong scaling over MPI ranks: the same run on 1 rank and on N, and rank 0's partitioning cost.
+"""Scaling over MPI ranks: the same run on 1 rank and on N, and rank 0's partitioning cost.
 
     python3 benchmarks/scaling.py --ranks 1,2 --cells 16k --out scaling.json
     python3 benchmarks/scaling.py --ranks 1,2,4,8 --cells 1m --threads 4 --out cluster.json
+    python3 benchmarks/scaling.py --backend gpu --ranks 1,2 --cells 8m --dtype float32 \
+        --scheme pvm-ifcp --mpiexec "mpirun --allow-run-as-root" --out gpu_strong.json
+    python3 benchmarks/scaling.py --backend gpu --ranks 1,2 --cells 1m,2m ...   # weak
 
 For each rank count it launches ``mpiexec -n N python3 benchmarks/scaling.py
 --worker ...`` (one rank runs without mpiexec): every rank builds the case
 (test1 by default, lagged Δt), takes ``--warmup`` steps (compilation, first
 exchange), then ``--steps`` steps between two barriers, ``--repeats`` times; the
 median wall time gives cell-steps/s, the speed-up over one rank and the
-parallel efficiency. Rank 0's ``assign`` + ``split`` time (METIS or Hilbert,
-fvswe.partition) is measured on its own. ``--backend gpu`` asks for GPU ranks
-(one GPU a rank), which fvswe does not support yet: it stops with that error.
+parallel efficiency. ``--cells`` names one mesh for every rank count (strong
+scaling) or one per rank count (weak scaling: 1m, 2m are 1.02 M and 2.08 M cells).
+On more than one rank, ``halo_us`` is one halo round alone (exchange of the current
+state's halo and the Δt reduction, repeated ``--steps`` times, synchronised) and
+``halo_share`` its fraction of a step. Rank 0's ``assign`` + ``split`` time (METIS or
+Hilbert, fvswe.partition) is measured on its own. ``--backend gpu`` runs one GPU a rank
+(``FVSWE_HALO``: docs/PARALLEL.md).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import datetime
 import json
 import os
 import platform
-import shutil
+import shlex
 import statistics
 import subprocess
 import sys
@@ -28,7 +35,7 @@ import time
 from pathlib import Path
 
 #: Members of the paper's mesh family (fvswe.mesh.family: square-4k ...).
-SIZES = ("4k", "16k", "64k", "130k", "256k", "1m", "2m")
+SIZES = ("4k", "16k", "64k", "130k", "256k", "1m", "2m", "8m")
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -43,7 +50,7 @@ def worker(args) -> None:
     t0 = time.perf_counter()
     sim = get_case(args.case).simulation(
         mesh, scheme=args.scheme, backend=args.backend, order=args.order, threads=args.threads,
-        comm=comm,
+        dtype=args.dtype, comm=comm,
     )  # fmt: skip
     setup = time.perf_counter() - t0
     sim.backend.advance(float("inf"), args.warmup)
@@ -56,6 +63,7 @@ def worker(args) -> None:
         if comm is not None:
             comm.Barrier()
         times.append(time.perf_counter() - start)
+    halo = halo_seconds(sim, args.steps) / args.steps if comm is not None else 0.0
     if sim.is_root:
         wall = statistics.median(times)
         part = getattr(sim.backend, "part", None)
@@ -65,7 +73,29 @@ def worker(args) -> None:
             "us_per_step": wall / args.steps * 1e6,
             "rank0_owned": None if part is None else part.n_owned,
             "rank0_halo": None if part is None else part.n_halo,
+            "halo_us": halo * 1e6, "halo_share": halo * args.steps / wall,
         }))  # fmt: skip
+
+
+def halo_seconds(sim, rounds: int) -> float:
+    """Seconds of ``rounds`` halo rounds alone on this rank (the exchange of the current
+    state's halo and the Δt reduction: both leave the state and Δt as they are)."""
+    local = sim.backend.local
+    halo = local.halo
+    gpu = local.name == "gpu"
+    sim.comm.Barrier()
+    start = time.perf_counter()
+    for _ in range(rounds):
+        if gpu:
+            halo.exchange(local._W)
+            halo.reduce_dt()
+        else:
+            halo.exchange(local.W)
+            halo.min(local.dt)
+    if gpu:
+        local.stream.synchronize()
+    sim.comm.Barrier()
+    return time.perf_counter() - start
 
 
 def partition_cost(size: str, ranks: int, method: str) -> dict:
@@ -84,13 +114,13 @@ def partition_cost(size: str, ranks: int, method: str) -> dict:
             "imbalance": info["imbalance"]}  # fmt: skip
 
 
-def launch(n: int, args) -> dict:
-    argv = [sys.executable, str(Path(__file__).resolve()), "--worker"]
-    for key in ("case", "cells", "scheme", "backend", "order", "threads", "steps", "warmup",
+def launch(n: int, cells: str, args) -> dict:
+    argv = [sys.executable, str(Path(__file__).resolve()), "--worker", "--cells", cells]
+    for key in ("case", "scheme", "backend", "dtype", "order", "threads", "steps", "warmup",
                 "repeats"):  # fmt: skip
         argv += [f"--{key}", str(getattr(args, key))]
     if n > 1:
-        argv = [shutil.which("mpiexec") or "mpiexec", "-n", str(n), *argv]
+        argv = [*shlex.split(args.mpiexec), "-n", str(n), *argv]
     path = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
     env = {**os.environ, "PYTHONPATH": path, "NUMBA_NUM_THREADS": str(args.threads)}
     done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
@@ -103,7 +133,17 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ranks", default="1,2", help="rank counts, comma-separated")
     p.add_argument("--case", default="test1")
-    p.add_argument("--cells", default="16k", choices=SIZES)
+    p.add_argument(
+        "--cells",
+        default="16k",
+        help=f"mesh ({', '.join(SIZES)}), or one per rank count (weak scaling)",
+    )
+    p.add_argument("--dtype", default="float64", choices=("float32", "float64"))
+    p.add_argument(
+        "--mpiexec",
+        default="mpiexec",
+        help="the launcher and its options, e.g. 'mpirun --allow-run-as-root'",
+    )
     p.add_argument("--scheme", default="ir-roe")
     p.add_argument("--backend", default="cpu", choices=("cpu", "gpu"))
     p.add_argument("--order", default="rcm", help="cell ordering inside each part")
@@ -121,18 +161,26 @@ def main() -> None:
         worker(args)
         return
     ranks = [int(n) for n in args.ranks.split(",")]
-    runs = [launch(n, args) for n in ranks]
-    base = runs[0]["wall_s"] * ranks[0]
-    for run in runs:
-        run["speedup"] = runs[0]["wall_s"] / run["wall_s"]
-        run["efficiency"] = base / (run["wall_s"] * run["ranks"])
+    cells = args.cells.split(",")
+    if len(cells) == 1:
+        cells *= len(ranks)
+    if len(cells) != len(ranks) or not set(cells) <= set(SIZES):
+        sys.exit(f"scaling: --cells: one of {', '.join(SIZES)}, or one per rank count")
+    runs = [launch(n, c, args) for n, c in zip(ranks, cells, strict=True)]
+    for run, c in zip(runs, cells, strict=True):
+        run["cells"] = c
+        run["speedup"] = runs[0]["wall_s"] / run["wall_s"]  # strong; weak: ideally 1
+        # cell-steps/s per rank against the first launch's (strong and weak scaling alike)
+        per_rank = run["cell_steps_per_s"] / run["ranks"]
+        run["efficiency"] = per_rank / (runs[0]["cell_steps_per_s"] / runs[0]["ranks"])
     cost = [partition_cost(s, max(ranks), "auto") for s in args.partition_sizes.split(",")]
     result = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
         "note": args.note,
-        "settings": {k: getattr(args, k) for k in ("case", "cells", "scheme", "backend", "order",
-                                                   "threads", "steps", "warmup", "repeats")},
+        "settings": {k: getattr(args, k) for k in ("case", "cells", "scheme", "backend", "dtype",
+                                                   "order", "threads", "steps", "warmup",
+                                                   "repeats")},
         "runs": runs, "partition_cost": cost,
     }  # fmt: skip
     text = json.dumps(result, indent=2)

@@ -166,6 +166,157 @@ class Halo:
         return float(np.sum(self._sum_buf[self._sum_order]))
 
 
+#: ``FVSWE_HALO``: how GPU ranks exchange the halo and reduce Δt: ``nccl`` (device to device,
+#: one GPU a rank) or ``host`` (staged through host memory and MPI; needed where ranks share
+#: a GPU, which NCCL refuses). Unset: ``nccl`` unless some node has more ranks than GPUs.
+HALO_MODES = ("nccl", "host")
+
+
+class GpuHalo:
+    """The halo exchange and Δt reduction of one GPU part (the GPU backend's ``halo`` hook).
+
+    After every kernel (:meth:`after`): an update is followed by a pack kernel gathering
+    the rows each peer needs into one device buffer, the exchange, and an unpack kernel
+    scattering the received rows into the halo; a Δt pass by a min-reduction of the
+    control block's ``(dt, -stalled)`` pair. ``nccl``: grouped ``send``/``recv`` and an
+    ``allReduce`` on the backend's stream (capturable in its CUDA graphs); ``host``: the
+    buffers go through host memory and MPI (the stream is synchronised). Whole packed rows
+    travel (the halo's ``H`` and area with the state), so the second buffer of the gather
+    and slot variants gets its halo rows from the first exchange.
+    """
+
+    def __init__(self, comm, part: Part, backend, mode: str) -> None:
+        import cupy
+        from mpi4py import MPI
+
+        from .backends.gpu import halo_kernels
+
+        self._mpi, self._comm, self._mode = MPI, comm, mode
+        self._backend, self._k = backend, halo_kernels()
+        self._stream = backend.stream
+        W = backend._W
+        self._row = np.int32(W[0].size)
+        with self._stream:
+            self._send_idx = cupy.asarray(np.concatenate([np.zeros(0, np.int64), *part.send]),
+                                          dtype=np.int32)  # fmt: skip
+            self._recv_idx = cupy.asarray(np.concatenate([np.zeros(0, np.int64), *part.recv]),
+                                          dtype=np.int32)  # fmt: skip
+            self._sbuf = cupy.empty((self._send_idx.size, int(self._row)), dtype=W.dtype)
+            self._rbuf = cupy.empty((self._recv_idx.size, int(self._row)), dtype=W.dtype)
+            self._red = cupy.empty(2, dtype=np.float64)
+        #: (peer, first send row, send rows, first receive row, receive rows)
+        self._peers = [
+            (q, *_span(part.send, p), *_span(part.recv, p)) for p, q in enumerate(part.peers)
+        ]
+        if mode == "host":
+            self._hsend = np.empty(self._sbuf.shape, dtype=W.dtype)
+            self._hrecv = np.empty(self._rbuf.shape, dtype=W.dtype)
+            self._hred = np.empty(2, dtype=np.float64)
+            self._requests = [
+                comm.Recv_init(self._hrecv[b : b + m], source=q, tag=HALO_TAG)
+                for q, _, _, b, m in self._peers
+            ] + [
+                comm.Send_init(self._hsend[a : a + n], dest=q, tag=HALO_TAG)
+                for q, a, n, _, _ in self._peers
+            ]
+            weakref.finalize(self, _free, self._requests)  # before MPI finalizes at exit
+        else:
+            from cupy.cuda import nccl
+
+            self._nccl = nccl
+            os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast off (docs/GPU.md)
+            uid = on_root(comm, nccl.get_unique_id)
+            self._nc = nccl.NcclCommunicator(comm.size, uid, comm.rank)
+            self._nccl_real = nccl.NCCL_FLOAT64 if W.dtype == np.float64 else nccl.NCCL_FLOAT32
+            # graphs hold NCCL calls: destroy them, then the communicator, before MPI finalizes
+            weakref.finalize(self, _close_nccl, self._nc, backend._graphs)
+
+    def after(self, op: int, W) -> None:
+        """Follow a kernel of ``op`` (fvswe.backends.cuda_header OP_*) that wrote ``W``."""
+        from .backends.cuda_header import OP_DT, OP_UPDATE
+
+        if op & OP_UPDATE:
+            self.exchange(W)
+        if op & OP_DT:
+            self.reduce_dt()
+
+    def exchange(self, W) -> None:
+        """Bring the halo rows of the device state ``W`` up to date with their owners' rows."""
+        flat = W.reshape(-1)
+        with self._stream:
+            self._k["pack"](flat, self._send_idx, self._row, self._sbuf)
+            if self._mode == "host":
+                self._sbuf.get(stream=self._stream, out=self._hsend)  # synchronises
+                self._mpi.Prequest.Startall(self._requests)
+                self._mpi.Request.Waitall(self._requests)
+                self._rbuf.set(self._hrecv, stream=self._stream)
+            else:
+                self._nccl_exchange()
+            self._k["unpack"](self._rbuf, self._recv_idx, self._row, flat)
+
+    def _nccl_exchange(self) -> None:
+        nccl, nc, real, s = self._nccl, self._nc, self._nccl_real, self._stream.ptr
+        size, row = self._sbuf.itemsize, int(self._row)
+        nccl.groupStart()
+        for q, a, n, b, m in self._peers:
+            nc.send(self._sbuf.data.ptr + a * row * size, n * row, real, q, s)
+            nc.recv(self._rbuf.data.ptr + b * row * size, m * row, real, q, s)
+        nccl.groupEnd()
+
+    def reduce_dt(self) -> None:
+        """The control block's Δt becomes the minimum over the ranks (exact: min does not
+        round), and ``stalled`` is set on every rank where it is set on one."""
+        b = self._backend
+        with self._stream:
+            self._k["dt_load"]((1,), (1,), (b._ctrl, self._red))
+            if self._mode == "host":
+                self._red.get(stream=self._stream, out=self._hred)
+                self._comm.Allreduce(self._mpi.IN_PLACE, self._hred, op=self._mpi.MIN)
+                self._red.set(self._hred, stream=self._stream)
+            else:
+                ptr = self._red.data.ptr
+                self._nc.allReduce(ptr, ptr, 2, self._nccl.NCCL_FLOAT64, self._nccl.NCCL_MIN,
+                                   self._stream.ptr)  # fmt: skip
+            self._k["dt_store"]((1,), (1,), (b._ctrl, self._red))
+
+    def min(self, value: float) -> float:
+        """The minimum of ``value`` over all ranks, on the host (MPI)."""
+        return float(self._comm.allreduce(value, op=self._mpi.MIN))
+
+
+def _span(lists: tuple[np.ndarray, ...], p: int) -> tuple[int, int]:
+    """``(first row, rows)`` of list ``p`` of ``lists`` concatenated."""
+    return sum(a.size for a in lists[:p]), lists[p].size
+
+
+def _close_nccl(nc, graphs: dict) -> None:
+    graphs.clear()
+    nc.destroy()
+
+
+def _gpu_device(comm) -> tuple[int, bool]:
+    """``(device, shared)``: this rank's GPU (its rank on the node, modulo the node's GPUs)
+    and whether some node has more ranks than GPUs (known to every rank)."""
+    import cupy
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    local, ranks = node.rank, node.size
+    node.Free()
+    n = cupy.cuda.runtime.getDeviceCount()
+    return local % n, bool(comm.allreduce(int(ranks > n), op=MPI.MAX))
+
+
+def halo_mode(shared: bool) -> str:
+    """``FVSWE_HALO`` (:data:`HALO_MODES`) or, unset, ``host`` when ranks share a GPU."""
+    mode = os.environ.get("FVSWE_HALO", "") or ("host" if shared else "nccl")
+    if mode not in HALO_MODES:
+        raise ConfigError(f"FVSWE_HALO: unknown {mode!r} (choose from {', '.join(HALO_MODES)})")
+    if mode == "nccl" and shared:
+        raise ConfigError("FVSWE_HALO=nccl: ranks share a GPU, which NCCL refuses; use host")
+    return mode
+
+
 def _threads_per_rank(comm) -> int:
     """The cores of this node shared between its ranks (Numba's thread limit permitting)."""
     import numba
@@ -194,12 +345,25 @@ class DistributedBackend:
     def __init__(
         self, mesh, layout, comm, backend, scheme: str, *, method: str = "auto", **options
     ) -> None:
-        if backend.name != "cpu":
-            raise ConfigError(
-                f"backend {backend.name!r}: runs on several MPI ranks use the CPU backend "
-                "(--backend cpu); the GPU halo exchange is not implemented yet"
-            )
-        if options.get("threads") is None:
+        gpu = backend.name == "gpu"
+        if gpu:
+            import cupy
+
+            from .backends.gpu import resolve_variant
+
+            if layout.levels is not None:
+                raise ConfigError(
+                    "backend 'gpu': boundaries with tables (level, discharge, characteristic) "
+                    "are not supported on several GPU ranks yet; use --backend cpu"
+                )
+            device, shared = _gpu_device(comm)
+            cupy.cuda.Device(device).use()
+            mode = halo_mode(shared)
+            # every rank compiles the single device's variant (float32 differs between them)
+            options["variant"] = resolve_variant(options.get("variant"), scheme, layout.n_cells)
+            # host staging cannot be captured; NCCL in graphs only when asked (FVSWE_NCCL_GRAPHS)
+            options["graphs"] = mode == "nccl" and os.environ.get("FVSWE_NCCL_GRAPHS") == "1"
+        elif options.get("threads") is None:
             options["threads"] = _threads_per_rank(comm)
         self.comm = comm
         self.layout = layout
@@ -211,7 +375,10 @@ class DistributedBackend:
         levels = np.empty(0, dtype=np.int64)  # the level edges, by global edge index
         if local.levels is not None:
             levels = self.part.edges[np.flatnonzero(local.levels.edge_level >= 0)]
-        self.local.halo = Halo(comm, self.part, self.local.W, levels)
+        if gpu:
+            self.local.halo = GpuHalo(comm, self.part, self.local, mode)
+        else:
+            self.local.halo = Halo(comm, self.part, self.local.W, levels)
         owned = comm.allgather(self.part.cells[: self.part.n_owned])
         self._counts = np.array([o.size for o in owned]) * layout.nvar
         self._gather = np.concatenate(owned)
@@ -252,7 +419,7 @@ class DistributedBackend:
     def get_state(self) -> np.ndarray:
         """The global state in layout order, on every rank."""
         lay = self.layout
-        owned = self.local.W[: self.part.n_owned]
+        owned = np.ascontiguousarray(self.local.get_state()[: self.part.n_owned])
         flat = np.empty((lay.n_cells, lay.nvar), dtype=lay.dtype)
         self.comm.Allgatherv(owned, [flat, self._counts])
         W = np.empty_like(flat)
@@ -288,7 +455,8 @@ class DistributedBackend:
     def first_invalid(self) -> tuple[int, int] | None:
         """The first invalid (global cell, component) over all ranks, else None."""
         nvar = self.layout.nvar
-        cells, comps = np.nonzero(self.local.invalid())  # local order is not global order
+        # local order is not global order: every bad owned cell, then the first over all ranks
+        cells, comps = np.nonzero(_invalid(self.local, self.part.n_owned, self.layout.model))
         keys = self.part.cells[cells] * nvar + comps
         key = int(keys.min()) if keys.size else self.layout.n_cells * nvar
         key = int(self.local.halo.min(float(key)))  # exact: keys stay far below 2**53
@@ -322,3 +490,15 @@ class DistributedBackend:
             return None
         cells = [x[0] for x in every if x[0] >= 0]
         return min(cells), every[0][1], every[0][2], max(x[3] for x in every)
+
+
+def _invalid(local, n_owned: int, model) -> np.ndarray:
+    """The CPU backend's ``invalid()`` mask of the owned cells, or the same from a GPU's
+    state (NaN/inf, or a negative depth)."""
+    if hasattr(local, "invalid"):
+        return local.invalid()
+    W = local.get_state()[:n_owned]
+    bad = ~np.isfinite(W)
+    for c in model.depth_components:
+        bad[:, c] |= W[:, c] < 0
+    return bad

@@ -1,7 +1,8 @@
 """Run named cases on the ranks of ``mpiexec`` and save what rank 0 sees (tests/test_mpi.py).
 
 ``mpiexec -n P python tests/mpi_driver.py RUNS.json OUT.npz``: RUNS.json is a list of
-``{"name", "case", "t_end", "scheme", "order", "dtype", "nx"}`` (the last four optional); OUT.npz
+``{"name", "case", "t_end", "scheme", "order", "dtype", "nx", "backend", "variant",
+"dt_mode"}`` (from "scheme" on optional; backend "cpu" by default); OUT.npz
 gets, per run, ``NAME.state`` (the global state in the original cell order), ``NAME.mass``,
 ``NAME.steps``, ``NAME.counters`` (sorted by name) and ``NAME.inflow`` (the counter
 ``level_inflow``), as :func:`run_case` returns them.
@@ -9,6 +10,10 @@ gets, per run, ``NAME.state`` (the global state in the original cell order), ``N
 ``mpiexec -n P python tests/mpi_driver.py --blowup``: rank 0 prints the smallest border
 cell ``b`` of the parts of test1 and the blow-up message when every cell from ``b`` on
 holds NaN (:func:`blowup_message`).
+
+``mpiexec -n P python tests/mpi_driver.py --gpu``: GPU ranks (:data:`GPU_RUNS`, and a
+restart across rank counts) against one GPU on rank 0, bitwise; rank 0 prints one JSON
+line ``{run: equal}`` and the job exits 1 on any difference (:func:`gpu_check`).
 """
 
 from __future__ import annotations
@@ -21,19 +26,47 @@ import numpy as np
 
 from fvswe.cases import get_case
 from fvswe.errors import BlowUpError
+from fvswe.schemes import registry
+
+#: GPU ranks (--gpu): test1 with every two-layer scheme in both dtypes (at 4000 cells the
+#: default variant is slot), the edge variant (its halo edges are a second launch) and the
+#: gather variant, and the non-lagged Δt (a reduction between the two kernels of a step).
+GPU_RUNS = [
+    *({"name": f"test1-{scheme}-{dtype}", "case": "test1", "scheme": scheme, "dtype": dtype,
+       "t_end": 0.02, "backend": "gpu"}
+      for scheme in registry.names(2) for dtype in ("float64", "float32")),
+    {"name": "test1-roe-edge", "case": "test1", "scheme": "roe", "variant": "edge",
+     "t_end": 0.02, "backend": "gpu"},
+    {"name": "test1-pvm-ifcp-gather-float32", "case": "test1", "scheme": "pvm-ifcp",
+     "dtype": "float32", "variant": "gather", "t_end": 0.02, "backend": "gpu"},
+    {"name": "test1-nonlagged-edge", "case": "test1", "scheme": "ir-roe", "variant": "edge",
+     "dt_mode": "nonlagged", "t_end": 0.02, "backend": "gpu"},
+]  # fmt: skip
+
+
+def simulation(spec: dict, comm=None):
+    """The Simulation of ``spec`` (on ``comm``'s ranks, or alone)."""
+    case = get_case(spec["case"])
+    if "nx" in spec:
+        case = case.with_grid(spec["nx"])
+    return case.simulation(
+        scheme=spec.get("scheme", case.scheme), order=spec.get("order", "none"),
+        dtype=spec.get("dtype", "float64"), backend=spec.get("backend", "cpu"), comm=comm,
+        coriolis=spec.get("coriolis"), wind=spec.get("wind"),
+        dt_mode=spec.get("dt_mode", "lagged"),
+        backend_options={"variant": spec["variant"]} if "variant" in spec else None,
+    )  # fmt: skip
 
 
 def run_case(spec: dict, comm=None) -> dict[str, np.ndarray]:
     """One run of ``spec`` (on ``comm``'s ranks, or alone) and its final results."""
-    case = get_case(spec["case"])
-    if "nx" in spec:
-        case = case.with_grid(spec["nx"])
-    sim = case.simulation(
-        scheme=spec.get("scheme", case.scheme), order=spec.get("order", "none"),
-        dtype=spec.get("dtype", "float64"), backend="cpu", comm=comm,
-        coriolis=spec.get("coriolis"), wind=spec.get("wind"),
-    )  # fmt: skip
+    sim = simulation(spec, comm)
     sim.run(spec["t_end"])
+    return results(sim)
+
+
+def results(sim) -> dict[str, np.ndarray]:
+    """What a run is compared by: state (original cell order), masses, steps, counters."""
     counters = sim.backend.counters()
     return {"state": sim.state(), "mass": np.array(sim.mass()), "steps": np.array(sim.steps),
             "counters": np.array([counters[k] for k in sorted(counters)]),
@@ -65,6 +98,44 @@ def blowup(comm) -> None:
         print(json.dumps([first, message]))
 
 
+def same(a: dict, b: dict) -> bool:
+    """Whether two :func:`results` are bitwise equal, after more than one step."""
+    return int(a["steps"]) > 1 and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def gpu_check(comm) -> dict[str, bool]:
+    """Every :data:`GPU_RUNS` on the ranks against one GPU on rank 0, and a restart across
+    rank counts: the ranks' snapshot at half time continued by one GPU, and one GPU's
+    continued by the ranks, both against the straight single-GPU run. ``{name: equal}``
+    on rank 0 (empty elsewhere)."""
+    equal = {}
+    for spec in GPU_RUNS:
+        ranks = run_case(spec, comm)
+        if comm.rank == 0:
+            equal[spec["name"]] = same(run_case(spec), ranks)
+    spec = GPU_RUNS[0]
+    half = spec["t_end"] / 2
+    ranks = simulation(spec, comm)
+    ranks.run(half)
+    snap = ranks.backend.snapshot()  # collective: the global state on every rank
+    one_snap = None
+    if comm.rank == 0:
+        one = simulation(spec)
+        one.run(half)
+        one_snap = one.backend.snapshot()
+        one.run(spec["t_end"])
+        alone = simulation(spec)
+        alone.backend.restore(snap)
+        alone.run(spec["t_end"])
+        equal[f"restart {comm.size} ranks -> 1"] = same(results(one), results(alone))
+    ranks.backend.restore(comm.bcast(one_snap))
+    ranks.run(spec["t_end"])
+    continued = results(ranks)
+    if comm.rank == 0:
+        equal[f"restart 1 -> {comm.size} ranks"] = same(results(one), continued)
+    return equal
+
+
 def runs(comm, runs_json: str, out: str) -> None:
     """Every run of ``runs_json``; rank 0 saves the results to ``out``."""
     saved = {}
@@ -80,5 +151,11 @@ if __name__ == "__main__":
 
     if sys.argv[1:] == ["--blowup"]:
         blowup(MPI.COMM_WORLD)
+    elif sys.argv[1:] == ["--gpu"]:
+        equal = gpu_check(MPI.COMM_WORLD)
+        if MPI.COMM_WORLD.rank == 0:
+            print(json.dumps(equal))
+        failed = MPI.COMM_WORLD.bcast(not all(equal.values()))
+        sys.exit(1 if failed else 0)
     else:
         runs(MPI.COMM_WORLD, *sys.argv[1:])

@@ -25,6 +25,16 @@ try:
 except ImportError:
     mpi4py = None
 MPIEXEC = shutil.which("mpiexec")
+
+
+def _launcher_options() -> list[str]:
+    """Open MPI refuses to run as root unless told (the GPU machines run tests as root)."""
+    if MPIEXEC is None or os.geteuid() != 0:
+        return []
+    about = subprocess.run([MPIEXEC, "--version"], capture_output=True, text=True).stdout.lower()
+    return ["--allow-run-as-root"] if "open mpi" in about or "openrte" in about else []
+
+
 pytestmark = pytest.mark.skipif(
     mpi4py is None or MPIEXEC is None,
     reason="needs mpi4py and mpiexec (pip install 'fvswe[mpi]' mpich)",
@@ -32,7 +42,7 @@ pytestmark = pytest.mark.skipif(
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from mpi_driver import blowup_message, run_case  # noqa: E402
+from mpi_driver import GPU_RUNS, blowup_message, run_case  # noqa: E402
 
 #: Short runs: every two-layer scheme on test1 and test2, another cell ordering, float32, a
 #: one-layer wetting-and-drying case with a tidal level boundary, friction and nonlagged Δt;
@@ -48,12 +58,15 @@ RUNS = [
 ]  # fmt: skip
 
 
-def mpiexec(n: int, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def mpiexec(
+    n: int, *args: str, env: dict | None = None, timeout: float = 180
+) -> subprocess.CompletedProcess:
     """``mpiexec -n n python ARGS`` with this checkout's fvswe, one thread a rank."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_NUM_THREADS": "1", **(env or {})}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "NUMBA_NUM_THREADS": "1", **(env or {})}
     return subprocess.run(
-        [MPIEXEC, "-n", str(n), sys.executable, *args],
-        capture_output=True, text=True, env=env, timeout=180, cwd=ROOT,
+        [MPIEXEC, *_launcher_options(), "-n", str(n), sys.executable, *args],
+        capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT,
     )  # fmt: skip
 
 
@@ -235,3 +248,19 @@ def test_an_error_on_rank_0_alone_stops_every_rank_with_one_line(tmp_path):
     assert done.returncode == 2
     assert done.stderr.startswith("fvswe: error: ") and "none.msh" in done.stderr
     assert done.stderr.count("\n") == 1
+
+
+@pytest.mark.gpu
+def test_gpu_ranks_give_the_single_gpu_bits():
+    """Two GPU ranks (sharing one GPU: the host-staged halo; one GPU each: NCCL) against one
+    GPU, bitwise, for every run of mpi_driver.GPU_RUNS and a restart from 2 ranks to 1 and
+    from 1 to 2 (tests/mpi_driver.py --gpu)."""
+    from fvswe.backends import gpu
+
+    ok, why = gpu.available()
+    if not ok:
+        pytest.skip(f"no GPU backend here: {why}")
+    done = mpiexec(2, "tests/mpi_driver.py", "--gpu", timeout=280)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    equal = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(equal) == len(GPU_RUNS) + 2 and all(equal.values()), equal

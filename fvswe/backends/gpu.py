@@ -164,6 +164,48 @@ def module(options: tuple[str, ...], variant: str):
     return _MODULES[key]
 
 
+#: The halo hook's Δt kernels (docs/PARALLEL.md, GPU ranks): ``dt_load`` copies the control
+#: block's Δt and ``-stalled`` into a 2-double buffer that the ranks min-reduce, ``dt_store``
+#: writes the reduced pair back, so every rank steps with the global Δt and stops together.
+DT_SOURCE = r"""
+extern "C" __global__ void dt_load(const Ctrl* c, double* red)
+{
+    red[0] = c->dt;
+    red[1] = -(double)c->stalled;
+}
+extern "C" __global__ void dt_store(Ctrl* c, const double* red)
+{
+    c->dt = red[0];
+    c->stalled = red[1] < 0.0;
+}
+"""
+
+
+@cache
+def halo_kernels() -> dict[str, object]:
+    """The kernels of a distributed run's halo hook (:class:`fvswe.parallel.GpuHalo`):
+    ``pack(W, idx, row, out)`` gathers rows ``idx`` of a flat state of ``row`` reals a cell
+    into ``out``; ``unpack(buf, idx, row, W)`` scatters them back; ``dt_load``, ``dt_store``
+    (:data:`DT_SOURCE`)."""
+    import cupy
+
+    rows = "idx[i / row] * (long long)row + i % row"
+    mod = cupy.RawModule(
+        code=cuda_header.constants().replace("#pragma once\n", "") + DT_SOURCE,
+        options=("--std=c++17",),
+    )
+    return {
+        "pack": cupy.ElementwiseKernel(
+            "raw T W, raw int32 idx, int32 row", "T out", f"out = W[{rows}]", "fvswe_halo_pack"
+        ),
+        "unpack": cupy.ElementwiseKernel(
+            "T buf, raw int32 idx, int32 row", "raw T W", f"W[{rows}] = buf", "fvswe_halo_unpack"
+        ),
+        "dt_load": mod.get_function("dt_load"),
+        "dt_store": mod.get_function("dt_store"),
+    }
+
+
 def pack_state(W: np.ndarray, H: np.ndarray, area: np.ndarray, layers: int) -> np.ndarray:
     """(L, nvec, 4) packed vectors: (h1,q1x,q1y,H),(h2,q2x,q2y,area) or (h,qx,qy,H)."""
     L = W.shape[0]
@@ -386,12 +428,14 @@ class GpuBackend:
         real = self.dtype.type
         self._params = (real(self.model.g), real(self.model.r), real(self.model.eps_h))
         L, E = lay.n_cells, lay.n_edges
-        self._L, self._E = np.int32(L), np.int32(E)
-        self._cell_grid = (L + block - 1) // block
+        # A part of a distributed run updates its owned cells [0, owned) only, and counts the
+        # flags of its owned edges [0, owned_edges) (fvswe.partition; docs/PARALLEL.md).
+        self._L, self._E = np.int32(lay.owned_cells), np.int32(lay.owned_edges)
+        self._cell_grid = (lay.owned_cells + block - 1) // block
         if variant == "slot":  # k threads per cell
             per_block = block // lay.k
-            self._cell_grid = (L + per_block - 1) // per_block
-        self._edge_grid = (E + block - 1) // block
+            self._cell_grid = (lay.owned_cells + per_block - 1) // per_block
+        self._edge_grid = (lay.owned_edges + block - 1) // block
         with self.stream:
             dev = cupy.asarray
             self._area = dev(lay.area)
@@ -404,6 +448,9 @@ class GpuBackend:
                 self._normal = dev(lay.edge_normal)
                 self._length = dev(lay.edge_length)
                 self._slots = cupy.empty((L * lay.k,) + self._W.shape[1:], dtype=self.dtype)
+                n = lay.owned_edges  # a part's edges from a halo cell: computed, not counted
+                self._halo_edges = (np.int32(E - n), self._idx[n:], self._normal[n:],
+                                    self._length[n:], (E - n + block - 1) // block)  # fmt: skip
             else:
                 e = lay.cell_edges.ravel()
                 self._code = dev(slot_codes(lay))
@@ -432,6 +479,10 @@ class GpuBackend:
         self._write_ctrl(ctrl)
         self._host = ctrl[0]
         self._graphs: dict[int, object] = {}
+        #: A distributed run's halo (fvswe.parallel.GpuHalo): ``after(op, W)`` follows every
+        #: kernel, exchanging the halo rows of ``W`` after an update and reducing Δt over
+        #: the ranks after a Δt pass, on this stream. None on one device.
+        self.halo = None
         self.set_state(lay.W0)
 
     # -- control block ---------------------------------------------------------------------------
@@ -575,11 +626,15 @@ class GpuBackend:
 
     # -- steps ---------------------------------------------------------------------------------
     def _edge(self, op: int) -> None:
-        self._k["edge_pass"](
-            (self._edge_grid,), (self.block,),
-            (self._E, self._W, self._idx, self._normal, self._length, self._slots, self._ctrl,
-             *self._params, np.int32(op)),
-        )  # fmt: skip
+        edges = [(self._E, self._idx, self._normal, self._length, self._edge_grid, op)]
+        if self._halo_edges[0]:  # a part: its edges from a halo cell, their flags not counted
+            edges.append((*self._halo_edges, op & ~OP_COUNT))
+        for n, idx, normal, length, grid, o in edges:
+            self._k["edge_pass"](
+                (grid,), (self.block,),
+                (n, self._W, idx, normal, length, self._slots, self._ctrl, *self._params,
+                 np.int32(o)),
+            )  # fmt: skip
 
     def _volume(self, op: int) -> None:
         self._k["volume_pass"](
@@ -605,6 +660,8 @@ class GpuBackend:
                 self._volume(op)
             else:
                 self._gather(op, bufs[src], bufs[dst])
+            if self.halo is not None:
+                self.halo.after(op, bufs[dst])
 
     def _initial_dt(self) -> None:
         """Speeds-only pass on the current state: the first dt of the lagged mode."""
