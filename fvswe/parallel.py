@@ -230,6 +230,10 @@ class GpuHalo:
             self._nccl_real = nccl.NCCL_FLOAT64 if W.dtype == np.float64 else nccl.NCCL_FLOAT32
             # graphs hold NCCL calls: destroy them, then the communicator, before MPI finalizes
             weakref.finalize(self, _close_nccl, self._nc, backend._graphs)
+        # Load the kernels and make the first NCCL calls (~25 ms) outside any graph capture;
+        # both leave the state and the control block as they are.
+        self.exchange(W)
+        self.reduce_dt()
 
     def after(self, op: int, W) -> None:
         """Follow a kernel of ``op`` (fvswe.backends.cuda_header OP_*) that wrote ``W``."""

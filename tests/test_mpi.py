@@ -24,7 +24,7 @@ try:
     import mpi4py  # noqa: F401
 except ImportError:
     mpi4py = None
-MPIEXEC = shutil.which("mpiexec")
+MPIEXEC = shutil.which("mpiexec") or shutil.which("mpirun")
 
 
 def _launcher_options() -> list[str]:
