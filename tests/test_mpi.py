@@ -106,9 +106,21 @@ def fvswe(n: int, *argv: str) -> subprocess.CompletedProcess:
     return mpiexec(n, "-m", "fvswe", "run", *argv)
 
 
-def test_cli_checkpoint_on_two_ranks_restarts_on_three_bit_for_bit(tmp_path):
+def skip_without_gpu() -> None:
+    from fvswe.backends import gpu
+
+    ok, why = gpu.available()
+    if not ok:
+        pytest.skip(f"no GPU backend here: {why}")
+
+
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_cli_checkpoint_on_two_ranks_restarts_on_three_bit_for_bit(tmp_path, backend):
+    """GPU ranks: three share the one GPU of the test machines (host-staged halo)."""
+    if backend == "gpu":
+        skip_without_gpu()
     out = tmp_path / "out"
-    common = ["test1", "--backend", "cpu", "--scheme", "roe", "-q", "-o", str(out)]
+    common = ["test1", "--backend", backend, "--scheme", "roe", "-q", "-o", str(out)]
     first = fvswe(2, *common, "--t-end", "0.03", "--checkpoint-every", "0.03")
     assert first.returncode == 0, first.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
@@ -119,7 +131,7 @@ def test_cli_checkpoint_on_two_ranks_restarts_on_three_bit_for_bit(tmp_path):
     done = json.loads((out / "summary.json").read_text())
     assert done["ranks"] == 3 and done["steps"] > 0
     assert done["steps_total"] == summary["steps"] + done["steps"]
-    sim = get_case("test1").simulation(scheme="roe", backend="cpu")
+    sim = get_case("test1").simulation(scheme="roe", backend=backend)
     sim.run(0.03)  # where the checkpoint stands
     sim.run(0.06)
     fields = sim.fields()
@@ -129,7 +141,7 @@ def test_cli_checkpoint_on_two_ranks_restarts_on_three_bit_for_bit(tmp_path):
     from fvswe.cli import main
 
     single = tmp_path / "single"  # the same checkpoint continued by one process
-    argv = ["test1", "--backend", "cpu", "--scheme", "roe", "-q", "--t-end", "0.06"]
+    argv = ["test1", "--backend", backend, "--scheme", "roe", "-q", "--t-end", "0.06"]
     assert main(["run", *argv, "-o", str(single), "--restart", str(out / "checkpoint.npz")]) == 0
     with np.load(single / "final.npz") as z:
         assert all(np.array_equal(z[key], fields[key]) for key in sim.model.fields)
@@ -255,11 +267,7 @@ def test_gpu_ranks_give_the_single_gpu_bits():
     """Two GPU ranks (sharing one GPU: the host-staged halo; one GPU each: NCCL) against one
     GPU, bitwise, for every run of mpi_driver.GPU_RUNS and a restart from 2 ranks to 1 and
     from 1 to 2 (tests/mpi_driver.py --gpu)."""
-    from fvswe.backends import gpu
-
-    ok, why = gpu.available()
-    if not ok:
-        pytest.skip(f"no GPU backend here: {why}")
+    skip_without_gpu()
     done = mpiexec(2, "tests/mpi_driver.py", "--gpu", timeout=280)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     equal = json.loads(done.stdout.strip().splitlines()[-1])

@@ -184,8 +184,8 @@ extern "C" __global__ void dt_store(Ctrl* c, const double* red)
 @cache
 def halo_kernels() -> dict[str, object]:
     """The kernels of a distributed run's halo hook (:class:`fvswe.parallel.GpuHalo`):
-    ``pack(W, idx, row, out)`` gathers rows ``idx`` of a flat state of ``row`` reals a cell
-    into ``out``; ``unpack(buf, idx, row, W)`` scatters them back; ``dt_load``, ``dt_store``
+    ``pack(W, idx, row, sent)`` gathers rows ``idx`` of a flat state of ``row`` reals a cell
+    into ``sent``; ``unpack(buf, idx, row, W)`` scatters them back; ``dt_load``, ``dt_store``
     (:data:`DT_SOURCE`)."""
     import cupy
 
@@ -196,7 +196,7 @@ def halo_kernels() -> dict[str, object]:
     )
     return {
         "pack": cupy.ElementwiseKernel(
-            "raw T W, raw int32 idx, int32 row", "T out", f"out = W[{rows}]", "fvswe_halo_pack"
+            "raw T W, raw int32 idx, int32 row", "T sent", f"sent = W[{rows}]", "fvswe_halo_pack"
         ),
         "unpack": cupy.ElementwiseKernel(
             "T buf, raw int32 idx, int32 row", "raw T W", f"W[{rows}] = buf", "fvswe_halo_unpack"
