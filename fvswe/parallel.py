@@ -16,6 +16,7 @@ Nothing here imports mpi4py until a run is launched on more than one process.
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import traceback
@@ -223,13 +224,9 @@ class GpuHalo:
         else:
             from cupy.cuda import nccl
 
-            self._nccl = nccl
-            os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast off (docs/GPU.md)
-            uid = on_root(comm, nccl.get_unique_id)
-            self._nc = nccl.NcclCommunicator(comm.size, uid, comm.rank)
+            self._nccl, self._nc = nccl, _nccl_comm(comm)
             self._nccl_real = nccl.NCCL_FLOAT64 if W.dtype == np.float64 else nccl.NCCL_FLOAT32
-            # graphs hold NCCL calls: destroy them, then the communicator, before MPI finalizes
-            weakref.finalize(self, _close_nccl, self._nc, backend._graphs)
+            _NCCL_USERS.add(self)
         # Load the kernels and make the first NCCL calls (~25 ms) outside any graph capture;
         # both leave the state and the control block as they are.
         self.exchange(W)
@@ -293,9 +290,34 @@ def _span(lists: tuple[np.ndarray, ...], p: int) -> tuple[int, int]:
     return sum(a.size for a in lists[:p]), lists[p].size
 
 
-def _close_nccl(nc, graphs: dict) -> None:
-    graphs.clear()
-    nc.destroy()
+#: One NCCL communicator per MPI communicator (by its Fortran handle) for the whole process,
+#: and the halos using them: at exit their backends' CUDA graphs (which captured NCCL calls)
+#: are destroyed, then the communicators, before MPI finalizes. Not left to the garbage
+#: collector, which the ranks run at different times.
+_NCCL: dict[int, Any] = {}
+_NCCL_USERS: weakref.WeakSet = weakref.WeakSet()
+
+
+def _nccl_comm(comm):
+    """The NCCL communicator of the ranks of ``comm`` (made once; collective then)."""
+    from cupy.cuda import nccl
+
+    key = comm.py2f()
+    if key not in _NCCL:
+        os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast off (docs/GPU.md)
+        uid = on_root(comm, nccl.get_unique_id)
+        if not _NCCL:
+            atexit.register(_close_nccl)
+        _NCCL[key] = nccl.NcclCommunicator(comm.size, uid, comm.rank)
+    return _NCCL[key]
+
+
+def _close_nccl() -> None:
+    for halo in list(_NCCL_USERS):
+        halo._backend._graphs.clear()
+    for nc in _NCCL.values():
+        nc.destroy()
+    _NCCL.clear()
 
 
 def _gpu_device(comm) -> tuple[int, bool]:
