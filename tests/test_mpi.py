@@ -2,7 +2,8 @@
 
 pytest launches ``mpiexec -n 2`` and ``-n 3`` of tests/mpi_driver.py (every run in one
 launch) and of ``fvswe run``, and compares with the same runs in this process:
-``np.array_equal``, no tolerance. Skipped only where mpi4py or mpiexec is missing.
+``np.array_equal``, no tolerance. Skipped only where mpi4py or mpiexec is missing; the
+GPU ranks' tests (marker ``gpu``) also where CuPy sees no GPU.
 """
 
 from __future__ import annotations
