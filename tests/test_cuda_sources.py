@@ -187,6 +187,8 @@ def test_compiles_to_ptx(scheme, layers, dtype, variant, k):
     out = cached_build(variant, gpu.source(variant), [NVCC, "--ptx", "-arch=sm_90", *opts], ".cu")
     ptx = out.read_text()
     kernels = ("edge_pass", "volume_pass") if variant == "edge" else (f"{variant}_step",)
+    if layers == 2:
+        kernels += ("limit_theta", "limit_update")
     for name in (*kernels, "find_invalid", "debug_flux"):
         assert f".entry {name}(" in ptx
 
@@ -406,7 +408,7 @@ def test_emulator_keeps_barrier_shuffle_and_atomic_semantics():
         assert res.returncode == 3 and message in res.stderr and res.stderr.count("\n") == 1
 
 
-KERNELS = ("edge_pass", "volume_pass", "gather_step", "slot_step")
+KERNELS = ("edge_pass", "volume_pass", "gather_step", "slot_step", "limit_theta", "limit_update")
 
 
 def plan_rows(plan) -> np.ndarray:
@@ -466,8 +468,9 @@ def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=No
             ]
         ),
         plan_rows(gpu.initial_dt_plan(variant) if dt_mode == "lagged" else []),
-        plan_rows(gpu.step_plan(variant, dt_mode, 0)),
-        plan_rows(gpu.step_plan(variant, dt_mode, 1)),
+        plan_rows(gpu.step_plan(variant, dt_mode, 0, model.layers)),
+        plan_rows(gpu.step_plan(variant, dt_mode, 1, model.layers)),
+        np.array([gpu.LIMIT_BLOCKS], dtype=np.int32),
         np.asarray(table, dtype=np.int32),
         np.asarray(offsets, dtype=np.int64),
         np.asarray(times, dtype=np.float64),
