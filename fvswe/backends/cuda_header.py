@@ -134,6 +134,7 @@ CTRL_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("lim_cells", "int*", "the step's candidates (n_cells long)"),
     ("lim_theta", "double*", "theta per cell and layer: 1 but in a step's limit kernels"),
     ("lim_claim", "int*", "per cell: 0 but in a step's limit kernels (LIM_* marks)"),
+    ("listed", "unsigned long long", "candidates listed in all steps (the limiter's work)"),
     ("candidates", "int", "cells in lim_cells (0: the limit kernels return at once)"),
     ("pad2", "int", "alignment"),
 )

@@ -99,6 +99,7 @@ limit_update(const real4* __restrict__ Win, real4* Wout, const real* __restrict_
     if (ctrl->n_level > 0) add_level_inflow(ctrl, ctrl->dt_used);
     if (threadIdx.x == 0) {
         record_clip(ctrl, ctrl->steps, ctrl->t_step);
+        ctrl->listed += n;
         ctrl->candidates = 0;
         ctrl->blocks_done = 0;
         __threadfence();
