@@ -274,32 +274,35 @@ __device__ __forceinline__ void store_slot(real4* S, int s, real len, const real
 
 // ---------------------------------------------------------------- the positivity limiter's bound
 // What the normal pass of a step gathers for the limiter's candidate test (docs/SCHEMES.md
-// §13.4, limit_candidate): per layer the sum of the slots' positive mass components
-// max(S_d, 0), and the cell's perimeter sum |Gamma|. Two layers only (one layer: empty).
+// §13.4, limit_candidate): per layer a bound of its outflow, the sum over the slots of
+// max(S_d, 0) + |Gamma| |q|_1 (q the layer's discharge in the cell's old state; |q.n| <=
+// |q|_1). Two layers only (one layer: empty).
 struct LimitSums {
 #if FVSWE_LAYERS == 2
     real out[2];
-    real perimeter;
 #endif
 };
 
-// sums += slot v (nvar+1 values) of length len (first slot: sums = its values).
-__device__ __forceinline__ void limit_sums(LimitSums& sums, const real* v, real len, bool first)
+// sums += the bound of slot v (nvar+1 values) of length len of a cell in state w (first
+// slot: sums = its bound).
+__device__ __forceinline__ void limit_sums(LimitSums& sums, const real* w, const real* v, real len,
+                                           bool first)
 {
 #if FVSWE_LAYERS == 2
 #pragma unroll
     for (int l = 0; l < 2; ++l) {
-        const real o = v[3 * l] > real(0) ? v[3 * l] : real(0);
+        const real q1 = add_rn(fabs(w[3 * l + 1]), fabs(w[3 * l + 2]));
+        const real o = add_rn(v[3 * l] > real(0) ? v[3 * l] : real(0), mul_rn(len, q1));
         sums.out[l] = first ? o : add_rn(sums.out[l], o);
     }
-    sums.perimeter = first ? len : add_rn(sums.perimeter, len);
 #endif
 }
 
 // acc += slot s (first slot: acc = slot), component by component, nvar+1 values; the
-// limiter's bounds take its mass components and length (two layers: the 8th value).
+// limiter's bounds (cell state w) take its mass components and length (two layers: the 8th
+// value).
 __device__ __forceinline__ void add_slot(const real4* __restrict__ S, int s, real* acc, bool first,
-                                         LimitSums& sums)
+                                         const real* w, LimitSums& sums)
 {
     real v[NVAR + 1];
     const real4 a = ld4(S + (size_t)s * NVEC);
@@ -312,9 +315,9 @@ __device__ __forceinline__ void add_slot(const real4* __restrict__ S, int s, rea
 #pragma unroll
     for (int m = 0; m <= NVAR; ++m) acc[m] = first ? v[m] : add_rn(acc[m], v[m]);
 #if FVSWE_LAYERS == 2
-    limit_sums(sums, v, b.w, first);
+    limit_sums(sums, w, v, b.w, first);
 #else
-    limit_sums(sums, v, real(0), first);
+    limit_sums(sums, w, v, real(0), first);
 #endif
 }
 
@@ -555,10 +558,8 @@ __device__ __forceinline__ bool limit_candidate(const real* w, real A, const Lim
 #if FVSWE_LAYERS == 2
 #pragma unroll
     for (int l = 0; l < 2; ++l) {
-        const real* q = w + 3 * l;
-        const real q1 = add_rn(fabs(q[1]), fabs(q[2]));
-        const real bound = add_rn(sums.out[l], mul_rn(q1, sums.perimeter));
-        if (mul_rn(real(dt), mul_rn(bound, real(1 + LIMIT_SLACK))) > mul_rn(q[0], A)) return true;
+        const real bound = mul_rn(sums.out[l], real(1 + LIMIT_SLACK));
+        if (mul_rn(real(dt), bound) > mul_rn(w[3 * l], A)) return true;
     }
 #endif
     return false;
