@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_cuda_sources import flux_error, forcing_run, limited_step, random_edges, surge_layout
+from test_cuda_sources import (
+    drain_simulation,
+    flux_error,
+    forcing_run,
+    limited_step,
+    random_edges,
+    surge_layout,
+)
 
 from fvswe.backends import gpu
 from fvswe.backends.layout import Layout
@@ -392,3 +399,19 @@ def test_limiter_leaves_runs_it_does_not_limit_unchanged(variant):
     B.advance(0.9, 10**6)
     assert B.counters()["limited"] == 0 and B._read_ctrl()["listed"] > 0
     assert np.array_equal(B.get_state(), surge_layout(0.9).W0)
+
+
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+def test_limiter_records_scaled_level_fluxes(variant):
+    """test_cuda_sources.drain_simulation on the device: the limiter acts and each layer's
+    volume changes by exactly the level inflow counter; bitwise the host shim's variants."""
+    sim = drain_simulation()
+    B = gpu.GpuBackend(sim.layout, "pvm-ifcp", dt_mode="fixed", dt_fixed=0.018, variant=variant)
+    mass0 = np.array(B.layer_mass(B.layout.area))
+    assert B.advance(1.0, 10)[1] == 10 and B.courant_violation is None
+    counters = B.counters()
+    assert counters["limited"] > 0 and counters["clipped_cells"] == 0
+    inflow = np.array([counters["level_inflow"], counters["level_inflow2"]])
+    mass = np.array(B.layer_mass(B.layout.area))
+    assert (np.abs(mass - mass0 - inflow) / mass0).max() <= 1e-13
+    assert B.first_invalid() is None
