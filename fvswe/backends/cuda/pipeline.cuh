@@ -170,10 +170,17 @@ __device__ void add_level_inflow(Ctrl* ctrl, double dt)
     }
 }
 
+// A field that other blocks of the running kernel changed (atomics), read past the
+// (incoherent) L1 cache by a last block.
+template <typename T> __device__ __forceinline__ T fresh(const T& field)
+{
+    return *static_cast<const volatile T*>(&field);
+}
+
 // The first step that clipped a depth: step (1 + its index) and start time t (thread 0).
 __device__ __forceinline__ void record_clip(Ctrl* ctrl, long long step, double t)
 {
-    if (ctrl->clip_cell != 0 && ctrl->clip_step == 0) {
+    if (fresh(ctrl->clip_cell) != 0 && ctrl->clip_step == 0) {
         ctrl->clip_step = step;
         ctrl->clip_t = t;
     }
@@ -202,13 +209,13 @@ __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
     for (int o = 16; o > 0; o >>= 1) m = min_dt(m, __shfl_xor_sync(0xffffffffu, m, o));
     if (lane == 0) warp_min[warp] = m;
     __syncthreads();
-    const bool limited = FVSWE_LAYERS == 2 && ctrl->candidates > 0;
+    const bool limited = FVSWE_LAYERS == 2 && fresh(ctrl->candidates) > 0;
     if ((op & OP_UPDATE) && ctrl->n_level > 0 && !limited) add_level_inflow(ctrl, step_dt(ctrl));
     if (threadIdx.x == 0) {
         for (int w = 1; w < FVSWE_BLOCK / 32; ++w) m = min_dt(m, warp_min[w]);
         m = min_dt(warp_min[0], m);
         if ((op & OP_UPDATE) && !limited) record_clip(ctrl, ctrl->steps + 1, ctrl->t);
-        if ((op & OP_UPDATE) && (op & OP_DT) && ctrl->cfl_cell != 0 && ctrl->cfl_step == 0) {
+        if ((op & OP_UPDATE) && (op & OP_DT) && fresh(ctrl->cfl_cell) != 0 && ctrl->cfl_step == 0) {
             ctrl->cfl_step = ctrl->steps + 1;  // a fixed dt above the stable step: stop
             ctrl->cfl_t = ctrl->t;
             ctrl->courant = step_dt(ctrl) * ctrl->cfl / (double)m;
@@ -748,10 +755,11 @@ __device__ __forceinline__ void limit_cell_update(const real4* __restrict__ Win,
     }
     if (!candidate && !changed) return;  // the normal pass's value stands, counted
     int thin_before = 0;
-    if (!candidate) {
-        real wo[NVAR], Ho;
-        load_cell(Wout, c, wo, Ho);
-        for (int l = 0; l < 2; ++l) thin_before += wo[3 * l] > real(0) && wo[3 * l] < prm.eps_h;
+    if (!candidate) {  // the normal pass's depths (plain loads: Wout changes in this kernel)
+        for (int l = 0; l < 2; ++l) {
+            const real h = Wout[(size_t)c * NVEC + l].x;
+            thin_before += h > real(0) && h < prm.eps_h;
+        }
     }
     int clipped, thin;
     update_cell(Wout, c, w, H, cell_area(Win, area, c), acc, ctrl, prm.eps_h, ctrl->t_step,
