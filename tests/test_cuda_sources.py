@@ -187,6 +187,8 @@ def test_compiles_to_ptx(scheme, layers, dtype, variant, k):
     out = cached_build(variant, gpu.source(variant), [NVCC, "--ptx", "-arch=sm_90", *opts], ".cu")
     ptx = out.read_text()
     kernels = ("edge_pass", "volume_pass") if variant == "edge" else (f"{variant}_step",)
+    if layers == 2:
+        kernels += ("limit_theta", "limit_update")
     for name in (*kernels, "find_invalid", "debug_flux"):
         assert f".entry {name}(" in ptx
 
@@ -406,7 +408,7 @@ def test_emulator_keeps_barrier_shuffle_and_atomic_semantics():
         assert res.returncode == 3 and message in res.stderr and res.stderr.count("\n") == 1
 
 
-KERNELS = ("edge_pass", "volume_pass", "gather_step", "slot_step")
+KERNELS = ("edge_pass", "volume_pass", "gather_step", "slot_step", "limit_theta", "limit_update")
 
 
 def plan_rows(plan) -> np.ndarray:
@@ -466,8 +468,9 @@ def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=No
             ]
         ),
         plan_rows(gpu.initial_dt_plan(variant) if dt_mode == "lagged" else []),
-        plan_rows(gpu.step_plan(variant, dt_mode, 0)),
-        plan_rows(gpu.step_plan(variant, dt_mode, 1)),
+        plan_rows(gpu.step_plan(variant, dt_mode, 0, model.layers)),
+        plan_rows(gpu.step_plan(variant, dt_mode, 1, model.layers)),
+        np.array([gpu.LIMIT_BLOCKS], dtype=np.int32),
         np.asarray(table, dtype=np.int32),
         np.asarray(offsets, dtype=np.int64),
         np.asarray(times, dtype=np.float64),
@@ -774,3 +777,180 @@ def test_step_kernels_on_host_coriolis_and_wind(variant, layers):
         dry = ref[:, 0] == 0
         assert dry.any() and np.array_equal(ref[dry, 1:], np.zeros((dry.sum(), 2)))
         assert np.abs(ref[:, 2]).max() > 1e-3
+
+
+# -- the positivity limiter (docs/SCHEMES.md §13.4) ----------------------------------------------
+
+
+def surge_layout(t0: float = 0.9, dtype: str = "float64"):
+    """The slope surge of tests/test_vanishing.py (PVM-IFCP, r = 0.5, 200-cell strip, walls,
+    non-lagged) as the CPU backend leaves it at ``t0``, shortly before its first clip
+    (t = 0.966 without the limiter): a layout starting from that state."""
+    from dataclasses import replace
+
+    from fvswe.mesh.generate import strip
+
+    def H(x, y):
+        return 1.0 - 0.15 * (x + 5.0)
+
+    def h2(x, y):
+        return np.where(x < -3.0, 0.6, 0.0)
+
+    sim = Simulation(strip(200, 1, -5.0, 5.0), layers=2, scheme="pvm-ifcp", r=0.5, H=H,
+                     initial={"h2": h2, "h1": lambda x, y: np.maximum(H(x, y), 0.0) - h2(x, y)},
+                     boundary=dict.fromkeys(("west", "east", "wall"), "wall"),
+                     dt_mode="nonlagged", dtype=dtype)  # fmt: skip
+    sim.backend.advance(t0, 10**6)
+    return replace(sim.layout, W0=sim.backend.get_state())
+
+
+def limited_step(layout, W: np.ndarray, scheme: str, cfl: float = 0.9):
+    """One non-lagged two-layer step with the limiter in NumPy, walls only: the scheme of
+    docs/SCHEMES.md §13.4 written out on whole arrays, the independent transcription the
+    kernels are held to. Returns the new state and theta (L, 2)."""
+    from fvswe.schemes import get_flux
+    from fvswe.schemes.common import inverse_depth
+
+    L, k, model = layout.n_cells, layout.k, layout.model
+    e, side = layout.cell_edges.ravel(), layout.cell_side.ravel().astype(bool)
+    own = np.repeat(np.arange(L), k)
+    wall = layout.edge_cells[e, 1] < 0
+    nbr = np.where(wall, own, np.where(side, layout.edge_cells[e, 0], layout.edge_cells[e, 1]))
+    n, ln = layout.edge_normal[e], layout.edge_length[e]
+    Wc, Wn = W[own], W[nbr].copy()
+    for d in (0, 3):  # wall ghosts (§7.1)
+        p = Wc[wall, d + 1] * n[wall, 0] + Wc[wall, d + 2] * n[wall, 1]
+        Wn[wall, d + 1] = Wc[wall, d + 1] - 2.0 * p * n[wall, 0]
+        Wn[wall, d + 2] = Wc[wall, d + 2] - 2.0 * p * n[wall, 1]
+    Hc, Hn = layout.H[own], layout.H[nbr]
+    pick = side[:, None]
+    Fm, Fp, dmax, _ = get_flux(scheme, 2)(np.where(pick, Wn, Wc), np.where(pick, Wc, Wn),
+                                          np.where(side, Hn, Hc), np.where(side, Hc, Hn), n,
+                                          model.g, model.r, model.eps_h, True)  # fmt: skip
+    S = (ln[:, None] * np.where(pick, Fp, Fm)).reshape(L, k, 6)
+    D = (ln * dmax).reshape(L, k)
+    A = layout.area
+    speeds = sum((D[:, s] for s in range(1, k)), D[:, 0])
+    dt = ((2 * cfl) * A / np.where(speeds > 0, speeds, np.nan))[speeds > 0].min()
+    nout = np.where(pick, -n, n).reshape(L, k, 2)
+    lnk, nbrk = ln.reshape(L, k), np.where(wall, -1, nbr).reshape(L, k)
+    theta, flux = np.ones((L, 2)), []
+    for l, d in enumerate((0, 3)):
+        lqn = lnk * (W[:, None, d + 1] * nout[..., 0] + W[:, None, d + 2] * nout[..., 1])
+        phi = S[..., d] + lqn
+        out = np.zeros(L)
+        for s in range(k):
+            out = out + np.maximum(phi[:, s], 0.0)
+        need, have = dt * out, W[:, d] * A
+        lim = need > have
+        theta[lim, l] = have[lim] / need[lim] * (1 - cuda_header.LIMIT_MARGIN["float64"])
+        flux.append((phi, lqn))
+    for l, d in enumerate((0, 3)):
+        phi, lqn = flux[l]
+        th = np.where(phi > 0, theta[:, None, l], np.where(nbrk >= 0, theta[nbrk, l], 1.0))
+        S[..., d] = np.where((th != 1) & (phi != 0), th * phi - lqn, S[..., d])
+    acc = sum((S[:, s] for s in range(1, k)), S[:, 0])
+    U = W + -((dt / A)[:, None] * acc)
+    for d in (0, 3):  # clip, thin-layer damping (§8)
+        U[:, d] = np.maximum(U[:, d], 0.0)
+        thin = U[:, d] < model.eps_h
+        damp = U[thin, d] * inverse_depth(U[thin, d], model.eps_h)
+        U[thin, d + 1] *= damp
+        U[thin, d + 2] *= damp
+    return U, theta
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+def test_limiter_on_host_is_the_numpy_transcription(variant):
+    """Step by step through the slope surge from t = 0.9 s until the limiter has acted in
+    three steps: each step of the kernels is bitwise the NumPy transcription's
+    (:func:`limited_step`), limited or not, and `limited` counts its cell-layers with
+    theta < 1."""
+    from dataclasses import replace
+
+    layout = surge_layout()
+    W, limited, acted = layout.W0, 0, 0
+    for _ in range(60):
+        got, ctrl = emulated_run(replace(layout, W0=W), "pvm-ifcp", variant, "nonlagged", 1.0, 1)
+        want, theta = limited_step(layout, W, "pvm-ifcp")
+        assert np.array_equal(got, want)
+        assert ctrl["limited"] == np.count_nonzero(theta < 1) and ctrl["clipped"] == 0
+        limited += int(ctrl["limited"])
+        acted += ctrl["limited"] > 0
+        W = got
+        if acted == 3:
+            break
+    assert acted == 3
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_limiter_on_host_leaves_runs_it_does_not_limit_unchanged():
+    """The slope surge to t = 0.9 s: candidate cells are listed (and recomputed) but none
+    is limited, and every variant's state is bitwise the CPU backend's, which has no
+    limiter."""
+    layout, want = surge_layout(0.0), surge_layout(0.9).W0
+    for variant in gpu.VARIANTS:
+        W, ctrl = emulated_run(layout, "pvm-ifcp", variant, "nonlagged", 0.9, 10**6)
+        assert ctrl["listed"] > 0 and ctrl["limited"] == 0
+        assert np.array_equal(W, want), variant
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_limiter_on_host_carries_the_slope_surge_past_its_first_clip(dtype):
+    """The slope surge from t = 0.9 to 1.2 s (140 to 170 steps; without the limiter the
+    first clip is at t = 0.966 s): the limiter acts, nothing is clipped, each layer's mass
+    holds to 1e-13 (float32: 1e-6), no depth is negative, and every variant gives the same
+    state bit for bit. (Not further: the lower layer's tip, its mass limited and its
+    momentum not, speeds up until dt collapses near t = 1.29 s.)"""
+    layout = surge_layout(dtype=dtype)
+    area = layout.area
+    mass0 = layout.W0[:, [0, 3]].astype(np.float64).T @ area
+    runs = [emulated_run(layout, "pvm-ifcp", v, "nonlagged", 0.3, 10**6) for v in gpu.VARIANTS]
+    W, ctrl = runs[0]
+    assert ctrl["t"] == 0.3 and ctrl["steps"] > 140
+    assert ctrl["limited"] > 0 and ctrl["clipped"] == 0 and ctrl["clip_step"] == 0
+    drift = np.abs(W[:, [0, 3]].astype(np.float64).T @ area - mass0) / mass0
+    assert drift.max() <= (1e-13 if dtype == "float64" else 1e-6)
+    assert W[:, [0, 3]].min() >= 0.0
+    for W2, ctrl2 in runs[1:]:
+        assert np.array_equal(W2, W)
+        for field in ("steps", "limited", "thin_cells", "nonhyp", "thin"):
+            assert ctrl2[field] == ctrl[field], field
+
+
+def drain_simulation() -> Simulation:
+    """Two thin layers (5 mm each) flowing diagonally at 5 m/s across a strip whose long
+    sides hold a level (the north side drains them), walls at both ends, PVM-IFCP, a fixed
+    dt of 0.018 s below the stable step but long enough that triangles with outflow through
+    two of their edges, the level boundary among them, would empty: the limiter scales
+    level-boundary slots (docs/SCHEMES.md §13.4, item 5 of the limiter's specification)."""
+    from fvswe.boundary import Level
+    from fvswe.mesh.generate import strip
+
+    h, q = 0.005, 0.025
+    return Simulation(strip(20, 1, 0.0, 10.0), layers=2, scheme="pvm-ifcp", r=0.5, H=2 * h,
+                      initial={"h1": h, "h2": h, "q1x": q, "q2x": q, "q1y": q, "q2y": q},
+                      boundary={"west": "wall", "east": "wall",
+                                "wall": Level(0.0, interface=-h, every=1.0, until=100.0)},
+                      dt_mode="fixed", dt=0.018)  # fmt: skip
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_limiter_on_host_records_scaled_level_fluxes():
+    """:func:`drain_simulation` for 10 steps: the limiter acts, and each layer's volume
+    changes by exactly the level inflow counter (to 1e-13 relative; with the unscaled
+    fluxes recorded it is off by 5e-4), nothing clipped, every variant the same bitwise."""
+    layout = drain_simulation().layout
+    mass0 = layout.W0[:, [0, 3]].T @ layout.area
+    runs = [emulated_run(layout, "pvm-ifcp", v, "fixed", 1.0, 10, 0.018) for v in gpu.VARIANTS]
+    W, ctrl = runs[0]
+    assert ctrl["steps"] == 10 and ctrl["cfl_step"] == 0
+    assert ctrl["limited"] > 0 and ctrl["clipped"] == 0 and W[:, [0, 3]].min() >= 0
+    inflow = np.array([ctrl["level_inflow"], ctrl["level_inflow2"]])
+    assert (np.abs(W[:, [0, 3]].T @ layout.area - mass0 - inflow) / mass0).max() <= 1e-13
+    assert (np.abs(inflow) / mass0).min() > 1e-4  # the levels drain
+    for W2, ctrl2 in runs[1:]:
+        assert np.array_equal(W2, W)
+        assert (ctrl2["level_inflow"], ctrl2["level_inflow2"]) == tuple(inflow)

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_cuda_sources import flux_error, forcing_run, random_edges
+from test_cuda_sources import (
+    drain_simulation,
+    flux_error,
+    forcing_run,
+    limited_step,
+    random_edges,
+    surge_layout,
+)
 
 from fvswe.backends import gpu
 from fvswe.backends.layout import Layout
@@ -332,3 +339,82 @@ def test_grid_cases_match_cpu_backend(case_name, dtype):
     tol = 1e-10 if dtype == "float64" else 1e-4
     assert np.abs(W - ref).max() <= tol * np.abs(ref).max()
     assert W[:, 0].min() >= 0
+
+
+# -- the positivity limiter (docs/SCHEMES.md §13.4; the host-shim tests' mirrors) ----------------
+
+
+def surge_backend(variant: str, t0: float = 0.9, dtype: str = "float64") -> gpu.GpuBackend:
+    """A GpuBackend on the slope surge as the CPU backend leaves it at ``t0`` (t restarts at 0)."""
+    layout = surge_layout(t0, dtype)
+    return gpu.GpuBackend(layout, "pvm-ifcp", dt_mode="nonlagged", variant=variant)
+
+
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+def test_limiter_is_the_numpy_transcription(variant):
+    """Step by step through the slope surge from t = 0.9 s until the limiter has acted in
+    three steps: each device step is bitwise the NumPy transcription's, and `limited`
+    counts its cell-layers with theta < 1."""
+    B = surge_backend(variant)
+    layout, W, acted = B.layout, B.get_state(), 0
+    for _ in range(60):
+        before = B.counters()["limited"]
+        B.set_state(W)
+        assert B.advance(B.t + 1.0, 1)[1] == 1
+        want, theta = limited_step(layout, W, "pvm-ifcp")
+        W = B.get_state()
+        assert np.array_equal(W, want)
+        counters = B.counters()
+        assert counters["limited"] - before == np.count_nonzero(theta < 1)
+        assert counters["clipped_cells"] == 0
+        acted += counters["limited"] > before
+        if acted == 3:
+            break
+    assert acted == 3
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_limiter_carries_the_slope_surge_past_its_first_clip(dtype):
+    """The slope surge from t = 0.9 to 1.2 s: the limiter acts, nothing is clipped, each
+    layer's mass holds to 1e-13 (float32: 1e-6), no depth is negative, every variant gives
+    the same state bit for bit."""
+    runs = []
+    for variant in gpu.VARIANTS:
+        B = surge_backend(variant, dtype=dtype)
+        mass0 = np.array(B.layer_mass(B.layout.area))
+        assert B.advance(0.3, 10**6)[0] == 0.3
+        counters = B.counters()
+        assert counters["limited"] > 0 and counters["clipped_cells"] == 0
+        assert B.first_clip is None
+        drift = np.abs(np.array(B.layer_mass(B.layout.area)) - mass0) / mass0
+        assert drift.max() <= (1e-13 if dtype == "float64" else 1e-6)
+        assert B.first_invalid() is None  # no NaN, no negative depth
+        runs.append((B.get_state(), counters))
+    for W, counters in runs[1:]:
+        assert np.array_equal(W, runs[0][0]) and counters == runs[0][1]
+
+
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+def test_limiter_leaves_runs_it_does_not_limit_unchanged(variant):
+    """The slope surge to t = 0.9 s: candidates are listed but none is limited, and the
+    state is bitwise the CPU backend's (no limiter)."""
+    B = surge_backend(variant, 0.0)
+    B.advance(0.9, 10**6)
+    assert B.counters()["limited"] == 0 and B._read_ctrl()["listed"] > 0
+    assert np.array_equal(B.get_state(), surge_layout(0.9).W0)
+
+
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+def test_limiter_records_scaled_level_fluxes(variant):
+    """test_cuda_sources.drain_simulation on the device: the limiter acts and each layer's
+    volume changes by exactly the level inflow counter; bitwise the host shim's variants."""
+    sim = drain_simulation()
+    B = gpu.GpuBackend(sim.layout, "pvm-ifcp", dt_mode="fixed", dt_fixed=0.018, variant=variant)
+    mass0 = np.array(B.layer_mass(B.layout.area))
+    assert B.advance(1.0, 10)[1] == 10 and B.courant_violation is None
+    counters = B.counters()
+    assert counters["limited"] > 0 and counters["clipped_cells"] == 0
+    inflow = np.array([counters["level_inflow"], counters["level_inflow2"]])
+    mass = np.array(B.layer_mass(B.layout.area))
+    assert (np.abs(mass - mass0 - inflow) / mass0).max() <= 1e-13
+    assert B.first_invalid() is None

@@ -344,22 +344,33 @@ def test_mass_drift_beyond_round_off_stops_the_run():
 
 # -- the GPU pipeline on the host -----------------------------------------------------------------
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
-def test_device_records_clips_thin_cells_and_the_courant_stop_as_the_cpu():
+def test_device_records_clips_thin_cells_and_the_courant_stop_as_the_cpu(monkeypatch):
     """The emulated CUDA pipeline reports the CPU backend's first clipped cell and step and its
-    thin-layer cells, and stops a fixed dt above the stable step at the same step and cell with
-    the same Courant number."""
-    g = Grid(40, 2, 0.25, 0.25, origin=(-5.0, 0.0))
-    initial = {"h1": 0.05, "h2": 1.95, "q1x": lambda x, y: 0.1 * np.sign(x)}
-    options = dict(layers=2, scheme="pvm-ifcp", r=0.5, H=2.0, initial=initial)
-    sim = Simulation(g.mesh(), dt_mode="nonlagged", **options)
-    sim.backend.advance(1.0, 200)
+    thin-layer cells (one-layer Roe beside dry cells: two layers have the positivity limiter),
+    and stops a fixed dt above the stable step at the same step and cell with the same
+    Courant number."""
+    from fvswe.mesh.generate import structured_square
+
+    def h(x, y):  # deep for x < 0; thin (0 .. 5 mm) and dry patches for x > 0
+        return np.where(x < 0, 1.0, 5e-3 * np.maximum(0.0, np.sin(3 * x + 2 * y)))
+
+    monkeypatch.setattr("fvswe.simulation.refuse_dry_cells", lambda *args: None)
+    initial = {"h": h, "qx": lambda x, y: 0.3 * h(x, y)}
+    sim = Simulation(structured_square(10), layers=1, scheme="roe", H=1.0, eps_h=5e-3,
+                     initial=initial, dt_mode="nonlagged")  # fmt: skip
+    sim.backend.advance(0.5, 200)
     assert sim.backend.first_clip is not None
     counters = sim.backend.counters()
-    W, ctrl = emulated_run(sim.layout, "pvm-ifcp", "edge", "nonlagged", 1.0, 200)
+    W, ctrl = emulated_run(sim.layout, "roe", "edge", "nonlagged", 0.5, 200)
     cell, step, t = sim.backend.first_clip
     assert ctrl["clip_cell"] + gpu.NO_CELL == cell and ctrl["clip_step"] - 1 == step
     assert ctrl["clip_t"] == t and ctrl["thin_cells"] == counters["thin_layer_cells"] > 0
-    dt = 3.0 * sim.backend.dt
+    g = Grid(40, 2, 0.25, 0.25, origin=(-5.0, 0.0))
+    initial = {"h1": 0.05, "h2": 1.95, "q1x": lambda x, y: 0.1 * np.sign(x)}
+    options = dict(layers=2, scheme="pvm-ifcp", r=0.5, H=2.0, initial=initial)
+    stable = Simulation(g.mesh(), dt_mode="nonlagged", **options)
+    stable.backend.advance(1.0, 1)
+    dt = 3.0 * stable.backend.dt
     fixed = Simulation(g.mesh(), dt_mode="fixed", dt=dt, **options)
     fixed.backend.advance(1.0, 50)
     cell, step, t, courant = fixed.backend.courant_violation

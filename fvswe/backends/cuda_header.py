@@ -33,6 +33,12 @@ BC_BITS = 3
 #: ``OP_DT`` dt = min_i dt_i (after the update when both); ``OP_COUNT`` count flagged
 #: edges (edge passes that feed an update).
 OP_UPDATE, OP_DT, OP_COUNT = 1, 2, 4
+#: The positivity limiter (docs/SCHEMES.md §13.4): theta = h |V| / (dt out) (1 - margin), the
+#: margin (float64, float32) keeping a limited depth >= 0 under round-off; the candidate
+#: test's bound is taken (1 + LIMIT_SLACK) times, so that rounding never drops a cell whose
+#: theta is < 1.
+LIMIT_MARGIN = {"float64": 2.0**-40, "float32": 2.0**-18}
+LIMIT_SLACK = 1e-3
 #: ``constexpr`` integers and doubles of ``constants.cuh`` (name -> value).
 CONSTANTS: dict[str, int | float] = {
     "FLAG_NONHYPERBOLIC": common.FLAG_NONHYPERBOLIC,
@@ -53,6 +59,9 @@ CONSTANTS: dict[str, int | float] = {
     "FRICTION_CHEZY": FRICTION_KINDS["chezy"],
     "FRICTION_MANNING": FRICTION_KINDS["manning"],
     "LAST_STEP_RTOL": LAST_STEP_RTOL,
+    "LIMIT_MARGIN64": LIMIT_MARGIN["float64"],
+    "LIMIT_MARGIN32": LIMIT_MARGIN["float32"],
+    "LIMIT_SLACK": LIMIT_SLACK,
 }
 
 #: C type -> NumPy field type (pointers are 8-byte device addresses).
@@ -118,6 +127,16 @@ CTRL_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("wind_law", "int", "drag law: 1 constant, 2 Large & Pond, 3 Wu"),
     ("wind_cd", "double", "the constant law's C_d"),
     ("wind_ratio", "double", "rho_air / rho_water"),
+    # The positivity limiter (docs/SCHEMES.md §13.4; two layers), on the device: the normal
+    # pass lists its candidate cells, limit_theta and limit_update act on them and reset.
+    ("t_step", "double", "start time of the step last taken (t before finish_step advanced it)"),
+    ("limited", "unsigned long long", "layers of cells limited (theta < 1)"),
+    ("lim_cells", "int*", "the step's candidates (n_cells long)"),
+    ("lim_theta", "double*", "theta per cell and layer: 1 but in a step's limit kernels"),
+    ("lim_claim", "int*", "per cell: 0 but in a step's limit kernels (LIM_* marks)"),
+    ("listed", "unsigned long long", "candidates listed in all steps (the limiter's work)"),
+    ("candidates", "int", "cells in lim_cells (0: the limit kernels return at once)"),
+    ("pad2", "int", "alignment"),
 )
 
 #: Host view of ``struct Ctrl`` (same fields, same offsets: both are written from

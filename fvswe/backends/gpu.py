@@ -10,12 +10,17 @@ batch, so no host synchronisation happens per step.
 Three variants, same results bit for bit (float64):
 
 - ``edge``: the paper's design; an edge pass writes per-cell slots, a volume
-  pass sums them, updates and reduces dt (2 launches a step, 3 non-lagged);
+  pass sums them, updates and reduces dt (2 launches a step, 3 non-lagged),
+  alternating two state buffers;
 - ``gather``: one thread per cell evaluates the cell's edges with the edge's
   orientation and updates the cell (1 launch a step, 2 non-lagged), alternating
   two state buffers; each interior edge is evaluated twice, no slot traffic;
 - ``slot``: as ``gather``, with one thread per slot and the cell's sum in shared
   memory (k times the threads in flight: for small, latency-bound meshes).
+
+Two-layer steps end with the positivity limiter's two kernels (docs/SCHEMES.md §13.4),
+the same for every variant, which return at once unless the step's normal pass listed
+candidate cells.
 
 The CUDA sources are ``fvswe/backends/cuda/*.cu`` and the device physics emitted
 from the Numba modules by :mod:`fvswe.codegen` (docs/CODEGEN.md); a module is
@@ -67,7 +72,11 @@ COUNTERS = {
     "degenerate_edges": "degenerate",
     "thin_layer_edges": "thin",
     "thin_layer_cells": "thin_cells",
+    "limited": "limited",
 }
+#: Most blocks of the limiter's kernels (grid-stride over the step's candidates): few, so
+#: that their launches cost little when they return at once.
+LIMIT_BLOCKS = 1024
 
 
 def available() -> tuple[bool, str]:
@@ -292,27 +301,33 @@ def resolve_variant(variant: str | None, scheme: str, n_cells: int) -> str:
     return variant or os.environ.get("FVSWE_GPU_VARIANT") or default_variant(scheme, n_cells)
 
 
-def step_plan(variant: str, dt_mode: str, parity: int) -> list[tuple[str, int, int, int]]:
+def step_plan(
+    variant: str, dt_mode: str, parity: int, layers: int = 2
+) -> list[tuple[str, int, int, int]]:
     """Kernels of one step as ``(kernel, op, src, dst)``; src/dst index the two state
-    buffers of the gather and slot variants (step ``parity`` 0 reads buffer 0 and writes 1).
+    buffers (step ``parity`` 0 reads buffer 0 and writes 1).
 
     edge: edge pass, then the volume pass updating and reducing dt (lagged), or reducing
     dt first (non-lagged), or updating and checking the fixed dt against the stable
     one (fixed: the reduction leaves dt alone). gather, slot: the same ops in one kernel.
+    Two layers: then the limiter's ``limit_theta`` and ``limit_update`` (docs/SCHEMES.md
+    §13.4), reading the old state and rewriting the new one where it limits.
     """
     update = OP_UPDATE | (OP_DT if dt_mode == "fixed" else 0)
+    src, dst = parity, 1 - parity
     if variant == "edge":
-        plan = [("edge_pass", OP_COUNT, 0, 0)]
-        if dt_mode == "lagged":
-            return plan + [("volume_pass", OP_UPDATE | OP_DT, 0, 0)]
-        if dt_mode == "nonlagged":
-            plan.append(("volume_pass", OP_DT, 0, 0))
-        return plan + [("volume_pass", update, 0, 0)]
-    step, src, dst = f"{variant}_step", parity, 1 - parity
+        plan = [("edge_pass", OP_COUNT, src, src)]
+        volume = "volume_pass"
+    else:
+        plan, volume, update = [], f"{variant}_step", update | OP_COUNT
     if dt_mode == "lagged":
-        return [(step, OP_UPDATE | OP_DT | OP_COUNT, src, dst)]
-    plan = [(step, OP_DT, src, src)] if dt_mode == "nonlagged" else []
-    return plan + [(step, update | OP_COUNT, src, dst)]
+        update |= OP_DT
+    elif dt_mode == "nonlagged":
+        plan.append((volume, OP_DT, src, src))
+    plan.append((volume, update, src, dst))
+    if layers == 2:
+        plan += [("limit_theta", 0, src, src), ("limit_update", 0, src, dst)]
+    return plan
 
 
 def initial_dt_plan(variant: str) -> list[tuple[str, int, int, int]]:
@@ -320,6 +335,16 @@ def initial_dt_plan(variant: str) -> list[tuple[str, int, int, int]]:
     if variant == "edge":
         return [("edge_pass", 0, 0, 0), ("volume_pass", OP_DT, 0, 0)]
     return [(f"{variant}_step", OP_DT, 0, 0)]
+
+
+def limiter_arrays(layout: Layout) -> dict[str, np.ndarray]:
+    """The limiter's per-cell arrays as a step finds them (two layers; none for one): the
+    candidate list, theta = 1 and no marks (fields of the control block of the same names)."""
+    if layout.model.layers != 2:
+        return {}
+    L = layout.n_cells
+    return {"lim_cells": np.zeros(L, dtype=np.int32), "lim_theta": np.ones(2 * L),
+            "lim_claim": np.zeros(L, dtype=np.int32)}  # fmt: skip
 
 
 def pointed_arrays(layout: Layout) -> dict[str, np.ndarray]:
@@ -422,6 +447,8 @@ class GpuBackend:
         names = ("find_invalid", "debug_flux") + (
             ("edge_pass", "volume_pass") if variant == "edge" else (f"{variant}_step",)
         )
+        if self.model.layers == 2:
+            names += ("limit_theta", "limit_update")
         self._k = {n: mod.get_function(n) for n in names}  # compiles and loads before capture
         self._cp = cupy
         self.stream = cupy.cuda.Stream(non_blocking=True)
@@ -436,6 +463,7 @@ class GpuBackend:
             per_block = block // lay.k
             self._cell_grid = (lay.owned_cells + per_block - 1) // per_block
         self._edge_grid = (lay.owned_edges + block - 1) // block
+        self._limit_grid = min((lay.owned_cells + block - 1) // block, LIMIT_BLOCKS)
         with self.stream:
             dev = cupy.asarray
             self._area = dev(lay.area)
@@ -443,20 +471,25 @@ class GpuBackend:
             self._partial = cupy.empty(self._cell_grid, dtype=self.dtype)
             self._ctrl = cupy.zeros(CTRL_DTYPE.itemsize, dtype=np.uint8)
             self._first = cupy.empty(1, dtype=np.int32)
+            self._W2 = cupy.empty_like(self._W)
+            # per slot: every variant's limiter and the gather and slot steps
+            e = lay.cell_edges.ravel()
+            self._code = dev(slot_codes(lay))
+            self._normal = dev(np.ascontiguousarray(lay.edge_normal[e]))
+            self._length = dev(np.ascontiguousarray(lay.edge_length[e]))
             if variant == "edge":
                 self._idx = dev(edge_arrays(lay))
-                self._normal = dev(lay.edge_normal)
-                self._length = dev(lay.edge_length)
+                self._edge_normal = dev(lay.edge_normal)
+                self._edge_length = dev(lay.edge_length)
                 self._slots = cupy.empty((L * lay.k,) + self._W.shape[1:], dtype=self.dtype)
                 n = lay.owned_edges  # a part's edges from a halo cell: computed, not counted
-                self._halo_edges = (np.int32(E - n), self._idx[n:], self._normal[n:],
-                                    self._length[n:], (E - n + block - 1) // block)  # fmt: skip
-            else:
-                e = lay.cell_edges.ravel()
-                self._code = dev(slot_codes(lay))
-                self._normal = dev(np.ascontiguousarray(lay.edge_normal[e]))
-                self._length = dev(np.ascontiguousarray(lay.edge_length[e]))
-                self._W2 = cupy.empty_like(self._W)
+                self._halo_edges = (
+                    np.int32(E - n),
+                    self._idx[n:],
+                    self._edge_normal[n:],
+                    self._edge_length[n:],
+                    (E - n + block - 1) // block,
+                )
         ctrl = np.zeros(1, dtype=CTRL_DTYPE)
         ctrl["dt"] = dt_fixed if dt_mode == "fixed" else math.nan
         ctrl["dt_fixed"] = dt_fixed or 0.0
@@ -467,7 +500,8 @@ class GpuBackend:
         ctrl["r"] = self.model.r
         ctrl["eps_h"] = self.model.eps_h
         with self.stream:  # coefficients, tables and forcing, reached through the control block
-            self._pointed = {k: cupy.asarray(a) for k, a in pointed_arrays(lay).items()}
+            arrays = {**pointed_arrays(lay), **limiter_arrays(lay)}
+            self._pointed = {k: cupy.asarray(a) for k, a in arrays.items()}
         for name, arr in self._pointed.items():
             ctrl[name] = arr.data.ptr
         ctrl["n_level"] = level_edges(lay).size
@@ -625,41 +659,43 @@ class GpuBackend:
         return None if v == INT32_MAX else divmod(v, 8)
 
     # -- steps ---------------------------------------------------------------------------------
-    def _edge(self, op: int) -> None:
-        edges = [(self._E, self._idx, self._normal, self._length, self._edge_grid, op)]
-        if self._halo_edges[0]:  # a part: its edges from a halo cell, their flags not counted
-            edges.append((*self._halo_edges, op & ~OP_COUNT))
-        for n, idx, normal, length, grid, o in edges:
-            self._k["edge_pass"](
-                (grid,), (self.block,),
-                (n, self._W, idx, normal, length, self._slots, self._ctrl, *self._params,
-                 np.int32(o)),
-            )  # fmt: skip
-
-    def _volume(self, op: int) -> None:
-        self._k["volume_pass"](
-            (self._cell_grid,), (self.block,),
-            (self._L, self._W, self._area, self._slots, self._ctrl, self._partial,
-             self._params[2], np.int32(op)),
-        )  # fmt: skip
-
-    def _gather(self, op: int, win, wout) -> None:
-        self._k[f"{self.variant}_step"](
-            (self._cell_grid,), (self.block,),
-            (self._L, win, wout, self._area, self._code, self._normal, self._length, self._ctrl,
-             self._partial, *self._params, np.int32(op)),
-        )  # fmt: skip
+    def _launch_kernel(self, kernel: str, op: int, win, wout) -> None:
+        """One kernel of a plan on state buffers ``win`` (the step's old state) and ``wout``.
+        On a part the edge pass also runs over the edges from a halo cell, flags uncounted."""
+        slots = (self._code, self._normal, self._length)
+        if kernel == "edge_pass":
+            own = (self._E, self._idx, self._edge_normal, self._edge_length, self._edge_grid)
+            edges = [(*own, op)]
+            if self._halo_edges[0]:
+                edges.append((*self._halo_edges, op & ~OP_COUNT))
+            for n, idx, normal, length, grid, o in edges:
+                self._k[kernel](
+                    (grid,), (self.block,),
+                    (n, win, idx, normal, length, self._slots, self._ctrl, *self._params,
+                     np.int32(o)),
+                )  # fmt: skip
+            return
+        if kernel == "volume_pass":
+            grid = self._cell_grid
+            args = (self._L, win, wout, self._area, self._slots, self._ctrl, self._partial,
+                    self._params[2], np.int32(op))  # fmt: skip
+        elif kernel == "limit_theta":
+            grid = self._limit_grid
+            args = (win, self._area, *slots, self._ctrl, *self._params)
+        elif kernel == "limit_update":
+            grid = self._limit_grid
+            args = (win, wout, self._area, *slots, self._ctrl, *self._params)
+        else:
+            grid = self._cell_grid
+            args = (self._L, win, wout, self._area, *slots, self._ctrl, self._partial,
+                    *self._params, np.int32(op))  # fmt: skip
+        self._k[kernel]((grid,), (self.block,), args)
 
     def _run(self, plan: list[tuple[str, int, int, int]]) -> None:
         """Launch the kernels of a plan (see :func:`step_plan`)."""
-        bufs = (self._W, getattr(self, "_W2", None))
+        bufs = (self._W, self._W2)
         for kernel, op, src, dst in plan:
-            if kernel == "edge_pass":
-                self._edge(op)
-            elif kernel == "volume_pass":
-                self._volume(op)
-            else:
-                self._gather(op, bufs[src], bufs[dst])
+            self._launch_kernel(kernel, op, bufs[src], bufs[dst])
             if self.halo is not None:
                 self.halo.after(op, bufs[dst])
 
@@ -669,7 +705,7 @@ class GpuBackend:
 
     def _step(self, parity: int) -> None:
         """Launch one step (skipped on the device once t_end or max_steps is reached)."""
-        self._run(step_plan(self.variant, self.dt_mode, parity))
+        self._run(step_plan(self.variant, self.dt_mode, parity, self.model.layers))
 
     def _launch(self, n: int) -> None:
         """Launch ``n`` (even) steps, as one CUDA graph replay when graphs are on."""
@@ -726,11 +762,12 @@ class GpuBackend:
 
         gather, slot: read and write the state, read the per-slot edge data; edge: the edge
         pass reads the state and edge data and writes the slots, the volume pass reads
-        the slots and the state and writes the state.
+        the slots and the state and writes the state. The limiter's kernels add nothing
+        compulsory: they read one flag unless the step has candidates (a few cells).
         """
         state = self._W.nbytes + (self._area.nbytes if self.model.layers == 1 else 0)
         if self.variant == "edge":
-            edges = self._idx.nbytes + self._normal.nbytes + self._length.nbytes
+            edges = self._idx.nbytes + self._edge_normal.nbytes + self._edge_length.nbytes
             return 3 * state + edges + 2 * self._slots.nbytes
         return 2 * state + self._code.nbytes + self._normal.nbytes + self._length.nbytes
 

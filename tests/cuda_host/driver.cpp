@@ -6,7 +6,8 @@
 //        interfacial (0/1); float64 t_end, dt (NaN unless fixed), fixed (0/1), cfl, g, r, eps_h;
 //        three plans (initial dt, even step, odd step), each an int32 count and
 //        (kernel, op, src, dst) int32 rows with kernel 0 edge_pass, 1 volume_pass,
-//        2 gather_step, 3 slot_step; the level tables (int32 table per level edge, int64
+//        2 gather_step, 3 slot_step, 4 limit_theta, 5 limit_update (gpu.LIMIT_BLOCKS blocks
+//        at most, given as int32 after the plans); the level tables (int32 table per level edge, int64
 //        offsets, float64 times, float64 values); the per-cell float64 friction and
 //        interfacial coefficients (L each, when on); then the device arrays in the order read
 //        below; then the forcing: int32 n_wind, wind law, coriolis (0/1); float64 C_d,
@@ -16,6 +17,7 @@
 #include "edge.cu"
 #include "gather.cu"
 #include "slot.cu"
+#include <algorithm>
 #include <array>
 #include <cstdio>
 
@@ -46,6 +48,7 @@ int main()
     const unsigned sgrid = (L + CELLS_PER_BLOCK - 1) / CELLS_PER_BLOCK;
     const real g = real(prm[4]), r = real(prm[5]), eps_h = real(prm[6]);
     const Plan init = input_plan(), even = input_plan(), odd = input_plan();
+    const unsigned lgrid = std::min(cgrid, unsigned(input<int>(1)[0]));
     const auto level_table = input<int>(hdr[5]);
     const auto level_offsets = input<long long>(hdr[6] + 1);
     const auto level_times = input<double>(hdr[7]);
@@ -69,6 +72,8 @@ int main()
     const auto coriolis_f = input<double>(fhdr[2] ? L : 0);
     std::vector<real4> W2(W.size()), S(size_t(L) * FVSWE_K * NVEC);
     std::vector<real> partial(sgrid);
+    std::vector<int> lim_cells(L), lim_claim(L);  // the limiter's arrays as a step finds them
+    std::vector<double> lim_theta(2 * size_t(L), 1.0);
     real4* bufs[2] = {W.data(), W2.data()};
     Ctrl c{};
     c.max_steps = hdr[2];
@@ -97,15 +102,26 @@ int main()
     c.wind_law = fhdr[1];
     c.wind_cd = fprm[0];
     c.wind_ratio = fprm[1];
+    c.lim_cells = lim_cells.data();
+    c.lim_theta = lim_theta.data();
+    c.lim_claim = lim_claim.data();
 
     auto run = [&](const Plan& plan) {
         for (const auto& [kernel, op, src, dst] : plan) {
             if (kernel == 0)
-                launch(egrid, B, edge_pass, E, bufs[0], idx.data(), en.data(), el.data(), S.data(), &c,
+                launch(egrid, B, edge_pass, E, bufs[src], idx.data(), en.data(), el.data(), S.data(), &c,
                        g, r, eps_h, op);
             else if (kernel == 1)
-                launch(cgrid, B, volume_pass, L, bufs[0], area.data(), S.data(), &c, partial.data(), eps_h,
-                       op);
+                launch(cgrid, B, volume_pass, L, bufs[src], bufs[dst], area.data(), S.data(), &c,
+                       partial.data(), eps_h, op);
+#if FVSWE_LAYERS == 2
+            else if (kernel == 4)
+                launch(lgrid, B, limit_theta, bufs[src], area.data(), code.data(), sn.data(), sl.data(),
+                       &c, g, r, eps_h);
+            else if (kernel == 5)
+                launch(lgrid, B, limit_update, bufs[src], bufs[dst], area.data(), code.data(), sn.data(),
+                       sl.data(), &c, g, r, eps_h);
+#endif
             else
                 launch(kernel == 2 ? cgrid : sgrid, B, kernel == 2 ? gather_step : slot_step, L,
                        bufs[src], bufs[dst], area.data(), code.data(), sn.data(), sl.data(), &c,

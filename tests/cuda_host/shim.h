@@ -202,6 +202,12 @@ template <typename T> inline T atomicAdd(T* p, T v)
     *p = old + v;
     return old;
 }
+inline int atomicOr(int* p, int v)
+{
+    const int old = *p;
+    *p = old | v;
+    return old;
+}
 inline int atomicMin(int* p, int v)
 {
     const int old = *p;

@@ -1,7 +1,9 @@
 // Edge-based variant (the paper's design): the edge pass evaluates each edge once and
 // writes |Gamma| F-, |Gamma| F+ and |Gamma| ||D|| into the per-cell slots it owns
 // (no atomics); the volume pass sums each cell's slots in local order, updates the
-// cell and reduces dt. Two or three launches per step; CUDA graphs hide them.
+// cell and reduces dt. Two or three launches per step (and the limiter's two, service.cuh);
+// CUDA graphs hide them. Reads Win and writes Wout, so the host alternates two buffers and
+// the step's old state stays for the limiter.
 #include "pipeline.cuh"
 
 // Edge e: idx = (i, j, slot_i, slot_j) with j = -(boundary code) on the boundary.
@@ -21,12 +23,12 @@ edge_pass(const int n_edges, const real4* __restrict__ W, const int4* __restrict
     if (id.y >= 0) {
         load_cell(W, id.y, Wj, Hj);
     } else {
-        ghost_state(Wi, Hi, -id.y, n.x, n.y, ctrl, g, eps_h, Wj);
+        ghost_state(Wi, Hi, -id.y, n.x, n.y, ctrl, ctrl->t, g, eps_h, Wj);
         Hj = Hi;
     }
     real Fm[NVAR], Fp[NVAR], dmax;
     const int flags = scheme_flux(Wi, Wj, Hi, Hj, n.x, n.y, Params{g, r, eps_h}, Fm, Fp, dmax);
-    if (id.y < 0) boundary_flux(ctrl, -id.y, Wi, n.x, n.y, len, Fm);
+    if (id.y < 0) boundary_flux(ctrl, ctrl->t, -id.y, Wi, n.x, n.y, len, Fm);
     store_slot(S, id.z, len, Fm, dmax);
     if (id.y >= 0) store_slot(S, id.w, len, Fp, dmax);
     if ((op & OP_COUNT) && flags) count_flags(ctrl, flags);
@@ -36,18 +38,23 @@ edge_pass(const int n_edges, const real4* __restrict__ W, const int4* __restrict
 // close_cell), dt_c = 2 cfl |V_c| / sum(|Gamma| ||D||) (op & OP_DT); the last block closes
 // the step (finish_step).
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK, FVSWE_MIN_BLOCKS)
-volume_pass(const int n_cells, real4* W, const real* __restrict__ area, const real4* __restrict__ S,
-            Ctrl* ctrl, real* partial, const real eps_h, const int op)
+volume_pass(const int n_cells, const real4* __restrict__ Win, real4* __restrict__ Wout,
+            const real* __restrict__ area, const real4* __restrict__ S, Ctrl* ctrl, real* partial,
+            const real eps_h, const int op)
 {
-    if (!step_active(ctrl)) return;
     const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
+    if (!step_active(ctrl)) {
+        if ((op & OP_UPDATE) && c < n_cells) pass_cell(Win, Wout, c);
+        return;
+    }
     real dti = REAL_INF;
     if (c < n_cells) {
         real acc[NVAR + 1], w[NVAR], H;
+        LimitSums sums;
+        load_cell(Win, c, w, H);
 #pragma unroll
-        for (int l = 0; l < FVSWE_K; ++l) add_slot(S, c * FVSWE_K + l, acc, l == 0);
-        load_cell(W, c, w, H);
-        dti = close_cell(W, c, w, H, cell_area(W, area, c), acc, ctrl, eps_h, op);
+        for (int l = 0; l < FVSWE_K; ++l) add_slot(S, c * FVSWE_K + l, acc, l == 0, w, sums);
+        dti = close_cell(Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl, eps_h, op);
     }
     finish_step(ctrl, partial, dti, op);
 }

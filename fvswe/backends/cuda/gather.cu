@@ -18,15 +18,17 @@ gather_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict_
     real dti = REAL_INF;
     if (c < n_cells) {
         real w[NVAR], H, acc[NVAR + 1], v[NVAR + 1];
+        LimitSums sums;
         load_cell(Win, c, w, H);
 #pragma unroll
         for (int l = 0; l < FVSWE_K; ++l) {
-            slot_contribution(Win, w, H, c * FVSWE_K + l, code, normal, length, Params{g, r, eps_h},
-                              ctrl, op, v);
+            const real len = slot_contribution(Win, w, H, c * FVSWE_K + l, code, normal, length,
+                                               Params{g, r, eps_h}, ctrl, op, v);
 #pragma unroll
             for (int m = 0; m <= NVAR; ++m) acc[m] = l == 0 ? v[m] : add_rn(acc[m], v[m]);
+            limit_sums(sums, w, v, len, l == 0);
         }
-        dti = close_cell(Wout, c, w, H, cell_area(Win, area, c), acc, ctrl, eps_h, op);
+        dti = close_cell(Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl, eps_h, op);
     }
     finish_step(ctrl, partial, dti, op);
 }

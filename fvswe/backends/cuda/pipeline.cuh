@@ -13,7 +13,7 @@
 // Packed state (docs/ARCHITECTURE.md): two layers use two 4-vectors per cell,
 // (h1, q1x, q1y, H) and (h2, q2x, q2y, area); one layer uses (h, qx, qy, H) with
 // the area in a separate array. A slot holds |Gamma| F (nvar values) and |Gamma| ||D||:
-// two layers (F0..F3), (F4, F5, D, 0); one layer (F0, F1, F2, D).
+// two layers (F0..F3), (F4, F5, D, |Gamma|); one layer (F0, F1, F2, D).
 #pragma once
 
 #ifndef FVSWE_LAYERS
@@ -81,6 +81,9 @@ __device__ __forceinline__ void st4(real4* p, const real4 v) { *p = v; }
 #define REAL_INF __int_as_float(0x7f800000)
 #endif
 
+// The limiter's theta margin in this precision (docs/SCHEMES.md §13.4).
+inline constexpr real LIMIT_MARGIN = FVSWE_DOUBLE ? real(LIMIT_MARGIN64) : real(LIMIT_MARGIN32);
+
 // Products and sums of slots are rounded one by one (never contracted into an FMA), so
 // the edge and gather variants, which form them in different kernels, agree bitwise.
 __device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
@@ -126,12 +129,70 @@ __device__ __forceinline__ void count_flags(Ctrl* c, int flags)
 // min that ignores nothing it should not: both operands come from positive speeds.
 __device__ __forceinline__ real min_dt(real a, real b) { return b < a ? b : a; }
 
+// Whether this block is the last of its grid to get here (all threads call it; every
+// earlier block's writes are then visible to it): the ticket of the last-block reductions.
+__device__ __forceinline__ bool last_block(Ctrl* ctrl)
+{
+    __shared__ bool last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        last = atomicAdd(&ctrl->blocks_done, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (last) __threadfence();
+    return last;
+}
+
+// The step's volume in through the edges with tables, per layer, in a fixed order: dt times
+// minus the sum of their outward fluxes (level_flux) onto the inflow counters. All threads
+// of the block call it; thread 0 adds.
+__device__ void add_level_inflow(Ctrl* ctrl, double dt)
+{
+    __shared__ double warp_sum[FVSWE_BLOCK / 32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    double inflow[FVSWE_LAYERS] = {};
+    for (int l = 0; l < FVSWE_LAYERS; ++l) {
+        double s = 0.0;
+        const volatile double* lf = ctrl->level_flux;
+        for (int i = threadIdx.x; i < ctrl->n_level; i += FVSWE_BLOCK) s += lf[2 * i + l];
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        __syncthreads();  // the previous layer's warp_sum is read
+        if (lane == 0) warp_sum[warp] = s;
+        __syncthreads();
+        for (int w = 0; w < FVSWE_BLOCK / 32; ++w) inflow[l] -= warp_sum[w];
+    }
+    if (threadIdx.x == 0) {
+        ctrl->level_inflow += dt * inflow[0];
+#if FVSWE_LAYERS == 2
+        ctrl->level_inflow2 += dt * inflow[1];
+#endif
+    }
+}
+
+// A field that other blocks of the running kernel changed (atomics), read past the
+// (incoherent) L1 cache by a last block.
+template <typename T> __device__ __forceinline__ T fresh(const T& field)
+{
+    return *static_cast<const volatile T*>(&field);
+}
+
+// The first step that clipped a depth: step (1 + its index) and start time t (thread 0).
+__device__ __forceinline__ void record_clip(Ctrl* ctrl, long long step, double t)
+{
+    if (fresh(ctrl->clip_cell) != 0 && ctrl->clip_step == 0) {
+        ctrl->clip_step = step;
+        ctrl->clip_t = t;
+    }
+}
+
 // Block-wide min of dt_i, then the last block to finish reduces the per-block minima
 // and closes the step (advance t, set the next dt). All threads of the block call it.
+// A step with limiter candidates (docs/SCHEMES.md §13.4) leaves the level inflow and the
+// clip record to limit_update, which runs after it and may change both.
 __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
 {
     __shared__ real warp_min[FVSWE_BLOCK / 32];
-    __shared__ bool last;
     for (int o = 16; o > 0; o >>= 1) dti = min_dt(dti, __shfl_xor_sync(0xffffffffu, dti, o));
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) warp_min[warp] = dti;
@@ -140,53 +201,30 @@ __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
         real m = warp_min[0];
         for (int w = 1; w < FVSWE_BLOCK / 32; ++w) m = min_dt(m, warp_min[w]);
         partial[blockIdx.x] = m;
-        __threadfence();
-        last = atomicAdd(&ctrl->blocks_done, 1u) == gridDim.x - 1;
     }
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
+    if (!last_block(ctrl)) return;
     real m = REAL_INF;
     const volatile real* vp = partial;
     for (int b = threadIdx.x; b < gridDim.x; b += FVSWE_BLOCK) m = min_dt(m, vp[b]);
     for (int o = 16; o > 0; o >>= 1) m = min_dt(m, __shfl_xor_sync(0xffffffffu, m, o));
     if (lane == 0) warp_min[warp] = m;
     __syncthreads();
-    // this step's volume in through the edges with tables, per layer (fixed order)
-    double inflow[FVSWE_LAYERS] = {};
-    if ((op & OP_UPDATE) && ctrl->n_level > 0) {
-        __shared__ double warp_sum[FVSWE_BLOCK / 32];
-        for (int l = 0; l < FVSWE_LAYERS; ++l) {
-            double s = 0.0;
-            const volatile double* lf = ctrl->level_flux;
-            for (int i = threadIdx.x; i < ctrl->n_level; i += FVSWE_BLOCK) s += lf[2 * i + l];
-            for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-            __syncthreads();  // the previous layer's warp_sum is read
-            if (lane == 0) warp_sum[warp] = s;
-            __syncthreads();
-            for (int w = 0; w < FVSWE_BLOCK / 32; ++w) inflow[l] -= warp_sum[w];
-        }
-    }
+    const bool limited = FVSWE_LAYERS == 2 && fresh(ctrl->candidates) > 0;
+    if ((op & OP_UPDATE) && ctrl->n_level > 0 && !limited) add_level_inflow(ctrl, step_dt(ctrl));
     if (threadIdx.x == 0) {
         for (int w = 1; w < FVSWE_BLOCK / 32; ++w) m = min_dt(m, warp_min[w]);
         m = min_dt(warp_min[0], m);
-        if ((op & OP_UPDATE) && ctrl->clip_cell != 0 && ctrl->clip_step == 0) {
-            ctrl->clip_step = ctrl->steps + 1;
-            ctrl->clip_t = ctrl->t;
-        }
-        if ((op & OP_UPDATE) && (op & OP_DT) && ctrl->cfl_cell != 0 && ctrl->cfl_step == 0) {
+        if ((op & OP_UPDATE) && !limited) record_clip(ctrl, ctrl->steps + 1, ctrl->t);
+        if ((op & OP_UPDATE) && (op & OP_DT) && fresh(ctrl->cfl_cell) != 0 && ctrl->cfl_step == 0) {
             ctrl->cfl_step = ctrl->steps + 1;  // a fixed dt above the stable step: stop
             ctrl->cfl_t = ctrl->t;
             ctrl->courant = step_dt(ctrl) * ctrl->cfl / (double)m;
             ctrl->stalled = 1;
         }
         if (op & OP_UPDATE) {
-            ctrl->level_inflow += step_dt(ctrl) * inflow[0];
-#if FVSWE_LAYERS == 2
-            ctrl->level_inflow2 += step_dt(ctrl) * inflow[1];
-#endif
             const bool clip = last_step(ctrl);
             ctrl->dt_used = step_dt(ctrl);
+            ctrl->t_step = ctrl->t;
             ctrl->t = clip ? ctrl->t_end : ctrl->t + ctrl->dt;
             ctrl->steps += 1;
         }
@@ -234,15 +272,44 @@ __device__ __forceinline__ void store_slot(real4* S, int s, real len, const real
     st4(S + (size_t)s * NVEC, real4{mul_rn(len, F[0]), mul_rn(len, F[1]), mul_rn(len, F[2]),
                                     mul_rn(len, F[3])});
     st4(S + (size_t)s * NVEC + 1, real4{mul_rn(len, F[4]), mul_rn(len, F[5]), mul_rn(len, dmax),
-                                        real(0)});
+                                        len});
 #else
     st4(S + (size_t)s, real4{mul_rn(len, F[0]), mul_rn(len, F[1]), mul_rn(len, F[2]),
                              mul_rn(len, dmax)});
 #endif
 }
 
-// acc += slot s (first slot: acc = slot), component by component, nvar+1 values.
-__device__ __forceinline__ void add_slot(const real4* __restrict__ S, int s, real* acc, bool first)
+// ---------------------------------------------------------------- the positivity limiter's bound
+// What the normal pass of a step gathers for the limiter's candidate test (docs/SCHEMES.md
+// §13.4, limit_candidate): per layer a bound of its outflow, the sum over the slots of
+// max(S_d, 0) + |Gamma| |q|_1 (q the layer's discharge in the cell's old state; |q.n| <=
+// |q|_1). Two layers only (one layer: empty).
+struct LimitSums {
+#if FVSWE_LAYERS == 2
+    real out[2];
+#endif
+};
+
+// sums += the bound of slot v (nvar+1 values) of length len of a cell in state w (first
+// slot: sums = its bound).
+__device__ __forceinline__ void limit_sums(LimitSums& sums, const real* w, const real* v, real len,
+                                           bool first)
+{
+#if FVSWE_LAYERS == 2
+#pragma unroll
+    for (int l = 0; l < 2; ++l) {
+        const real q1 = add_rn(fabs(w[3 * l + 1]), fabs(w[3 * l + 2]));
+        const real o = add_rn(v[3 * l] > real(0) ? v[3 * l] : real(0), mul_rn(len, q1));
+        sums.out[l] = first ? o : add_rn(sums.out[l], o);
+    }
+#endif
+}
+
+// acc += slot s (first slot: acc = slot), component by component, nvar+1 values; the
+// limiter's bounds (cell state w) take its mass components and length (two layers: the 8th
+// value).
+__device__ __forceinline__ void add_slot(const real4* __restrict__ S, int s, real* acc, bool first,
+                                         const real* w, LimitSums& sums)
 {
     real v[NVAR + 1];
     const real4 a = ld4(S + (size_t)s * NVEC);
@@ -254,6 +321,11 @@ __device__ __forceinline__ void add_slot(const real4* __restrict__ S, int s, rea
 #endif
 #pragma unroll
     for (int m = 0; m <= NVAR; ++m) acc[m] = first ? v[m] : add_rn(acc[m], v[m]);
+#if FVSWE_LAYERS == 2
+    limit_sums(sums, w, v, b.w, first);
+#else
+    limit_sums(sums, w, v, real(0), first);
+#endif
 }
 
 // ---------------------------------------------------------------- boundary ghost (docs/SCHEMES.md §7)
@@ -288,14 +360,14 @@ __device__ __forceinline__ double level_value(const Ctrl* c, int k, double t)
                        (int)c->level_offsets[k + 1] - 1);
 }
 
-// The table values a boundary edge with tables reads now (mirrors the CPU's edge_pass): a,
-// and b from the next table for a two-layer level or discharge (0 otherwise).
-__device__ __forceinline__ void table_values(const Ctrl* ctrl, int code, double& a, double& b)
+// The table values at the step's start t of a boundary edge with tables (mirrors the CPU's
+// edge_pass): a, and b from the next table for a two-layer level or discharge (0 otherwise).
+__device__ __forceinline__ void table_values(const Ctrl* ctrl, double t, int code, double& a, double& b)
 {
     const int k = ctrl->level_table[code >> BC_BITS];
-    a = level_value(ctrl, k, ctrl->t);
+    a = level_value(ctrl, k, t);
     const bool second = FVSWE_LAYERS == 2 && bc_kind(code) != BC_CHARACTERISTIC;
-    b = second ? level_value(ctrl, k + 1, ctrl->t) : 0.0;
+    b = second ? level_value(ctrl, k + 1, t) : 0.0;
 }
 
 // A cell state as the CPU's 6-tuple (one layer: the last three zero), in double.
@@ -310,16 +382,16 @@ __device__ __forceinline__ fv_tuple6<double, double, double, double, double, dou
 // Ghost state of a boundary edge of cell state w (depth H) for boundary code `code`:
 // wall: qn -> -qn (q - 2 (q.eta) eta), h and H unchanged (common::wall_ghost, in real);
 // open: a copy of the cell; level, discharge, characteristic: ghosts:: in double. H_g = H
-// in every case.
+// in every case. t: the step's start.
 __device__ __forceinline__ void ghost_state(const real* w, real H, int code, real ex, real ey,
-                                            const Ctrl* ctrl, real grav, real eps_h, real* g)
+                                            const Ctrl* ctrl, double t, real grav, real eps_h, real* g)
 {
     const int bc = bc_kind(code);
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) g[m] = w[m];
     if (bc >= BC_LEVEL) {
         double a, b;
-        table_values(ctrl, code, a, b);
+        table_values(ctrl, t, code, a, b);
         const auto w6 = widen(w);
         const double h = H, x = ex, y = ey, gr = grav, eps = eps_h;
         const auto g6 = bc == BC_LEVEL
@@ -342,15 +414,15 @@ __device__ __forceinline__ void ghost_state(const real* w, real H, int code, rea
 // After a boundary edge's flux: a discharge edge imposes its mass fluxes
 // (ghosts::discharge_fluctuation), and every edge with tables records its outward mass flux per
 // layer, |Gamma| (F-_h + q_i.eta), in level_flux[2 m + layer] for the inflow counters.
-__device__ __forceinline__ void boundary_flux(Ctrl* ctrl, int code, const real* w, real ex, real ey,
-                                              real len, real* Fm)
+__device__ __forceinline__ void boundary_flux(Ctrl* ctrl, double t, int code, const real* w, real ex,
+                                              real ey, real len, real* Fm)
 {
     const int bc = bc_kind(code);
     if (bc < BC_LEVEL) return;
     const int m = code >> BC_BITS;
     if (bc == BC_DISCHARGE) {
         double a, b;
-        table_values(ctrl, code, a, b);
+        table_values(ctrl, t, code, a, b);
         const auto F6 = ghosts::discharge_fluctuation<double>(widen(Fm), widen(w), a, b, double(ex),
                                                               double(ey), FVSWE_LAYERS);
         Fm[0] = real(F6.f0);
@@ -377,25 +449,21 @@ __device__ __forceinline__ int scheme_flux(const real* Wi, const real* Wj, real 
 }
 
 // ---------------------------------------------------------------- per-cell pieces of the steps
-// |Gamma| F and |Gamma| ||D|| (out[0..NVAR]) that slot s contributes to its cell (state w,
-// depth H): the edge evaluated with its own orientation, flux(W_i, W_j, eta), keeping F-
-// when the cell is side i and F+ when it is side j, so the values are bitwise those the
-// edge pass writes. code[s] = 2*neighbour + side, or minus the boundary code.
-__device__ __forceinline__ void slot_contribution(const real4* __restrict__ Win, const real* w, real H,
-                                                  int s, const int* __restrict__ code,
-                                                  const real2* __restrict__ normal,
-                                                  const real* __restrict__ length, const Params& prm,
-                                                  Ctrl* ctrl, int op, real* out)
+// |Gamma| F and |Gamma| ||D|| (out[0..NVAR]) that a slot contributes to its cell (state w,
+// depth H): the edge (unit normal n, length len) evaluated with its own orientation,
+// flux(W_i, W_j, eta), keeping F- when the cell is side i and F+ when it is side j, so the
+// values are bitwise those the edge pass writes. cd = 2*neighbour + side, or minus the
+// boundary code; t: the step's start (boundary tables).
+__device__ __forceinline__ void edge_contribution(const real4* __restrict__ Win, const real* w, real H,
+                                                  int cd, real2 n, real len, const Params& prm,
+                                                  Ctrl* ctrl, double t, int op, real* out)
 {
-    const int cd = __ldg(code + s);
-    const real2 n = __ldg(normal + s);
-    const real len = __ldg(length + s);
     real wn[NVAR], Hn;
     const bool side_j = cd >= 0 && (cd & 1);
     if (cd >= 0) {
         load_cell(Win, cd >> 1, wn, Hn);
     } else {
-        ghost_state(w, H, -cd, n.x, n.y, ctrl, prm.g, prm.eps_h, wn);
+        ghost_state(w, H, -cd, n.x, n.y, ctrl, t, prm.g, prm.eps_h, wn);
         Hn = H;
     }
     real Wi[NVAR], Wj[NVAR], Fm[NVAR], Fp[NVAR], dmax;
@@ -406,10 +474,23 @@ __device__ __forceinline__ void slot_contribution(const real4* __restrict__ Win,
     }
     const int flags = scheme_flux(Wi, Wj, side_j ? Hn : H, side_j ? H : Hn, n.x, n.y, prm, Fm, Fp, dmax);
     if (!side_j && flags && (op & OP_COUNT)) count_flags(ctrl, flags);  // each edge once
-    if (cd < 0) boundary_flux(ctrl, -cd, w, n.x, n.y, len, Fm);
+    if (cd < 0) boundary_flux(ctrl, t, -cd, w, n.x, n.y, len, Fm);
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) out[m] = mul_rn(len, side_j ? Fp[m] : Fm[m]);
     out[NVAR] = mul_rn(len, dmax);
+}
+
+// edge_contribution of slot s in the current step, its code, normal and length read from the
+// per-slot arrays; returns the slot's length (for the limiter's bound).
+__device__ __forceinline__ real slot_contribution(const real4* __restrict__ Win, const real* w, real H,
+                                                  int s, const int* __restrict__ code,
+                                                  const real2* __restrict__ normal,
+                                                  const real* __restrict__ length, const Params& prm,
+                                                  Ctrl* ctrl, int op, real* out)
+{
+    const real len = __ldg(length + s);
+    edge_contribution(Win, w, H, __ldg(code + s), __ldg(normal + s), len, prm, ctrl, ctrl->t, op, out);
+    return len;
 }
 
 // Friction on updated cell c (mirrors the CPU backend's _friction, docs/SCHEMES.md §14), in
@@ -437,22 +518,23 @@ __device__ __forceinline__ void apply_friction(real* w, const Ctrl* ctrl, int c,
     }
 }
 
-// tau / rho_w at the step's start of the wind table (mirrors fvswe.backends.cpu.pipeline.wind_at).
-__device__ __forceinline__ fv_tuple2<double, double> wind_at(const Ctrl* c)
+// tau / rho_w at the step's start t of the wind table (mirrors fvswe.backends.cpu.pipeline.wind_at).
+__device__ __forceinline__ fv_tuple2<double, double> wind_at(const Ctrl* c, double t)
 {
     const int hi = c->n_wind - 1;
-    return forcing::wind_stress<double>(table_value(c->t, c->wind_times, c->wind_u, 0, hi),
-                                        table_value(c->t, c->wind_times, c->wind_v, 0, hi),
+    return forcing::wind_stress<double>(table_value(t, c->wind_times, c->wind_u, 0, hi),
+                                        table_value(t, c->wind_times, c->wind_v, 0, hi),
                                         c->wind_law, c->wind_cd, c->wind_ratio);
 }
 
 // The forcing of an updated cell c (mirrors the CPU volume pass): the wind's tau / rho_w at
-// the step's start on the upper layer where wet, then every layer rotated by its Coriolis
+// the step's start t on the upper layer where wet, then every layer rotated by its Coriolis
 // parameter (docs/SCHEMES.md §15). In float64.
-__device__ __forceinline__ void apply_forcing(real* w, int c, const Ctrl* ctrl, double dt, real eps_h)
+__device__ __forceinline__ void apply_forcing(real* w, int c, const Ctrl* ctrl, double t, double dt,
+                                              real eps_h)
 {
     fv_tuple2<double, double> a = {0.0, 0.0}, rot = {1.0, 0.0};  // tau / rho_w; (cos, sin)
-    if (ctrl->n_wind > 0) a = wind_at(ctrl);
+    if (ctrl->n_wind > 0) a = wind_at(ctrl, t);
     if (ctrl->coriolis_f) rot = forcing::rotation<double>(ctrl->coriolis_f[c], dt);
 #pragma unroll
     for (int l = 0; l < FVSWE_LAYERS; ++l) {
@@ -465,53 +547,226 @@ __device__ __forceinline__ void apply_forcing(real* w, int c, const Ctrl* ctrl, 
     }
 }
 
+// ---------------------------------------------------------------- the positivity limiter
+// docs/SCHEMES.md §13.4, two layers (one layer: compiled out). After a step's normal pass,
+// theta_l = h_l |V| / (dt out_l) (1 - LIMIT_MARGIN) in each layer whose outflow
+// out_l = sum_s max(Phi_s, 0) would take more than the layer holds (1 elsewhere), where
+// Phi_s = S_s[d] + |Gamma_s| q.n_s is the layer's mass flux out through slot s; then every
+// slot's mass component is scaled by its donor's theta, S' = theta Phi - |Gamma| q.n (the same
+// flux on both sides of an edge: mass kept to round-off). Lazily: the normal pass lists the
+// cells that may need it (limit_mark), and limit_theta and limit_update (service.cuh) return
+// at once when it listed none.
+
+// Whether cell c (old state w, area A) may have theta < 1 in a layer this step: a superset
+// of those cells, since max(Phi, 0) <= max(S_d, 0) + |Gamma| |q|_1 (LIMIT_SLACK covers the
+// rounding of the sums).
+__device__ __forceinline__ bool limit_candidate(const real* w, real A, const LimitSums& sums, double dt)
+{
+#if FVSWE_LAYERS == 2
+#pragma unroll
+    for (int l = 0; l < 2; ++l) {
+        const real bound = mul_rn(sums.out[l], real(1 + LIMIT_SLACK));
+        if (mul_rn(real(dt), bound) > mul_rn(w[3 * l], A)) return true;
+    }
+#endif
+    return false;
+}
+
+// limit_candidate, and if so cell c goes on the step's list of candidates.
+__device__ __forceinline__ bool limit_mark(Ctrl* ctrl, int c, const real* w, real A,
+                                          const LimitSums& sums, double dt)
+{
+    if (!limit_candidate(w, A, sums, dt)) return false;
+    ctrl->lim_cells[atomicAdd(&ctrl->candidates, 1)] = c;
+    return true;
+}
+
+// The update of cell c (old state w, depth H, area A) given the sum of its slots, over the
+// step from t to t + dt: W_c -= dt/|V_c| sum(slots), then per layer a negative depth clipped
+// to 0 and the discharge of a layer thinner than eps_h damped to h u with the desingularised
+// u = q inverse_depth(h) (docs/SCHEMES.md §8; 0 on a dry layer); then wind and Coriolis
+// (apply_forcing), then friction (apply_friction); stored into Wout. The same operations in
+// the same order as the CPU backend's volume_pass. Returns the layers clipped and those left
+// thin (0 < h < eps_h), for count_cell.
+__device__ __forceinline__ void update_cell(real4* Wout, int c, real* w, real H, real A,
+                                            const real* acc, const Ctrl* ctrl, real eps_h, double t,
+                                            double dt, int& clipped, int& thin)
+{
+    const real rdt = div_rn(real(dt), A);
+    clipped = 0;
+    thin = 0;
+#pragma unroll
+    for (int m = 0; m < NVAR; ++m) w[m] = add_rn(w[m], -mul_rn(rdt, acc[m]));
+#pragma unroll
+    for (int l = 0; l < FVSWE_LAYERS; ++l) {
+        real* layer = w + 3 * l;
+        if (layer[0] < real(0)) {
+            layer[0] = real(0);
+            ++clipped;
+        } else if (layer[0] < eps_h && layer[0] > real(0)) {
+            ++thin;
+        }
+        if (layer[0] < eps_h) {
+            const real damp = mul_rn(layer[0], common::inverse_depth<real>(layer[0], eps_h));
+            layer[1] = mul_rn(layer[1], damp);
+            layer[2] = mul_rn(layer[2], damp);
+        }
+    }
+    if (ctrl->n_wind > 0 || ctrl->coriolis_f) apply_forcing(w, c, ctrl, t, dt, eps_h);
+    if (ctrl->friction || ctrl->interfacial_coef) apply_friction(w, ctrl, c, dt);
+    store_cell(Wout, c, w, H, A);
+}
+
+// Count cell c's clipped and thin layers (signed: a recomputed cell takes back the count of
+// the value it replaces) and record it as clipped in this step.
+__device__ __forceinline__ void count_cell(Ctrl* ctrl, int c, int clipped, int thin)
+{
+    if (clipped) {
+        atomicAdd(&ctrl->clipped, (unsigned long long)clipped);
+        if (ctrl->clip_step == 0) atomicMin(&ctrl->clip_cell, c - NO_CELL);
+    }
+    if (thin) atomicAdd(&ctrl->thin_cells, (unsigned long long)(long long)thin);
+}
+
 // Close cell c given the sum of its slots: dt_c = 2 cfl |V_c| / sum(|Gamma| ||D||) (returned
-// when op & OP_DT, else inf) and, when op & OP_UPDATE, W_c -= dt/|V_c| sum(slots), then per
-// layer: a negative depth clipped to 0 (and counted), and the discharge of a layer thinner
-// than eps_h damped to h u with the desingularised u = q inverse_depth(h) (docs/SCHEMES.md §8;
-// 0 on a dry layer); then wind and Coriolis (apply_forcing), then friction (apply_friction);
-// stored into Wout. The same operations in the same order as the CPU backend's volume_pass.
+// when op & OP_DT, else inf) and, when op & OP_UPDATE, update_cell over the current step.
+// A cell that the limiter may have to change (limit_mark: a candidate) is left uncounted:
+// limit_update recomputes and counts it.
 __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, real A, const real* acc,
-                                          Ctrl* ctrl, real eps_h, int op)
+                                          const LimitSums& sums, Ctrl* ctrl, real eps_h, int op)
 {
     real dti = REAL_INF;
     if ((op & OP_DT) && acc[NVAR] > real(0)) dti = div_rn(mul_rn(real(2 * ctrl->cfl), A), acc[NVAR]);
     if (op & OP_UPDATE) {
-        const real rdt = div_rn(real(step_dt(ctrl)), A);
-        int clipped = 0, thin = 0;
+        const double dt = step_dt(ctrl);
         // a fixed dt (the only update that also reduces dt with ctrl->fixed) above this
         // cell's stable step: Courant number dt cfl / dt_c > 1
-        if ((op & OP_DT) && ctrl->fixed && ctrl->cfl_step == 0 &&
-            double(dti) < step_dt(ctrl) * ctrl->cfl)
+        if ((op & OP_DT) && ctrl->fixed && ctrl->cfl_step == 0 && double(dti) < dt * ctrl->cfl)
             atomicMin(&ctrl->cfl_cell, c - NO_CELL);
-#pragma unroll
-        for (int m = 0; m < NVAR; ++m) w[m] = add_rn(w[m], -mul_rn(rdt, acc[m]));
-#pragma unroll
-        for (int l = 0; l < FVSWE_LAYERS; ++l) {
-            real* layer = w + 3 * l;
-            if (layer[0] < real(0)) {
-                layer[0] = real(0);
-                ++clipped;
-            } else if (layer[0] < eps_h && layer[0] > real(0)) {
-                ++thin;
-            }
-            if (layer[0] < eps_h) {
-                const real damp = mul_rn(layer[0], common::inverse_depth<real>(layer[0], eps_h));
-                layer[1] = mul_rn(layer[1], damp);
-                layer[2] = mul_rn(layer[2], damp);
-            }
-        }
-        if (ctrl->n_wind > 0 || ctrl->coriolis_f) apply_forcing(w, c, ctrl, step_dt(ctrl), eps_h);
-        if (ctrl->friction || ctrl->interfacial_coef) apply_friction(w, ctrl, c, step_dt(ctrl));
-        store_cell(Wout, c, w, H, A);
-        if (clipped) {
-            atomicAdd(&ctrl->clipped, (unsigned long long)clipped);
-            if (ctrl->clip_step == 0) atomicMin(&ctrl->clip_cell, c - NO_CELL);
-        }
-        if (thin) atomicAdd(&ctrl->thin_cells, (unsigned long long)thin);
+        const bool candidate = limit_mark(ctrl, c, w, A, sums, dt);
+        int clipped, thin;
+        update_cell(Wout, c, w, H, A, acc, ctrl, eps_h, ctrl->t, dt, clipped, thin);
+        if (!candidate) count_cell(ctrl, c, clipped, thin);
     }
     return dti;
 }
+
+#if FVSWE_LAYERS == 2
+// The marks of lim_claim: a candidate (set by limit_theta), recomputed (by limit_update).
+#define LIM_CANDIDATE 1
+#define LIM_CLAIMED 2
+
+// Slot s of a cell (old state w, depth H) in the step just taken (from t_step): its values
+// v (edge_contribution, flags not counted again) and per layer the mass flux out of the cell
+// Phi = S_d + |Gamma| (q.n_out) and |Gamma| (q.n_out), n_out the normal out of the cell,
+// q.n_out = qx nx + qy ny (two products, one sum). Returns the slot's code.
+__device__ __forceinline__ int limit_slot(const real4* __restrict__ Win, const real* w, real H, int s,
+                                          const int* __restrict__ code,
+                                          const real2* __restrict__ normal,
+                                          const real* __restrict__ length, const Params& prm,
+                                          Ctrl* ctrl, real* v, real* phi, real* lqn)
+{
+    const int cd = __ldg(code + s);
+    const real2 n = __ldg(normal + s);
+    const real len = __ldg(length + s);
+    edge_contribution(Win, w, H, cd, n, len, prm, ctrl, ctrl->t_step, 0, v);
+    const bool side_j = cd >= 0 && (cd & 1);
+    const real nx = side_j ? -n.x : n.x, ny = side_j ? -n.y : n.y;
+#pragma unroll
+    for (int l = 0; l < 2; ++l) {
+        const real qn = add_rn(mul_rn(w[3 * l + 1], nx), mul_rn(w[3 * l + 2], ny));
+        lqn[l] = mul_rn(len, qn);
+        phi[l] = add_rn(v[3 * l], lqn[l]);
+    }
+    return cd;
+}
+
+// theta of a layer holding h (area A) whose outflow is `out` over dt: 1 unless dt out > h A,
+// then h A / (dt out) (1 - LIMIT_MARGIN), the margin keeping the depth >= 0 under round-off.
+__device__ __forceinline__ real limit_factor(real h, real A, double dt, real out)
+{
+    const real need = mul_rn(real(dt), out), have = mul_rn(h, A);
+    if (!(need > have)) return real(1);
+    return mul_rn(div_rn(have, need), real(1) - LIMIT_MARGIN);
+}
+
+// theta of candidate c from the old state (Win), into lim_theta where < 1 (and counted in
+// `limited`); marks c as a candidate for limit_update.
+__device__ __forceinline__ void limit_cell_theta(const real4* __restrict__ Win,
+                                                 const real* __restrict__ area, int c,
+                                                 const int* __restrict__ code,
+                                                 const real2* __restrict__ normal,
+                                                 const real* __restrict__ length, const Params& prm,
+                                                 Ctrl* ctrl)
+{
+    real w[NVAR], H, v[NVAR + 1], phi[2], lqn[2], out[2] = {real(0), real(0)};
+    load_cell(Win, c, w, H);
+#pragma unroll
+    for (int k = 0; k < FVSWE_K; ++k) {
+        limit_slot(Win, w, H, c * FVSWE_K + k, code, normal, length, prm, ctrl, v, phi, lqn);
+#pragma unroll
+        for (int l = 0; l < 2; ++l) out[l] = add_rn(out[l], phi[l] > real(0) ? phi[l] : real(0));
+    }
+    const real A = cell_area(Win, area, c);
+#pragma unroll
+    for (int l = 0; l < 2; ++l) {
+        const real theta = limit_factor(w[3 * l], A, ctrl->dt_used, out[l]);
+        if (theta < real(1)) {
+            ctrl->lim_theta[2 * c + l] = theta;
+            atomicAdd(&ctrl->limited, 1ULL);
+        }
+    }
+    ctrl->lim_claim[c] = LIM_CANDIDATE;
+}
+
+// Cell c's update again from the old state (Win) with each slot's mass components scaled by
+// the donor's theta (a boundary ghost's is 1): S'_d = theta Phi - |Gamma| q.n where theta < 1
+// and Phi != 0, else S_d bit for bit; a scaled level-boundary slot records theta Phi as its
+// outward flux. A candidate is counted (it was not); any other cell only where a slot
+// changed, taking back the thin layers of the value it replaces.
+__device__ __forceinline__ void limit_cell_update(const real4* __restrict__ Win, real4* Wout,
+                                                  const real* __restrict__ area, int c,
+                                                  bool candidate, const int* __restrict__ code,
+                                                  const real2* __restrict__ normal,
+                                                  const real* __restrict__ length, const Params& prm,
+                                                  Ctrl* ctrl)
+{
+    const double* theta = ctrl->lim_theta;
+    real w[NVAR], H, acc[NVAR + 1], v[NVAR + 1], phi[2], lqn[2];
+    bool changed = false;
+    load_cell(Win, c, w, H);
+#pragma unroll
+    for (int k = 0; k < FVSWE_K; ++k) {
+        const int cd = limit_slot(Win, w, H, c * FVSWE_K + k, code, normal, length, prm, ctrl, v, phi,
+                                  lqn);
+#pragma unroll
+        for (int l = 0; l < 2; ++l) {
+            const int donor = phi[l] > real(0) ? c : cd >= 0 ? cd >> 1 : -1;
+            const real th = donor < 0 ? real(1) : real(theta[2 * donor + l]);
+            if (th != real(1) && phi[l] != real(0)) {
+                v[3 * l] = add_rn(mul_rn(th, phi[l]), -lqn[l]);
+                changed = true;
+                if (cd < 0 && bc_kind(-cd) >= BC_LEVEL)
+                    ctrl->level_flux[2 * (-cd >> BC_BITS) + l] = mul_rn(th, phi[l]);
+            }
+        }
+#pragma unroll
+        for (int m = 0; m <= NVAR; ++m) acc[m] = k == 0 ? v[m] : add_rn(acc[m], v[m]);
+    }
+    if (!candidate && !changed) return;  // the normal pass's value stands, counted
+    int thin_before = 0;
+    if (!candidate) {  // the normal pass's depths (plain loads: Wout changes in this kernel)
+        for (int l = 0; l < 2; ++l) {
+            const real h = Wout[(size_t)c * NVEC + l].x;
+            thin_before += h > real(0) && h < prm.eps_h;
+        }
+    }
+    int clipped, thin;
+    update_cell(Wout, c, w, H, cell_area(Win, area, c), acc, ctrl, prm.eps_h, ctrl->t_step,
+                ctrl->dt_used, clipped, thin);
+    count_cell(ctrl, c, clipped, thin - thin_before);
+}
+#endif
 
 // An idle step (past t_end or max_steps) of a double-buffered variant still hands cell c
 // to the other buffer, so that the buffer holding the state depends only on how many

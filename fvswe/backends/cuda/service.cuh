@@ -1,6 +1,6 @@
-// Kernels every module carries besides its step: the blow-up finder, the initial
-// speeds-only reduction helpers and a debug kernel that evaluates the scheme's flux on
-// plain arrays (the parity tests compare it with the NumPy reference).
+// Kernels every module carries besides its step: the positivity limiter (two layers), the
+// blow-up finder and a debug kernel that evaluates the scheme's flux on plain arrays (the
+// parity tests compare it with the NumPy reference).
 #pragma once
 
 // First (lowest cell, then component) NaN/inf or negative depth, as atomicMin of
@@ -43,3 +43,66 @@ debug_flux(const int n, const real* __restrict__ Wi, const real* __restrict__ Wj
     }
     dmax[e] = d;
 }
+
+#if FVSWE_LAYERS == 2
+// The positivity limiter's two kernels (docs/SCHEMES.md §13.4; pipeline.cuh), after the
+// normal pass of every step of every variant, in the same graph: both return at once when
+// the step listed no candidate. Win: the step's old state; Wout: the normal pass's output,
+// where limit_update rewrites the candidates and their neighbours. Any grid (grid-stride).
+
+// theta of each candidate (limit_cell_theta).
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK, FVSWE_MIN_BLOCKS)
+limit_theta(const real4* __restrict__ Win, const real* __restrict__ area, const int* __restrict__ code,
+            const real2* __restrict__ normal, const real* __restrict__ length, Ctrl* ctrl,
+            const real g, const real r, const real eps_h)
+{
+    const int n = ctrl->candidates;
+    if (n == 0) return;
+    for (int i = blockIdx.x * FVSWE_BLOCK + threadIdx.x; i < n; i += gridDim.x * FVSWE_BLOCK)
+        limit_cell_theta(Win, area, ctrl->lim_cells[i], code, normal, length, Params{g, r, eps_h},
+                         ctrl);
+}
+
+// The candidates and their neighbours updated again with the limited slots (limit_cell_update),
+// each once (the first thread to claim it); then the last block resets the marks and theta
+// for the next step and closes the step's records that finish_step left: the level inflow
+// and the first clip.
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK, FVSWE_MIN_BLOCKS)
+limit_update(const real4* __restrict__ Win, real4* Wout, const real* __restrict__ area,
+             const int* __restrict__ code, const real2* __restrict__ normal,
+             const real* __restrict__ length, Ctrl* ctrl, const real g, const real r,
+             const real eps_h)
+{
+    const int n = ctrl->candidates;
+    if (n == 0) return;
+    for (int i = blockIdx.x * FVSWE_BLOCK + threadIdx.x; i < n; i += gridDim.x * FVSWE_BLOCK) {
+        const int c = ctrl->lim_cells[i];
+        for (int k = -1; k < FVSWE_K; ++k) {  // the candidate, then its neighbours
+            const int cd = k < 0 ? 2 * c : __ldg(code + c * FVSWE_K + k);
+            if (cd < 0) continue;
+            const int mark = atomicOr(ctrl->lim_claim + (cd >> 1), LIM_CLAIMED);
+            if (mark & LIM_CLAIMED) continue;
+            limit_cell_update(Win, Wout, area, cd >> 1, mark & LIM_CANDIDATE, code, normal, length,
+                              Params{g, r, eps_h}, ctrl);
+        }
+    }
+    if (!last_block(ctrl)) return;
+    for (int i = threadIdx.x; i < n; i += FVSWE_BLOCK) {
+        const int c = ctrl->lim_cells[i];
+        ctrl->lim_theta[2 * c] = ctrl->lim_theta[2 * c + 1] = 1.0;
+        ctrl->lim_claim[c] = 0;
+        for (int k = 0; k < FVSWE_K; ++k) {
+            const int cd = __ldg(code + c * FVSWE_K + k);
+            if (cd >= 0) ctrl->lim_claim[cd >> 1] = 0;
+        }
+    }
+    if (ctrl->n_level > 0) add_level_inflow(ctrl, ctrl->dt_used);
+    if (threadIdx.x == 0) {
+        record_clip(ctrl, ctrl->steps, ctrl->t_step);
+        ctrl->listed += n;
+        ctrl->candidates = 0;
+        ctrl->blocks_done = 0;
+        __threadfence();
+    }
+}
+#endif

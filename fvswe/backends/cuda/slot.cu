@@ -13,7 +13,7 @@ slot_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__ 
           const real2* __restrict__ normal, const real* __restrict__ length, Ctrl* ctrl,
           real* partial, const real g, const real r, const real eps_h, const int op)
 {
-    __shared__ real slot_values[FVSWE_BLOCK][NVAR + 1];
+    __shared__ real slot_values[FVSWE_BLOCK][NVAR + 2];  // the slot's values and length
     const int l = threadIdx.x % FVSWE_K;
     const int local = threadIdx.x / FVSWE_K;
     const int c = blockIdx.x * CELLS_PER_BLOCK + local;
@@ -25,20 +25,23 @@ slot_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__ 
     real w[NVAR], H;
     if (mine) {
         load_cell(Win, c, w, H);
-        slot_contribution(Win, w, H, c * FVSWE_K + l, code, normal, length, Params{g, r, eps_h}, ctrl,
-                          op, slot_values[threadIdx.x]);
+        slot_values[threadIdx.x][NVAR + 1] = slot_contribution(
+            Win, w, H, c * FVSWE_K + l, code, normal, length, Params{g, r, eps_h}, ctrl, op,
+            slot_values[threadIdx.x]);
     }
     __syncthreads();
     real dti = REAL_INF;
     if (mine && l == 0) {
         real acc[NVAR + 1];
+        LimitSums sums;
 #pragma unroll
-        for (int m = 0; m <= NVAR; ++m) acc[m] = slot_values[threadIdx.x][m];
+        for (int k = 0; k < FVSWE_K; ++k) {
+            const real* v = slot_values[threadIdx.x + k];
 #pragma unroll
-        for (int k = 1; k < FVSWE_K; ++k)
-#pragma unroll
-            for (int m = 0; m <= NVAR; ++m) acc[m] = add_rn(acc[m], slot_values[threadIdx.x + k][m]);
-        dti = close_cell(Wout, c, w, H, cell_area(Win, area, c), acc, ctrl, eps_h, op);
+            for (int m = 0; m <= NVAR; ++m) acc[m] = k == 0 ? v[m] : add_rn(acc[m], v[m]);
+            limit_sums(sums, w, v, v[NVAR + 1], k == 0);
+        }
+        dti = close_cell(Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl, eps_h, op);
     }
     finish_step(ctrl, partial, dti, op);
 }
