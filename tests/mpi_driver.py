@@ -28,9 +28,19 @@ from fvswe.cases import get_case
 from fvswe.errors import BlowUpError
 from fvswe.schemes import registry
 
+
+def chezy_field(x, y):
+    """A Chézy coefficient varying over every cell of cgrid-tide (a part must read its own)."""
+    return 40.0 + 0.05 * x + 0.02 * y
+
+
+TIDE = {"case": "cgrid-tide", "nx": 12, "t_end": 1800.0, "backend": "gpu"}
 #: GPU ranks (--gpu): test1 with every two-layer scheme in both dtypes (at 4000 cells the
 #: default variant is slot), the edge variant (its halo edges are a second launch) and the
-#: gather variant, and the non-lagged Δt (a reduction between the two kernels of a step).
+#: gather variant, and the non-lagged Δt (a reduction between the two kernels of a step);
+#: the wetting-and-drying tide with its level boundary (inflow counters summed over the
+#: ranks) in both dtypes, and on the edge variant with a Chézy coefficient varying per
+#: cell; test1 with Coriolis on a beta-plane (f per cell) and wind.
 GPU_RUNS = [
     *({"name": f"test1-{scheme}-{dtype}", "case": "test1", "scheme": scheme, "dtype": dtype,
        "t_end": 0.02, "backend": "gpu"}
@@ -41,7 +51,15 @@ GPU_RUNS = [
      "dtype": "float32", "variant": "gather", "t_end": 0.02, "backend": "gpu"},
     {"name": "test1-nonlagged-edge", "case": "test1", "scheme": "ir-roe", "variant": "edge",
      "dt_mode": "nonlagged", "t_end": 0.02, "backend": "gpu"},
+    {"name": "tide-float64", **TIDE},
+    {"name": "tide-float32", **TIDE, "dtype": "float32"},
+    {"name": "tide-chezy-field-edge", **TIDE, "variant": "edge",
+     "friction": ("chezy", chezy_field)},
+    {"name": "test1-forcing", "case": "test1", "t_end": 0.02, "backend": "gpu",
+     "coriolis": {"f": 2.0, "beta": 0.5}, "wind": {"u": 20.0, "v": -5.0, "rho_water": 50.0}},
 ]  # fmt: skip
+#: The GPU runs restarted across rank counts: test1, and the tide (its inflow counters).
+GPU_RESTARTS = [GPU_RUNS[0], GPU_RUNS[-4]]
 
 
 def simulation(spec: dict, comm=None):
@@ -49,12 +67,13 @@ def simulation(spec: dict, comm=None):
     case = get_case(spec["case"])
     if "nx" in spec:
         case = case.with_grid(spec["nx"])
+    options = {"friction": spec["friction"]} if "friction" in spec else {}
     return case.simulation(
         scheme=spec.get("scheme", case.scheme), order=spec.get("order", "none"),
         dtype=spec.get("dtype", "float64"), backend=spec.get("backend", "cpu"), comm=comm,
         coriolis=spec.get("coriolis"), wind=spec.get("wind"),
         dt_mode=spec.get("dt_mode", "lagged"),
-        backend_options={"variant": spec["variant"]} if "variant" in spec else None,
+        backend_options={"variant": spec["variant"]} if "variant" in spec else None, **options,
     )  # fmt: skip
 
 
@@ -107,16 +126,23 @@ def same(a: dict, b: dict) -> bool:
 
 
 def gpu_check(comm) -> dict[str, bool]:
-    """Every :data:`GPU_RUNS` on the ranks against one GPU on rank 0, and a restart across
-    rank counts: the ranks' snapshot at half time continued by one GPU, and one GPU's
-    continued by the ranks, both against the straight single-GPU run. ``{name: equal}``
-    on rank 0 (empty elsewhere)."""
+    """Every :data:`GPU_RUNS` on the ranks against one GPU on rank 0, and every
+    :data:`GPU_RESTARTS` across rank counts (:func:`gpu_restart`). ``{name: equal}`` on rank
+    0 (empty elsewhere)."""
     equal = {}
     for spec in GPU_RUNS:
         ranks = run_case(spec, comm)
         if comm.rank == 0:
             equal[spec["name"]] = same(run_case(spec), ranks)
-    spec = GPU_RUNS[0]
+    for spec in GPU_RESTARTS:
+        equal.update(gpu_restart(comm, spec))
+    return equal
+
+
+def gpu_restart(comm, spec: dict) -> dict[str, bool]:
+    """The ranks' snapshot of ``spec`` at half time continued by one GPU, and one GPU's
+    continued by the ranks, both against the straight single-GPU run (on rank 0)."""
+    equal = {}
     half = spec["t_end"] / 2
     ranks = simulation(spec, comm)
     ranks.run(half)
@@ -130,12 +156,14 @@ def gpu_check(comm) -> dict[str, bool]:
         alone = simulation(spec)
         alone.backend.restore(snap)
         alone.run(spec["t_end"])
-        equal[f"restart {comm.size} ranks -> 1"] = same(results(one), results(alone))
+        equal[f"{spec['name']}: restart {comm.size} ranks -> 1"] = same(
+            results(one), results(alone)
+        )
     ranks.backend.restore(comm.bcast(one_snap))
     ranks.run(spec["t_end"])
     continued = results(ranks)
     if comm.rank == 0:
-        equal[f"restart 1 -> {comm.size} ranks"] = same(results(one), continued)
+        equal[f"{spec['name']}: restart 1 -> {comm.size} ranks"] = same(results(one), continued)
     return equal
 
 

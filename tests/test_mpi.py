@@ -43,7 +43,7 @@ pytestmark = pytest.mark.skipif(
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from mpi_driver import GPU_RUNS, blowup_message, run_case  # noqa: E402
+from mpi_driver import GPU_RESTARTS, GPU_RUNS, blowup_message, run_case  # noqa: E402
 
 #: Short runs: every two-layer scheme on test1 and test2, another cell ordering, float32, a
 #: one-layer wetting-and-drying case with a tidal level boundary, friction and nonlagged Δt;
@@ -266,11 +266,88 @@ def test_an_error_on_rank_0_alone_stops_every_rank_with_one_line(tmp_path):
 @pytest.mark.gpu
 def test_gpu_ranks_give_the_single_gpu_bits():
     """Two GPU ranks (sharing one GPU: the host-staged halo; one GPU each: NCCL) against one
-    GPU, bitwise, for every run of mpi_driver.GPU_RUNS and a restart from 2 ranks to 1 and
-    from 1 to 2 (tests/mpi_driver.py --gpu)."""
+    GPU, bitwise, for every run of mpi_driver.GPU_RUNS, and each of GPU_RESTARTS restarted
+    from 2 ranks to 1 and from 1 to 2 (tests/mpi_driver.py --gpu)."""
     skip_without_gpu()
     done = mpiexec(2, "tests/mpi_driver.py", "--gpu", timeout=280)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     # the last JSON line (Open MPI may print terminal resets after it)
     equal = json.loads([ln for ln in done.stdout.splitlines() if ln.startswith("{")][-1])
-    assert len(equal) == len(GPU_RUNS) + 2 and all(equal.values()), equal
+    assert len(equal) == len(GPU_RUNS) + 2 * len(GPU_RESTARTS) and all(equal.values()), equal
+
+
+#: Host program (tests/cuda_host): per step, one device closes it (finish_step summing its
+#: level fluxes), and a rank's pair: finish_step with no level edges of its own (n_level 0),
+#: then level_inflow over the same fluxes in the same order, called twice (the second sees
+#: no new step). stdin: int32 steps, n; per step float64 dt and 2 n fluxes. stdout: per step
+#: the one device's (level_inflow, level_inflow2), the rank's after each call.
+INFLOW_HOST = r"""
+#include "shim.h"
+#include "gather.cu"
+#include <cstdio>
+#include <vector>
+
+extern "C" __global__ void close_step(Ctrl* c, real* partial)
+{
+    finish_step(c, partial, real(1), OP_UPDATE);
+}
+
+int main()
+{
+    int head[2];
+    if (fread(head, 4, 2, stdin) != 2) return 2;
+    const int steps = head[0], n = head[1];
+    std::vector<double> lf(2 * n);
+    std::vector<real> partial(1);
+    Ctrl one = {}, rank = {};
+    for (Ctrl* c : {&one, &rank})
+        c->t_end = 1e30, c->max_steps = 1 << 30, c->level_flux = lf.data();
+    one.n_level = n;
+    long long seen = 0;
+    for (int s = 0; s < steps; ++s) {
+        if (fread(&one.dt, 8, 1, stdin) != 1 || fread(lf.data(), 8, 2 * n, stdin) != size_t(2 * n))
+            return 2;
+        rank.dt = one.dt;
+        launch(1, FVSWE_BLOCK, close_step, &one, partial.data());
+        launch(1, FVSWE_BLOCK, close_step, &rank, partial.data());
+        double out[6] = {one.level_inflow, one.level_inflow2};
+        for (int call = 1; call <= 2; ++call) {
+            launch(1, FVSWE_BLOCK, level_inflow, &rank, (const double*)lf.data(), n, &seen);
+            out[2 * call] = rank.level_inflow, out[2 * call + 1] = rank.level_inflow2;
+        }
+        fwrite(out, 8, 6, stdout);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_ranks_inflow_kernel_sums_as_one_device_on_host(layers):
+    """GPU ranks' inflow counters (kernel level_inflow over the ranks' level fluxes gathered in
+    global edge order, the step kernels summing none) are the one device's bits, step after
+    step, on the host CUDA shim; a call after no new step adds nothing. The fluxes span 12
+    orders of magnitude, so a sum in another order (NumPy's) differs."""
+    from test_cuda_sources import CXX, host_binary
+
+    from fvswe.backends import gpu
+
+    if CXX is None:
+        pytest.skip("no host C++ compiler (g++) on PATH")
+    opts = gpu.compile_options("pvm-ifcp" if layers == 2 else "hll-wd", layers, np.float64,
+                               "gather")  # fmt: skip
+    flags = ["-std=c++17", "-O1", "-ffp-contract=off", "-Wno-psabi"]
+    exe = host_binary("inflow", INFLOW_HOST, flags + [o for o in opts if o.startswith("-D")])
+    rng = np.random.default_rng(7)
+    steps, n = 20, 700  # more edges than threads: each thread adds several
+    dt = rng.uniform(0.1, 2.0, steps)
+    lf = rng.standard_normal((steps, n, 2)) * 10.0 ** rng.integers(-6, 6, (steps, n, 2))
+    blob = np.array([steps, n], np.int32).tobytes() + b"".join(
+        np.float64(d).tobytes() + f.tobytes() for d, f in zip(dt, lf, strict=True)
+    )
+    done = subprocess.run([str(exe)], input=blob, capture_output=True, check=True)
+    out = np.frombuffer(done.stdout, dtype=np.float64).reshape(steps, 3, 2)[:, :, :layers]
+    one, first, again = out[:, 0], out[:, 1], out[:, 2]
+    assert np.array_equal(first, one) and np.array_equal(again, one)
+    naive = np.cumsum(-dt[:, None] * lf[:, :, :layers].sum(axis=1), axis=0)
+    assert np.allclose(one, naive, rtol=1e-9, atol=1e-3) and not np.array_equal(one, naive)

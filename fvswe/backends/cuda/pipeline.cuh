@@ -126,6 +126,35 @@ __device__ __forceinline__ void count_flags(Ctrl* c, int flags)
 // min that ignores nothing it should not: both operands come from positive speeds.
 __device__ __forceinline__ real min_dt(real a, real b) { return b < a ? b : a; }
 
+// Minus the sum of the outward fluxes lf[2 i + layer], i < n, of the edges with tables, per
+// layer, in a fixed order: thread t adds i = t, t + FVSWE_BLOCK, ..., then the warp's
+// butterfly, then the warps in turn. All threads of one block of FVSWE_BLOCK call it; each
+// gets the sums. The last block of a step sums one device's fluxes with it, level_inflow
+// (service.cuh) the fluxes of a distributed run's ranks gathered in that order: same bits.
+__device__ __forceinline__ void sum_inflow(const volatile double* lf, int n, double* inflow)
+{
+    __shared__ double warp_sum[FVSWE_BLOCK / 32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int l = 0; l < FVSWE_LAYERS; ++l) {
+        double s = 0.0;
+        for (int i = threadIdx.x; i < n; i += FVSWE_BLOCK) s += lf[2 * i + l];
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        __syncthreads();  // the previous layer's warp_sum is read
+        if (lane == 0) warp_sum[warp] = s;
+        __syncthreads();
+        for (int w = 0; w < FVSWE_BLOCK / 32; ++w) inflow[l] -= warp_sum[w];
+    }
+}
+
+// The inflow counters gain the volume in through the edges with tables in a step of dt.
+__device__ __forceinline__ void add_inflow(Ctrl* ctrl, double dt, const double* inflow)
+{
+    ctrl->level_inflow += dt * inflow[0];
+#if FVSWE_LAYERS == 2
+    ctrl->level_inflow2 += dt * inflow[1];
+#endif
+}
+
 // Block-wide min of dt_i, then the last block to finish reduces the per-block minima
 // and closes the step (advance t, set the next dt). All threads of the block call it.
 __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
@@ -154,19 +183,8 @@ __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
     __syncthreads();
     // this step's volume in through the edges with tables, per layer (fixed order)
     double inflow[FVSWE_LAYERS] = {};
-    if ((op & OP_UPDATE) && ctrl->n_level > 0) {
-        __shared__ double warp_sum[FVSWE_BLOCK / 32];
-        for (int l = 0; l < FVSWE_LAYERS; ++l) {
-            double s = 0.0;
-            const volatile double* lf = ctrl->level_flux;
-            for (int i = threadIdx.x; i < ctrl->n_level; i += FVSWE_BLOCK) s += lf[2 * i + l];
-            for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-            __syncthreads();  // the previous layer's warp_sum is read
-            if (lane == 0) warp_sum[warp] = s;
-            __syncthreads();
-            for (int w = 0; w < FVSWE_BLOCK / 32; ++w) inflow[l] -= warp_sum[w];
-        }
-    }
+    if ((op & OP_UPDATE) && ctrl->n_level > 0)
+        sum_inflow(ctrl->level_flux, ctrl->n_level, inflow);
     if (threadIdx.x == 0) {
         for (int w = 1; w < FVSWE_BLOCK / 32; ++w) m = min_dt(m, warp_min[w]);
         m = min_dt(warp_min[0], m);
@@ -181,10 +199,7 @@ __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
             ctrl->stalled = 1;
         }
         if (op & OP_UPDATE) {
-            ctrl->level_inflow += step_dt(ctrl) * inflow[0];
-#if FVSWE_LAYERS == 2
-            ctrl->level_inflow2 += step_dt(ctrl) * inflow[1];
-#endif
+            add_inflow(ctrl, step_dt(ctrl), inflow);
             const bool clip = last_step(ctrl);
             ctrl->dt_used = step_dt(ctrl);
             ctrl->t = clip ? ctrl->t_end : ctrl->t + ctrl->dt;
