@@ -173,6 +173,15 @@ def gathered_order(comm, keys: np.ndarray) -> tuple[list[int], np.ndarray]:
     return [k.size for k in every], np.argsort(np.concatenate(every), kind="stable")
 
 
+def padded_rows(counts: list[int], order: np.ndarray) -> tuple[int, np.ndarray]:
+    """``(width, rows)``: with each rank's values padded to ``width`` rows (the most any
+    rank has, at least 1) and stacked in rank order, ``rows`` are the rows of the values
+    taken in ``order`` (:func:`gathered_order`)."""
+    width = max(1, *counts)
+    first = np.arange(len(counts)) * width - np.cumsum([0, *counts[:-1]])  # rank r: r * width
+    return width, (np.arange(order.size) + np.repeat(first, counts))[order]
+
+
 #: ``FVSWE_HALO``: how GPU ranks exchange the halo and reduce Δt: ``nccl`` (device to device,
 #: one GPU a rank) or ``host`` (staged through host memory and MPI; needed where ranks share
 #: a GPU, which NCCL refuses). Unset: ``nccl`` unless some node has more ranks than GPUs.
@@ -258,10 +267,7 @@ class GpuHalo:
         from .backends.cuda_header import CTRL_DTYPE
 
         counts, order = gathered_order(self._comm, keys)
-        width = max(1, *counts)
-        # rank r's j-th value lands in row r * width + j of the gathered buffer
-        first = np.arange(len(counts)) * width - np.cumsum([0, *counts[:-1]])
-        rows = (np.arange(order.size) + np.repeat(first, counts))[order]
+        width, rows = padded_rows(counts, order)
         b = self._backend
         with self._stream:
             self._lf = cupy.zeros((width, 2), dtype=np.float64)

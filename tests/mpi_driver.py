@@ -34,13 +34,24 @@ def chezy_field(x, y):
     return 40.0 + 0.05 * x + 0.02 * y
 
 
+def manning_field(x, y):
+    """A Manning coefficient varying over every cell of test1 (likewise)."""
+    return 0.02 + 0.01 * np.sin(x + 2.0 * y)
+
+
+def interfacial_field(x, y):
+    """An interfacial friction coefficient varying over every cell of test1 (likewise)."""
+    return 0.05 + 0.02 * np.cos(x * y)
+
+
 TIDE = {"case": "cgrid-tide", "nx": 12, "t_end": 1800.0, "backend": "gpu"}
 #: GPU ranks (--gpu): test1 with every two-layer scheme in both dtypes (at 4000 cells the
 #: default variant is slot), the edge variant (its halo edges are a second launch) and the
 #: gather variant, and the non-lagged Δt (a reduction between the two kernels of a step);
 #: the wetting-and-drying tide with its level boundary (inflow counters summed over the
 #: ranks) in both dtypes, and on the edge variant with a Chézy coefficient varying per
-#: cell; test1 with Coriolis on a beta-plane (f per cell) and wind.
+#: cell; test1 with Coriolis on a beta-plane (f per cell) and wind, and with bottom and
+#: interfacial friction coefficients varying per cell.
 GPU_RUNS = [
     *({"name": f"test1-{scheme}-{dtype}", "case": "test1", "scheme": scheme, "dtype": dtype,
        "t_end": 0.02, "backend": "gpu"}
@@ -57,9 +68,11 @@ GPU_RUNS = [
      "friction": ("chezy", chezy_field)},
     {"name": "test1-forcing", "case": "test1", "t_end": 0.02, "backend": "gpu",
      "coriolis": {"f": 2.0, "beta": 0.5}, "wind": {"u": 20.0, "v": -5.0, "rho_water": 50.0}},
+    {"name": "test1-friction-fields", "case": "test1", "t_end": 0.02, "backend": "gpu",
+     "friction": ("manning", manning_field), "interfacial_friction": interfacial_field},
 ]  # fmt: skip
 #: The GPU runs restarted across rank counts: test1, and the tide (its inflow counters).
-GPU_RESTARTS = [GPU_RUNS[0], GPU_RUNS[-4]]
+GPU_RESTARTS = [GPU_RUNS[0], GPU_RUNS[-5]]
 
 
 def simulation(spec: dict, comm=None):
@@ -67,7 +80,7 @@ def simulation(spec: dict, comm=None):
     case = get_case(spec["case"])
     if "nx" in spec:
         case = case.with_grid(spec["nx"])
-    options = {"friction": spec["friction"]} if "friction" in spec else {}
+    options = {k: spec[k] for k in ("friction", "interfacial_friction") if k in spec}
     return case.simulation(
         scheme=spec.get("scheme", case.scheme), order=spec.get("order", "none"),
         dtype=spec.get("dtype", "float64"), backend=spec.get("backend", "cpu"), comm=comm,

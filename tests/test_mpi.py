@@ -186,14 +186,19 @@ def test_a_launch_mpi_does_not_see_is_a_one_line_error():
     assert done.stderr.count("\n") == 1
 
 
-def test_cli_outputs_of_two_ranks_equal_one_process(tmp_path):
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_cli_outputs_of_two_ranks_equal_one_process(tmp_path, backend):
     """final.npz, grid.npz, the XDMF/HDF5 and NetCDF series, gauges, sections and the PNGs,
-    written by rank 0 alone."""
+    written by rank 0 alone; the tide's level boundary on GPU ranks too (two sharing the
+    GPU), whose masses only are summed otherwise (one GPU: on the device)."""
     import h5py
 
     from fvswe.cli import main
 
-    argv = ["cgrid-tide", "--nx", "12", "--t-end", "1200", "--output-every", "600",
+    if backend == "gpu":
+        skip_without_gpu()
+    argv = ["cgrid-tide", "--backend", backend, "--nx", "12", "--t-end", "1200",
+            "--output-every", "600",
             "--png", "h,eta", "--format", "both", "--gauge", "100,300,g1",
             "--section", "300,0,300,600", "--probe-every", "100", "-q"]  # fmt: skip
     assert main(["run", *argv, "-o", str(tmp_path / "one")]) == 0
@@ -231,9 +236,13 @@ def test_cli_outputs_of_two_ranks_equal_one_process(tmp_path):
         "cell_steps_per_s",
         "threads",
         "ranks",
-    )  # the rest: bitwise
+    )  # the rest: bitwise (GPU: but the masses)
     a, b = (json.loads((d / "summary.json").read_text()) for d in (one, two))
     assert (a["ranks"], b["ranks"]) == (1, 2) and a["level_inflow"] != 0
+    if backend == "gpu":
+        for key in ("mass", "mass_initial"):
+            assert np.allclose(a[key], b[key], rtol=1e-13, atol=0), key
+        timing += ("mass", "mass_initial", "mass_rel_drift", "mass_balance")
     assert {k: v for k, v in a.items() if k not in timing} == {
         k: v for k, v in b.items() if k not in timing
     }
@@ -351,3 +360,25 @@ def test_ranks_inflow_kernel_sums_as_one_device_on_host(layers):
     assert np.array_equal(first, one) and np.array_equal(again, one)
     naive = np.cumsum(-dt[:, None] * lf[:, :, :layers].sum(axis=1), axis=0)
     assert np.allclose(one, naive, rtol=1e-9, atol=1e-3) and not np.array_equal(one, naive)
+
+
+def test_gathered_values_padded_per_rank_come_back_in_global_order():
+    """GpuHalo's inflow gather: every rank's values in a block of ``width`` rows (NCCL's
+    allGather takes equal counts), taken by ``padded_rows``, stand in global key order."""
+    from fvswe.parallel import gathered_order, padded_rows
+
+    rng = np.random.default_rng(3)
+    keys = rng.permutation(50)
+    split = [keys[:20], keys[20:20], keys[20:29], keys[29:]]  # a rank without any
+
+    class Comm:  # what allgather gives every rank
+        def allgather(self, mine):
+            return split
+
+    counts, order = gathered_order(Comm(), split[0])
+    width, rows = padded_rows(counts, order)
+    assert width == 21
+    stacked = np.full((len(split) * width, 2), np.nan)
+    for r, k in enumerate(split):
+        stacked[r * width : r * width + k.size] = np.stack((k, -k), axis=1)  # value: its key
+    assert np.array_equal(stacked[rows], np.stack((np.arange(50), -np.arange(50)), axis=1))
