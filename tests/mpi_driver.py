@@ -11,15 +11,17 @@ gets, per run, ``NAME.state`` (the global state in the original cell order), ``N
 cell ``b`` of the parts of test1 and the blow-up message when every cell from ``b`` on
 holds NaN (:func:`blowup_message`).
 
-``mpiexec -n P python tests/mpi_driver.py --gpu``: GPU ranks (:data:`GPU_RUNS`, and a
-restart across rank counts) against one GPU on rank 0, bitwise; rank 0 prints one JSON
-line ``{run: equal}`` and the job exits 1 on any difference (:func:`gpu_check`).
+``mpiexec -n P python tests/mpi_driver.py --gpu``: GPU ranks (:data:`GPU_RUNS`, and
+:data:`GPU_RESTARTS` across rank counts) against one GPU on rank 0, bitwise; rank 0 prints
+each run's times to stderr and one JSON line ``{run: equal}``, and the job exits 1 on any
+difference (:func:`gpu_check`).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -72,7 +74,7 @@ GPU_RUNS = [
      "friction": ("manning", manning_field), "interfacial_friction": interfacial_field},
 ]  # fmt: skip
 #: The GPU runs restarted across rank counts: test1, and the tide (its inflow counters).
-GPU_RESTARTS = [GPU_RUNS[0], GPU_RUNS[-5]]
+GPU_RESTARTS = [run for run in GPU_RUNS if run["name"] in ("test1-roe-float64", "tide-float64")]
 
 
 def simulation(spec: dict, comm=None):
@@ -144,9 +146,13 @@ def gpu_check(comm) -> dict[str, bool]:
     0 (empty elsewhere)."""
     equal = {}
     for spec in GPU_RUNS:
+        start = time.perf_counter()
         ranks = run_case(spec, comm)
         if comm.rank == 0:
+            middle = time.perf_counter()
             equal[spec["name"]] = same(run_case(spec), ranks)
+            took = [f"{t:.1f}" for t in (middle - start, time.perf_counter() - middle)]
+            print(f"{spec['name']}: ranks, one GPU {took} s (compiling included)", file=sys.stderr)
     for spec in GPU_RESTARTS:
         equal.update(gpu_restart(comm, spec))
     return equal

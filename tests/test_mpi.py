@@ -278,7 +278,7 @@ def test_gpu_ranks_give_the_single_gpu_bits():
     GPU, bitwise, for every run of mpi_driver.GPU_RUNS, and each of GPU_RESTARTS restarted
     from 2 ranks to 1 and from 1 to 2 (tests/mpi_driver.py --gpu)."""
     skip_without_gpu()
-    done = mpiexec(2, "tests/mpi_driver.py", "--gpu", timeout=280)
+    done = mpiexec(2, "tests/mpi_driver.py", "--gpu", timeout=400)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     # the last JSON line (Open MPI may print terminal resets after it)
     equal = json.loads([ln for ln in done.stdout.splitlines() if ln.startswith("{")][-1])
