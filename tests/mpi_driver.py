@@ -151,7 +151,7 @@ def gpu_check(comm) -> dict[str, bool]:
         if comm.rank == 0:
             middle = time.perf_counter()
             equal[spec["name"]] = same(run_case(spec), ranks)
-            took = [f"{t:.1f}" for t in (middle - start, time.perf_counter() - middle)]
+            took = ", ".join(f"{t:.1f}" for t in (middle - start, time.perf_counter() - middle))
             print(f"{spec['name']}: ranks, one GPU {took} s (compiling included)", file=sys.stderr)
     for spec in GPU_RESTARTS:
         equal.update(gpu_restart(comm, spec))
