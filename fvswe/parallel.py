@@ -139,9 +139,7 @@ class Halo:
         weakref.finalize(self, _free, self._requests)  # before MPI finalizes at exit
         self._dt = np.empty(1, dtype=np.float64)
         self._dt_min = np.empty(1, dtype=np.float64)
-        keys = comm.allgather(np.asarray(sum_keys))
-        self._sum_counts = [k.size for k in keys]
-        self._sum_order = np.argsort(np.concatenate(keys), kind="stable")
+        self._sum_counts, self._sum_order = gathered_order(comm, sum_keys)
         self._sum_buf = np.empty(self._sum_order.size, dtype=np.float64)
 
     def exchange(self, W: np.ndarray) -> None:
@@ -167,6 +165,23 @@ class Halo:
         return float(np.sum(self._sum_buf[self._sum_order]))
 
 
+def gathered_order(comm, keys: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """``(counts, order)`` of the ranks' ``keys`` (distinct global positions): how many each
+    rank holds, and the positions in their concatenation (rank order) sorted by key, so the
+    ranks' values gathered and taken in ``order`` stand as on one device."""
+    every = comm.allgather(np.asarray(keys))
+    return [k.size for k in every], np.argsort(np.concatenate(every), kind="stable")
+
+
+def padded_rows(counts: list[int], order: np.ndarray) -> tuple[int, np.ndarray]:
+    """``(width, rows)``: with each rank's values padded to ``width`` rows (the most any
+    rank has, at least 1) and stacked in rank order, ``rows`` are the rows of the values
+    taken in ``order`` (:func:`gathered_order`)."""
+    width = max(1, *counts)
+    first = np.arange(len(counts)) * width - np.cumsum([0, *counts[:-1]])  # rank r: r * width
+    return width, (np.arange(order.size) + np.repeat(first, counts))[order]
+
+
 #: ``FVSWE_HALO``: how GPU ranks exchange the halo and reduce Δt: ``nccl`` (device to device,
 #: one GPU a rank) or ``host`` (staged through host memory and MPI; needed where ranks share
 #: a GPU, which NCCL refuses). Unset: ``nccl`` unless some node has more ranks than GPUs.
@@ -184,9 +199,15 @@ class GpuHalo:
     buffers go through host memory and MPI (the stream is synchronised). Whole packed rows
     travel (the halo's ``H`` and area with the state), so the second buffer of the gather
     and slot variants gets its halo rows from the first exchange.
+
+    ``level_keys`` (boundaries with tables; None: none in the run): the global edge indices
+    of the part's edges with tables. The halo then keeps the inflow counters
+    (:meth:`add_inflow`), bitwise those of one device.
     """
 
-    def __init__(self, comm, part: Part, backend, mode: str) -> None:
+    def __init__(
+        self, comm, part: Part, backend, mode: str, level_keys: np.ndarray | None = None
+    ) -> None:
         import cupy
         from mpi4py import MPI
 
@@ -227,10 +248,40 @@ class GpuHalo:
             self._nccl, self._nc = nccl, _nccl_comm(comm)
             self._nccl_real = nccl.NCCL_FLOAT64 if W.dtype == np.float64 else nccl.NCCL_FLOAT32
             _NCCL_USERS.add(self)
+        self._seen = None
+        if level_keys is not None:
+            self._take_inflow(level_keys)
         # Load the kernels and make the first NCCL calls (~25 ms) outside any graph capture;
-        # both leave the state and the control block as they are.
+        # they leave the state and the control block as they are (no step taken: no inflow).
         self.exchange(W)
         self.reduce_dt()
+        if self._seen is not None:
+            self.add_inflow()
+
+    def _take_inflow(self, keys: np.ndarray) -> None:
+        """The inflow counters become the halo's: the part's step kernels write their edges'
+        fluxes into ``_lf`` (as many rows as the most any rank has) and sum none of them (the
+        control block's ``n_level`` is 0); :meth:`add_inflow` sums every rank's."""
+        import cupy
+
+        from .backends.cuda_header import CTRL_DTYPE
+
+        counts, order = gathered_order(self._comm, keys)
+        width, rows = padded_rows(counts, order)
+        b = self._backend
+        with self._stream:
+            self._lf = cupy.zeros((width, 2), dtype=np.float64)
+            self._all = cupy.zeros((len(counts) * width, 2), dtype=np.float64)
+            self._glf = cupy.empty((rows.size, 2), dtype=np.float64)
+            self._rows = cupy.asarray(rows, dtype=np.int32)
+            self._seen = cupy.full(1, b.steps, dtype=np.int64)
+        if self._mode == "host":
+            self._hlf = np.empty(self._lf.shape)
+            self._hall = np.empty(self._all.shape)
+        b._pointed["level_flux"] = self._lf
+        ctrl = np.zeros(1, dtype=CTRL_DTYPE)
+        ctrl["level_flux"], ctrl["n_level"] = self._lf.data.ptr, 0
+        b._write_ctrl(ctrl, ("level_flux", "n_level"))
 
     def after(self, op: int, W) -> None:
         """Follow a kernel of ``op`` (fvswe.backends.cuda_header OP_*) that wrote ``W``."""
@@ -238,6 +289,8 @@ class GpuHalo:
 
         if op & OP_UPDATE:
             self.exchange(W)
+            if self._seen is not None:
+                self.add_inflow()
         if op & OP_DT:
             self.reduce_dt()
 
@@ -263,6 +316,30 @@ class GpuHalo:
             nc.send(self._sbuf.data.ptr + a * row * size, n * row, real, q, s)
             nc.recv(self._rbuf.data.ptr + b * row * size, m * row, real, q, s)
         nccl.groupEnd()
+
+    def add_inflow(self) -> None:
+        """After an update: every rank's level fluxes gathered, put in the global edge order
+        and summed into the inflow counters as one device sums them (the kernel
+        ``level_inflow``: the same reduction; a step the ranks skipped adds nothing)."""
+        b = self._backend
+        with self._stream:
+            if self._mode == "host":
+                self._lf.get(stream=self._stream, out=self._hlf)  # synchronises
+                self._comm.Allgather(self._hlf, self._hall)
+                self._all.set(self._hall, stream=self._stream)
+            else:
+                self._nc.allGather(self._lf.data.ptr, self._all.data.ptr, self._lf.size,
+                                   self._nccl.NCCL_FLOAT64, self._stream.ptr)  # fmt: skip
+            self._k["pack"](self._all.reshape(-1), self._rows, np.int32(2), self._glf)
+            b._k["level_inflow"](
+                (1,), (b.block,), (b._ctrl, self._glf, np.int32(self._rows.size), self._seen)
+            )
+
+    def restored(self) -> None:
+        """After the backend's restore: its step count is the snapshot's, none taken since."""
+        if self._seen is not None:
+            with self._stream:
+                self._seen.fill(self._backend.steps)
 
     def reduce_dt(self) -> None:
         """The control block's Δt becomes the minimum over the ranks (exact: min does not
@@ -377,11 +454,6 @@ class DistributedBackend:
 
             from .backends.gpu import resolve_variant
 
-            if layout.levels is not None:
-                raise ConfigError(
-                    "backend 'gpu': boundaries with tables (level, discharge, characteristic) "
-                    "are not supported on several GPU ranks yet; use --backend cpu"
-                )
             device, shared = _gpu_device(comm)
             cupy.cuda.Device(device).use()
             mode = halo_mode(shared)
@@ -402,7 +474,8 @@ class DistributedBackend:
         if local.levels is not None:
             levels = self.part.edges[np.flatnonzero(local.levels.edge_level >= 0)]
         if gpu:
-            self.local.halo = GpuHalo(comm, self.part, self.local, mode)
+            tables = layout.levels is not None and layout.levels.count > 0
+            self.local.halo = GpuHalo(comm, self.part, self.local, mode, levels if tables else None)
         else:
             self.local.halo = Halo(comm, self.part, self.local.W, levels)
         owned = comm.allgather(self.part.cells[: self.part.n_owned])
@@ -477,6 +550,8 @@ class DistributedBackend:
                 for key, value in counters.items()
             }
         self.local.restore({**snap, "W": snap["W"][self.part.cells], "counters": counters})
+        if isinstance(self.local.halo, GpuHalo):
+            self.local.halo.restored()
 
     def first_invalid(self) -> tuple[int, int] | None:
         """The first invalid (global cell, component) over all ranks, else None."""

@@ -11,15 +11,17 @@ gets, per run, ``NAME.state`` (the global state in the original cell order), ``N
 cell ``b`` of the parts of test1 and the blow-up message when every cell from ``b`` on
 holds NaN (:func:`blowup_message`).
 
-``mpiexec -n P python tests/mpi_driver.py --gpu``: GPU ranks (:data:`GPU_RUNS`, and a
-restart across rank counts) against one GPU on rank 0, bitwise; rank 0 prints one JSON
-line ``{run: equal}`` and the job exits 1 on any difference (:func:`gpu_check`).
+``mpiexec -n P python tests/mpi_driver.py --gpu``: GPU ranks (:data:`GPU_RUNS`, and
+:data:`GPU_RESTARTS` across rank counts) against one GPU on rank 0, bitwise; rank 0 prints
+each run's times to stderr and one JSON line ``{run: equal}``, and the job exits 1 on any
+difference (:func:`gpu_check`).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +30,30 @@ from fvswe.cases import get_case
 from fvswe.errors import BlowUpError
 from fvswe.schemes import registry
 
+
+def chezy_field(x, y):
+    """A Chézy coefficient varying over every cell of cgrid-tide (a part must read its own)."""
+    return 40.0 + 0.05 * x + 0.02 * y
+
+
+def manning_field(x, y):
+    """A Manning coefficient varying over every cell of test1 (likewise)."""
+    return 0.02 + 0.01 * np.sin(x + 2.0 * y)
+
+
+def interfacial_field(x, y):
+    """An interfacial friction coefficient varying over every cell of test1 (likewise)."""
+    return 0.05 + 0.02 * np.cos(x * y)
+
+
+TIDE = {"case": "cgrid-tide", "nx": 12, "t_end": 1800.0, "backend": "gpu"}
 #: GPU ranks (--gpu): test1 with every two-layer scheme in both dtypes (at 4000 cells the
 #: default variant is slot), the edge variant (its halo edges are a second launch) and the
-#: gather variant, and the non-lagged Δt (a reduction between the two kernels of a step).
+#: gather variant, and the non-lagged Δt (a reduction between the two kernels of a step);
+#: the wetting-and-drying tide with its level boundary (inflow counters summed over the
+#: ranks) in both dtypes, and on the edge variant with a Chézy coefficient varying per
+#: cell; test1 with Coriolis on a beta-plane (f per cell) and wind, and with bottom and
+#: interfacial friction coefficients varying per cell.
 GPU_RUNS = [
     *({"name": f"test1-{scheme}-{dtype}", "case": "test1", "scheme": scheme, "dtype": dtype,
        "t_end": 0.02, "backend": "gpu"}
@@ -41,7 +64,17 @@ GPU_RUNS = [
      "dtype": "float32", "variant": "gather", "t_end": 0.02, "backend": "gpu"},
     {"name": "test1-nonlagged-edge", "case": "test1", "scheme": "ir-roe", "variant": "edge",
      "dt_mode": "nonlagged", "t_end": 0.02, "backend": "gpu"},
+    {"name": "tide-float64", **TIDE},
+    {"name": "tide-float32", **TIDE, "dtype": "float32"},
+    {"name": "tide-chezy-field-edge", **TIDE, "variant": "edge",
+     "friction": ("chezy", chezy_field)},
+    {"name": "test1-forcing", "case": "test1", "t_end": 0.02, "backend": "gpu",
+     "coriolis": {"f": 2.0, "beta": 0.5}, "wind": {"u": 20.0, "v": -5.0, "rho_water": 50.0}},
+    {"name": "test1-friction-fields", "case": "test1", "t_end": 0.02, "backend": "gpu",
+     "friction": ("manning", manning_field), "interfacial_friction": interfacial_field},
 ]  # fmt: skip
+#: The GPU runs restarted across rank counts: test1, and the tide (its inflow counters).
+GPU_RESTARTS = [run for run in GPU_RUNS if run["name"] in ("test1-roe-float64", "tide-float64")]
 
 
 def simulation(spec: dict, comm=None):
@@ -49,12 +82,13 @@ def simulation(spec: dict, comm=None):
     case = get_case(spec["case"])
     if "nx" in spec:
         case = case.with_grid(spec["nx"])
+    options = {k: spec[k] for k in ("friction", "interfacial_friction") if k in spec}
     return case.simulation(
         scheme=spec.get("scheme", case.scheme), order=spec.get("order", "none"),
         dtype=spec.get("dtype", "float64"), backend=spec.get("backend", "cpu"), comm=comm,
         coriolis=spec.get("coriolis"), wind=spec.get("wind"),
         dt_mode=spec.get("dt_mode", "lagged"),
-        backend_options={"variant": spec["variant"]} if "variant" in spec else None,
+        backend_options={"variant": spec["variant"]} if "variant" in spec else None, **options,
     )  # fmt: skip
 
 
@@ -107,16 +141,27 @@ def same(a: dict, b: dict) -> bool:
 
 
 def gpu_check(comm) -> dict[str, bool]:
-    """Every :data:`GPU_RUNS` on the ranks against one GPU on rank 0, and a restart across
-    rank counts: the ranks' snapshot at half time continued by one GPU, and one GPU's
-    continued by the ranks, both against the straight single-GPU run. ``{name: equal}``
-    on rank 0 (empty elsewhere)."""
+    """Every :data:`GPU_RUNS` on the ranks against one GPU on rank 0, and every
+    :data:`GPU_RESTARTS` across rank counts (:func:`gpu_restart`). ``{name: equal}`` on rank
+    0 (empty elsewhere)."""
     equal = {}
     for spec in GPU_RUNS:
+        start = time.perf_counter()
         ranks = run_case(spec, comm)
         if comm.rank == 0:
+            middle = time.perf_counter()
             equal[spec["name"]] = same(run_case(spec), ranks)
-    spec = GPU_RUNS[0]
+            took = ", ".join(f"{t:.1f}" for t in (middle - start, time.perf_counter() - middle))
+            print(f"{spec['name']}: ranks, one GPU {took} s (compiling included)", file=sys.stderr)
+    for spec in GPU_RESTARTS:
+        equal.update(gpu_restart(comm, spec))
+    return equal
+
+
+def gpu_restart(comm, spec: dict) -> dict[str, bool]:
+    """The ranks' snapshot of ``spec`` at half time continued by one GPU, and one GPU's
+    continued by the ranks, both against the straight single-GPU run (on rank 0)."""
+    equal = {}
     half = spec["t_end"] / 2
     ranks = simulation(spec, comm)
     ranks.run(half)
@@ -130,12 +175,14 @@ def gpu_check(comm) -> dict[str, bool]:
         alone = simulation(spec)
         alone.backend.restore(snap)
         alone.run(spec["t_end"])
-        equal[f"restart {comm.size} ranks -> 1"] = same(results(one), results(alone))
+        equal[f"{spec['name']}: restart {comm.size} ranks -> 1"] = same(
+            results(one), results(alone)
+        )
     ranks.backend.restore(comm.bcast(one_snap))
     ranks.run(spec["t_end"])
     continued = results(ranks)
     if comm.rank == 0:
-        equal[f"restart 1 -> {comm.size} ranks"] = same(results(one), continued)
+        equal[f"{spec['name']}: restart 1 -> {comm.size} ranks"] = same(results(one), continued)
     return equal
 
 

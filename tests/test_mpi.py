@@ -43,7 +43,7 @@ pytestmark = pytest.mark.skipif(
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from mpi_driver import GPU_RUNS, blowup_message, run_case  # noqa: E402
+from mpi_driver import GPU_RESTARTS, GPU_RUNS, blowup_message, run_case  # noqa: E402
 
 #: Short runs: every two-layer scheme on test1 and test2, another cell ordering, float32, a
 #: one-layer wetting-and-drying case with a tidal level boundary, friction and nonlagged Δt;
@@ -186,14 +186,19 @@ def test_a_launch_mpi_does_not_see_is_a_one_line_error():
     assert done.stderr.count("\n") == 1
 
 
-def test_cli_outputs_of_two_ranks_equal_one_process(tmp_path):
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_cli_outputs_of_two_ranks_equal_one_process(tmp_path, backend):
     """final.npz, grid.npz, the XDMF/HDF5 and NetCDF series, gauges, sections and the PNGs,
-    written by rank 0 alone."""
+    written by rank 0 alone; the tide's level boundary on GPU ranks too (two sharing the
+    GPU), whose masses only are summed otherwise (one GPU: on the device)."""
     import h5py
 
     from fvswe.cli import main
 
-    argv = ["cgrid-tide", "--nx", "12", "--t-end", "1200", "--output-every", "600",
+    if backend == "gpu":
+        skip_without_gpu()
+    argv = ["cgrid-tide", "--backend", backend, "--nx", "12", "--t-end", "1200",
+            "--output-every", "600",
             "--png", "h,eta", "--format", "both", "--gauge", "100,300,g1",
             "--section", "300,0,300,600", "--probe-every", "100", "-q"]  # fmt: skip
     assert main(["run", *argv, "-o", str(tmp_path / "one")]) == 0
@@ -231,9 +236,13 @@ def test_cli_outputs_of_two_ranks_equal_one_process(tmp_path):
         "cell_steps_per_s",
         "threads",
         "ranks",
-    )  # the rest: bitwise
+    )  # the rest: bitwise (GPU: but the masses)
     a, b = (json.loads((d / "summary.json").read_text()) for d in (one, two))
     assert (a["ranks"], b["ranks"]) == (1, 2) and a["level_inflow"] != 0
+    if backend == "gpu":
+        for key in ("mass", "mass_initial"):
+            assert np.allclose(a[key], b[key], rtol=1e-13, atol=0), key
+        timing += ("mass", "mass_initial", "mass_rel_drift", "mass_balance")
     assert {k: v for k, v in a.items() if k not in timing} == {
         k: v for k, v in b.items() if k not in timing
     }
@@ -266,11 +275,110 @@ def test_an_error_on_rank_0_alone_stops_every_rank_with_one_line(tmp_path):
 @pytest.mark.gpu
 def test_gpu_ranks_give_the_single_gpu_bits():
     """Two GPU ranks (sharing one GPU: the host-staged halo; one GPU each: NCCL) against one
-    GPU, bitwise, for every run of mpi_driver.GPU_RUNS and a restart from 2 ranks to 1 and
-    from 1 to 2 (tests/mpi_driver.py --gpu)."""
+    GPU, bitwise, for every run of mpi_driver.GPU_RUNS, and each of GPU_RESTARTS restarted
+    from 2 ranks to 1 and from 1 to 2 (tests/mpi_driver.py --gpu)."""
     skip_without_gpu()
-    done = mpiexec(2, "tests/mpi_driver.py", "--gpu", timeout=280)
+    done = mpiexec(2, "tests/mpi_driver.py", "--gpu", timeout=400)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     # the last JSON line (Open MPI may print terminal resets after it)
     equal = json.loads([ln for ln in done.stdout.splitlines() if ln.startswith("{")][-1])
-    assert len(equal) == len(GPU_RUNS) + 2 and all(equal.values()), equal
+    assert len(equal) == len(GPU_RUNS) + 2 * len(GPU_RESTARTS) and all(equal.values()), equal
+
+
+#: Host program (tests/cuda_host): per step, one device closes it (finish_step summing its
+#: level fluxes), and a rank's pair: finish_step with no level edges of its own (n_level 0),
+#: then level_inflow over the same fluxes in the same order, called twice (the second sees
+#: no new step). stdin: int32 steps, n; per step float64 dt and 2 n fluxes. stdout: per step
+#: the one device's (level_inflow, level_inflow2), the rank's after each call.
+INFLOW_HOST = r"""
+#include "shim.h"
+#include "gather.cu"
+#include <cstdio>
+#include <vector>
+
+extern "C" __global__ void close_step(Ctrl* c, real* partial)
+{
+    finish_step(c, partial, real(1), OP_UPDATE);
+}
+
+int main()
+{
+    int head[2];
+    if (fread(head, 4, 2, stdin) != 2) return 2;
+    const int steps = head[0], n = head[1];
+    std::vector<double> lf(2 * n);
+    std::vector<real> partial(1);
+    Ctrl one = {}, rank = {};
+    for (Ctrl* c : {&one, &rank})
+        c->t_end = 1e30, c->max_steps = 1 << 30, c->level_flux = lf.data();
+    one.n_level = n;
+    long long seen = 0;
+    for (int s = 0; s < steps; ++s) {
+        if (fread(&one.dt, 8, 1, stdin) != 1 || fread(lf.data(), 8, 2 * n, stdin) != size_t(2 * n))
+            return 2;
+        rank.dt = one.dt;
+        launch(1, FVSWE_BLOCK, close_step, &one, partial.data());
+        launch(1, FVSWE_BLOCK, close_step, &rank, partial.data());
+        double out[6] = {one.level_inflow, one.level_inflow2};
+        for (int call = 1; call <= 2; ++call) {
+            launch(1, FVSWE_BLOCK, level_inflow, &rank, (const double*)lf.data(), n, &seen);
+            out[2 * call] = rank.level_inflow, out[2 * call + 1] = rank.level_inflow2;
+        }
+        fwrite(out, 8, 6, stdout);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_ranks_inflow_kernel_sums_as_one_device_on_host(layers):
+    """GPU ranks' inflow counters (kernel level_inflow over the ranks' level fluxes gathered in
+    global edge order, the step kernels summing none) are the one device's bits, step after
+    step, on the host CUDA shim; a call after no new step adds nothing. The fluxes span 12
+    orders of magnitude, so a sum in another order (NumPy's) differs."""
+    from test_cuda_sources import CXX, host_binary
+
+    from fvswe.backends import gpu
+
+    if CXX is None:
+        pytest.skip("no host C++ compiler (g++) on PATH")
+    opts = gpu.compile_options("pvm-ifcp" if layers == 2 else "hll-wd", layers, np.float64,
+                               "gather")  # fmt: skip
+    flags = ["-std=c++17", "-O1", "-ffp-contract=off", "-Wno-psabi"]
+    exe = host_binary("inflow", INFLOW_HOST, flags + [o for o in opts if o.startswith("-D")])
+    rng = np.random.default_rng(7)
+    steps, n = 20, 700  # more edges than threads: each thread adds several
+    dt = rng.uniform(0.1, 2.0, steps)
+    lf = rng.standard_normal((steps, n, 2)) * 10.0 ** rng.integers(-6, 6, (steps, n, 2))
+    blob = np.array([steps, n], np.int32).tobytes() + b"".join(
+        np.float64(d).tobytes() + f.tobytes() for d, f in zip(dt, lf, strict=True)
+    )
+    done = subprocess.run([str(exe)], input=blob, capture_output=True, check=True)
+    out = np.frombuffer(done.stdout, dtype=np.float64).reshape(steps, 3, 2)[:, :, :layers]
+    one, first, again = out[:, 0], out[:, 1], out[:, 2]
+    assert np.array_equal(first, one) and np.array_equal(again, one)
+    naive = np.cumsum(-dt[:, None] * lf[:, :, :layers].sum(axis=1), axis=0)
+    assert np.allclose(one, naive, rtol=1e-9, atol=1e-3) and not np.array_equal(one, naive)
+
+
+def test_gathered_values_padded_per_rank_come_back_in_global_order():
+    """GpuHalo's inflow gather: every rank's values in a block of ``width`` rows (NCCL's
+    allGather takes equal counts), taken by ``padded_rows``, stand in global key order."""
+    from fvswe.parallel import gathered_order, padded_rows
+
+    rng = np.random.default_rng(3)
+    keys = rng.permutation(50)
+    split = [keys[:20], keys[20:20], keys[20:29], keys[29:]]  # a rank without any
+
+    class Comm:  # what allgather gives every rank
+        def allgather(self, mine):
+            return split
+
+    counts, order = gathered_order(Comm(), split[0])
+    width, rows = padded_rows(counts, order)
+    assert width == 21
+    stacked = np.full((len(split) * width, 2), np.nan)
+    for r, k in enumerate(split):
+        stacked[r * width : r * width + k.size] = np.stack((k, -k), axis=1)  # value: its key
+    assert np.array_equal(stacked[rows], np.stack((np.arange(50), -np.arange(50)), axis=1))

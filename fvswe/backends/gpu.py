@@ -444,7 +444,7 @@ class GpuBackend:
         self.sync_every = max(SYNC_EVERY, self.batch)
         opts = compile_options(scheme, self.model.layers, self.dtype, variant, lay.k, block)
         mod = module(opts, variant)
-        names = ("find_invalid", "debug_flux") + (
+        names = ("find_invalid", "debug_flux", "level_inflow") + (
             ("edge_pass", "volume_pass") if variant == "edge" else (f"{variant}_step",)
         )
         if self.model.layers == 2:
@@ -505,7 +505,8 @@ class GpuBackend:
         for name, arr in self._pointed.items():
             ctrl[name] = arr.data.ptr
         ctrl["n_level"] = level_edges(lay).size
-        self._has_levels = "level_table" in self._pointed
+        # every part of a distributed run counts the inflow, those without such edges too
+        self._has_levels = lay.levels is not None and lay.levels.count > 0
         wind = lay.wind
         if wind is not None:
             ctrl["n_wind"], ctrl["wind_law"] = wind.times.size, wind.law

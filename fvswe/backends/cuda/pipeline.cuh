@@ -144,30 +144,42 @@ __device__ __forceinline__ bool last_block(Ctrl* ctrl)
     return last;
 }
 
-// The step's volume in through the edges with tables, per layer, in a fixed order: dt times
-// minus the sum of their outward fluxes (level_flux) onto the inflow counters. All threads
-// of the block call it; thread 0 adds.
-__device__ void add_level_inflow(Ctrl* ctrl, double dt)
+// Minus the sum of the outward fluxes lf[2 i + layer], i < n, of the edges with tables, per
+// layer, in a fixed order: thread t adds i = t, t + FVSWE_BLOCK, ..., then the warp's
+// butterfly, then the warps in turn. All threads of one block of FVSWE_BLOCK call it; each
+// gets the sums. The last block of a step sums one device's fluxes with it, level_inflow
+// (service.cuh) the fluxes of a distributed run's ranks gathered in that order: same bits.
+__device__ __forceinline__ void sum_inflow(const volatile double* lf, int n, double* inflow)
 {
     __shared__ double warp_sum[FVSWE_BLOCK / 32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    double inflow[FVSWE_LAYERS] = {};
     for (int l = 0; l < FVSWE_LAYERS; ++l) {
         double s = 0.0;
-        const volatile double* lf = ctrl->level_flux;
-        for (int i = threadIdx.x; i < ctrl->n_level; i += FVSWE_BLOCK) s += lf[2 * i + l];
+        for (int i = threadIdx.x; i < n; i += FVSWE_BLOCK) s += lf[2 * i + l];
         for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
         __syncthreads();  // the previous layer's warp_sum is read
         if (lane == 0) warp_sum[warp] = s;
         __syncthreads();
         for (int w = 0; w < FVSWE_BLOCK / 32; ++w) inflow[l] -= warp_sum[w];
     }
-    if (threadIdx.x == 0) {
-        ctrl->level_inflow += dt * inflow[0];
+}
+
+// The inflow counters gain the volume in through the edges with tables in a step of dt.
+__device__ __forceinline__ void add_inflow(Ctrl* ctrl, double dt, const double* inflow)
+{
+    ctrl->level_inflow += dt * inflow[0];
 #if FVSWE_LAYERS == 2
-        ctrl->level_inflow2 += dt * inflow[1];
+    ctrl->level_inflow2 += dt * inflow[1];
 #endif
-    }
+}
+
+// The step's volume in through the edges with tables, per layer (sum_inflow, add_inflow):
+// all threads of the block call it; thread 0 adds.
+__device__ void add_level_inflow(Ctrl* ctrl, double dt)
+{
+    double inflow[FVSWE_LAYERS] = {};
+    sum_inflow(ctrl->level_flux, ctrl->n_level, inflow);
+    if (threadIdx.x == 0) add_inflow(ctrl, dt, inflow);
 }
 
 // A field that other blocks of the running kernel changed (atomics), read past the

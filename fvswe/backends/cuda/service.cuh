@@ -1,6 +1,6 @@
 // Kernels every module carries besides its step: the positivity limiter (two layers), the
-// blow-up finder and a debug kernel that evaluates the scheme's flux on plain arrays (the
-// parity tests compare it with the NumPy reference).
+// blow-up finder, the inflow counters of a distributed run and a debug kernel that evaluates
+// the scheme's flux on plain arrays (the parity tests compare it with the NumPy reference).
 #pragma once
 
 // First (lowest cell, then component) NaN/inf or negative depth, as atomicMin of
@@ -18,6 +18,22 @@ find_invalid(const int n_cells, const real4* __restrict__ W, int* first)
             atomicMin(first, c * 8 + m);
             return;
         }
+    }
+}
+
+// A distributed run's inflow counters (fvswe.parallel.GpuHalo; docs/PARALLEL.md): after a
+// step's update, the outward fluxes of every rank's edges with tables, gathered in the single
+// device's edge order (lf, n edges), summed and added as finish_step does on one device, so
+// the counters keep its bits. A step the ranks skipped (steps == *seen) adds nothing. One
+// block of FVSWE_BLOCK threads.
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
+level_inflow(Ctrl* ctrl, const double* lf, const int n, long long* seen)
+{
+    double inflow[FVSWE_LAYERS] = {};
+    sum_inflow(lf, n, inflow);
+    if (threadIdx.x == 0 && ctrl->steps != *seen) {
+        *seen = ctrl->steps;
+        add_inflow(ctrl, ctrl->dt_used, inflow);
     }
 }
 
