@@ -13,7 +13,8 @@ holds NaN (:func:`blowup_message`).
 
 ``mpiexec -n P python tests/mpi_driver.py --gpu``: GPU ranks (:data:`GPU_RUNS`, and a
 restart across rank counts) against one GPU on rank 0, bitwise; rank 0 prints one JSON
-line ``{run: equal}`` and the job exits 1 on any difference (:func:`gpu_check`).
+line ``{run: equal}`` and the job exits 1 on any difference (:func:`gpu_check`). The case
+``pulled-apart`` is :func:`pulled_apart_simulation`.
 """
 
 from __future__ import annotations
@@ -26,11 +27,15 @@ import numpy as np
 
 from fvswe.cases import get_case
 from fvswe.errors import BlowUpError
+from fvswe.mesh.generate import strip
 from fvswe.schemes import registry
+from fvswe.simulation import Simulation
 
 #: GPU ranks (--gpu): test1 with every two-layer scheme in both dtypes (at 4000 cells the
 #: default variant is slot), the edge variant (its halo edges are a second launch) and the
-#: gather variant, and the non-lagged Δt (a reduction between the two kernels of a step).
+#: gather variant, and the non-lagged Δt (a reduction between the two kernels of a step);
+#: the positivity limiter acting beside the parts' borders ("limits": it must limit, and the
+#: ranks without the exchange of theta must differ) in each variant.
 GPU_RUNS = [
     *({"name": f"test1-{scheme}-{dtype}", "case": "test1", "scheme": scheme, "dtype": dtype,
        "t_end": 0.02, "backend": "gpu"}
@@ -41,20 +46,45 @@ GPU_RUNS = [
      "dtype": "float32", "variant": "gather", "t_end": 0.02, "backend": "gpu"},
     {"name": "test1-nonlagged-edge", "case": "test1", "scheme": "ir-roe", "variant": "edge",
      "dt_mode": "nonlagged", "t_end": 0.02, "backend": "gpu"},
+    *({"name": f"pulled-apart-{variant}", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
+       "variant": variant, "backend": "gpu", "limits": True}
+      for variant in ("slot", "edge", "gather")),
 ]  # fmt: skip
+
+
+def pulled_apart_simulation(spec: dict, comm=None) -> Simulation:
+    """A 5 cm upper layer over 1.95 m (r = 0.5, flat bed, walls) moving at -1.6 and 2.4 m/s
+    in turn, pulled apart where x = 0, +-5/3, +-10/3, on a strip of 2 nx triangles of
+    [-5, 5]: PVM-IFCP's wet formula empties it there within a step, so the positivity
+    limiter acts from the first steps (docs/SCHEMES.md §13.4), at x = 0 beside the border
+    of two parts. The case of s4-limcpu's tests/test_vanishing.pulled_apart_simulation."""
+
+    def q1x(x, y):
+        return 0.1 * np.sign(np.sin(1.2 * np.pi * x)) + 0.02
+
+    return Simulation(strip(spec["nx"], 1, -5.0, 5.0), layers=2, scheme="pvm-ifcp", r=0.5,
+                      H=2.0, initial={"h1": 0.05, "h2": 1.95, "q1x": q1x},
+                      boundary=dict.fromkeys(("west", "east", "wall"), "wall"),
+                      dt_mode="nonlagged", **backend_options(spec, comm))  # fmt: skip
+
+
+def backend_options(spec: dict, comm=None) -> dict:
+    """The Simulation's backend arguments of ``spec``: backend, comm, GPU variant."""
+    variant = {"variant": spec["variant"]} if "variant" in spec else None
+    return {"backend": spec.get("backend", "cpu"), "comm": comm, "backend_options": variant}
 
 
 def simulation(spec: dict, comm=None):
     """The Simulation of ``spec`` (on ``comm``'s ranks, or alone)."""
+    if spec["case"] == "pulled-apart":
+        return pulled_apart_simulation(spec, comm)
     case = get_case(spec["case"])
     if "nx" in spec:
         case = case.with_grid(spec["nx"])
     return case.simulation(
         scheme=spec.get("scheme", case.scheme), order=spec.get("order", "none"),
-        dtype=spec.get("dtype", "float64"), backend=spec.get("backend", "cpu"), comm=comm,
-        coriolis=spec.get("coriolis"), wind=spec.get("wind"),
-        dt_mode=spec.get("dt_mode", "lagged"),
-        backend_options={"variant": spec["variant"]} if "variant" in spec else None,
+        dtype=spec.get("dtype", "float64"), coriolis=spec.get("coriolis"), wind=spec.get("wind"),
+        dt_mode=spec.get("dt_mode", "lagged"), **backend_options(spec, comm),
     )  # fmt: skip
 
 
@@ -66,11 +96,13 @@ def run_case(spec: dict, comm=None) -> dict[str, np.ndarray]:
 
 
 def results(sim) -> dict[str, np.ndarray]:
-    """What a run is compared by: state (original cell order), masses, steps, counters."""
+    """What a run is compared by: state (original cell order), masses, steps, counters (the
+    positivity limiter's also alone)."""
     counters = sim.backend.counters()
     return {"state": sim.state(), "mass": np.array(sim.mass()), "steps": np.array(sim.steps),
             "counters": np.array([counters[k] for k in sorted(counters)]),
-            "inflow": np.array(counters.get("level_inflow", 0.0))}  # fmt: skip
+            "inflow": np.array(counters.get("level_inflow", 0.0)),
+            "limited": np.array(counters.get("limited", 0))}  # fmt: skip
 
 
 def blowup_message(sim, first: int) -> str:
@@ -115,7 +147,16 @@ def gpu_check(comm) -> dict[str, bool]:
     for spec in GPU_RUNS:
         ranks = run_case(spec, comm)
         if comm.rank == 0:
-            equal[spec["name"]] = same(run_case(spec), ranks)
+            one = run_case(spec)
+            equal[spec["name"]] = same(one, ranks)
+        if spec.get("limits"):
+            unexchanged = without_theta_exchange(spec, comm)
+            if comm.rank == 0:
+                differs = unexchanged is None or not same(one, unexchanged)
+                note = "different" if differs else "EQUAL"
+                print(f"{spec['name']}: limited {int(one['limited'])}, without the theta "
+                      f"exchange {note}", file=sys.stderr)  # fmt: skip
+                equal[spec["name"]] &= int(one["limited"]) > 0 and differs
     spec = GPU_RUNS[0]
     half = spec["t_end"] / 2
     ranks = simulation(spec, comm)
@@ -137,6 +178,19 @@ def gpu_check(comm) -> dict[str, bool]:
     if comm.rank == 0:
         equal[f"restart 1 -> {comm.size} ranks"] = same(results(one), continued)
     return equal
+
+
+def without_theta_exchange(spec: dict, comm) -> dict[str, np.ndarray] | None:
+    """:func:`run_case` on GPU ranks that skip the exchange of the limiter's theta (so an
+    owned cell beside a halo cell limited by its owner keeps its unlimited update), or None
+    where that run stopped (every rank together) at a clip or a mass error."""
+    sim = simulation(spec, comm)
+    sim.backend.local.halo.exchange_theta = lambda: None
+    try:
+        sim.run(spec["t_end"])
+    except BlowUpError:
+        return None
+    return results(sim)
 
 
 def runs(comm, runs_json: str, out: str) -> None:

@@ -105,6 +105,7 @@ int main()
     c.lim_cells = lim_cells.data();
     c.lim_theta = lim_theta.data();
     c.lim_claim = lim_claim.data();
+    c.owned = L;
 
     auto run = [&](const Plan& plan) {
         for (const auto& [kernel, op, src, dst] : plan) {
