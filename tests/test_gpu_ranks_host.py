@@ -17,7 +17,6 @@ from fvswe.backends import gpu
 from fvswe.partition import assign, split
 
 HEAD = '#include "shim.h"\n#include "edge.cu"\n#include "gather.cu"\n#include "slot.cu"\n'
-HEAD += "#include <array>\n#include <cstdio>\n"
 
 
 def ranks_run(layout, variant: str, t_end: float, nparts: int, theta: bool = True):

@@ -11,26 +11,9 @@
 //        packed state (L * NVEC real4), area (L), per slot code, normal, length (L * K);
 //        int32 (owner part, index there) of each halo cell [owned, L).
 // stdout: per part its packed state (buffer 0), then its control block.
+#include "stdin.h"
 #include <algorithm>
 #include <cmath>
-
-template <typename T> static std::vector<T> input(size_t n)
-{
-    std::vector<T> v(n);
-    if (fread(v.data(), sizeof(T), n, stdin) != n) std::exit(2);
-    return v;
-}
-
-typedef std::vector<std::array<int, 4>> Plan;
-
-static Plan input_plan()
-{
-    const int n = input<int>(1)[0];
-    const auto rows = input<int>(4 * size_t(n));
-    Plan plan(n);
-    for (int i = 0; i < n; ++i) plan[i] = {rows[4 * i], rows[4 * i + 1], rows[4 * i + 2], rows[4 * i + 3]};
-    return plan;
-}
 
 struct Part {
     int L, owned;
