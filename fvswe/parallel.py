@@ -36,6 +36,8 @@ from .partition import Part, assign, split
 LAUNCH_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")
 LAUNCH_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
 HALO_TAG = 11
+#: The tag of the exchange of the positivity limiter's theta (docs/SCHEMES.md §13.4).
+THETA_TAG = 12
 #: Counters every rank holds whole (the ranks' level fluxes are summed in global order
 #: each step); the others are per-rank counts, summed when reported.
 WHOLE_COUNTERS = INFLOW_KEYS
@@ -188,17 +190,75 @@ def padded_rows(counts: list[int], order: np.ndarray) -> tuple[int, np.ndarray]:
 HALO_MODES = ("nccl", "host")
 
 
+class _DeviceRows:
+    """The halo exchange of one device array of ``row`` reals a cell (a GPU part's state, or
+    the limiter's theta): ``pack`` gathers the rows each peer needs into one device buffer,
+    they travel (``host``: through host memory and MPI persistent requests of tag ``tag``,
+    the stream synchronised; ``nccl``: grouped ``send``/``recv`` on the stream), ``unpack``
+    scatters the received rows into the halo."""
+
+    def __init__(self, halo: GpuHalo, row: int, dtype, tag: int) -> None:
+        import cupy
+
+        self._halo, self._row = halo, np.int32(row)
+        with halo._stream:
+            self._sbuf = cupy.empty((halo._send_idx.size, row), dtype=dtype)
+            self._rbuf = cupy.empty((halo._recv_idx.size, row), dtype=dtype)
+        if halo._mode == "host":
+            comm = halo._comm
+            self._hsend = np.empty(self._sbuf.shape, dtype=dtype)
+            self._hrecv = np.empty(self._rbuf.shape, dtype=dtype)
+            self._requests = [
+                comm.Recv_init(self._hrecv[b : b + m], source=q, tag=tag)
+                for q, _, _, b, m in halo._peers
+            ] + [
+                comm.Send_init(self._hsend[a : a + n], dest=q, tag=tag)
+                for q, a, n, _, _ in halo._peers
+            ]
+            weakref.finalize(self, _free, self._requests)  # before MPI finalizes at exit
+        else:
+            from cupy.cuda import nccl
+
+            self._real = nccl.NCCL_FLOAT64 if np.dtype(dtype) == np.float64 else nccl.NCCL_FLOAT32
+
+    def exchange(self, flat) -> None:
+        """Bring the halo rows of the flat device array ``flat`` up to date with their owners'."""
+        h = self._halo
+        with h._stream:
+            h._k["pack"](flat, h._send_idx, self._row, self._sbuf)
+            if h._mode == "host":
+                self._sbuf.get(stream=h._stream, out=self._hsend)  # synchronises
+                h._mpi.Prequest.Startall(self._requests)
+                h._mpi.Request.Waitall(self._requests)
+                self._rbuf.set(self._hrecv, stream=h._stream)
+            else:
+                self._nccl_exchange()
+            h._k["unpack"](self._rbuf, h._recv_idx, self._row, flat)
+
+    def _nccl_exchange(self) -> None:
+        h = self._halo
+        nccl, nc, s = h._nccl, h._nc, h._stream.ptr
+        size, row = self._sbuf.itemsize, int(self._row)
+        nccl.groupStart()
+        for q, a, n, b, m in h._peers:
+            nc.send(self._sbuf.data.ptr + a * row * size, n * row, self._real, q, s)
+            nc.recv(self._rbuf.data.ptr + b * row * size, m * row, self._real, q, s)
+        nccl.groupEnd()
+
+
 class GpuHalo:
     """The halo exchange and Δt reduction of one GPU part (the GPU backend's ``halo`` hook).
 
-    After every kernel (:meth:`after`): an update is followed by a pack kernel gathering
-    the rows each peer needs into one device buffer, the exchange, and an unpack kernel
-    scattering the received rows into the halo; a Δt pass by a min-reduction of the
-    control block's ``(dt, -stalled)`` pair. ``nccl``: grouped ``send``/``recv`` and an
-    ``allReduce`` on the backend's stream (capturable in its CUDA graphs); ``host``: the
-    buffers go through host memory and MPI (the stream is synchronised). Whole packed rows
-    travel (the halo's ``H`` and area with the state), so the second buffer of the gather
-    and slot variants gets its halo rows from the first exchange.
+    After every kernel of a step (:meth:`after`): once the step's update is final (after
+    the normal pass, or with two layers after the positivity limiter's ``limit_update``),
+    the state's halo rows are exchanged (:class:`_DeviceRows`); after ``limit_theta``, the
+    limiter's theta of the halo cells (:meth:`exchange_theta`); after a Δt pass, the
+    control block's ``(dt, -stalled)`` pair is min-reduced. ``nccl``: grouped
+    ``send``/``recv`` and an ``allReduce`` on the backend's stream (capturable in its CUDA
+    graphs); ``host``: the buffers go through host memory and MPI (the stream is
+    synchronised). Whole packed rows travel (the halo's ``H`` and area with the state), so
+    the second buffer of the gather and slot variants gets its halo rows from the first
+    exchange.
 
     ``level_keys`` (boundaries with tables; None: none in the run): the global edge indices
     of the part's edges with tables. The halo then keeps the inflow counters
@@ -217,44 +277,40 @@ class GpuHalo:
         self._backend, self._k = backend, halo_kernels()
         self._stream = backend.stream
         W = backend._W
-        self._row = np.int32(W[0].size)
         with self._stream:
             self._send_idx = cupy.asarray(np.concatenate([np.zeros(0, np.int64), *part.send]),
                                           dtype=np.int32)  # fmt: skip
             self._recv_idx = cupy.asarray(np.concatenate([np.zeros(0, np.int64), *part.recv]),
                                           dtype=np.int32)  # fmt: skip
-            self._sbuf = cupy.empty((self._send_idx.size, int(self._row)), dtype=W.dtype)
-            self._rbuf = cupy.empty((self._recv_idx.size, int(self._row)), dtype=W.dtype)
             self._red = cupy.empty(2, dtype=np.float64)
         #: (peer, first send row, send rows, first receive row, receive rows)
         self._peers = [
             (q, *_span(part.send, p), *_span(part.recv, p)) for p, q in enumerate(part.peers)
         ]
         if mode == "host":
-            self._hsend = np.empty(self._sbuf.shape, dtype=W.dtype)
-            self._hrecv = np.empty(self._rbuf.shape, dtype=W.dtype)
             self._hred = np.empty(2, dtype=np.float64)
-            self._requests = [
-                comm.Recv_init(self._hrecv[b : b + m], source=q, tag=HALO_TAG)
-                for q, _, _, b, m in self._peers
-            ] + [
-                comm.Send_init(self._hsend[a : a + n], dest=q, tag=HALO_TAG)
-                for q, a, n, _, _ in self._peers
-            ]
-            weakref.finalize(self, _free, self._requests)  # before MPI finalizes at exit
         else:
             from cupy.cuda import nccl
 
             self._nccl, self._nc = nccl, _nccl_comm(comm)
-            self._nccl_real = nccl.NCCL_FLOAT64 if W.dtype == np.float64 else nccl.NCCL_FLOAT32
             _NCCL_USERS.add(self)
+        self._state = _DeviceRows(self, W[0].size, W.dtype, HALO_TAG)
+        self._theta = None
+        if backend.model.layers == 2:  # the positivity limiter (docs/SCHEMES.md §13.4)
+            self._theta = _DeviceRows(self, 2, np.float64, THETA_TAG)
+            self._halo_cells = (np.int32(part.n_owned), np.int32(part.cells.size))
+            self._halo_grid = max(1, (part.cells.size - part.n_owned + 127) // 128)
+            self._any = np.empty(2, dtype=np.int32)
         self._seen = None
         if level_keys is not None:
             self._take_inflow(level_keys)
         # Load the kernels and make the first NCCL calls (~25 ms) outside any graph capture;
-        # they leave the state and the control block as they are (no step taken: no inflow).
+        # they leave the state, theta and the control block as they are (no step taken: no
+        # inflow).
         self.exchange(W)
         self.reduce_dt()
+        if self._theta is not None:
+            self._theta.exchange(backend._pointed["lim_theta"])
         if self._seen is not None:
             self.add_inflow()
 
@@ -283,11 +339,14 @@ class GpuHalo:
         ctrl["level_flux"], ctrl["n_level"] = self._lf.data.ptr, 0
         b._write_ctrl(ctrl, ("level_flux", "n_level"))
 
-    def after(self, op: int, W) -> None:
-        """Follow a kernel of ``op`` (fvswe.backends.cuda_header OP_*) that wrote ``W``."""
+    def after(self, kernel: str, op: int, W) -> None:
+        """Follow ``kernel`` of a step plan (fvswe.backends.gpu.step_plan) with ``op``
+        (fvswe.backends.cuda_header OP_*), which wrote ``W``."""
         from .backends.cuda_header import OP_DT, OP_UPDATE
 
-        if op & OP_UPDATE:
+        if kernel == "limit_theta":
+            self.exchange_theta()
+        elif kernel == "limit_update" or (op & OP_UPDATE and self._theta is None):
             self.exchange(W)
             if self._seen is not None:
                 self.add_inflow()
@@ -296,26 +355,30 @@ class GpuHalo:
 
     def exchange(self, W) -> None:
         """Bring the halo rows of the device state ``W`` up to date with their owners' rows."""
-        flat = W.reshape(-1)
-        with self._stream:
-            self._k["pack"](flat, self._send_idx, self._row, self._sbuf)
-            if self._mode == "host":
-                self._sbuf.get(stream=self._stream, out=self._hsend)  # synchronises
-                self._mpi.Prequest.Startall(self._requests)
-                self._mpi.Request.Waitall(self._requests)
-                self._rbuf.set(self._hrecv, stream=self._stream)
-            else:
-                self._nccl_exchange()
-            self._k["unpack"](self._rbuf, self._recv_idx, self._row, flat)
+        self._state.exchange(W.reshape(-1))
 
-    def _nccl_exchange(self) -> None:
-        nccl, nc, real, s = self._nccl, self._nc, self._nccl_real, self._stream.ptr
-        size, row = self._sbuf.itemsize, int(self._row)
-        nccl.groupStart()
-        for q, a, n, b, m in self._peers:
-            nc.send(self._sbuf.data.ptr + a * row * size, n * row, real, q, s)
-            nc.recv(self._rbuf.data.ptr + b * row * size, m * row, real, q, s)
-        nccl.groupEnd()
+    def exchange_theta(self) -> None:
+        """The limiter's theta of the halo cells from their owners (limit_theta wrote the
+        owned candidates'); the halo cells with theta < 1 are listed after the candidates
+        (``limit_halo``), so that ``limit_update`` updates their owned neighbours again as
+        one device does. ``nccl``: every step (the host cannot see the device's candidate
+        count inside a graph); ``host``: when some rank listed candidates."""
+        b = self._backend
+        if self._mode == "host" and not self._any_candidates():
+            return
+        self._theta.exchange(b._pointed["lim_theta"])
+        with self._stream:
+            self._k["limit_halo"]((self._halo_grid,), (128,), (b._ctrl, *self._halo_cells))
+
+    def _any_candidates(self) -> bool:
+        """Whether some rank's normal pass listed limiter candidates in this step (host)."""
+        from .backends.cuda_header import CTRL_DTYPE
+
+        off = CTRL_DTYPE.fields["candidates"][1]
+        ctrl = self._backend._ctrl
+        self._any[0] = ctrl[off : off + 4].get(stream=self._stream).view(np.int32)[0] > 0
+        self._comm.Allreduce(self._any[:1], self._any[1:], op=self._mpi.MAX)
+        return bool(self._any[1])
 
     def add_inflow(self) -> None:
         """After an update: every rank's level fluxes gathered, put in the global edge order

@@ -14,7 +14,7 @@ holds NaN (:func:`blowup_message`).
 ``mpiexec -n P python tests/mpi_driver.py --gpu``: GPU ranks (:data:`GPU_RUNS`, and
 :data:`GPU_RESTARTS` across rank counts) against one GPU on rank 0, bitwise; rank 0 prints
 each run's times to stderr and one JSON line ``{run: equal}``, and the job exits 1 on any
-difference (:func:`gpu_check`).
+difference (:func:`gpu_check`). The case ``pulled-apart`` is :func:`pulled_apart_simulation`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ import numpy as np
 
 from fvswe.cases import get_case
 from fvswe.errors import BlowUpError
+from fvswe.mesh.generate import strip
 from fvswe.schemes import registry
+from fvswe.simulation import Simulation
 
 
 def chezy_field(x, y):
@@ -53,7 +55,9 @@ TIDE = {"case": "cgrid-tide", "nx": 12, "t_end": 1800.0, "backend": "gpu"}
 #: the wetting-and-drying tide with its level boundary (inflow counters summed over the
 #: ranks) in both dtypes, and on the edge variant with a Chézy coefficient varying per
 #: cell; test1 with Coriolis on a beta-plane (f per cell) and wind, and with bottom and
-#: interfacial friction coefficients varying per cell.
+#: interfacial friction coefficients varying per cell; the positivity limiter acting beside
+#: the parts' borders ("limits": it must limit, and the ranks without the exchange of theta
+#: must differ) in each variant.
 GPU_RUNS = [
     *({"name": f"test1-{scheme}-{dtype}", "case": "test1", "scheme": scheme, "dtype": dtype,
        "t_end": 0.02, "backend": "gpu"}
@@ -72,23 +76,48 @@ GPU_RUNS = [
      "coriolis": {"f": 2.0, "beta": 0.5}, "wind": {"u": 20.0, "v": -5.0, "rho_water": 50.0}},
     {"name": "test1-friction-fields", "case": "test1", "t_end": 0.02, "backend": "gpu",
      "friction": ("manning", manning_field), "interfacial_friction": interfacial_field},
+    *({"name": f"pulled-apart-{variant}", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
+       "variant": variant, "backend": "gpu", "limits": True}
+      for variant in ("slot", "edge", "gather")),
 ]  # fmt: skip
 #: The GPU runs restarted across rank counts: test1, and the tide (its inflow counters).
 GPU_RESTARTS = [run for run in GPU_RUNS if run["name"] in ("test1-roe-float64", "tide-float64")]
 
 
+def pulled_apart_simulation(spec: dict, comm=None) -> Simulation:
+    """A 5 cm upper layer over 1.95 m (r = 0.5, flat bed, walls) moving at -1.6 and 2.4 m/s
+    in turn, pulled apart where x = 0, +-5/3, +-10/3, on a strip of 2 nx triangles of
+    [-5, 5]: PVM-IFCP's wet formula empties it there within a step, so the positivity
+    limiter acts from the first steps (docs/SCHEMES.md §13.4), at x = 0 beside the border
+    of two parts. The case of s4-limcpu's tests/test_vanishing.pulled_apart_simulation."""
+
+    def q1x(x, y):
+        return 0.1 * np.sign(np.sin(1.2 * np.pi * x)) + 0.02
+
+    return Simulation(strip(spec["nx"], 1, -5.0, 5.0), layers=2, scheme="pvm-ifcp", r=0.5,
+                      H=2.0, initial={"h1": 0.05, "h2": 1.95, "q1x": q1x},
+                      boundary=dict.fromkeys(("west", "east", "wall"), "wall"),
+                      dt_mode="nonlagged", **backend_options(spec, comm))  # fmt: skip
+
+
+def backend_options(spec: dict, comm=None) -> dict:
+    """The Simulation's backend arguments of ``spec``: backend, comm, GPU variant."""
+    variant = {"variant": spec["variant"]} if "variant" in spec else None
+    return {"backend": spec.get("backend", "cpu"), "comm": comm, "backend_options": variant}
+
+
 def simulation(spec: dict, comm=None):
     """The Simulation of ``spec`` (on ``comm``'s ranks, or alone)."""
+    if spec["case"] == "pulled-apart":
+        return pulled_apart_simulation(spec, comm)
     case = get_case(spec["case"])
     if "nx" in spec:
         case = case.with_grid(spec["nx"])
     options = {k: spec[k] for k in ("friction", "interfacial_friction") if k in spec}
     return case.simulation(
         scheme=spec.get("scheme", case.scheme), order=spec.get("order", "none"),
-        dtype=spec.get("dtype", "float64"), backend=spec.get("backend", "cpu"), comm=comm,
-        coriolis=spec.get("coriolis"), wind=spec.get("wind"),
-        dt_mode=spec.get("dt_mode", "lagged"),
-        backend_options={"variant": spec["variant"]} if "variant" in spec else None, **options,
+        dtype=spec.get("dtype", "float64"), coriolis=spec.get("coriolis"), wind=spec.get("wind"),
+        dt_mode=spec.get("dt_mode", "lagged"), **backend_options(spec, comm), **options,
     )  # fmt: skip
 
 
@@ -100,11 +129,13 @@ def run_case(spec: dict, comm=None) -> dict[str, np.ndarray]:
 
 
 def results(sim) -> dict[str, np.ndarray]:
-    """What a run is compared by: state (original cell order), masses, steps, counters."""
+    """What a run is compared by: state (original cell order), masses, steps, counters (the
+    positivity limiter's also alone)."""
     counters = sim.backend.counters()
     return {"state": sim.state(), "mass": np.array(sim.mass()), "steps": np.array(sim.steps),
             "counters": np.array([counters[k] for k in sorted(counters)]),
-            "inflow": np.array(counters.get("level_inflow", 0.0))}  # fmt: skip
+            "inflow": np.array(counters.get("level_inflow", 0.0)),
+            "limited": np.array(counters.get("limited", 0))}  # fmt: skip
 
 
 def blowup_message(sim, first: int) -> str:
@@ -150,9 +181,18 @@ def gpu_check(comm) -> dict[str, bool]:
         ranks = run_case(spec, comm)
         if comm.rank == 0:
             middle = time.perf_counter()
-            equal[spec["name"]] = same(run_case(spec), ranks)
+            one = run_case(spec)
+            equal[spec["name"]] = same(one, ranks)
             took = ", ".join(f"{t:.1f}" for t in (middle - start, time.perf_counter() - middle))
             print(f"{spec['name']}: ranks, one GPU {took} s (compiling included)", file=sys.stderr)
+        if spec.get("limits"):
+            unexchanged = without_theta_exchange(spec, comm)
+            if comm.rank == 0:
+                differs = unexchanged is None or not same(one, unexchanged)
+                note = "different" if differs else "EQUAL"
+                print(f"{spec['name']}: limited {int(one['limited'])}, without the theta "
+                      f"exchange {note}", file=sys.stderr)  # fmt: skip
+                equal[spec["name"]] &= int(one["limited"]) > 0 and differs
     for spec in GPU_RESTARTS:
         equal.update(gpu_restart(comm, spec))
     return equal
@@ -184,6 +224,19 @@ def gpu_restart(comm, spec: dict) -> dict[str, bool]:
     if comm.rank == 0:
         equal[f"{spec['name']}: restart 1 -> {comm.size} ranks"] = same(results(one), continued)
     return equal
+
+
+def without_theta_exchange(spec: dict, comm) -> dict[str, np.ndarray] | None:
+    """:func:`run_case` on GPU ranks that skip the exchange of the limiter's theta (so an
+    owned cell beside a halo cell limited by its owner keeps its unlimited update), or None
+    where that run stopped (every rank together) at a clip or a mass error."""
+    sim = simulation(spec, comm)
+    sim.backend.local.halo.exchange_theta = lambda: None
+    try:
+        sim.run(spec["t_end"])
+    except BlowUpError:
+        return None
+    return results(sim)
 
 
 def runs(comm, runs_json: str, out: str) -> None:

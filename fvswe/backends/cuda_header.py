@@ -136,6 +136,10 @@ CTRL_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("lim_claim", "int*", "per cell: 0 but in a step's limit kernels (LIM_* marks)"),
     ("listed", "unsigned long long", "candidates listed in all steps (the limiter's work)"),
     ("candidates", "int", "cells in lim_cells (0: the limit kernels return at once)"),
+    # GPU ranks (docs/PARALLEL.md): limit_update recomputes owned cells only, and also the
+    # owned neighbours of the halo cells listed after the candidates (theta < 1 at their owner).
+    ("owned", "int", "cells [0, owned) are this part's (all cells on one device)"),
+    ("halo_listed", "int", "halo cells in lim_cells after the candidates"),
     ("pad2", "int", "alignment"),
 )
 

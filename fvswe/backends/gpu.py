@@ -173,10 +173,13 @@ def module(options: tuple[str, ...], variant: str):
     return _MODULES[key]
 
 
-#: The halo hook's Δt kernels (docs/PARALLEL.md, GPU ranks): ``dt_load`` copies the control
-#: block's Δt and ``-stalled`` into a 2-double buffer that the ranks min-reduce, ``dt_store``
-#: writes the reduced pair back, so every rank steps with the global Δt and stops together.
-DT_SOURCE = r"""
+#: The halo hook's control-block kernels (docs/PARALLEL.md, GPU ranks): ``dt_load`` copies the
+#: control block's Δt and ``-stalled`` into a 2-double buffer that the ranks min-reduce,
+#: ``dt_store`` writes the reduced pair back, so every rank steps with the global Δt and stops
+#: together; ``limit_halo`` lists the halo cells [first, last) whose theta (from their owners)
+#: is < 1 in a layer after the step's candidates, so that ``limit_update`` updates their owned
+#: neighbours again (docs/SCHEMES.md §13.4).
+HALO_SOURCE = r"""
 extern "C" __global__ void dt_load(const Ctrl* c, double* red)
 {
     red[0] = c->dt;
@@ -187,6 +190,12 @@ extern "C" __global__ void dt_store(Ctrl* c, const double* red)
     c->dt = red[0];
     c->stalled = red[1] < 0.0;
 }
+extern "C" __global__ void limit_halo(Ctrl* c, const int first, const int last)
+{
+    const int h = first + blockIdx.x * blockDim.x + threadIdx.x;
+    if (h < last && (c->lim_theta[2 * h] < 1.0 || c->lim_theta[2 * h + 1] < 1.0))
+        c->lim_cells[c->candidates + atomicAdd(&c->halo_listed, 1)] = h;
+}
 """
 
 
@@ -194,13 +203,13 @@ extern "C" __global__ void dt_store(Ctrl* c, const double* red)
 def halo_kernels() -> dict[str, object]:
     """The kernels of a distributed run's halo hook (:class:`fvswe.parallel.GpuHalo`):
     ``pack(W, idx, row, sent)`` gathers rows ``idx`` of a flat state of ``row`` reals a cell
-    into ``sent``; ``unpack(buf, idx, row, W)`` scatters them back; ``dt_load``, ``dt_store``
-    (:data:`DT_SOURCE`)."""
+    into ``sent``; ``unpack(buf, idx, row, W)`` scatters them back; ``dt_load``, ``dt_store``,
+    ``limit_halo`` (:data:`HALO_SOURCE`)."""
     import cupy
 
     rows = "idx[i / row] * (long long)row + i % row"
     mod = cupy.RawModule(
-        code=cuda_header.constants().replace("#pragma once\n", "") + DT_SOURCE,
+        code=cuda_header.constants().replace("#pragma once\n", "") + HALO_SOURCE,
         options=("--std=c++17",),
     )
     return {
@@ -212,6 +221,7 @@ def halo_kernels() -> dict[str, object]:
         ),
         "dt_load": mod.get_function("dt_load"),
         "dt_store": mod.get_function("dt_store"),
+        "limit_halo": mod.get_function("limit_halo"),
     }
 
 
@@ -268,13 +278,16 @@ def edge_arrays(lay: Layout) -> np.ndarray:
 
 
 def slot_codes(lay: Layout) -> np.ndarray:
-    """(L*k,) int32 per slot: ``2 * neighbour + side`` (interior) or minus the boundary code."""
+    """(L*k,) int32 per slot: ``2 * neighbour + side`` (interior) or minus the boundary code;
+    on a part, a halo cell's slot of an edge outside the part (no cell updates a halo cell,
+    but the limiter visits its neighbours: fvswe.parallel.GpuHalo) is a wall."""
     e = lay.cell_edges.ravel()
     side = lay.cell_side.ravel().astype(np.int32)
     ij = lay.edge_cells[e]
     boundary = ij[:, 1] < 0
     nbr = np.where(side == 0, ij[:, 1], ij[:, 0])
-    return np.where(boundary, _boundary_codes(lay)[e], 2 * nbr + side).astype(np.int32)
+    code = np.where(boundary, _boundary_codes(lay)[e], 2 * nbr + side)
+    return np.where(e < 0, -KINDS["wall"], code).astype(np.int32)
 
 
 def default_variant(scheme: str, n_cells: int) -> str:
@@ -499,6 +512,7 @@ class GpuBackend:
         ctrl["g"] = self.model.g
         ctrl["r"] = self.model.r
         ctrl["eps_h"] = self.model.eps_h
+        ctrl["owned"] = lay.owned_cells
         with self.stream:  # coefficients, tables and forcing, reached through the control block
             arrays = {**pointed_arrays(lay), **limiter_arrays(lay)}
             self._pointed = {k: cupy.asarray(a) for k, a in arrays.items()}
@@ -514,9 +528,10 @@ class GpuBackend:
         self._write_ctrl(ctrl)
         self._host = ctrl[0]
         self._graphs: dict[int, object] = {}
-        #: A distributed run's halo (fvswe.parallel.GpuHalo): ``after(op, W)`` follows every
-        #: kernel, exchanging the halo rows of ``W`` after an update and reducing Δt over
-        #: the ranks after a Δt pass, on this stream. None on one device.
+        #: A distributed run's halo (fvswe.parallel.GpuHalo): ``after(kernel, op, W)`` follows
+        #: every kernel of a plan, exchanging the halo rows of ``W`` once a step's update is
+        #: final, the limiter's theta of the halo cells after ``limit_theta``, and reducing Δt
+        #: over the ranks after a Δt pass, on this stream. None on one device.
         self.halo = None
         self.set_state(lay.W0)
 
@@ -698,7 +713,7 @@ class GpuBackend:
         for kernel, op, src, dst in plan:
             self._launch_kernel(kernel, op, bufs[src], bufs[dst])
             if self.halo is not None:
-                self.halo.after(op, bufs[dst])
+                self.halo.after(kernel, op, bufs[dst])
 
     def _initial_dt(self) -> None:
         """Speeds-only pass on the current state: the first dt of the lagged mode."""

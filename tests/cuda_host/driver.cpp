@@ -17,27 +17,8 @@
 #include "edge.cu"
 #include "gather.cu"
 #include "slot.cu"
+#include "stdin.h"
 #include <algorithm>
-#include <array>
-#include <cstdio>
-
-template <typename T> static std::vector<T> input(size_t n)
-{
-    std::vector<T> v(n);
-    if (fread(v.data(), sizeof(T), n, stdin) != n) std::exit(2);
-    return v;
-}
-
-typedef std::vector<std::array<int, 4>> Plan;
-
-static Plan input_plan()
-{
-    const int n = input<int>(1)[0];
-    const auto rows = input<int>(4 * size_t(n));
-    Plan plan(n);
-    for (int i = 0; i < n; ++i) plan[i] = {rows[4 * i], rows[4 * i + 1], rows[4 * i + 2], rows[4 * i + 3]};
-    return plan;
-}
 
 int main()
 {
@@ -105,6 +86,7 @@ int main()
     c.lim_cells = lim_cells.data();
     c.lim_theta = lim_theta.data();
     c.lim_claim = lim_claim.data();
+    c.owned = L;
 
     auto run = [&](const Plan& plan) {
         for (const auto& [kernel, op, src, dst] : plan) {

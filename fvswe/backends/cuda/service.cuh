@@ -81,21 +81,23 @@ limit_theta(const real4* __restrict__ Win, const real* __restrict__ area, const 
 
 // The candidates and their neighbours updated again with the limited slots (limit_cell_update),
 // each once (the first thread to claim it); then the last block resets the marks and theta
-// for the next step and closes the step's records that finish_step left: the level inflow
-// and the first clip.
+// for the next step and closes the step's records that finish_step left (when the step had
+// candidates): the level inflow and the first clip. On a part of a distributed run only owned
+// cells are updated; the halo cells listed after the candidates (fvswe.parallel.GpuHalo: theta
+// < 1 at their owner) have their owned neighbours updated.
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK, FVSWE_MIN_BLOCKS)
 limit_update(const real4* __restrict__ Win, real4* Wout, const real* __restrict__ area,
              const int* __restrict__ code, const real2* __restrict__ normal,
              const real* __restrict__ length, Ctrl* ctrl, const real g, const real r,
              const real eps_h)
 {
-    const int n = ctrl->candidates;
+    const int own = ctrl->candidates, n = own + ctrl->halo_listed;
     if (n == 0) return;
     for (int i = blockIdx.x * FVSWE_BLOCK + threadIdx.x; i < n; i += gridDim.x * FVSWE_BLOCK) {
         const int c = ctrl->lim_cells[i];
         for (int k = -1; k < FVSWE_K; ++k) {  // the candidate, then its neighbours
             const int cd = k < 0 ? 2 * c : __ldg(code + c * FVSWE_K + k);
-            if (cd < 0) continue;
+            if (cd < 0 || (cd >> 1) >= ctrl->owned) continue;  // a halo cell: its owner's
             const int mark = atomicOr(ctrl->lim_claim + (cd >> 1), LIM_CLAIMED);
             if (mark & LIM_CLAIMED) continue;
             limit_cell_update(Win, Wout, area, cd >> 1, mark & LIM_CANDIDATE, code, normal, length,
@@ -112,11 +114,12 @@ limit_update(const real4* __restrict__ Win, real4* Wout, const real* __restrict_
             if (cd >= 0) ctrl->lim_claim[cd >> 1] = 0;
         }
     }
-    if (ctrl->n_level > 0) add_level_inflow(ctrl, ctrl->dt_used);
+    if (ctrl->n_level > 0 && own > 0) add_level_inflow(ctrl, ctrl->dt_used);
     if (threadIdx.x == 0) {
         record_clip(ctrl, ctrl->steps, ctrl->t_step);
         ctrl->listed += n;
         ctrl->candidates = 0;
+        ctrl->halo_listed = 0;
         ctrl->blocks_done = 0;
         __threadfence();
     }
