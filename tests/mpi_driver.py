@@ -1,10 +1,12 @@
 """Run named cases on the ranks of ``mpiexec`` and save what rank 0 sees (tests/test_mpi.py).
 
 ``mpiexec -n P python tests/mpi_driver.py RUNS.json OUT.npz``: RUNS.json is a list of
-``{"name", "case", "t_end", "scheme", "order", "dtype", "nx"}`` (the last four optional); OUT.npz
+``{"name", "case", "t_end", "scheme", "order", "dtype", "nx"}`` (the last four optional; the
+case ``slope-surge`` is tests/test_vanishing.py's, on ``nx`` x 2 triangles); OUT.npz
 gets, per run, ``NAME.state`` (the global state in the original cell order), ``NAME.mass``,
-``NAME.steps``, ``NAME.counters`` (sorted by name) and ``NAME.inflow`` (the counter
-``level_inflow``), as :func:`run_case` returns them.
+``NAME.steps``, ``NAME.counters`` (sorted by name), ``NAME.inflow`` (the counter
+``level_inflow``) and ``NAME.limited`` (the positivity limiter's counter), as
+:func:`run_case` returns them.
 
 ``mpiexec -n P python tests/mpi_driver.py --blowup``: rank 0 prints the smallest border
 cell ``b`` of the parts of test1 and the blow-up message when every cell from ``b`` on
@@ -23,21 +25,35 @@ from fvswe.cases import get_case
 from fvswe.errors import BlowUpError
 
 
-def run_case(spec: dict, comm=None) -> dict[str, np.ndarray]:
-    """One run of ``spec`` (on ``comm``'s ranks, or alone) and its final results."""
+def simulation(spec: dict, comm=None):
+    """The simulation of ``spec`` on ``comm``'s ranks (or alone)."""
+    if spec["case"] == "slope-surge":
+        from test_vanishing import slope_surge_simulation
+
+        return slope_surge_simulation(spec["scheme"], spec["nx"], backend="cpu", comm=comm)
+    if spec["case"] == "pulled-apart":
+        from test_vanishing import pulled_apart_simulation
+
+        return pulled_apart_simulation(spec["nx"], backend="cpu", comm=comm)
     case = get_case(spec["case"])
     if "nx" in spec:
         case = case.with_grid(spec["nx"])
-    sim = case.simulation(
+    return case.simulation(
         scheme=spec.get("scheme", case.scheme), order=spec.get("order", "none"),
         dtype=spec.get("dtype", "float64"), backend="cpu", comm=comm,
         coriolis=spec.get("coriolis"), wind=spec.get("wind"),
     )  # fmt: skip
+
+
+def run_case(spec: dict, comm=None) -> dict[str, np.ndarray]:
+    """One run of ``spec`` (on ``comm``'s ranks, or alone) and its final results."""
+    sim = simulation(spec, comm)
     sim.run(spec["t_end"])
     counters = sim.backend.counters()
     return {"state": sim.state(), "mass": np.array(sim.mass()), "steps": np.array(sim.steps),
             "counters": np.array([counters[k] for k in sorted(counters)]),
-            "inflow": np.array(counters.get("level_inflow", 0.0))}  # fmt: skip
+            "inflow": np.array(counters.get("level_inflow", 0.0)),
+            "limited": np.array(counters["limited"])}  # fmt: skip
 
 
 def blowup_message(sim, first: int) -> str:

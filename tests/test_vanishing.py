@@ -200,6 +200,20 @@ def slope_surge(scheme, nx, t_end=2.0, **kw):
     return sim, sim.run(t_end)
 
 
+def pulled_apart_simulation(nx, **kw):
+    """A 5 cm upper layer over 1.95 m (r = 0.5, flat bed, walls) moving at -1.6 and 2.4 m/s
+    in turn, pulled apart where x = 0, +-5/3, +-10/3 (and gathered between), on a strip of
+    2 nx triangles of [-5, 5]: IFCP's wet formula empties it there within a step, so the
+    limiter acts from the first steps (152 cell-layers by t = 0.5 s at nx = 100)."""
+
+    def q1x(x, y):
+        return 0.1 * np.sign(np.sin(1.2 * np.pi * x)) + 0.02
+
+    return Simulation(strip(nx, 1, -5.0, 5.0), layers=2, scheme="pvm-ifcp", r=0.5, H=2.0,
+                      initial={"h1": 0.05, "h2": 1.95, "q1x": q1x}, boundary=WALLS3,
+                      dt_mode="nonlagged", **kw)  # fmt: skip
+
+
 def volume_past_the_dam(sim, layer):
     """The layer's volume in x > 0 per unit width of the strip (m^2)."""
     f = sim.fields()

@@ -285,22 +285,23 @@ def _friction(W, i, nvar, kind, friction_coef, interfacial, interfacial_coef, g,
 
 
 @jit_inline
-def _forcing(t, coriolis_f, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio):
-    """The forcing a cell update applies at time ``t`` (docs/SCHEMES.md §15): ``(coriolis_f,
-    ax, ay, wind_law)`` with the wind's ``tau / rho_w = (ax, ay)`` (0 without wind)."""
-    ax, ay = 0.0, 0.0
-    if wind_law != 0:
-        ax, ay = wind_at(t, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio)
-    return coriolis_f, ax, ay, wind_law
+def _wind(t, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio):
+    """The wind's ``tau / rho_w = (ax, ay)`` at time ``t`` (docs/SCHEMES.md §15; 0 without)."""
+    if wind_law == 0:
+        return 0.0, 0.0
+    return wind_at(t, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio)
 
 
 @jit_inline
-def _update_cell(W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forcing, friction_args):
+def _update_cell(
+    W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forced, coriolis_f, ax, ay, wind_law, kind,
+    friction_coef, interfacial, interfacial_coef, g, r,
+):  # fmt: skip
     """Cell i's new state ``Wn[i]`` from its old one ``W[i]``: ``W_i - dt/|V_i| Σ_slots``
     (slots summed in local order), then the negative depths clipped to 0, the thin layers'
-    discharges damped, the forcing (:func:`_forcing`) and the friction (:func:`_friction`,
-    ``friction_args = (kind, friction_coef, interfacial, interfacial_coef, g, r)``) as
-    :func:`volume_pass` says. Returns (clipped layers, thin layers, m^3 the clip added)."""
+    discharges damped, the forcing (if ``forced``: the wind ``(ax, ay)``, :func:`_wind`) and
+    the friction (:func:`_friction`) as :func:`volume_pass` says. Returns (clipped layers,
+    thin layers, m^3 the clip added)."""
     nvar = W.shape[1]
     s0 = i * k
     for v in range(nvar):
@@ -322,8 +323,7 @@ def _update_cell(W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forcing, frictio
             damp = Wn[i, v] * inverse_depth(Wn[i, v], eps_h)
             Wn[i, v + 1] = Wn[i, v + 1] * damp
             Wn[i, v + 2] = Wn[i, v + 2] * damp
-    coriolis_f, ax, ay, wind_law = forcing
-    if wind_law != 0 or coriolis_f.shape[0] > 0:
+    if forced:
         cs, sn = 1.0, 0.0
         if coriolis_f.shape[0] > 0:
             cs, sn = rotation(coriolis_f[i], dt)
@@ -333,7 +333,6 @@ def _update_cell(W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forcing, frictio
             qx, qy = force_layer(Wn[i, v], qx, qy, cs, sn, ax, ay, dt, eps_h, upper)
             Wn[i, v + 1] = qx
             Wn[i, v + 2] = qy
-    kind, friction_coef, interfacial, interfacial_coef, g, r = friction_args
     if kind != 0 or interfacial:
         _friction(Wn, i, nvar, kind, friction_coef, interfacial, interfacial_coef, g, r, eps_h, dt)
     return clipped, thin, added
@@ -345,14 +344,16 @@ def _candidate(W, i, acc, k, perimeter, area, dt):
     §13.4): ``dt (Σ_s |S_s[d]| + |q_i|_1 P_i) (1 + CANDIDATE_SLACK) > h_i |V_i|`` for a layer,
     a bound of ``dt out_i`` (``|q.n| <= |q|_1``), so every cell with ``theta < 1`` is one."""
     s0 = i * k
-    for d in (0, 3):
-        bound = abs(acc[s0, d])
-        for m in range(1, k):
-            bound += abs(acc[s0 + m, d])
-        bound += (abs(W[i, d + 1]) + abs(W[i, d + 2])) * perimeter[i]
-        if dt * bound * (1.0 + CANDIDATE_SLACK) > W[i, d] * area[i]:
-            return True
-    return False
+    b1 = abs(acc[s0, 0])
+    b2 = abs(acc[s0, 3])
+    for m in range(1, k):
+        b1 += abs(acc[s0 + m, 0])
+        b2 += abs(acc[s0 + m, 3])
+    p = perimeter[i]
+    b1 += (abs(W[i, 1]) + abs(W[i, 2])) * p
+    b2 += (abs(W[i, 4]) + abs(W[i, 5])) * p
+    widen = dt * (1.0 + CANDIDATE_SLACK)
+    return widen * b1 > W[i, 0] * area[i] or widen * b2 > W[i, 3] * area[i]
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -384,8 +385,8 @@ def volume_pass(
     L = W.shape[0]
     nvar = W.shape[1]
     nchunks = chunk_dt.shape[0]
-    forcing = _forcing(t, coriolis_f, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio)
-    friction_args = (kind, friction_coef, interfacial, interfacial_coef, g, r)
+    ax, ay = _wind(t, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio)
+    forced = wind_law != 0 or coriolis_f.shape[0] > 0
     for c in prange(nchunks):
         lo = c * L // nchunks
         hi = (c + 1) * L // nchunks
@@ -407,8 +408,9 @@ def volume_pass(
                     flag = 1
                     candidates += 1
                 n_clip, n_thin, a = _update_cell(
-                    W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forcing, friction_args
-                )
+                    W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forced, coriolis_f, ax, ay,
+                    wind_law, kind, friction_coef, interfacial, interfacial_coef, g, r,
+                )  # fmt: skip
                 if n_clip:
                     flag |= 2
                     clipped += n_clip
@@ -516,19 +518,23 @@ def limited_update(
     (docs/SCHEMES.md §13.4); returns the change of (clipped layers, thin layers, clipped
     m^3) from :func:`volume_pass`'s counts of these cells, and updates their clip bit in
     ``status``."""
-    forcing = _forcing(t, coriolis_f, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio)
-    friction_args = (kind, friction_coef, interfacial, interfacial_coef, g, r)
+    ax, ay = _wind(t, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio)
+    forced = wind_law != 0 or coriolis_f.shape[0] > 0
     clipped = 0
     thin = 0
     added = 0.0
     for i in cells:
         # volume_pass's result again (the same bits), for the counts it contributed
-        c0, t0, a0 = _update_cell(W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forcing,
-                                  friction_args)  # fmt: skip
+        c0, t0, a0 = _update_cell(
+            W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forced, coriolis_f, ax, ay,
+            wind_law, kind, friction_coef, interfacial, interfacial_coef, g, r,
+        )  # fmt: skip
         _limit_slots(W, i, acc, k, theta, cell_edges, cell_side, edge_cells, edge_normal,
                      edge_length, edge_bc, level_flux)  # fmt: skip
-        c1, t1, a1 = _update_cell(W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forcing,
-                                  friction_args)  # fmt: skip
+        c1, t1, a1 = _update_cell(
+            W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forced, coriolis_f, ax, ay,
+            wind_law, kind, friction_coef, interfacial, interfacial_coef, g, r,
+        )  # fmt: skip
         clipped += c1 - c0
         thin += t1 - t0
         added += a1 - a0
