@@ -115,30 +115,54 @@ def on_root(comm, make: Callable[[], Any], *, scatter: bool = False) -> Any:
     return comm.scatter(value) if scatter else comm.bcast(value)
 
 
-class Halo:
-    """The halo exchange and Δt reduction of one part (the CPU backend's ``halo`` hook).
+class _Rows:
+    """The exchange of one per-cell array's halo rows: send and receive buffers are packed
+    NumPy arrays bound once to persistent requests (tag ``tag``); :meth:`exchange` gathers
+    the owned rows each neighbour needs, starts all requests, waits, and scatters the
+    received rows into the halo."""
 
-    Send and receive buffers are packed NumPy arrays bound once to persistent
-    requests; ``exchange`` gathers the owned cells each neighbour needs, starts
-    all requests, waits, and scatters the received states into the halo.
-    ``sum_keys`` are the global positions of the values this rank passes to :meth:`sum`.
-    """
-
-    def __init__(self, comm, part: Part, W: np.ndarray, sum_keys: np.ndarray) -> None:
-        from mpi4py import MPI
-
-        self._mpi, self._comm = MPI, comm
-        nvar = W.shape[1]
-        self._send = [(i, np.empty((i.size, nvar), dtype=W.dtype)) for i in part.send]
-        self._recv = [(i, np.empty((i.size, nvar), dtype=W.dtype)) for i in part.recv]
+    def __init__(self, mpi, comm, part: Part, rows: np.ndarray, tag: int) -> None:
+        self._mpi = mpi
+        shape, dtype = rows.shape[1:], rows.dtype
+        self._send = [(i, np.empty((i.size, *shape), dtype=dtype)) for i in part.send]
+        self._recv = [(i, np.empty((i.size, *shape), dtype=dtype)) for i in part.recv]
         self._requests = [
-            comm.Recv_init(buf, source=q, tag=HALO_TAG)
+            comm.Recv_init(buf, source=q, tag=tag)
             for q, (_, buf) in zip(part.peers, self._recv, strict=True)
         ] + [
-            comm.Send_init(buf, dest=q, tag=HALO_TAG)
+            comm.Send_init(buf, dest=q, tag=tag)
             for q, (_, buf) in zip(part.peers, self._send, strict=True)
         ]
         weakref.finalize(self, _free, self._requests)  # before MPI finalizes at exit
+
+    def exchange(self, rows: np.ndarray) -> None:
+        for idx, buf in self._send:
+            np.take(rows, idx, axis=0, out=buf)
+        self._mpi.Prequest.Startall(self._requests)
+        self._mpi.Request.Waitall(self._requests)
+        for idx, buf in self._recv:
+            rows[idx] = buf
+
+
+class Halo:
+    """The halo exchange and Δt reduction of one part (the CPU backend's ``halo`` hook).
+
+    :meth:`exchange` brings the halo's states up to date, :meth:`exchange_theta` the
+    positivity limiter's theta of the halo cells (``theta``: the backend's array, None with
+    one layer). ``sum_keys`` are the global positions of the values this rank passes to
+    :meth:`sum`.
+    """
+
+    def __init__(
+        self, comm, part: Part, W: np.ndarray, sum_keys: np.ndarray, theta: np.ndarray | None
+    ) -> None:
+        from mpi4py import MPI
+
+        self._mpi, self._comm = MPI, comm
+        self._states = _Rows(MPI, comm, part, W, HALO_TAG)
+        self._theta = None if theta is None else _Rows(MPI, comm, part, theta, THETA_TAG)
+        self._flag = np.empty(1, dtype=np.int32)
+        self._flag_any = np.empty(1, dtype=np.int32)
         self._dt = np.empty(1, dtype=np.float64)
         self._dt_min = np.empty(1, dtype=np.float64)
         self._sum_counts, self._sum_order = gathered_order(comm, sum_keys)
@@ -146,12 +170,17 @@ class Halo:
 
     def exchange(self, W: np.ndarray) -> None:
         """Bring the halo rows of ``W`` up to date with their owners' rows."""
-        for idx, buf in self._send:
-            np.take(W, idx, axis=0, out=buf)
-        self._mpi.Prequest.Startall(self._requests)
-        self._mpi.Request.Waitall(self._requests)
-        for idx, buf in self._recv:
-            W[idx] = buf
+        self._states.exchange(W)
+
+    def exchange_theta(self, theta: np.ndarray) -> None:
+        """Bring the halo rows of the limiter's ``theta`` up to date with their owners'."""
+        self._theta.exchange(theta)
+
+    def any(self, flag: bool) -> bool:
+        """Whether ``flag`` is true on some rank."""
+        self._flag[0] = flag
+        self._comm.Allreduce(self._flag, self._flag_any, op=self._mpi.MAX)
+        return bool(self._flag_any[0])
 
     def min(self, value: float) -> float:
         """The minimum of ``value`` over all ranks (exact: min does not round)."""
@@ -540,7 +569,7 @@ class DistributedBackend:
             tables = layout.levels is not None and layout.levels.count > 0
             self.local.halo = GpuHalo(comm, self.part, self.local, mode, levels if tables else None)
         else:
-            self.local.halo = Halo(comm, self.part, self.local.W, levels)
+            self.local.halo = Halo(comm, self.part, self.local.W, levels, self.local.theta)
         owned = comm.allgather(self.part.cells[: self.part.n_owned])
         self._counts = np.array([o.size for o in owned]) * layout.nvar
         self._gather = np.concatenate(owned)

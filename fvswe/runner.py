@@ -30,6 +30,7 @@ EVENTS = {
     "nonhyperbolic_edges": ("edge", "met a non-hyperbolic state (complex eigenvalues)"),
     "degenerate_edges": ("edge", "had near-coincident internal eigenvalues"),
     "thin_layer_edges": ("edge", "fell back to the thin-layer flux"),
+    "limited": ("cell", "limited a layer's outflow to its content (docs/SCHEMES.md §13.4)"),
 }
 #: A counter becomes a sentence once it reaches this fraction of its updates.
 EVENTS_WORTH_SAYING = 1e-3

@@ -58,8 +58,9 @@ def limited_depths(W, Wl, Fm, dt, dx):
     return out, smallest
 
 
-def run(nx, scheme="pvm-ifcp", t_end=4.0, limit=True, cfl=0.9, eps_h=1e-6):
-    """Steps, clipped layer-cells, relative mass change per layer, smallest theta."""
+def run(nx, scheme="pvm-ifcp", t_end=4.0, limit=True, cfl=0.9, eps_h=1e-6, dt=None):
+    """Steps, clipped layer-cells, relative mass change per layer, smallest theta and the
+    final state; ``dt``: a fixed step instead of the CFL one (the last one clipped)."""
     flux = get_flux(scheme, 2)
     x, H, W = initial(nx)
     dx = 10.0 / nx
@@ -72,10 +73,11 @@ def run(nx, scheme="pvm-ifcp", t_end=4.0, limit=True, cfl=0.9, eps_h=1e-6):
         Wl[0, [1, 4]] *= -1
         Wr[-1, [1, 4]] *= -1
         Fm, Fp, d = flux(Wl, Wr, He[:-1], He[1:], normal, r=R, eps_h=eps_h)
-        dt = min(cfl * dx / np.maximum(d[:-1], d[1:]).max(), t_end - t)
-        U = W - dt / dx * (Fm[1:] + Fp[:-1])
+        step = dt if dt is not None else cfl * dx / np.maximum(d[:-1], d[1:]).max()
+        step = min(step, t_end - t)
+        U = W - step / dx * (Fm[1:] + Fp[:-1])
         if limit:
-            depths, low = limited_depths(W, Wl, Fm, dt, dx)
+            depths, low = limited_depths(W, Wl, Fm, step, dx)
             smallest = min(smallest, low)
             for k, h in zip(DEPTHS, depths, strict=True):
                 U[:, k] = h
@@ -89,10 +91,10 @@ def run(nx, scheme="pvm-ifcp", t_end=4.0, limit=True, cfl=0.9, eps_h=1e-6):
             U[thin, k + 1] *= damp
             U[thin, k + 2] *= damp
         W = U
-        t = t_end if dt == t_end - t else t + dt
+        t = t_end if step == t_end - t else t + step
         steps += 1
     drift = np.abs(W[:, DEPTHS].sum(axis=0) - m0) / m0
-    return steps, clips, drift, smallest
+    return steps, clips, drift, smallest, W
 
 
 def main(argv=None) -> None:
@@ -103,7 +105,7 @@ def main(argv=None) -> None:
     a = p.parse_args(argv)
     for nx in a.nx:
         for limit in (False, True):
-            steps, clips, drift, smallest = run(nx, a.scheme, a.t_end, limit)
+            steps, clips, drift, smallest, _ = run(nx, a.scheme, a.t_end, limit)
             print(f"{a.scheme} {nx} cells, {'limiter' if limit else 'plain  '}: {steps} steps, "
                   f"{clips} clips, mass change {drift[0]:.1e} {drift[1]:.1e}, "
                   f"smallest theta {smallest:.3f}")  # fmt: skip

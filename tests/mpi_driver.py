@@ -2,10 +2,12 @@
 
 ``mpiexec -n P python tests/mpi_driver.py RUNS.json OUT.npz``: RUNS.json is a list of
 ``{"name", "case", "t_end", "scheme", "order", "dtype", "nx", "backend", "variant",
-"dt_mode"}`` (from "scheme" on optional; backend "cpu" by default); OUT.npz
+"dt_mode"}`` (from "scheme" on optional; backend "cpu" by default; the cases ``slope-surge``
+and ``pulled-apart`` are tests/test_vanishing.py's, on ``nx`` x 2 triangles); OUT.npz
 gets, per run, ``NAME.state`` (the global state in the original cell order), ``NAME.mass``,
-``NAME.steps``, ``NAME.counters`` (sorted by name) and ``NAME.inflow`` (the counter
-``level_inflow``), as :func:`run_case` returns them.
+``NAME.steps``, ``NAME.counters`` (sorted by name), ``NAME.inflow`` (the counter
+``level_inflow``) and ``NAME.limited`` (the positivity limiter's counter), as
+:func:`run_case` returns them.
 
 ``mpiexec -n P python tests/mpi_driver.py --blowup``: rank 0 prints the smallest border
 cell ``b`` of the parts of test1 and the blow-up message when every cell from ``b`` on
@@ -14,7 +16,7 @@ holds NaN (:func:`blowup_message`).
 ``mpiexec -n P python tests/mpi_driver.py --gpu``: GPU ranks (:data:`GPU_RUNS`, and
 :data:`GPU_RESTARTS` across rank counts) against one GPU on rank 0, bitwise; rank 0 prints
 each run's times to stderr and one JSON line ``{run: equal}``, and the job exits 1 on any
-difference (:func:`gpu_check`). The case ``pulled-apart`` is :func:`pulled_apart_simulation`.
+difference (:func:`gpu_check`).
 """
 
 from __future__ import annotations
@@ -28,9 +30,7 @@ import numpy as np
 
 from fvswe.cases import get_case
 from fvswe.errors import BlowUpError
-from fvswe.mesh.generate import strip
 from fvswe.schemes import registry
-from fvswe.simulation import Simulation
 
 
 def chezy_field(x, y):
@@ -84,22 +84,6 @@ GPU_RUNS = [
 GPU_RESTARTS = [run for run in GPU_RUNS if run["name"] in ("test1-roe-float64", "tide-float64")]
 
 
-def pulled_apart_simulation(spec: dict, comm=None) -> Simulation:
-    """A 5 cm upper layer over 1.95 m (r = 0.5, flat bed, walls) moving at -1.6 and 2.4 m/s
-    in turn, pulled apart where x = 0, +-5/3, +-10/3, on a strip of 2 nx triangles of
-    [-5, 5]: PVM-IFCP's wet formula empties it there within a step, so the positivity
-    limiter acts from the first steps (docs/SCHEMES.md §13.4), at x = 0 beside the border
-    of two parts. The case of s4-limcpu's tests/test_vanishing.pulled_apart_simulation."""
-
-    def q1x(x, y):
-        return 0.1 * np.sign(np.sin(1.2 * np.pi * x)) + 0.02
-
-    return Simulation(strip(spec["nx"], 1, -5.0, 5.0), layers=2, scheme="pvm-ifcp", r=0.5,
-                      H=2.0, initial={"h1": 0.05, "h2": 1.95, "q1x": q1x},
-                      boundary=dict.fromkeys(("west", "east", "wall"), "wall"),
-                      dt_mode="nonlagged", **backend_options(spec, comm))  # fmt: skip
-
-
 def backend_options(spec: dict, comm=None) -> dict:
     """The Simulation's backend arguments of ``spec``: backend, comm, GPU variant."""
     variant = {"variant": spec["variant"]} if "variant" in spec else None
@@ -108,8 +92,14 @@ def backend_options(spec: dict, comm=None) -> dict:
 
 def simulation(spec: dict, comm=None):
     """The Simulation of ``spec`` (on ``comm``'s ranks, or alone)."""
+    if spec["case"] == "slope-surge":
+        from test_vanishing import slope_surge_simulation
+
+        return slope_surge_simulation(spec["scheme"], spec["nx"], **backend_options(spec, comm))
     if spec["case"] == "pulled-apart":
-        return pulled_apart_simulation(spec, comm)
+        from test_vanishing import pulled_apart_simulation
+
+        return pulled_apart_simulation(spec["nx"], **backend_options(spec, comm))
     case = get_case(spec["case"])
     if "nx" in spec:
         case = case.with_grid(spec["nx"])

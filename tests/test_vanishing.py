@@ -9,10 +9,14 @@ fixed dt above the stable step end a run with one line.
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from test_cuda_sources import CXX, emulated_run, host_flux
-from test_wetdry import WALLS, dam_break_exact
+from test_wetdry import WALLS, dam_break_exact, without_limiter
 
 from fvswe.backends import gpu
 from fvswe.backends.cpu import get_edge_flux
@@ -25,6 +29,7 @@ from fvswe.schemes import get_flux, registry
 from fvswe.simulation import Simulation
 
 SCHEMES = registry.names(2)
+ROOT = Path(__file__).resolve().parent.parent
 G = 9.81
 WALLS3 = dict.fromkeys(("west", "east", "wall"), "wall")
 
@@ -166,9 +171,11 @@ def test_dam_break_front_converges(layer):
     assert errors[2] < 0.6 * errors[0]
 
 
-def slope_surge(scheme, nx, **kw):
+def slope_surge_simulation(scheme, nx, line=False, **kw):
     """A lower layer 0.6 m deep (x < -3) surging up a bed that rises 0.15 m per m to the shore
-    at x = 1.67, under an upper layer that fills the rest to the surface; r = 0.5, walls."""
+    at x = 1.67, under an upper layer that fills the rest to the surface; r = 0.5, walls; on a
+    strip of 2 nx triangles, or with ``line`` on a line of nx squares (1-D: as the prototype
+    scripts/limiter_prototype.py)."""
 
     def H(x, y):
         return 1.0 - 0.15 * (x + 5.0)
@@ -177,9 +184,33 @@ def slope_surge(scheme, nx, **kw):
         return np.where(x < -3.0, 0.6, 0.0)
 
     initial = {"h2": h2, "h1": lambda x, y: np.maximum(H(x, y), 0.0) - h2(x, y)}
-    sim = Simulation(strip(nx, 1, -5.0, 5.0), layers=2, scheme=scheme, r=0.5, H=H,
-                     initial=initial, boundary=WALLS3, dt_mode="nonlagged", **kw)  # fmt: skip
-    return sim, sim.run(2.0)
+    if line:
+        mesh, walls = Grid(nx, 1, 10.0 / nx, 10.0 / nx, origin=(-5.0, 0.0)).mesh(), WALLS
+    else:
+        mesh, walls = strip(nx, 1, -5.0, 5.0), WALLS3
+    options = {"dt_mode": "nonlagged", **kw}
+    return Simulation(mesh, layers=2, scheme=scheme, r=0.5, H=H, initial=initial,
+                      boundary=walls, **options)  # fmt: skip
+
+
+def slope_surge(scheme, nx, t_end=2.0, **kw):
+    """:func:`slope_surge_simulation` run to ``t_end``: the run and its summary."""
+    sim = slope_surge_simulation(scheme, nx, **kw)
+    return sim, sim.run(t_end)
+
+
+def pulled_apart_simulation(nx, **kw):
+    """A 5 cm upper layer over 1.95 m (r = 0.5, flat bed, walls) moving at -1.6 and 2.4 m/s
+    in turn, pulled apart where x = 0, +-5/3, +-10/3 (and gathered between), on a strip of
+    2 nx triangles of [-5, 5]: IFCP's wet formula empties it there within a step, so the
+    limiter acts from the first steps (152 cell-layers by t = 0.5 s at nx = 100)."""
+
+    def q1x(x, y):
+        return 0.1 * np.sign(np.sin(1.2 * np.pi * x)) + 0.02
+
+    return Simulation(strip(nx, 1, -5.0, 5.0), layers=2, scheme="pvm-ifcp", r=0.5, H=2.0,
+                      initial={"h1": 0.05, "h2": 1.95, "q1x": q1x}, boundary=WALLS3,
+                      dt_mode="nonlagged", **kw)  # fmt: skip
 
 
 def volume_past_the_dam(sim, layer):
@@ -210,13 +241,49 @@ def test_interface_surging_up_a_dry_slope_stays_positive(scheme):
     assert min(f["h1"].min(), f["h2"].min()) >= 0 and f["x"][f["h2"] > 1e-3].max() > -0.5
 
 
-def test_ifcp_surge_up_a_dry_slope_stops_at_its_first_clip():
-    """Not yet positive (docs/SCHEMES.md §13.4): PVM-IFCP's wet formula empties the lower
-    layer's 0.2 mm tip (above eps_h = 1e-6 m) within a step at 200 cells; the run stops there
-    with one line instead of going on to NaN (observed: cell 75, step 328, t = 0.966 s)."""
-    with pytest.raises(BlowUpError, match=r"positivity lost: .* cell 75 .* step 328 \(t = 0.966"):
-        slope_surge("pvm-ifcp", 200)
+@pytest.mark.parametrize("nx", [200, 400])
+def test_ifcp_surge_up_a_dry_slope_is_limited_not_clipped(nx):
+    """PVM-IFCP's wet formula empties the lower layer's thin tip (above eps_h = 1e-6 m) within
+    a step (the NumPy prototype without the limiter: 1 and 9 clipped cells, the lower
+    layer's mass off by 5e-6 and 1e-5); the positivity limiter (docs/SCHEMES.md §13.4) scales
+    the tip's outflow instead: to t = 4 s no depth is clipped, each layer's mass holds to
+    round-off (observed <= 1.3e-15) and the limiter acted (observed 2 and 58 cell-layers)."""
+    sim, s = slope_surge("pvm-ifcp", nx, t_end=4.0, line=True)
+    f = sim.fields()
+    assert s.counters["clipped_cells"] == 0 and max(s.mass_rel_drift) <= 1e-13
+    assert s.counters["limited"] > 0 and min(f["h1"].min(), f["h2"].min()) >= 0
+    assert f["x"][f["h2"] > 1e-3].max() > -0.5  # the lower layer ran up the slope
+
+
+def test_ifcp_surge_on_triangles_is_limited_but_its_tip_speeds_up_until_a_clip():
+    """On the triangle strip the limiter takes the run past the unlimited run's first clip
+    (cell 75, step 328, t = 0.966 s) but bounds the tip's depth only: the lower layer's
+    momentum, which the limiter leaves as the scheme gives it, reaches 1e3 m/s in tip cells
+    0.1 mm deep by step 547 and the run stops at a clip (observed: cell 276, step 571,
+    t = 1.2512 s; docs/SCHEMES.md §13.4). With eps_h = 1e-3 m the tip's edges reconstruct
+    and the run is clean."""
+    sim = slope_surge_simulation("pvm-ifcp", 200)
+    with pytest.raises(BlowUpError, match=r"positivity lost: .* cell 276 .* step 571 \(t = 1.251"):
+        sim.run(2.0)
+    assert sim.backend.counters()["limited"] > 0
     assert slope_surge("pvm-ifcp", 200, eps_h=1e-3)[1].counters["clipped_cells"] == 0
+
+
+def test_limiter_agrees_with_the_numpy_prototype_on_a_line():
+    """The pipeline's limiter on the slope surge against scripts/limiter_prototype.py (a 1-D
+    line of the NumPy reference flux, its own limiter, fluctuation-form update) with the same
+    fixed dt to t = 4 s: both limit (the prototype's smallest theta 0.46) and the states agree
+    to 1e-7 (observed 9e-8; the prototype has no margin and the update rounds differently)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import limiter_prototype
+
+    steps, _, _, smallest, W = limiter_prototype.run(200, t_end=4.0, dt=1e-3)
+    sim = slope_surge_simulation("pvm-ifcp", 200, line=True, dt_mode="fixed", dt=1e-3)
+    s = sim.run(4.0)
+    assert smallest < 0.9 and s.counters["limited"] > 0 and s.counters["clipped_cells"] == 0
+    assert abs(s.steps - steps) <= 1  # the last step may round to one more
+    order = np.argsort(sim.fields()["x"])
+    assert np.abs(sim.state()[order] - W).max() <= 1e-7
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
@@ -300,7 +367,8 @@ def test_dam_breaks_converge_at_the_default_threshold(scheme, hr):
 
 # -- runs that stop -----------------------------------------------------------------------------
 def thinning_case(path):
-    """A case file: a 5 cm upper layer pulled apart at 2 m/s, which IFCP cannot keep positive."""
+    """A case file: a 5 cm upper layer pulled apart at 2 m/s, which IFCP's wet formula empties
+    within a step: the limiter keeps it positive (docs/SCHEMES.md §13.4)."""
     path.write_text(
         'layers = 2\nscheme = "pvm-ifcp"\nr = 0.5\nt_end = 2.0\ndt_mode = "nonlagged"\n'
         'backend = "cpu"\n[mesh]\ngenerator = "strip"\nnx = 100\nny = 1\nx0 = -5.0\nx1 = 5.0\n'
@@ -317,8 +385,15 @@ def test_cli_stops_a_fixed_dt_above_the_stable_step(capsys):
     assert "step 1" in err and "Courant number up to" in err and "in cell" in err
 
 
-def test_cli_stops_a_run_that_clipped_and_continues_when_allowed(capsys, tmp_path):
+def test_cli_stops_a_run_that_clipped_and_continues_when_allowed(capsys, tmp_path, monkeypatch):
+    """The thinning case runs clean with the limiter (observed: 30 limited cell-layers, both
+    masses exact); without it, it clips and stops with one line."""
     case = str(thinning_case(tmp_path / "thin.toml"))
+    assert main(["run", case, "-q", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["clipped_cells"] == 0 and summary["limited"] > 0
+    assert max(summary["mass_rel_drift"]) <= 1e-13
+    without_limiter(monkeypatch)
     code = main(["run", case, "-q"])
     out, err = capsys.readouterr()
     assert code != 0 and len(err.strip().splitlines()) == 1

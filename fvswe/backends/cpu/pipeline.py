@@ -42,6 +42,11 @@ from . import default_threads
 DT_MODES = ("lagged", "nonlagged", "fixed")
 #: Cell chunks of the volume pass; fixed so partial results never depend on the thread count.
 CHUNKS = 256
+#: The positivity limiter (docs/SCHEMES.md §13.4): a cell is a candidate when a bound of its
+#: outflow, widened by this factor, exceeds its content; ``theta`` keeps ``1 - MARGIN`` of it
+#: (the rounding of the update then cannot take the layer below 0).
+CANDIDATE_SLACK = 1e-3
+MARGIN = {"float64": 2.0**-40, "float32": 2.0**-18}
 
 
 def scheme_id(name: str, layers: int) -> int:
@@ -155,7 +160,7 @@ def _fresh_cache() -> None:
     """
     if _compiled_stamp() == _SOURCE_STAMP:
         return
-    stale = [edge_pass, volume_pass, _compiled_stamp]
+    stale = [edge_pass, volume_pass, limiter_thetas, limited_update, _compiled_stamp]
     for path in PHYSICS_FILES:
         name = physics.__name__ if path.stem == "__init__" else f"{physics.__name__}.{path.stem}"
         module = importlib.import_module(name)
@@ -279,17 +284,90 @@ def _friction(W, i, nvar, kind, friction_coef, interfacial, interfacial_coef, g,
         W[i, b + 2] = qy
 
 
+@jit_inline
+def _wind(t, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio):
+    """The wind's ``tau / rho_w = (ax, ay)`` at time ``t`` (docs/SCHEMES.md §15; 0 without)."""
+    if wind_law == 0:
+        return 0.0, 0.0
+    return wind_at(t, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio)
+
+
+@jit_inline
+def _update_cell(
+    W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forced, coriolis_f, ax, ay, wind_law, kind,
+    friction_coef, interfacial, interfacial_coef, g, r,
+):  # fmt: skip
+    """Cell i's new state ``Wn[i]`` from its old one ``W[i]``: ``W_i - dt/|V_i| Σ_slots``
+    (slots summed in local order), then the negative depths clipped to 0, the thin layers'
+    discharges damped, the forcing (if ``forced``: the wind ``(ax, ay)``, :func:`_wind`) and
+    the friction (:func:`_friction`) as :func:`volume_pass` says. Returns (clipped layers,
+    thin layers, m^3 the clip added)."""
+    nvar = W.shape[1]
+    s0 = i * k
+    for v in range(nvar):
+        total = acc[s0, v]
+        for m in range(1, k):
+            total += acc[s0 + m, v]
+        Wn[i, v] = W[i, v] - dt / area[i] * total
+    clipped = 0
+    thin = 0
+    added = 0.0
+    for v in depth_cols:
+        if Wn[i, v] < 0:
+            added -= float(Wn[i, v]) * area[i]
+            Wn[i, v] = 0
+            clipped += 1
+        elif Wn[i, v] < eps_h and Wn[i, v] > 0:
+            thin += 1
+        if Wn[i, v] < eps_h:
+            damp = Wn[i, v] * inverse_depth(Wn[i, v], eps_h)
+            Wn[i, v + 1] = Wn[i, v + 1] * damp
+            Wn[i, v + 2] = Wn[i, v + 2] * damp
+    if forced:
+        cs, sn = 1.0, 0.0
+        if coriolis_f.shape[0] > 0:
+            cs, sn = rotation(coriolis_f[i], dt)
+        for v in depth_cols:
+            upper = wind_law != 0 and v == 0  # the wind drives layer 1
+            qx, qy = Wn[i, v + 1], Wn[i, v + 2]
+            qx, qy = force_layer(Wn[i, v], qx, qy, cs, sn, ax, ay, dt, eps_h, upper)
+            Wn[i, v + 1] = qx
+            Wn[i, v + 2] = qy
+    if kind != 0 or interfacial:
+        _friction(Wn, i, nvar, kind, friction_coef, interfacial, interfacial_coef, g, r, eps_h, dt)
+    return clipped, thin, added
+
+
+@jit_inline
+def _candidate(W, i, acc, k, perimeter, area, dt):
+    """Whether cell i may lose more of a layer than it holds in this step (docs/SCHEMES.md
+    §13.4): ``dt (Σ_s |S_s[d]| + |q_i|_1 P_i) (1 + CANDIDATE_SLACK) > h_i |V_i|`` for a layer,
+    a bound of ``dt out_i`` (``|q.n| <= |q|_1``), so every cell with ``theta < 1`` is one."""
+    s0 = i * k
+    b1 = abs(acc[s0, 0])
+    b2 = abs(acc[s0, 3])
+    for m in range(1, k):
+        b1 += abs(acc[s0 + m, 0])
+        b2 += abs(acc[s0 + m, 3])
+    p = perimeter[i]
+    b1 += (abs(W[i, 1]) + abs(W[i, 2])) * p
+    b2 += (abs(W[i, 4]) + abs(W[i, 5])) * p
+    widen = dt * (1.0 + CANDIDATE_SLACK)
+    return widen * b1 > W[i, 0] * area[i] or widen * b2 > W[i, 3] * area[i]
+
+
 @njit(parallel=True, cache=True, error_model="numpy")
 def volume_pass(
-    W, acc, area, k, dt, cfl, depth_cols, update, eps_h, kind, friction_coef, interfacial,
-    interfacial_coef, g, r, chunk_dt, chunk_counts, chunk_clip_mass, t, coriolis_f, wind_times,
-    wind_u, wind_v, wind_law, wind_cd, wind_ratio,
+    W, Wn, acc, area, perimeter, k, dt, cfl, depth_cols, update, eps_h, kind, friction_coef,
+    interfacial, interfacial_coef, g, r, chunk_dt, chunk_counts, chunk_clip_mass, status, t,
+    coriolis_f, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio,
 ):  # fmt: skip
-    """``W_i -= dt/|V_i| Σ_slots`` (slots summed in local order) and ``dt_i`` from the speeds.
+    """``Wn_i = W_i - dt/|V_i| Σ_slots`` (slots summed in local order) and ``dt_i`` from the
+    speeds.
 
     With ``update`` false only the local time steps are computed. Negative
     depths are clipped to 0 and counted, with the volume the clip adds
-    (``-h |V_i|``, m^3) and the chunk's first clipped cell (docs/SCHEMES.md §8);
+    (``-h |V_i|``, m^3) (docs/SCHEMES.md §8);
     layers left with ``0 < h < eps_h`` are counted as thin cells. The discharge of a
     layer thinner than ``eps_h`` is damped to ``h u`` with the desingularised
     ``u = q inverse_depth(h)`` (0 on a dry layer; a no-op from ``eps_h`` up), so
@@ -299,15 +377,15 @@ def volume_pass(
     Coriolis parameter ``coriolis_f[i]`` (an empty array: none) of every layer; then the
     friction of :func:`_friction` (bottom law ``kind``, per-cell coefficients
     ``friction_coef``; two layers with ``interfacial``: ``interfacial_coef``). Per-chunk minima come
-    back in ``chunk_dt``; ``chunk_counts[c]`` is (clipped layers, thin layers, first
-    clipped cell or -1) and ``chunk_clip_mass[c]`` the clipped volume.
+    back in ``chunk_dt``; ``chunk_counts[c]`` is (clipped layers, thin layers, candidates of
+    the limiter) and ``chunk_clip_mass[c]`` the clipped volume; ``status[i]`` is 1 where cell
+    i is a candidate of the limiter (two layers, :func:`_candidate`), plus 2 where it
+    clipped a depth.
     """
     L = W.shape[0]
     nvar = W.shape[1]
     nchunks = chunk_dt.shape[0]
-    ax, ay = 0.0, 0.0
-    if update and wind_law != 0:
-        ax, ay = wind_at(t, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio)
+    ax, ay = _wind(t, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio)
     forced = wind_law != 0 or coriolis_f.shape[0] > 0
     for c in prange(nchunks):
         lo = c * L // nchunks
@@ -315,7 +393,7 @@ def volume_pass(
         dt_min = math.inf
         clipped = 0
         thin = 0
-        first = -1
+        candidates = 0
         added = 0.0
         for i in range(lo, hi):
             s0 = i * k
@@ -325,42 +403,143 @@ def volume_pass(
             if speed > 0:
                 dt_min = min(dt_min, cfl * 2 * area[i] / speed)
             if update:
-                for v in range(nvar):
-                    total = acc[s0, v]
-                    for m in range(1, k):
-                        total += acc[s0 + m, v]
-                    W[i, v] -= dt / area[i] * total
-                for v in depth_cols:
-                    if W[i, v] < 0:
-                        added -= float(W[i, v]) * area[i]
-                        W[i, v] = 0
-                        clipped += 1
-                        if first < 0:
-                            first = i
-                    elif W[i, v] < eps_h and W[i, v] > 0:
-                        thin += 1
-                    if W[i, v] < eps_h:
-                        damp = W[i, v] * inverse_depth(W[i, v], eps_h)
-                        W[i, v + 1] = W[i, v + 1] * damp
-                        W[i, v + 2] = W[i, v + 2] * damp
-                if forced:
-                    cs, sn = 1.0, 0.0
-                    if coriolis_f.shape[0] > 0:
-                        cs, sn = rotation(coriolis_f[i], dt)
-                    for v in depth_cols:
-                        upper = wind_law != 0 and v == 0  # the wind drives layer 1
-                        qx, qy = W[i, v + 1], W[i, v + 2]
-                        qx, qy = force_layer(W[i, v], qx, qy, cs, sn, ax, ay, dt, eps_h, upper)
-                        W[i, v + 1] = qx
-                        W[i, v + 2] = qy
-                if kind != 0 or interfacial:
-                    _friction(W, i, nvar, kind, friction_coef, interfacial, interfacial_coef, g,
-                              r, eps_h, dt)  # fmt: skip
+                flag = 0
+                if nvar == 6 and _candidate(W, i, acc, k, perimeter, area, dt):
+                    flag = 1
+                    candidates += 1
+                n_clip, n_thin, a = _update_cell(
+                    W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forced, coriolis_f, ax, ay,
+                    wind_law, kind, friction_coef, interfacial, interfacial_coef, g, r,
+                )  # fmt: skip
+                if n_clip:
+                    flag |= 2
+                    clipped += n_clip
+                    added += a
+                thin += n_thin
+                status[i] = flag
         chunk_dt[c] = dt_min
         chunk_counts[c, 0] = clipped
         chunk_counts[c, 1] = thin
-        chunk_counts[c, 2] = first
+        chunk_counts[c, 2] = candidates
         chunk_clip_mass[c] = added
+
+
+@jit_inline
+def _mass_flux(W, i, m, d, acc, k, cell_edges, cell_side, edge_normal, edge_length):
+    """Layer ``d``'s mass flux out of cell i through its slot m, ``Phi = S_s[d] + L_s q_i.n_s``
+    (``n_s`` pointing out of i), and ``L_s q_i.n_s`` (docs/SCHEMES.md §13.4)."""
+    e = cell_edges[i, m]
+    ex = edge_normal[e, 0]
+    ey = edge_normal[e, 1]
+    if cell_side[i, m] == 1:
+        ex = -ex
+        ey = -ey
+    qn = W[i, d + 1] * ex + W[i, d + 2] * ey
+    lqn = edge_length[e] * qn
+    return acc[i * k + m, d] + lqn, lqn
+
+
+@jit_inline
+def _theta(W, i, d, acc, k, area, cell_edges, cell_side, edge_normal, edge_length, dt, margin):
+    """Layer ``d``'s outflow factor of cell i (docs/SCHEMES.md §13.4): 1 unless
+    ``dt out_i > h_i |V_i|`` with ``out_i = Σ_s max(Phi_s, 0)`` (slot order), else
+    ``h_i |V_i| / (dt out_i) (1 - margin)``."""
+    out = 0.0
+    for m in range(k):
+        if cell_edges[i, m] >= 0:
+            phi, _ = _mass_flux(W, i, m, d, acc, k, cell_edges, cell_side, edge_normal,
+                                edge_length)  # fmt: skip
+            if phi > 0:
+                out += phi
+    content = W[i, d] * area[i]
+    need = dt * out
+    if not need > content:
+        return 1.0
+    return content / need * (1.0 - margin)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def limiter_thetas(
+    cells, W, acc, area, k, cell_edges, cell_side, edge_normal, edge_length, dt, margin, theta
+):
+    """``theta[i] = (theta_1, theta_2)`` (:func:`_theta`) of the ``cells`` (the candidates of
+    :func:`volume_pass`); returns the number of cell-layers with ``theta < 1``."""
+    limited = 0
+    for c in prange(cells.shape[0]):
+        i = cells[c]
+        for layer in range(2):
+            th = _theta(W, i, 3 * layer, acc, k, area, cell_edges, cell_side, edge_normal,
+                        edge_length, dt, margin)  # fmt: skip
+            theta[i, layer] = th
+            if th < 1.0:
+                limited += 1
+    return limited
+
+
+@jit_inline
+def _limit_slots(
+    W, i, acc, k, theta, cell_edges, cell_side, edge_cells, edge_normal, edge_length, edge_bc,
+    level_flux,
+):  # fmt: skip
+    """Cell i's slots with each layer's mass flux scaled by its donor's theta
+    (docs/SCHEMES.md §13.4): ``S'_s[d] = theta Phi_s - L_s q_i.n_s``, the donor being i where
+    ``Phi_s > 0``, else the neighbour (a ghost: theta = 1); unchanged where ``theta == 1`` or
+    ``Phi_s == 0``. A level, discharge or characteristic edge's recorded flux is scaled alike."""
+    for layer in range(2):
+        d = 3 * layer
+        for m in range(k):
+            e = cell_edges[i, m]
+            if e < 0:
+                continue
+            phi, lqn = _mass_flux(W, i, m, d, acc, k, cell_edges, cell_side, edge_normal,
+                                  edge_length)  # fmt: skip
+            j = edge_cells[e, 1 - cell_side[i, m]]
+            th = 1.0
+            if phi > 0:
+                th = theta[i, layer]
+            elif j >= 0:
+                th = theta[j, layer]
+            if th == 1.0 or phi == 0:
+                continue
+            acc[i * k + m, d] = th * phi - lqn
+            if j < 0 and edge_bc[e] >= LEVEL:
+                level_flux[e, layer] = th * level_flux[e, layer]
+
+
+@njit(cache=True, error_model="numpy")
+def limited_update(
+    cells, W, Wn, acc, theta, k, area, cell_edges, cell_side, edge_cells, edge_normal,
+    edge_length, edge_bc, level_flux, dt, depth_cols, eps_h, kind, friction_coef, interfacial,
+    interfacial_coef, g, r, status, t, coriolis_f, wind_times, wind_u, wind_v, wind_law,
+    wind_cd, wind_ratio,
+):  # fmt: skip
+    """The update of ``cells`` (those with a layer's ``theta < 1`` and their neighbours) again
+    from the old state ``W``, with the limited slots of :func:`_limit_slots`
+    (docs/SCHEMES.md §13.4); returns the change of (clipped layers, thin layers, clipped
+    m^3) from :func:`volume_pass`'s counts of these cells, and updates their clip flag (2)
+    in ``status``."""
+    ax, ay = _wind(t, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio)
+    forced = wind_law != 0 or coriolis_f.shape[0] > 0
+    clipped = 0
+    thin = 0
+    added = 0.0
+    for i in cells:
+        # volume_pass's result again (the same bits), for the counts it contributed
+        c0, t0, a0 = _update_cell(
+            W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forced, coriolis_f, ax, ay,
+            wind_law, kind, friction_coef, interfacial, interfacial_coef, g, r,
+        )  # fmt: skip
+        _limit_slots(W, i, acc, k, theta, cell_edges, cell_side, edge_cells, edge_normal,
+                     edge_length, edge_bc, level_flux)  # fmt: skip
+        c1, t1, a1 = _update_cell(
+            W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forced, coriolis_f, ax, ay,
+            wind_law, kind, friction_coef, interfacial, interfacial_coef, g, r,
+        )  # fmt: skip
+        clipped += c1 - c0
+        thin += t1 - t0
+        added += a1 - a0
+        status[i] = (status[i] & 1) | (2 if c1 else 0)
+    return clipped, thin, added
 
 
 class CpuBackend:
@@ -393,11 +572,20 @@ class CpuBackend:
         self.dt_fixed = dt_fixed
         lay = layout
         self.W = lay.W0.copy()
+        self._W_next = lay.W0.copy()  # the update writes here, then the two swap
         self.acc = np.zeros((lay.n_cells * lay.k, lay.nvar + 1), dtype=lay.dtype)
         self.flags = np.zeros(lay.n_edges, dtype=np.int32)
         self._chunk_dt = np.empty(CHUNKS, dtype=np.float64)
         self._chunk_counts = np.empty((CHUNKS, 3), dtype=np.int64)
         self._chunk_clip_mass = np.empty(CHUNKS, dtype=np.float64)
+        #: Per cell, from the last update: 1 a candidate of the limiter, plus 2 clipped.
+        self._status = np.zeros(lay.n_cells, dtype=np.uint8)
+        #: The positivity limiter's theta per cell and layer (two layers; 1 but where a step
+        #: limits), each cell's perimeter and the margin (docs/SCHEMES.md §13.4).
+        self.theta = np.ones((lay.n_cells, 2)) if self.model.layers == 2 else None
+        ce = lay.cell_edges
+        self._perimeter = np.where(ce >= 0, lay.edge_length[np.maximum(ce, 0)], 0).sum(axis=1)
+        self._margin = MARGIN[str(np.dtype(lay.dtype))]
         #: The first step that clipped a depth ``(cell, step, t)`` (its smallest cell) and
         #: the first whose fixed Δt exceeded the stable one ``(cell, step, t, Courant
         #: number)``: its smallest cell with a Courant number > 1 and its largest one.
@@ -415,7 +603,7 @@ class CpuBackend:
         self._acc_current = False  # whether acc holds the contributions of the current W
         self._counts = dict.fromkeys(
             ("clipped_cells", "nonhyperbolic_edges", "degenerate_edges", "thin_layer_edges",
-             "thin_layer_cells"), 0,
+             "thin_layer_cells", "limited"), 0,
         )  # fmt: skip
         self._counts["clipped_volume"] = 0.0  # m^3 the clipping of negative depths added
         off = np.zeros(1, dtype=np.float64)  # never indexed: friction off
@@ -520,26 +708,39 @@ class CpuBackend:
                              (4, "thin_layer_edges")):  # fmt: skip
                 self._counts[key] += int(np.count_nonzero(flags & bit))
 
+    def _cell_update_args(self) -> tuple:
+        """The arguments of a cell update after ``dt`` (:func:`_update_cell`): depth columns,
+        ``eps_h``, friction."""
+        lay, m = self.layout, self.model
+        return (self._depth_cols, m.eps_h, lay.friction_kind, self._friction_coef,
+                lay.interfacial_coef is not None, self._interfacial_coef, m.g, m.r)  # fmt: skip
+
     def _volume_pass(self, dt: float, update: bool) -> float:
-        """Update W with ``dt`` (if ``update``) and return the next CFL time step."""
-        lay = self.layout
+        """Update W with ``dt`` (if ``update``; the positivity limiter included) and return
+        the next CFL time step."""
+        lay, n = self.layout, self._owned
+        depth_cols, eps_h, *friction_args = self._cell_update_args()
         volume_pass(
-            self.W[: self._owned], self.acc, lay.area, lay.k, dt, self.cfl, self._depth_cols,
-            update, self.model.eps_h, lay.friction_kind, self._friction_coef,
-            lay.interfacial_coef is not None, self._interfacial_coef, self.model.g, self.model.r,
-            self._chunk_dt, self._chunk_counts, self._chunk_clip_mass, self.t, *self._forcing,
+            self.W[:n], self._W_next[:n], self.acc, lay.area, self._perimeter, lay.k, dt,
+            self.cfl, depth_cols, update, eps_h, *friction_args, self._chunk_dt,
+            self._chunk_counts, self._chunk_clip_mass, self._status, self.t, *self._forcing,
         )  # fmt: skip
         if update:
             self._acc_current = False
             counts = self._chunk_counts
             clipped = int(counts[:, 0].sum())
+            thin = int(counts[:, 1].sum())
+            added = float(self._chunk_clip_mass.sum())
+            if self.theta is not None and self._any(int(counts[:, 2].sum()) > 0):
+                more = self._limit(dt)
+                clipped, thin, added = clipped + more[0], thin + more[1], added + more[2]
+            self.W, self._W_next = self._W_next, self.W
             self._counts["clipped_cells"] += clipped
-            self._counts["thin_layer_cells"] += int(counts[:, 1].sum())
+            self._counts["thin_layer_cells"] += thin
             if clipped:
-                added = float(self._chunk_clip_mass.sum())
                 self._counts["clipped_volume"] += added
                 if self.first_clip is None:
-                    cell = int(counts[counts[:, 2] >= 0, 2][0])
+                    cell = int(np.flatnonzero(self._status[:n] & 2)[0])
                     self.first_clip = (cell, self.steps, self.t)
             if self._levels is not None:  # fixed order: reproducible
                 for layer, key in enumerate(INFLOW_KEYS[: self.model.layers]):
@@ -550,6 +751,40 @@ class CpuBackend:
                 self.halo.exchange(self.W)
         dt_next = float(self._chunk_dt.min())
         return dt_next if self.halo is None else self.halo.min(dt_next)
+
+    def _any(self, flag: bool) -> bool:
+        """``flag`` on some rank (on every rank alike)."""
+        return flag if self.halo is None else self.halo.any(flag)
+
+    def _limit(self, dt: float) -> tuple[int, int, float]:
+        """The positivity limiter of docs/SCHEMES.md §13.4 after the update into ``_W_next``:
+        theta of the candidates, the halo's theta from their owners, then the update of the
+        cells with a layer's ``theta < 1`` and of their neighbours again, from the old state.
+        Returns the change of (clipped layers, thin layers, clipped m^3) this brought."""
+        lay, n, theta = self.layout, self._owned, self.theta
+        cells = np.flatnonzero(self._status[:n] & 1)
+        self._counts["limited"] += limiter_thetas(
+            cells, self.W, self.acc, lay.area, lay.k, lay.cell_edges, lay.cell_side,
+            lay.edge_normal, lay.edge_length, dt, self._margin, theta,
+        )  # fmt: skip
+        if self.halo is not None:
+            self.halo.exchange_theta(theta)
+        halo = np.flatnonzero((theta[n:] < 1).any(axis=1)) + n
+        limited = np.concatenate((cells[(theta[cells] < 1).any(axis=1)], halo))
+        if not limited.size:
+            return 0, 0, 0.0
+        edges = lay.cell_edges[limited]
+        around = np.unique(lay.edge_cells[edges[edges >= 0]])
+        around = around[(around >= 0) & (around < n)]
+        depth_cols, eps_h, *friction_args = self._cell_update_args()
+        more = limited_update(
+            around, self.W, self._W_next, self.acc, theta, lay.k, lay.area, lay.cell_edges,
+            lay.cell_side, lay.edge_cells, lay.edge_normal, lay.edge_length, lay.edge_bc,
+            self._level_flux, dt, depth_cols, eps_h, *friction_args, self._status, self.t,
+            *self._forcing,
+        )  # fmt: skip
+        theta[limited] = 1.0
+        return more
 
     def advance(self, t_end: float, max_steps: int) -> tuple[float, int]:
         """Whole steps until ``t == t_end`` (last step clipped) or ``max_steps`` steps."""
