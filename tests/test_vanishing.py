@@ -248,7 +248,7 @@ def test_ifcp_surge_up_a_dry_slope_is_limited_not_clipped(nx):
     a step (the NumPy prototype without the limiter: 1 and 9 clipped cells, the lower
     layer's mass off by 5e-6 and 1e-5); the positivity limiter (docs/SCHEMES.md §13.4) scales
     the tip's outflow instead: to t = 4 s no depth is clipped, each layer's mass holds to
-    round-off (observed <= 1.3e-15) and the limiter acted (observed 2 and 58 cell-layers)."""
+    round-off (observed <= 2.6e-16) and the limiter acted (observed 2 and 132 cell-layers)."""
     sim, s = slope_surge("pvm-ifcp", nx, t_end=4.0, line=True)
     f = sim.fields()
     assert s.counters["clipped_cells"] == 0 and max(s.mass_rel_drift) <= 1e-13
@@ -271,7 +271,7 @@ def layer_speeds(W, deeper_than):
 def test_ifcp_surge_on_triangles_is_limited_not_clipped(nx, dt_mode):
     """On the triangle strip the limited tip kept the momentum the scheme gave it, the
     neighbour it fed got that momentum with a fraction theta of the mass, and the tip ran
-    away (2.7e4 m/s in 1.4e-6 m, dt down to 1e-23 s, a clip at step 571, t = 1.251 s); with
+    away (1e4 m/s by step 550, dt down to 3e-11 s, a clip at step 571, t = 1.251 s); with
     the momentum that no longer leaves kept by the donor and the limiter's cells damped below
     eps_u (docs/SCHEMES.md §13.4) it runs to t = 4 s: no clip, each layer's mass to
     round-off (observed <= 2.6e-16), the limiter acting (observed 54-185 cell-layers), the
