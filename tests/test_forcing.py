@@ -93,8 +93,10 @@ def test_volume_pass_forcing_is_the_reference(layers):
     def step(W, f, law):
         W = W.copy()
         off = np.zeros(1)  # no friction
-        volume_pass(W, acc, np.ones(L), 3, dt, 0.9, depth_cols, True, eps_h, 0, off, False, off,
-                    G, 0.5, *out, t, f, times, u, v, law, 1.5e-3, 1.2e-3)  # fmt: skip
+        status = np.zeros(L, np.uint8)
+        volume_pass(W, W, acc, np.ones(L), np.ones(L), 3, dt, 0.9, depth_cols, True, eps_h, 0,
+                    off, False, off, G, 0.5, *out, status, t, f, times, u, v, law, 1.5e-3,
+                    1.2e-3)  # fmt: skip
         return W
 
     damped = step(W, np.zeros(0), 0)  # the clip and thin-layer damping alone

@@ -16,11 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_cuda_sources import CXX, emulated_run, host_flux
-from test_wetdry import WALLS, dam_break_exact
+from test_wetdry import WALLS, dam_break_exact, without_limiter
 
 from fvswe.backends import gpu
 from fvswe.backends.cpu import get_edge_flux
-from fvswe.backends.cpu.pipeline import CpuBackend
 from fvswe.cli import main
 from fvswe.errors import BlowUpError
 from fvswe.grid import Grid
@@ -402,11 +401,6 @@ def test_cli_stops_a_fixed_dt_above_the_stable_step(capsys):
     out, err = capsys.readouterr()
     assert code != 0 and out == "" and len(err.strip().splitlines()) == 1
     assert "step 1" in err and "Courant number up to" in err and "in cell" in err
-
-
-def without_limiter(monkeypatch):
-    """The CPU backend with its positivity limiter off: a stand-in for a bug that clips."""
-    monkeypatch.setattr(CpuBackend, "_limit", lambda self, dt: (0, 0, 0.0))
 
 
 def test_cli_stops_a_run_that_clipped_and_continues_when_allowed(capsys, tmp_path, monkeypatch):

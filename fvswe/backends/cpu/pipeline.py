@@ -383,9 +383,9 @@ def volume_pass(
     friction of :func:`_friction` (bottom law ``kind``, per-cell coefficients
     ``friction_coef``; two layers with ``interfacial``: ``interfacial_coef``). Per-chunk minima come
     back in ``chunk_dt``; ``chunk_counts[c]`` is (clipped layers, thin layers, candidates of
-    the limiter) and ``chunk_clip_mass[c]`` the clipped volume; ``status[i]`` has bit 1 set
-    where cell i is a candidate of the limiter (two layers, :func:`_candidate`) and bit 2
-    where it clipped a depth.
+    the limiter) and ``chunk_clip_mass[c]`` the clipped volume; ``status[i]`` is 1 where cell
+    i is a candidate of the limiter (two layers, :func:`_candidate`), plus 2 where it
+    clipped a depth.
     """
     L = W.shape[0]
     nvar = W.shape[1]
@@ -531,7 +531,8 @@ def limited_update(
     from the old state ``W``, with the limited slots of :func:`_limit_slots`
     (docs/SCHEMES.md §13.4) and the discharges of layers thinner than ``eps_u`` damped;
     returns the change of (clipped layers, thin layers, clipped m^3) from
-    :func:`volume_pass`'s counts of these cells, and updates their clip bit in ``status``."""
+    :func:`volume_pass`'s counts of these cells, and updates their clip flag (2) in
+    ``status``."""
     ax, ay = _wind(t, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio)
     forced = wind_law != 0 or coriolis_f.shape[0] > 0
     clipped = 0
@@ -592,7 +593,7 @@ class CpuBackend:
         self._chunk_dt = np.empty(CHUNKS, dtype=np.float64)
         self._chunk_counts = np.empty((CHUNKS, 3), dtype=np.int64)
         self._chunk_clip_mass = np.empty(CHUNKS, dtype=np.float64)
-        #: Per cell, from the last update: bit 1 a candidate of the limiter, bit 2 clipped.
+        #: Per cell, from the last update: 1 a candidate of the limiter, plus 2 clipped.
         self._status = np.zeros(lay.n_cells, dtype=np.uint8)
         #: The positivity limiter's theta per cell and layer (two layers; 1 but where a step
         #: limits), each cell's perimeter and the margin (docs/SCHEMES.md §13.4).
