@@ -203,7 +203,7 @@ def pulled_apart_simulation(nx, **kw):
     """A 5 cm upper layer over 1.95 m (r = 0.5, flat bed, walls) moving at -1.6 and 2.4 m/s
     in turn, pulled apart where x = 0, +-5/3, +-10/3 (and gathered between), on a strip of
     2 nx triangles of [-5, 5]: IFCP's wet formula empties it there within a step, so the
-    limiter acts from the first steps (152 cell-layers by t = 0.5 s at nx = 100)."""
+    limiter acts from the first steps (87 cell-layers by t = 0.5 s at nx = 100)."""
 
     def q1x(x, y):
         return 0.1 * np.sign(np.sin(1.2 * np.pi * x)) + 0.02
@@ -404,7 +404,7 @@ def test_cli_stops_a_fixed_dt_above_the_stable_step(capsys):
 
 
 def test_cli_stops_a_run_that_clipped_and_continues_when_allowed(capsys, tmp_path, monkeypatch):
-    """The thinning case runs clean with the limiter (observed: 30 limited cell-layers, both
+    """The thinning case runs clean with the limiter (observed: 26 limited cell-layers, both
     masses exact); without it, it clips and stops with one line."""
     case = str(thinning_case(tmp_path / "thin.toml"))
     assert main(["run", case, "-q", "--json"]) == 0
