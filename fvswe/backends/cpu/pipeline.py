@@ -47,6 +47,10 @@ CHUNKS = 256
 #: (the rounding of the update then cannot take the layer below 0).
 CANDIDATE_SLACK = 1e-3
 MARGIN = {"float64": 2.0**-40, "float32": 2.0**-18}
+#: The depth below which the cells the limiter updates again damp a layer's discharge,
+#: ``eps_u = EPS_U_RATIO * eps_h`` (1e-3 of the depth scale with the default ``eps_h``):
+#: a tip the limiter empties keeps no velocity its depth cannot carry (docs/SCHEMES.md §13.4).
+EPS_U_RATIO = {"float64": 1e3, "float32": 10.0}
 
 
 def scheme_id(name: str, layers: int) -> int:
@@ -294,14 +298,15 @@ def _wind(t, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio):
 
 @jit_inline
 def _update_cell(
-    W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forced, coriolis_f, ax, ay, wind_law, kind,
-    friction_coef, interfacial, interfacial_coef, g, r,
+    W, Wn, i, acc, k, area, dt, depth_cols, eps_h, eps_u, forced, coriolis_f, ax, ay, wind_law,
+    kind, friction_coef, interfacial, interfacial_coef, g, r,
 ):  # fmt: skip
     """Cell i's new state ``Wn[i]`` from its old one ``W[i]``: ``W_i - dt/|V_i| Σ_slots``
-    (slots summed in local order), then the negative depths clipped to 0, the thin layers'
-    discharges damped, the forcing (if ``forced``: the wind ``(ax, ay)``, :func:`_wind`) and
-    the friction (:func:`_friction`) as :func:`volume_pass` says. Returns (clipped layers,
-    thin layers, m^3 the clip added)."""
+    (slots summed in local order), then the negative depths clipped to 0, the discharges of
+    layers thinner than ``eps_u`` damped (``eps_h`` but in the limiter's cells), the forcing
+    (if ``forced``: the wind ``(ax, ay)``, :func:`_wind`) and the friction
+    (:func:`_friction`) as :func:`volume_pass` says. Returns (clipped layers, thin layers,
+    m^3 the clip added)."""
     nvar = W.shape[1]
     s0 = i * k
     for v in range(nvar):
@@ -319,8 +324,8 @@ def _update_cell(
             clipped += 1
         elif Wn[i, v] < eps_h and Wn[i, v] > 0:
             thin += 1
-        if Wn[i, v] < eps_h:
-            damp = Wn[i, v] * inverse_depth(Wn[i, v], eps_h)
+        if Wn[i, v] < eps_u:
+            damp = Wn[i, v] * inverse_depth(Wn[i, v], eps_u)
             Wn[i, v + 1] = Wn[i, v + 1] * damp
             Wn[i, v + 2] = Wn[i, v + 2] * damp
     if forced:
@@ -408,8 +413,8 @@ def volume_pass(
                     flag = 1
                     candidates += 1
                 n_clip, n_thin, a = _update_cell(
-                    W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forced, coriolis_f, ax, ay,
-                    wind_law, kind, friction_coef, interfacial, interfacial_coef, g, r,
+                    W, Wn, i, acc, k, area, dt, depth_cols, eps_h, eps_h, forced, coriolis_f,
+                    ax, ay, wind_law, kind, friction_coef, interfacial, interfacial_coef, g, r,
                 )  # fmt: skip
                 if n_clip:
                     flag |= 2
@@ -479,11 +484,13 @@ def limiter_thetas(
 @jit_inline
 def _limit_slots(
     W, i, acc, k, theta, cell_edges, cell_side, edge_cells, edge_normal, edge_length, edge_bc,
-    level_flux,
+    level_flux, eps_h,
 ):  # fmt: skip
     """Cell i's slots with each layer's mass flux scaled by its donor's theta
     (docs/SCHEMES.md §13.4): ``S'_s[d] = theta Phi_s - L_s q_i.n_s``, the donor being i where
-    ``Phi_s > 0``, else the neighbour (a ghost: theta = 1); unchanged where ``theta == 1`` or
+    ``Phi_s > 0``, else the neighbour (a ghost: theta = 1), and the advected momentum that
+    no longer leaves kept by the donor, ``S'_s[d+c] = S_s[d+c] + ((theta - 1) Phi_s) u_c``
+    with the donor's ``u = q inverse_depth(h)``; unchanged where ``theta == 1`` or
     ``Phi_s == 0``. A level, discharge or characteristic edge's recorded flux is scaled alike."""
     for layer in range(2):
         d = 3 * layer
@@ -495,13 +502,20 @@ def _limit_slots(
                                   edge_length)  # fmt: skip
             j = edge_cells[e, 1 - cell_side[i, m]]
             th = 1.0
+            donor = i
             if phi > 0:
                 th = theta[i, layer]
             elif j >= 0:
                 th = theta[j, layer]
+                donor = j
             if th == 1.0 or phi == 0:
                 continue
-            acc[i * k + m, d] = th * phi - lqn
+            s = i * k + m
+            acc[s, d] = th * phi - lqn
+            kept = (th - 1.0) * phi
+            inv = inverse_depth(W[donor, d], eps_h)
+            acc[s, d + 1] = acc[s, d + 1] + kept * (W[donor, d + 1] * inv)
+            acc[s, d + 2] = acc[s, d + 2] + kept * (W[donor, d + 2] * inv)
             if j < 0 and edge_bc[e] >= LEVEL:
                 level_flux[e, layer] = th * level_flux[e, layer]
 
@@ -509,15 +523,16 @@ def _limit_slots(
 @njit(cache=True, error_model="numpy")
 def limited_update(
     cells, W, Wn, acc, theta, k, area, cell_edges, cell_side, edge_cells, edge_normal,
-    edge_length, edge_bc, level_flux, dt, depth_cols, eps_h, kind, friction_coef, interfacial,
-    interfacial_coef, g, r, status, t, coriolis_f, wind_times, wind_u, wind_v, wind_law,
-    wind_cd, wind_ratio,
+    edge_length, edge_bc, level_flux, dt, depth_cols, eps_h, eps_u, kind, friction_coef,
+    interfacial, interfacial_coef, g, r, status, t, coriolis_f, wind_times, wind_u, wind_v,
+    wind_law, wind_cd, wind_ratio,
 ):  # fmt: skip
     """The update of ``cells`` (those with a layer's ``theta < 1`` and their neighbours) again
     from the old state ``W``, with the limited slots of :func:`_limit_slots`
-    (docs/SCHEMES.md §13.4); returns the change of (clipped layers, thin layers, clipped
-    m^3) from :func:`volume_pass`'s counts of these cells, and updates their clip flag (2)
-    in ``status``."""
+    (docs/SCHEMES.md §13.4) and the discharges of layers thinner than ``eps_u`` damped;
+    returns the change of (clipped layers, thin layers, clipped m^3) from
+    :func:`volume_pass`'s counts of these cells, and updates their clip flag (2) in
+    ``status``."""
     ax, ay = _wind(t, wind_times, wind_u, wind_v, wind_law, wind_cd, wind_ratio)
     forced = wind_law != 0 or coriolis_f.shape[0] > 0
     clipped = 0
@@ -526,13 +541,13 @@ def limited_update(
     for i in cells:
         # volume_pass's result again (the same bits), for the counts it contributed
         c0, t0, a0 = _update_cell(
-            W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forced, coriolis_f, ax, ay,
+            W, Wn, i, acc, k, area, dt, depth_cols, eps_h, eps_h, forced, coriolis_f, ax, ay,
             wind_law, kind, friction_coef, interfacial, interfacial_coef, g, r,
         )  # fmt: skip
         _limit_slots(W, i, acc, k, theta, cell_edges, cell_side, edge_cells, edge_normal,
-                     edge_length, edge_bc, level_flux)  # fmt: skip
+                     edge_length, edge_bc, level_flux, eps_h)  # fmt: skip
         c1, t1, a1 = _update_cell(
-            W, Wn, i, acc, k, area, dt, depth_cols, eps_h, forced, coriolis_f, ax, ay,
+            W, Wn, i, acc, k, area, dt, depth_cols, eps_h, eps_u, forced, coriolis_f, ax, ay,
             wind_law, kind, friction_coef, interfacial, interfacial_coef, g, r,
         )  # fmt: skip
         clipped += c1 - c0
@@ -586,6 +601,7 @@ class CpuBackend:
         ce = lay.cell_edges
         self._perimeter = np.where(ce >= 0, lay.edge_length[np.maximum(ce, 0)], 0).sum(axis=1)
         self._margin = MARGIN[str(np.dtype(lay.dtype))]
+        self._eps_u = EPS_U_RATIO[str(np.dtype(lay.dtype))] * self.model.eps_h
         #: The first step that clipped a depth ``(cell, step, t)`` (its smallest cell) and
         #: the first whose fixed Δt exceeded the stable one ``(cell, step, t, Courant
         #: number)``: its smallest cell with a Courant number > 1 and its largest one.
@@ -780,8 +796,8 @@ class CpuBackend:
         more = limited_update(
             around, self.W, self._W_next, self.acc, theta, lay.k, lay.area, lay.cell_edges,
             lay.cell_side, lay.edge_cells, lay.edge_normal, lay.edge_length, lay.edge_bc,
-            self._level_flux, dt, depth_cols, eps_h, *friction_args, self._status, self.t,
-            *self._forcing,
+            self._level_flux, dt, depth_cols, eps_h, self._eps_u, *friction_args, self._status,
+            self.t, *self._forcing,
         )  # fmt: skip
         theta[limited] = 1.0
         return more
