@@ -27,29 +27,35 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+#: ``final`` of a vertex that step 3 has numbered (levels are >= 0, -1 is unassigned).
+NUMBERED = -3
+
 
 @numba.njit(cache=True)
 def _bfs(indptr, indices, root, level, order):
-    """Rooted level structure: fills ``level`` and ``order``; returns (size, depth, width)."""
+    """Rooted level structure: fills ``level`` and ``order``; returns (size, depth, width).
+
+    ``order`` lists the levels one after another, so the width is the longest run of
+    one level among the appended vertices, counted as they are appended.
+    """
     level[root] = 0
     order[0] = root
     head, tail = 0, 1
+    width, run, last = 1, 1, 0
     while head < tail:
         v = order[head]
         head += 1
+        nxt = level[v] + 1
         for p in range(indptr[v], indptr[v + 1]):
             w = indices[p]
             if level[w] < 0:
-                level[w] = level[v] + 1
+                level[w] = nxt
                 order[tail] = w
                 tail += 1
-    width, run = 0, 0
-    for i in range(tail):
-        if i > 0 and level[order[i]] != level[order[i - 1]]:
-            run = 0
-        run += 1
-        width = max(width, run)
-    return tail, level[order[tail - 1]] + 1, width
+                run = run + 1 if nxt == last else 1
+                last = nxt
+                width = max(width, run)
+    return tail, last + 1, width
 
 
 @numba.njit(cache=True)
@@ -192,9 +198,12 @@ def _by_level_and_degree(final, deg, comp, depth, n_deg):
 
 
 @numba.njit(cache=True)
-def _number(indptr, indices, deg, n_deg, comp, final, depth, start, done):
-    """Step 3: level-by-level numbering of ``comp`` from ``start`` (a vertex of level 0);
-    ``done`` marks numbered vertices (all False on entry)."""
+def _number(indptr, indices, deg, n_deg, comp, final, depth, start):
+    """Step 3: level-by-level numbering of ``comp`` from ``start`` (a vertex of level 0).
+
+    A numbered vertex's ``final`` becomes :data:`NUMBERED`, so one load tells whether a
+    neighbour is still to be numbered in the current level.
+    """
     m = comp.size
     by_level = _by_level_and_degree(final, deg, comp, depth, n_deg)
     lvl_ptr = np.zeros(depth + 1, np.int64)
@@ -210,44 +219,40 @@ def _number(indptr, indices, deg, n_deg, comp, final, depth, start, done):
         level_start = count
         if lv == 0:
             out[count] = start
-            done[start] = True
+            final[start] = NUMBERED
             count += 1
         for q in range(prev_lo, prev_hi):
-            count = _number_neighbours(
-                indptr, indices, deg, final, lv, out[q], done, out, count, buf
-            )
+            count = _number_neighbours(indptr, indices, deg, final, lv, out[q], out, count, buf)
         scan = lvl_ptr[lv]
         q = level_start
         while True:
             while q < count:
-                count = _number_neighbours(
-                    indptr, indices, deg, final, lv, out[q], done, out, count, buf
-                )
+                count = _number_neighbours(indptr, indices, deg, final, lv, out[q], out, count, buf)
                 q += 1
-            while scan < lvl_ptr[lv + 1] and done[by_level[scan]]:
+            while scan < lvl_ptr[lv + 1] and final[by_level[scan]] == NUMBERED:
                 scan += 1
             if scan == lvl_ptr[lv + 1]:
                 break
             out[count] = by_level[scan]
-            done[by_level[scan]] = True
+            final[by_level[scan]] = NUMBERED
             count += 1
         prev_lo, prev_hi = level_start, count
     return out
 
 
 @numba.njit(cache=True)
-def _number_neighbours(indptr, indices, deg, final, lv, x, done, out, count, buf):
+def _number_neighbours(indptr, indices, deg, final, lv, x, out, count, buf):
     """Number the unnumbered neighbours of ``x`` in level ``lv``, by increasing degree."""
     nb = 0
     for p in range(indptr[x], indptr[x + 1]):
         j = indices[p]
-        if not done[j] and final[j] == lv:
+        if final[j] == lv:
             buf[nb] = j
             nb += 1
     _sort_by_degree(buf, nb, deg)
     for t in range(nb):
         out[count] = buf[t]
-        done[buf[t]] = True
+        final[buf[t]] = NUMBERED
         count += 1
     return count
 
@@ -285,7 +290,6 @@ def _gps(indptr, indices):
     ord_u = np.empty(n, indices.dtype)
     ord_t = np.empty(n, indices.dtype)
     final = np.full(n, -1, indices.dtype)
-    done = np.zeros(n, np.bool_)
     seen = np.zeros(n, np.bool_)
     count = 0
     for s in range(n):
@@ -309,11 +313,10 @@ def _gps(indptr, indices):
             start = u
             for i in range(size):
                 final[comp[i]] = depth - 1 - final[comp[i]]
-        out = _number(indptr, indices, deg, n_deg, comp, final, depth, start, done)
+        out = _number(indptr, indices, deg, n_deg, comp, final, depth, start)
         for i in range(size):
             perm[count + i] = out[size - 1 - i]
             final[comp[i]] = -1
-            done[comp[i]] = False
         count += size
         _reset(lev_v, ord_v, size)
         _reset(lev_u, ord_u, size)
