@@ -87,9 +87,12 @@ def test_gps_level_sort_and_members_equal_numpy_sorts():
     final = RNG.integers(0, depth, m)
     deg = RNG.integers(1, 9, 2 * m)
     comp = np.sort(RNG.choice(2 * m, m, replace=False))
-    max_deg = deg.max() + 1
-    key = (final * max_deg + deg[comp]) * m + np.arange(m)
-    assert np.array_equal(gps._by_level_and_degree(final, deg, comp, depth), np.argsort(key))
+    n_deg = deg.max() + 1
+    key = (final * n_deg + deg[comp]) * m + np.arange(m)
+    level = np.full(2 * m, -1)
+    level[comp] = final  # indexed by vertex, as GPS keeps it
+    got = gps._by_level_and_degree(level, deg, comp, depth, n_deg)
+    assert np.array_equal(got, comp[np.argsort(key)])
     level = np.full(2 * m, -1)
     level[comp] = 0
     order = RNG.permutation(comp)
@@ -100,8 +103,9 @@ def test_gps_level_sort_and_members_equal_numpy_sorts():
 def test_radix_argsort_equals_a_stable_argsort():
     from fvswe.mesh.orderings import _radix_argsort
 
-    for bits, high in ((32, 2**32), (16, 50)):  # many repeated keys in the second case
-        keys = RNG.integers(0, high, 20000)
+    # one chunk, then many (the parallel passes); many repeated keys in the 16-bit case
+    for n, bits, high in ((20000, 32, 2**32), (200_001, 32, 2**32), (200_001, 16, 50), (3, 32, 9)):
+        keys = RNG.integers(0, high, n)
         assert np.array_equal(_radix_argsort(keys, bits), np.argsort(keys, kind="stable"))
 
 
