@@ -130,3 +130,13 @@ def test_adjacency_equals_scipy_from_coordinates(mesh):
     adj = m.adjacency()
     assert adj.has_sorted_indices or np.all(np.diff(adj.indices) != 0)
     assert np.array_equal(adj.indptr, ref.indptr) and np.array_equal(adj.indices, ref.indices)
+
+
+def test_cells_traversing_a_shared_edge_the_same_way_are_named():
+    from fvswe.errors import MeshError
+
+    nodes = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 0.0]])
+    # cells 1 and 2 both run 0 -> 1 counter-clockwise: they lie on the same side and overlap
+    cells = np.array([[1, 4, 3], [0, 1, 2], [0, 1, 3]])
+    with pytest.raises(MeshError, match=r"^here: cells 1, 2 overlap \(they traverse"):
+        core.Mesh.from_arrays(nodes, cells, source="here")
