@@ -140,3 +140,70 @@ def test_cells_traversing_a_shared_edge_the_same_way_are_named():
     cells = np.array([[1, 4, 3], [0, 1, 2], [0, 1, 3]])
     with pytest.raises(MeshError, match=r"^here: cells 1, 2 overlap \(they traverse"):
         core.Mesh.from_arrays(nodes, cells, source="here")
+
+
+def test_half_edge_buckets_do_not_depend_on_the_number_of_parts(mesh):
+    cells = mesh.cells
+    tail, head = cells.ravel(), np.roll(cells, -1, axis=1).ravel()
+    mates = []
+    for parts in (1, 2, 3, 7):
+        mate = np.full(tail.size, -1, np.int64)
+        bucket = np.empty(tail.size, np.int64)
+        assert core._pair_in_buckets(tail, head, mesh.n_nodes, bucket, mate, parts) == -1
+        mates.append(mate)
+    assert all(np.array_equal(m, mates[0]) for m in mates[1:])
+
+
+def test_edges_equal_numpy_from_the_mates(mesh):
+    """The fused edge pass against the NumPy construction it replaced, in 1 and 7 chunks."""
+    nodes, cells, k = mesh.nodes, mesh.cells, mesh.k
+    tail, head = cells.ravel(), np.roll(cells, -1, axis=1).ravel()
+    mate, _ = core._match_half_edges(tail, head, mesh.n_nodes)
+    hi = np.flatnonzero((mate < 0) | (np.arange(mate.size) < mate))
+    hj = mate[hi]
+    d = nodes[head[hi]] - nodes[tail[hi]]
+    length = np.hypot(d[:, 0], d[:, 1])
+    ref = [
+        np.stack([hi // k, np.where(hj >= 0, hj // k, -1)], axis=1),
+        np.stack([hi, hj], axis=1),
+        np.stack([tail[hi], head[hi]], axis=1),
+        np.stack([d[:, 1], -d[:, 0]], axis=1) / length[:, None],
+        length,
+    ]
+    for n_chunks in (1, 7):
+        start = core._edge_starts(mate, n_chunks)
+        got = [np.full_like(r, -9) for r in ref]
+        assert core._fill_edges(nodes, tail, head, mate, k, start, *got) == 0
+        assert all(np.array_equal(g, r) for g, r in zip(got, ref, strict=True))
+
+
+def test_preparation_does_not_depend_on_the_thread_count(tmp_path):
+    """Topology, orderings and renumbering with 2 Numba threads equal those with 1 (48 k
+    cells: several chunks in every chunked kernel)."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import hashlib, numpy as np\n"
+        "from fvswe.mesh import refine\n"
+        "from fvswe.mesh.generate import square\n"
+        "m = refine(refine(square(3000, seed=5)))\n"
+        "parts = [m.edge_cells, m.edge_slot, m.edge_nodes, m.edge_normal, m.edge_length]\n"
+        "for method in ('rcm', 'gps', 'hilbert', 'morton'):\n"
+        "    r, perm = m.reordered(method)\n"
+        "    parts += [perm, r.edge_cells, r.edge_slot, r.edge_normal]\n"
+        "print(hashlib.sha1(b''.join(np.ascontiguousarray(a).tobytes() for a in parts))"
+        ".hexdigest())\n"
+    )
+    path = tmp_path / "prep.py"
+    path.write_text(script)
+    digests = []
+    for threads in ("1", "2"):
+        env = {**os.environ, "NUMBA_NUM_THREADS": threads}
+        run = subprocess.run(
+            [sys.executable, str(path)], env=env, capture_output=True, text=True, check=True
+        )
+        digests.append(run.stdout.strip())
+    assert len(digests[0]) == len(hashlib.sha1().hexdigest()) and digests[0] == digests[1]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
 from ..errors import MeshError
 
@@ -410,24 +410,38 @@ def _match_half_edges(tail: np.ndarray, head: np.ndarray, n_nodes: int) -> tuple
     share, or ``-1``. The large arrays come from NumPy (huge pages, see :func:`_take`).
     """
     mate = np.full(tail.size, -1, np.int64)
-    bad = _pair_in_buckets(tail, head, n_nodes, np.empty(tail.size, np.int64), mate)
+    bucket = np.empty(tail.size, np.int64)
+    bad = _pair_in_buckets(tail, head, n_nodes, bucket, mate, get_num_threads())
     return mate, int(bad)
 
 
 @njit(cache=True, parallel=True)
-def _pair_in_buckets(tail, head, n_nodes, bucket, mate):
-    """:func:`_match_half_edges`: buckets are filled in one pass, then paired in parallel."""
+def _pair_in_buckets(tail, head, n_nodes, bucket, mate, parts):
+    """:func:`_match_half_edges`: a counting sort of the half-edges into buckets by lower
+    node, then the buckets paired, both in parallel.
+
+    Each of ``parts`` tasks (one per thread) owns one range of nodes: it reads every
+    half-edge and counts, then places, those of its buckets, so a bucket lists its
+    half-edges in ascending order whatever the number of parts.
+    """
     m = tail.size
     start = np.zeros(n_nodes + 1, np.int64)
-    for h in range(m):
-        start[min(tail[h], head[h]) + 1] += 1
+    for r in prange(parts):
+        first, stop = r * n_nodes // parts, (r + 1) * n_nodes // parts
+        for h in range(m):
+            lo = min(tail[h], head[h])
+            if first <= lo < stop:
+                start[lo + 1] += 1
     for v in range(n_nodes):
         start[v + 1] += start[v]
     fill = start[:-1].copy()
-    for h in range(m):
-        lo = min(tail[h], head[h])
-        bucket[fill[lo]] = h
-        fill[lo] += 1
+    for r in prange(parts):
+        first, stop = r * n_nodes // parts, (r + 1) * n_nodes // parts
+        for h in range(m):
+            lo = min(tail[h], head[h])
+            if first <= lo < stop:
+                bucket[fill[lo]] = h
+                fill[lo] += 1
     crowded = np.full(n_nodes, -1, np.int64)
     for v in prange(n_nodes):
         for a in range(start[v], start[v + 1]):
