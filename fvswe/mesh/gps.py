@@ -77,14 +77,15 @@ def _sort_by_degree(buf, n, deg):
 
 
 @numba.njit(cache=True)
-def _endpoints(indptr, indices, deg, root, lev_v, ord_v, lev_u, ord_u, lev_t, ord_t):
+def _endpoints(indptr, indices, deg, root, found, lev_v, ord_v, lev_u, ord_u, lev_t, ord_t):
     """Step 1: pseudo-peripheral pair ``(v, u)`` with the depth and the widths of L_v, L_u.
 
-    The three (level, order) pairs come in reset; they go back as L_v, L_u and a
-    reset spare: a candidate's structure is kept by swapping arrays, not built again.
+    ``lev_v``/``ord_v`` come holding the structure rooted at ``root`` (``found``: its size,
+    depth and width), the other pairs reset; they go back as L_v, L_u and a reset spare:
+    a candidate's structure is kept by swapping arrays, not built again.
     """
     v = root
-    size, depth, width_v = _bfs(indptr, indices, v, lev_v, ord_v)
+    size, depth, width_v = found
     while True:
         start = size - 1
         while start > 0 and lev_v[ord_v[start - 1]] == depth - 1:
@@ -286,19 +287,34 @@ def _gps(indptr, indices, levels, orders, final, seen, perm):
     lev_v, lev_u, lev_t = levels[0], levels[1], levels[2]
     ord_v, ord_u, ord_t = orders[0], orders[1], orders[2]
     count = 0
+    # A connected graph (the usual mesh) is one component, rooted at its first vertex of
+    # least degree: the search from there, step 1's first, also finds the component.
+    root = np.argmin(deg) if n else 0
+    found = _bfs(indptr, indices, root, lev_v, ord_v) if n else (0, 0, 0)
+    whole = found[0] == n
+    if not whole:
+        _reset(lev_v, ord_v, found[0])
     for s in range(n):
         if seen[s]:
             continue
-        size = _bfs(indptr, indices, s, lev_t, ord_t)[0]
-        comp = _sorted_members(lev_t, ord_t, size, s)
-        _reset(lev_t, ord_t, size)
-        root = comp[0]
-        for i in range(size):
-            seen[comp[i]] = True
-            if deg[comp[i]] < deg[root]:
-                root = comp[i]
+        if whole:
+            size = n
+            comp = np.empty(n, indices.dtype)
+            for i in range(n):
+                comp[i] = i
+                seen[i] = True
+        else:
+            size = _bfs(indptr, indices, s, lev_t, ord_t)[0]
+            comp = _sorted_members(lev_t, ord_t, size, s)
+            _reset(lev_t, ord_t, size)
+            root = comp[0]
+            for i in range(size):
+                seen[comp[i]] = True
+                if deg[comp[i]] < deg[root]:
+                    root = comp[i]
+            found = _bfs(indptr, indices, root, lev_v, ord_v)
         (v, u, depth, width_v, width_u), arrays = _endpoints(
-            indptr, indices, deg, root, lev_v, ord_v, lev_u, ord_u, lev_t, ord_t
+            indptr, indices, deg, root, found, lev_v, ord_v, lev_u, ord_u, lev_t, ord_t
         )
         lev_v, ord_v, lev_u, ord_u, lev_t, ord_t = arrays
         _combine(indptr, indices, comp, lev_v, lev_u, depth, width_v, width_u, final)
