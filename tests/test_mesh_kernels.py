@@ -92,10 +92,12 @@ def test_gps_level_sort_and_members_equal_numpy_sorts():
 def test_radix_argsort_equals_a_stable_argsort():
     from fvswe.mesh.orderings import _radix_argsort
 
-    # one chunk, then many (the parallel passes); many repeated keys in the 16-bit case
+    # one chunk, then several (the parallel passes); many repeated keys in the 16-bit case
     for n, bits, high in ((20000, 32, 2**32), (200_001, 32, 2**32), (200_001, 16, 50), (3, 32, 9)):
         keys = RNG.integers(0, high, n)
-        assert np.array_equal(_radix_argsort(keys, bits), np.argsort(keys, kind="stable"))
+        for n_chunks in (1, 7):
+            got = _radix_argsort(keys, bits, n_chunks)
+            assert np.array_equal(got, np.argsort(keys, kind="stable"))
 
 
 @pytest.mark.parametrize("n_chunks", [1, 7])

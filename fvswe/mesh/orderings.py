@@ -14,7 +14,7 @@ from numba import njit, prange
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from ..errors import ConfigError
-from .core import Mesh
+from .core import Mesh, _n_chunks
 
 #: Bits per coordinate of the space-filling-curve grid (2^16 x 2^16 cells).
 CURVE_BITS = 16
@@ -107,14 +107,13 @@ RADIX_BITS = 8
 
 
 @njit(cache=True, parallel=True)
-def _radix_argsort(keys, bits):
+def _radix_argsort(keys, bits, n_chunks):
     """Stable argsort of non-negative integer keys below ``2^bits``: least significant
     8-bit digit first, one counting sort per digit (linear; NumPy's stable sort of int64 is
-    a merge sort). Each pass counts and scatters fixed chunks of the input in parallel,
-    chunk ``c``'s keys of digit ``d`` going after those of the chunks before it: the
-    output is the one stable order, whatever the number of threads."""
+    a merge sort). Each pass counts and scatters ``n_chunks`` pieces of the input in
+    parallel, chunk ``c``'s keys of digit ``d`` going after those of the chunks before it:
+    the output is the one stable order, whatever the number of threads or chunks."""
     n = keys.size
-    n_chunks = max(1, min(256, n // 16384))
     n_digits = 1 << RADIX_BITS
     order = np.arange(n)
     key = keys.copy()
@@ -142,7 +141,8 @@ def _radix_argsort(keys, bits):
 
 def _curve(key: Callable[[np.ndarray], np.ndarray]) -> Callable[[Mesh, int], np.ndarray]:
     def order(mesh: Mesh, seed: int) -> np.ndarray:
-        return _radix_argsort(key(mesh.centroid), 2 * CURVE_BITS)
+        keys = key(mesh.centroid)
+        return _radix_argsort(keys, 2 * CURVE_BITS, _n_chunks(keys.size))
 
     order.__doc__ = f"Cells sorted along the curve of ``{key.__name__}`` through their barycentres."
     return order
