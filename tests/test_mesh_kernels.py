@@ -59,6 +59,17 @@ def test_take_equals_fancy_indexing(mesh):
         assert got.dtype == a.dtype and np.array_equal(got, a[rows])
 
 
+def test_edge_order_equals_a_stable_argsort(mesh):
+    perm = RNG.permutation(mesh.n_cells)
+    renumbered = mesh.permuted(perm)
+    ec, slot = renumbered.edge_cells, renumbered.edge_slot
+    i, j = ec[:, 0], ec[:, 1]
+    key = np.where((j < 0) | (i < j), slot[:, 0], slot[:, 1])
+    shuffled = RNG.permutation(key.size)
+    got = core._edge_order(ec[shuffled], slot[shuffled])
+    assert np.array_equal(got, np.argsort(key[shuffled], kind="stable"))
+
+
 def test_half_edge_mates_pair_opposite_traversals(mesh):
     cells = mesh.cells
     tail, head = cells.ravel(), np.roll(cells, -1, axis=1).ravel()
@@ -100,22 +111,13 @@ def test_radix_argsort_equals_a_stable_argsort():
             assert np.array_equal(got, np.argsort(keys, kind="stable"))
 
 
-@pytest.mark.parametrize("n_chunks", [1, 7])
-def test_renumbered_edges_equal_numpy_renaming_and_stable_sort(mesh, n_chunks):
-    """Edges renamed by ``inv`` and sorted (stably) by the slot in their lower new cell."""
-    perm = RNG.permutation(mesh.n_cells)
-    inv = np.argsort(perm)
+def test_renamed_edges_equal_numpy(mesh):
+    inv = RNG.permutation(mesh.n_cells)
     ec, slot, k = mesh.edge_cells, mesh.edge_slot, mesh.k
-    cells = np.where(ec >= 0, inv[np.maximum(ec, 0)], -1)
-    slots = np.where(slot >= 0, inv[np.maximum(slot, 0) // k] * k + slot % k, -1)
-    i, j = cells[:, 0], cells[:, 1]
-    order = np.argsort(np.where((j < 0) | (i < j), slots[:, 0], slots[:, 1]), kind="stable")
-    old = [ec, slot, mesh.edge_nodes, mesh.edge_normal, mesh.edge_length, mesh.edge_tag]
-    new = [np.full_like(a, -9) for a in old]
-    scratch = np.empty(mesh.n_cells * k, np.int64)
-    core._renumber_edges(perm, inv, k, n_chunks, scratch, *old, *new)
-    ref = [cells[order], slots[order]] + [a[order] for a in old[2:]]
-    assert all(np.array_equal(g, r) for g, r in zip(new, ref, strict=True))
+    cells, slots = core._renamed_edges(ec, slot, inv, k)
+    assert np.array_equal(cells, np.where(ec >= 0, inv[np.maximum(ec, 0)], -1))
+    ref = np.where(slot >= 0, inv[np.maximum(slot, 0) // k] * k + slot % k, -1)
+    assert np.array_equal(slots, ref)
 
 
 def test_adjacency_equals_scipy_from_coordinates(mesh):

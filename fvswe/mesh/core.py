@@ -164,11 +164,8 @@ class Mesh:
             raise MeshError(f"{self.source}: ordering is not a permutation of {n} cells")
         inv = np.empty(n, dtype=np.int64)
         inv[perm] = np.arange(n, dtype=np.int64)
-        names = ("edge_cells", "edge_slot", "edge_nodes", "edge_normal", "edge_length", "edge_tag")
-        old = [getattr(self, name) for name in names]
-        new = [np.empty_like(a) for a in old]
-        edge_of_slot = np.empty(n * k, np.int64)
-        _renumber_edges(perm, inv, k, _n_chunks(n), edge_of_slot, *old, *new)
+        new_cells, new_slot = _renamed_edges(self.edge_cells, self.edge_slot, inv, k)
+        order = _edge_order(new_cells, new_slot)
         return replace(
             self,
             cells=_take(self.cells, perm),
@@ -176,7 +173,12 @@ class Mesh:
             centroid=_take(self.centroid, perm),
             depth=None if self.depth is None else _take(self.depth, perm),
             original_index=_take(self.original_index, perm),
-            **dict(zip(names, new, strict=True)),
+            edge_cells=_take(new_cells, order),
+            edge_slot=_take(new_slot, order),
+            edge_nodes=_take(self.edge_nodes, order),
+            edge_normal=_take(self.edge_normal, order),
+            edge_length=_take(self.edge_length, order),
+            edge_tag=_take(self.edge_tag, order),
         )
 
     def reordered(self, method: str = "none", seed: int = 0) -> tuple[Mesh, np.ndarray]:
@@ -317,6 +319,20 @@ def _centroids(nodes: np.ndarray, cells: np.ndarray, area: np.ndarray) -> np.nda
     return c + origin[:, 0, :]
 
 
+def _edge_order(edge_cells: np.ndarray, edge_slot: np.ndarray) -> np.ndarray:
+    """Canonical edge order: by the slot each edge owns in its lower-numbered cell.
+
+    That slot is unique per edge, and sorting by it lists edges cell by cell in
+    the current cell order (the locality the reorderings are for). Unique keys in
+    ``0..L*k-1`` sort by a scatter: linear, where an argsort is ``E log E``.
+    """
+    i, j = edge_cells[:, 0], edge_cells[:, 1]
+    key = np.where((j < 0) | (i < j), edge_slot[:, 0], edge_slot[:, 1])
+    at = np.full(int(key.max()) + 1 if key.size else 0, -1, dtype=np.int64)
+    at[key] = np.arange(key.size, dtype=np.int64)
+    return at[at >= 0]
+
+
 @njit(cache=True, parallel=True)
 def _gather(a, rows, out):
     """``out[:] = a[rows]`` for 2-D arrays, as a plain (parallel) loop."""
@@ -336,54 +352,18 @@ def _take(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return out.reshape((rows.size, *a.shape[1:]))
 
 
-@njit(cache=True)
-def _owns(edge_cells, inv, e, old, new):
-    """Whether new cell ``new`` (old cell ``old``), one of edge ``e``'s cells, is its lower
-    numbered one after the renaming ``inv`` (or its only one)."""
-    i, j = edge_cells[e, 0], edge_cells[e, 1]
-    other = j if i == old else i
-    return other < 0 or new < inv[other]
-
-
 @njit(cache=True, parallel=True)
-def _renumber_edges(perm, inv, k, n_chunks, edge_of_slot, cells, slot, ends, normal, length, tag,
-                    new_cells, new_slot, new_ends, new_normal, new_length, new_tag):  # fmt: skip
-    """The edge arrays of :meth:`Mesh.permuted`, renamed and in canonical order, in one pass.
-
-    The canonical order lists, cell by cell in the new order and slot by slot, the edges
-    whose lower-numbered cell that is; the edge in each slot comes from the inverse of
-    ``slot`` (``edge_of_slot``, scratch). Chunk ``c`` of the new cells counts its edges,
-    then writes them from the sum of the counts before it: no sort, no gathers after.
-    """
-    n, n_e = perm.size, cells.shape[0]
-    for e in prange(n_e):
-        edge_of_slot[slot[e, 0]] = e
-        if slot[e, 1] >= 0:
-            edge_of_slot[slot[e, 1]] = e
-    start = np.zeros(n_chunks + 1, np.int64)
-    for c in prange(n_chunks):
-        for m in range(c * n // n_chunks, (c + 1) * n // n_chunks):
-            for loc in range(k):
-                if _owns(cells, inv, edge_of_slot[perm[m] * k + loc], perm[m], m):
-                    start[c + 1] += 1
-    for c in range(n_chunks):
-        start[c + 1] += start[c]
-    for c in prange(n_chunks):
-        f = start[c]
-        for m in range(c * n // n_chunks, (c + 1) * n // n_chunks):
-            for loc in range(k):
-                e = edge_of_slot[perm[m] * k + loc]
-                if not _owns(cells, inv, e, perm[m], m):
-                    continue
-                for side in range(2):
-                    q = slot[e, side]
-                    new_cells[f, side] = inv[cells[e, side]] if q >= 0 else -1
-                    new_slot[f, side] = inv[q // k] * k + q % k if q >= 0 else -1
-                    new_ends[f, side] = ends[e, side]
-                    new_normal[f, side] = normal[e, side]
-                new_length[f] = length[e]
-                new_tag[f] = tag[e]
-                f += 1
+def _renamed_edges(edge_cells, edge_slot, inv, k):
+    """Edge cells and slots under the cell renaming ``inv`` (old -> new); -1 stays -1."""
+    cells = np.empty_like(edge_cells)
+    slots = np.empty_like(edge_slot)
+    for e in prange(edge_cells.shape[0]):
+        for s in range(2):
+            c = edge_cells[e, s]
+            cells[e, s] = inv[c] if c >= 0 else -1
+            q = edge_slot[e, s]
+            slots[e, s] = inv[q // k] * k + q % k if q >= 0 else -1
+    return cells, slots
 
 
 @njit(cache=True)
@@ -492,9 +472,9 @@ def _fill_edges(nodes, tail, head, mate, k, start, cells, slot, ends, normal, le
     edge the same way (overlapping cells).
 
     Edge order is half-edge order: one edge per boundary half-edge and per lower
-    half-edge of a pair, so cell ``i`` is the pair's lower cell and the edges come cell
-    by cell, slot by slot: the canonical order (:func:`_renumber_edges`). Chunk ``c`` of
-    the half-edges writes its edges from ``start[c]``.
+    half-edge of a pair, so cell ``i`` is the pair's lower cell and ``slot[:, 0]`` is
+    the canonical key of :func:`_edge_order`, ascending. Chunk ``c`` of the half-edges
+    writes its edges from ``start[c]``.
     """
     m = mate.size
     n_chunks = start.size - 1
