@@ -334,22 +334,20 @@ def _edge_order(edge_cells: np.ndarray, edge_slot: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, parallel=True)
-def _gather(a, rows, out):
-    """``out[:] = a[rows]`` for 2-D arrays, as a plain (parallel) loop."""
+def _gather(a, rows):
+    """``a[rows]`` for a 2-D array, as a plain (parallel) loop."""
+    out = np.empty((rows.size, a.shape[1]), a.dtype)
     for r in prange(rows.size):
         for c in range(a.shape[1]):
             out[r, c] = a[rows[r], c]
+    return out
 
 
 def _take(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``a[rows]`` (rows along the first axis): NumPy's fancy indexing is several times
-    slower than a compiled loop on the narrow rows of edge and cell arrays. The result is
-    allocated by NumPy, which asks Linux for huge pages where Numba's allocator does not:
-    fewer page faults on first touch."""
+    slower than a compiled loop on the narrow rows of edge and cell arrays."""
     flat = np.ascontiguousarray(a).reshape(a.shape[0], -1)
-    out = np.empty((rows.size, flat.shape[1]), a.dtype)
-    _gather(flat, rows, out)
-    return out.reshape((rows.size, *a.shape[1:]))
+    return _gather(flat, rows).reshape((rows.size, *a.shape[1:]))
 
 
 @njit(cache=True, parallel=True)
@@ -407,7 +405,7 @@ def _match_half_edges(tail: np.ndarray, head: np.ndarray, n_nodes: int) -> tuple
     """The mate of each half-edge (``-1`` on the boundary), by buckets of the lower node.
 
     Returns ``(mate, bad)``: ``bad`` is a half-edge whose edge more than two cells
-    share, or ``-1``. The large arrays come from NumPy (huge pages, see :func:`_take`).
+    share, or ``-1``.
     """
     mate = np.full(tail.size, -1, np.int64)
     bucket = np.empty(tail.size, np.int64)
