@@ -209,3 +209,25 @@ def test_preparation_does_not_depend_on_the_thread_count(tmp_path):
         )
         digests.append(run.stdout.strip())
     assert len(digests[0]) == len(hashlib.sha1().hexdigest()) and digests[0] == digests[1]
+
+
+#: SHA-1 of each ordering's permutation (int64 bytes) of the committed square-4k mesh, from
+#: the code before the mesh-preparation kernels were rewritten (commit 43c25d0): the
+#: reordering study and the paper's Table 3 bandwidths rest on these exact permutations.
+TRUSTED_PERMUTATIONS = {
+    "rcm": "d7b8cae8c19e1e179ffad84a62bae8e18c320c01",
+    "gps": "186e2f010157f88154b294ec73b7bdec0b7e0700",
+    "hilbert": "198cd836732a0f82f7722a66be55f067a2dd9711",
+    "morton": "e4d9df93fea6bea1964c758b33a0679b67c26414",
+}
+
+
+@pytest.mark.parametrize("method", sorted(TRUSTED_PERMUTATIONS))
+def test_orderings_equal_the_trusted_permutations(method):
+    import hashlib
+
+    from fvswe.mesh import family
+    from fvswe.mesh.orderings import ordering
+
+    perm = ordering(family(4000), method).astype(np.int64)
+    assert hashlib.sha1(perm.tobytes()).hexdigest() == TRUSTED_PERMUTATIONS[method]
