@@ -87,9 +87,12 @@ def test_gps_level_sort_and_members_equal_numpy_sorts():
     final = RNG.integers(0, depth, m)
     deg = RNG.integers(1, 9, 2 * m)
     comp = np.sort(RNG.choice(2 * m, m, replace=False))
-    max_deg = deg.max() + 1
-    key = (final * max_deg + deg[comp]) * m + np.arange(m)
-    assert np.array_equal(gps._by_level_and_degree(final, deg, comp, depth), np.argsort(key))
+    n_deg = deg.max() + 1
+    key = (final * n_deg + deg[comp]) * m + np.arange(m)
+    level = np.full(2 * m, -1)
+    level[comp] = final  # indexed by vertex, as GPS keeps it
+    got = gps._by_level_and_degree(level, deg, comp, depth, n_deg)
+    assert np.array_equal(got, comp[np.argsort(key)])
     level = np.full(2 * m, -1)
     level[comp] = 0
     order = RNG.permutation(comp)
@@ -100,9 +103,12 @@ def test_gps_level_sort_and_members_equal_numpy_sorts():
 def test_radix_argsort_equals_a_stable_argsort():
     from fvswe.mesh.orderings import _radix_argsort
 
-    for bits, high in ((32, 2**32), (16, 50)):  # many repeated keys in the second case
-        keys = RNG.integers(0, high, 20000)
-        assert np.array_equal(_radix_argsort(keys, bits), np.argsort(keys, kind="stable"))
+    # one chunk, then several (the parallel passes); many repeated keys in the 16-bit case
+    for n, bits, high in ((20000, 32, 2**32), (200_001, 32, 2**32), (200_001, 16, 50), (3, 32, 9)):
+        keys = RNG.integers(0, high, n)
+        for n_chunks in (1, 7):
+            got = _radix_argsort(keys, bits, n_chunks)
+            assert np.array_equal(got, np.argsort(keys, kind="stable"))
 
 
 def test_renamed_edges_equal_numpy(mesh):
@@ -126,3 +132,102 @@ def test_adjacency_equals_scipy_from_coordinates(mesh):
     adj = m.adjacency()
     assert adj.has_sorted_indices or np.all(np.diff(adj.indices) != 0)
     assert np.array_equal(adj.indptr, ref.indptr) and np.array_equal(adj.indices, ref.indices)
+
+
+def test_cells_traversing_a_shared_edge_the_same_way_are_named():
+    from fvswe.errors import MeshError
+
+    nodes = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 0.0]])
+    # cells 1 and 2 both run 0 -> 1 counter-clockwise: they lie on the same side and overlap
+    cells = np.array([[1, 4, 3], [0, 1, 2], [0, 1, 3]])
+    with pytest.raises(MeshError, match=r"^here: cells 1, 2 overlap \(they traverse"):
+        core.Mesh.from_arrays(nodes, cells, source="here")
+
+
+def test_half_edge_buckets_do_not_depend_on_the_number_of_parts(mesh):
+    cells = mesh.cells
+    tail, head = cells.ravel(), np.roll(cells, -1, axis=1).ravel()
+    mates = []
+    for parts in (1, 2, 3, 7):
+        mate = np.full(tail.size, -1, np.int64)
+        bucket = np.empty(tail.size, np.int64)
+        assert core._pair_in_buckets(tail, head, mesh.n_nodes, bucket, mate, parts) == -1
+        mates.append(mate)
+    assert all(np.array_equal(m, mates[0]) for m in mates[1:])
+
+
+def test_edges_equal_numpy_from_the_mates(mesh):
+    """The fused edge pass against the NumPy construction it replaced, in 1 and 7 chunks."""
+    nodes, cells, k = mesh.nodes, mesh.cells, mesh.k
+    tail, head = cells.ravel(), np.roll(cells, -1, axis=1).ravel()
+    mate, _ = core._match_half_edges(tail, head, mesh.n_nodes)
+    hi = np.flatnonzero((mate < 0) | (np.arange(mate.size) < mate))
+    hj = mate[hi]
+    d = nodes[head[hi]] - nodes[tail[hi]]
+    length = np.hypot(d[:, 0], d[:, 1])
+    ref = [
+        np.stack([hi // k, np.where(hj >= 0, hj // k, -1)], axis=1),
+        np.stack([hi, hj], axis=1),
+        np.stack([tail[hi], head[hi]], axis=1),
+        np.stack([d[:, 1], -d[:, 0]], axis=1) / length[:, None],
+        length,
+    ]
+    for n_chunks in (1, 7):
+        start = core._edge_starts(mate, n_chunks)
+        got = [np.full_like(r, -9) for r in ref]
+        assert core._fill_edges(nodes, tail, head, mate, k, start, *got) == 0
+        assert all(np.array_equal(g, r) for g, r in zip(got, ref, strict=True))
+
+
+def test_preparation_does_not_depend_on_the_thread_count(tmp_path):
+    """Topology, orderings and renumbering with 2 Numba threads equal those with 1 (48 k
+    cells: several chunks in every chunked kernel)."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import hashlib, numpy as np\n"
+        "from fvswe.mesh import refine\n"
+        "from fvswe.mesh.generate import square\n"
+        "m = refine(refine(square(3000, seed=5)))\n"
+        "parts = [m.edge_cells, m.edge_slot, m.edge_nodes, m.edge_normal, m.edge_length]\n"
+        "for method in ('rcm', 'gps', 'hilbert', 'morton'):\n"
+        "    r, perm = m.reordered(method)\n"
+        "    parts += [perm, r.edge_cells, r.edge_slot, r.edge_normal]\n"
+        "print(hashlib.sha1(b''.join(np.ascontiguousarray(a).tobytes() for a in parts))"
+        ".hexdigest())\n"
+    )
+    path = tmp_path / "prep.py"
+    path.write_text(script)
+    digests = []
+    for threads in ("1", "2"):
+        env = {**os.environ, "NUMBA_NUM_THREADS": threads}
+        run = subprocess.run(
+            [sys.executable, str(path)], env=env, capture_output=True, text=True, check=True
+        )
+        digests.append(run.stdout.strip())
+    assert len(digests[0]) == len(hashlib.sha1().hexdigest()) and digests[0] == digests[1]
+
+
+#: SHA-1 of each ordering's permutation (int64 bytes) of the committed square-4k mesh, from
+#: the code before the mesh-preparation kernels were rewritten (commit 43c25d0): the
+#: reordering study and the paper's Table 3 bandwidths rest on these exact permutations.
+TRUSTED_PERMUTATIONS = {
+    "rcm": "d7b8cae8c19e1e179ffad84a62bae8e18c320c01",
+    "gps": "186e2f010157f88154b294ec73b7bdec0b7e0700",
+    "hilbert": "198cd836732a0f82f7722a66be55f067a2dd9711",
+    "morton": "e4d9df93fea6bea1964c758b33a0679b67c26414",
+}
+
+
+@pytest.mark.parametrize("method", sorted(TRUSTED_PERMUTATIONS))
+def test_orderings_equal_the_trusted_permutations(method):
+    import hashlib
+
+    from fvswe.mesh import family
+    from fvswe.mesh.orderings import ordering
+
+    perm = ordering(family(4000), method).astype(np.int64)
+    assert hashlib.sha1(perm.tobytes()).hexdigest() == TRUSTED_PERMUTATIONS[method]

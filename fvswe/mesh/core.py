@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
 from ..errors import MeshError
 
@@ -401,26 +401,45 @@ def _is_permutation(perm: np.ndarray, n: int) -> bool:
     return bool((np.bincount(perm, minlength=n) == 1).all())
 
 
-@njit(cache=True, parallel=True)
-def _match_half_edges(tail, head, n_nodes):
+def _match_half_edges(tail: np.ndarray, head: np.ndarray, n_nodes: int) -> tuple[np.ndarray, int]:
     """The mate of each half-edge (``-1`` on the boundary), by buckets of the lower node.
 
     Returns ``(mate, bad)``: ``bad`` is a half-edge whose edge more than two cells
-    share, or ``-1``. Buckets are filled in one pass, then paired in parallel.
+    share, or ``-1``.
+    """
+    mate = np.full(tail.size, -1, np.int64)
+    bucket = np.empty(tail.size, np.int64)
+    bad = _pair_in_buckets(tail, head, n_nodes, bucket, mate, get_num_threads())
+    return mate, int(bad)
+
+
+@njit(cache=True, parallel=True)
+def _pair_in_buckets(tail, head, n_nodes, bucket, mate, parts):
+    """:func:`_match_half_edges`: a counting sort of the half-edges into buckets by lower
+    node, then the buckets paired, both in parallel.
+
+    Each of ``parts`` tasks (one per thread) owns one range of nodes: it reads every
+    half-edge and counts, then places, those of its buckets, so a bucket lists its
+    half-edges in ascending order whatever the number of parts.
     """
     m = tail.size
     start = np.zeros(n_nodes + 1, np.int64)
-    for h in range(m):
-        start[min(tail[h], head[h]) + 1] += 1
+    for r in prange(parts):
+        first, stop = r * n_nodes // parts, (r + 1) * n_nodes // parts
+        for h in range(m):
+            lo = min(tail[h], head[h])
+            if first <= lo < stop:
+                start[lo + 1] += 1
     for v in range(n_nodes):
         start[v + 1] += start[v]
     fill = start[:-1].copy()
-    bucket = np.empty(m, np.int64)
-    for h in range(m):
-        lo = min(tail[h], head[h])
-        bucket[fill[lo]] = h
-        fill[lo] += 1
-    mate = np.full(m, -1, np.int64)
+    for r in prange(parts):
+        first, stop = r * n_nodes // parts, (r + 1) * n_nodes // parts
+        for h in range(m):
+            lo = min(tail[h], head[h])
+            if first <= lo < stop:
+                bucket[fill[lo]] = h
+                fill[lo] += 1
     crowded = np.full(n_nodes, -1, np.int64)
     for v in prange(n_nodes):
         for a in range(start[v], start[v + 1]):
@@ -435,8 +454,68 @@ def _match_half_edges(tail, head, n_nodes):
                     mate[hb] = ha
     for v in range(n_nodes):
         if crowded[v] >= 0:
-            return mate, crowded[v]
-    return mate, -1
+            return crowded[v]
+    return -1
+
+
+def _n_chunks(n: int) -> int:
+    """Pieces of a length-``n`` pass that parallel kernels take one per task: fixed by
+    ``n`` (at most 256, at least 16 Ki items each), so results never depend on threads."""
+    return max(1, min(256, n // 16384))
+
+
+@njit(cache=True, parallel=True)
+def _fill_edges(nodes, tail, head, mate, k, start, cells, slot, ends, normal, length):
+    """Fill the edge arrays from matched half-edges; return how many pairs traverse their
+    edge the same way (overlapping cells).
+
+    Edge order is half-edge order: one edge per boundary half-edge and per lower
+    half-edge of a pair, so cell ``i`` is the pair's lower cell and ``slot[:, 0]`` is
+    the canonical key of :func:`_edge_order`, ascending. Chunk ``c`` of the half-edges
+    writes its edges from ``start[c]``.
+    """
+    m = mate.size
+    n_chunks = start.size - 1
+    same_way = np.zeros(n_chunks, np.int64)
+    for c in prange(n_chunks):
+        e = start[c]
+        for h in range(c * m // n_chunks, (c + 1) * m // n_chunks):
+            g = mate[h]
+            if 0 <= g < h:
+                continue
+            a, b = tail[h], head[h]
+            cells[e, 0] = h // k
+            cells[e, 1] = g // k if g >= 0 else -1
+            slot[e, 0] = h
+            slot[e, 1] = g
+            ends[e, 0] = a
+            ends[e, 1] = b
+            dx = nodes[b, 0] - nodes[a, 0]
+            dy = nodes[b, 1] - nodes[a, 1]
+            le = np.hypot(dx, dy)
+            length[e] = le
+            normal[e, 0] = dy / le
+            normal[e, 1] = -dx / le
+            if g >= 0 and tail[g] == a:
+                same_way[c] += 1
+            e += 1
+    return same_way.sum()
+
+
+@njit(cache=True, parallel=True)
+def _edge_starts(mate, n_chunks):
+    """First edge of each chunk of half-edges (see :func:`_fill_edges`), and the total."""
+    m = mate.size
+    start = np.zeros(n_chunks + 1, np.int64)
+    for c in prange(n_chunks):
+        count = 0
+        for h in range(c * m // n_chunks, (c + 1) * m // n_chunks):
+            if mate[h] < 0 or h < mate[h]:
+                count += 1
+        start[c + 1] = count
+    for c in range(n_chunks):
+        start[c + 1] += start[c]
+    return start
 
 
 def _topology(nodes: np.ndarray, cells: np.ndarray, source: str) -> dict[str, np.ndarray]:
@@ -452,32 +531,25 @@ def _topology(nodes: np.ndarray, cells: np.ndarray, source: str) -> dict[str, np
             f"{source}: edge between nodes {tail[hes[0]]} and {head[hes[0]]} is shared by "
             f"{hes.size} cells ({_ids(hes // k)}); at most two cells may share an edge"
         )
-    hi_side = np.flatnonzero((mate < 0) | (np.arange(mate.size) < mate))
-    hj_side = mate[hi_side]
-    pair = hj_side >= 0
-    same_way = pair & (tail[hi_side] == tail[np.maximum(hj_side, 0)])
-    if same_way.any():
-        e = np.flatnonzero(same_way)
+    start = _edge_starts(mate, _n_chunks(mate.size))
+    n_e = int(start[-1])
+    out = {
+        "edge_cells": np.empty((n_e, 2), np.int64),
+        "edge_slot": np.empty((n_e, 2), np.int64),
+        "edge_nodes": np.empty((n_e, 2), np.int64),
+        "edge_normal": np.empty((n_e, 2)),
+        "edge_length": np.empty(n_e),
+    }
+    if _fill_edges(nodes, tail, head, mate, k, start, *out.values()):
+        slot = out["edge_slot"]
+        e = np.flatnonzero(
+            (slot[:, 1] >= 0) & (tail[slot[:, 0]] == tail[np.maximum(slot[:, 1], 0)])
+        )
         raise MeshError(
-            f"{source}: cells {_ids(np.stack([hi_side[e], hj_side[e]], 1) // k)} overlap "
+            f"{source}: cells {_ids(slot[e] // k)} overlap "
             f"(they traverse a shared edge in the same direction)"
         )
-    edge_cells = np.stack([hi_side // k, np.where(pair, hj_side // k, -1)], axis=1)
-    edge_slot = np.stack([hi_side, hj_side], axis=1)
-    ord_e = _edge_order(edge_cells, edge_slot)
-    edge_cells, edge_slot = _take(edge_cells, ord_e), _take(edge_slot, ord_e)
-    hi_side = hi_side[ord_e]
-    edge_nodes = np.stack([tail[hi_side], head[hi_side]], axis=1)
-    d = _take(nodes, edge_nodes[:, 1]) - _take(nodes, edge_nodes[:, 0])
-    length = np.hypot(d[:, 0], d[:, 1])
-    normal = np.stack([d[:, 1], -d[:, 0]], axis=1) / length[:, None]
-    return {
-        "edge_cells": edge_cells,
-        "edge_nodes": edge_nodes,
-        "edge_slot": edge_slot,
-        "edge_length": length,
-        "edge_normal": normal,
-    }
+    return out
 
 
 def _boundary_tag_ids(

@@ -27,29 +27,35 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+#: ``final`` of a vertex that step 3 has numbered (levels are >= 0, -1 is unassigned).
+NUMBERED = -3
+
 
 @numba.njit(cache=True)
 def _bfs(indptr, indices, root, level, order):
-    """Rooted level structure: fills ``level`` and ``order``; returns (size, depth, width)."""
+    """Rooted level structure: fills ``level`` and ``order``; returns (size, depth, width).
+
+    ``order`` lists the levels one after another, so the width is the longest run of
+    one level among the appended vertices, counted as they are appended.
+    """
     level[root] = 0
     order[0] = root
     head, tail = 0, 1
+    width, run, last = 1, 1, 0
     while head < tail:
         v = order[head]
         head += 1
+        nxt = level[v] + 1
         for p in range(indptr[v], indptr[v + 1]):
             w = indices[p]
             if level[w] < 0:
-                level[w] = level[v] + 1
+                level[w] = nxt
                 order[tail] = w
                 tail += 1
-    width, run = 0, 0
-    for i in range(tail):
-        if i > 0 and level[order[i]] != level[order[i - 1]]:
-            run = 0
-        run += 1
-        width = max(width, run)
-    return tail, level[order[tail - 1]] + 1, width
+                run = run + 1 if nxt == last else 1
+                last = nxt
+                width = max(width, run)
+    return tail, last + 1, width
 
 
 @numba.njit(cache=True)
@@ -71,10 +77,15 @@ def _sort_by_degree(buf, n, deg):
 
 
 @numba.njit(cache=True)
-def _endpoints(indptr, indices, deg, root, lev_v, ord_v, lev_t, ord_t):
-    """Step 1: pseudo-peripheral pair (v, u); ``lev_v``/``ord_v`` keep L_v on return."""
+def _endpoints(indptr, indices, deg, root, found, lev_v, ord_v, lev_u, ord_u, lev_t, ord_t):
+    """Step 1: pseudo-peripheral pair ``(v, u)`` with the depth and the widths of L_v, L_u.
+
+    ``lev_v``/``ord_v`` come holding the structure rooted at ``root`` (``found``: its size,
+    depth and width), the other pairs reset; they go back as L_v, L_u and a reset spare:
+    a candidate's structure is kept by swapping arrays, not built again.
+    """
     v = root
-    size, depth, width_v = _bfs(indptr, indices, v, lev_v, ord_v)
+    size, depth, width_v = found
     while True:
         start = size - 1
         while start > 0 and lev_v[ord_v[start - 1]] == depth - 1:
@@ -88,51 +99,55 @@ def _endpoints(indptr, indices, deg, root, lev_v, ord_v, lev_t, ord_t):
                 continue
             _, dw, ww = _bfs(indptr, indices, w, lev_t, ord_t)
             if dw > depth:
-                for i in range(size):
-                    x = ord_t[i]
-                    lev_v[x] = lev_t[x]
-                    ord_v[i] = x
-                _reset(lev_t, ord_t, size)
+                _reset(lev_v, ord_v, size)
+                if u >= 0:
+                    _reset(lev_u, ord_u, size)
+                lev_v, lev_t, ord_v, ord_t = lev_t, lev_v, ord_t, ord_v
                 v, depth, width_v, restarted = w, dw, ww, True
                 break
             if ww < best:
+                if u >= 0:
+                    _reset(lev_u, ord_u, size)
+                lev_u, lev_t, ord_u, ord_t = lev_t, lev_u, ord_t, ord_u
                 best, u = ww, w
-            _reset(lev_t, ord_t, size)
+            else:
+                _reset(lev_t, ord_t, size)
         if not restarted:
-            return v, u, size, depth, width_v, best
+            return (v, u, depth, width_v, best), (lev_v, ord_v, lev_u, ord_u, lev_t, ord_t)
 
 
 @numba.njit(cache=True)
-def _combine(indptr, indices, comp, lev_v, lev_u, depth, width_v, width_u, loc):
-    """Step 2: a level for every vertex of ``comp`` from L_v and reversed L_u."""
+def _combine(indptr, indices, comp, lev_v, lev_u, depth, width_v, width_u, final):
+    """Step 2: ``final[x]``, a level for every vertex ``x`` of ``comp`` (all -1 on entry),
+    from L_v and reversed L_u."""
     m = comp.size
-    final = np.full(m, -1, np.int64)
     n_fix = np.zeros(depth, np.int64)
     for i in range(m):
-        a, b = lev_v[comp[i]], depth - 1 - lev_u[comp[i]]
+        x = comp[i]
+        a, b = lev_v[x], depth - 1 - lev_u[x]
         if a == b:
-            final[i] = a
+            final[x] = a
             n_fix[a] += 1
-    # Connected pieces of the vertices left over, as segments of ``rest``.
-    piece = np.full(m, -1, np.int64)
-    rest = np.empty(m, np.int64)
+    # Connected pieces of the vertices left over, as segments of ``rest``; -2 marks a
+    # vertex taken into a piece, until the piece's levels are chosen.
+    rest = np.empty(m, comp.dtype)
     seg_start = np.empty(m + 1, np.int64)
     n_seg, tail = 0, 0
     for i in range(m):
-        if final[i] >= 0 or piece[i] >= 0:
+        if final[comp[i]] != -1:
             continue
         seg_start[n_seg] = tail
-        piece[i] = n_seg
-        rest[tail] = i
+        final[comp[i]] = -2
+        rest[tail] = comp[i]
         head = tail
         tail += 1
         while head < tail:
-            x = comp[rest[head]]
+            x = rest[head]
             head += 1
             for p in range(indptr[x], indptr[x + 1]):
-                j = loc[indices[p]]
-                if final[j] < 0 and piece[j] < 0:
-                    piece[j] = n_seg
+                j = indices[p]
+                if final[j] == -1:
+                    final[j] = -2
                     rest[tail] = j
                     tail += 1
         n_seg += 1
@@ -144,104 +159,101 @@ def _combine(indptr, indices, comp, lev_v, lev_u, depth, width_v, width_u, loc):
     for s in order:
         lo, hi = seg_start[s], seg_start[s + 1]
         for t in range(lo, hi):
-            x = comp[rest[t]]
+            x = rest[t]
             cnt_v[lev_v[x]] += 1
             cnt_u[depth - 1 - lev_u[x]] += 1
         h0, l0 = 0, 0
         for t in range(lo, hi):
-            x = comp[rest[t]]
+            x = rest[t]
             a, b = lev_v[x], depth - 1 - lev_u[x]
             h0 = max(h0, n_fix[a] + cnt_v[a])
             l0 = max(l0, n_fix[b] + cnt_u[b])
         use_v = h0 < l0 or (h0 == l0 and width_v <= width_u)
         for t in range(lo, hi):
-            x = comp[rest[t]]
+            x = rest[t]
             a, b = lev_v[x], depth - 1 - lev_u[x]
             cnt_v[a] = 0
             cnt_u[b] = 0
             lvl = a if use_v else b
-            final[rest[t]] = lvl
+            final[x] = lvl
             n_fix[lvl] += 1
-    return final
 
 
 @numba.njit(cache=True)
-def _by_level_and_degree(final, deg, comp, depth):
-    """Local vertices sorted by (level, degree, index): a counting sort, linear in size."""
+def _by_level_and_degree(final, deg, comp, depth, n_deg):
+    """The vertices of ``comp`` sorted by (level, degree, id): a counting sort, linear in size."""
     m = comp.size
-    n_deg = deg.max() + 1
     start = np.zeros(depth * n_deg + 1, np.int64)
     for i in range(m):
-        start[final[i] * n_deg + deg[comp[i]] + 1] += 1
+        x = comp[i]
+        start[final[x] * n_deg + deg[x] + 1] += 1
     for b in range(depth * n_deg):
         start[b + 1] += start[b]
-    out = np.empty(m, np.int64)
+    out = np.empty(m, comp.dtype)
     for i in range(m):
-        b = final[i] * n_deg + deg[comp[i]]
-        out[start[b]] = i
+        x = comp[i]
+        b = final[x] * n_deg + deg[x]
+        out[start[b]] = x
         start[b] += 1
     return out
 
 
 @numba.njit(cache=True)
-def _number(indptr, indices, deg, comp, final, depth, start, loc):
-    """Step 3: level-by-level numbering from ``start`` (local index, in level 0)."""
+def _number(indptr, indices, deg, n_deg, comp, final, depth, start):
+    """Step 3: level-by-level numbering of ``comp`` from ``start`` (a vertex of level 0).
+
+    A numbered vertex's ``final`` becomes :data:`NUMBERED`, so one load tells whether a
+    neighbour is still to be numbered in the current level.
+    """
     m = comp.size
-    by_level = _by_level_and_degree(final, deg, comp, depth)
+    by_level = _by_level_and_degree(final, deg, comp, depth, n_deg)
     lvl_ptr = np.zeros(depth + 1, np.int64)
     for i in range(m):
-        lvl_ptr[final[i] + 1] += 1
+        lvl_ptr[final[comp[i]] + 1] += 1
     for lv in range(depth):
         lvl_ptr[lv + 1] += lvl_ptr[lv]
-    done = np.zeros(m, np.bool_)
-    out = np.empty(m, np.int64)
-    buf = np.empty(deg.max() + 1, np.int64)
+    out = np.empty(m, comp.dtype)
+    buf = np.empty(n_deg, comp.dtype)
     count = 0
     prev_lo, prev_hi = 0, 0
     for lv in range(depth):
         level_start = count
         if lv == 0:
             out[count] = start
-            done[start] = True
+            final[start] = NUMBERED
             count += 1
         for q in range(prev_lo, prev_hi):
-            count = _number_neighbours(
-                indptr, indices, deg, comp, final, lv, out[q], loc, done, out, count, buf
-            )
+            count = _number_neighbours(indptr, indices, deg, final, lv, out[q], out, count, buf)
         scan = lvl_ptr[lv]
         q = level_start
         while True:
             while q < count:
-                count = _number_neighbours(
-                    indptr, indices, deg, comp, final, lv, out[q], loc, done, out, count, buf
-                )
+                count = _number_neighbours(indptr, indices, deg, final, lv, out[q], out, count, buf)
                 q += 1
-            while scan < lvl_ptr[lv + 1] and done[by_level[scan]]:
+            while scan < lvl_ptr[lv + 1] and final[by_level[scan]] == NUMBERED:
                 scan += 1
             if scan == lvl_ptr[lv + 1]:
                 break
             out[count] = by_level[scan]
-            done[by_level[scan]] = True
+            final[by_level[scan]] = NUMBERED
             count += 1
         prev_lo, prev_hi = level_start, count
     return out
 
 
 @numba.njit(cache=True)
-def _number_neighbours(indptr, indices, deg, comp, final, lv, x_local, loc, done, out, count, buf):
-    """Number the unnumbered neighbours of ``x_local`` in level ``lv``, by increasing degree."""
-    x = comp[x_local]
+def _number_neighbours(indptr, indices, deg, final, lv, x, out, count, buf):
+    """Number the unnumbered neighbours of ``x`` in level ``lv``, by increasing degree."""
     nb = 0
     for p in range(indptr[x], indptr[x + 1]):
-        j = loc[indices[p]]
-        if not done[j] and final[j] == lv:
-            buf[nb] = indices[p]
+        j = indices[p]
+        if final[j] == lv:
+            buf[nb] = j
             nb += 1
     _sort_by_degree(buf, nb, deg)
     for t in range(nb):
-        j = loc[buf[t]]
-        out[count] = j
-        done[j] = True
+        out[count] = buf[t]
+        final[buf[t]] = NUMBERED
         count += 1
     return count
 
@@ -253,7 +265,7 @@ def _sorted_members(level, order, size, first):
     n = level.size
     if size * 16 < n - first:
         return np.sort(order[:size])
-    out = np.empty(size, np.int64)
+    out = np.empty(size, order.dtype)
     c = 0
     for v in range(first, n):
         if level[v] >= 0:
@@ -265,48 +277,59 @@ def _sorted_members(level, order, size, first):
 
 
 @numba.njit(cache=True)
-def _gps(indptr, indices):
+def _gps(indptr, indices, levels, orders, final, seen, perm):
+    """GPS of the graph ``(indptr, indices)`` (CSR, rows ascending) into ``perm``. The
+    vertex arrays (three level structures, ``final`` all -1, ``seen`` all False) serve the
+    whole graph and are reset over each component after use."""
     n = indptr.size - 1
-    deg = (indptr[1:] - indptr[:-1]).astype(np.int64)
-    perm = np.empty(n, np.int64)
-    lev_v = np.full(n, -1, np.int64)
-    lev_u = np.full(n, -1, np.int64)
-    lev_t = np.full(n, -1, np.int64)
-    ord_v = np.empty(n, np.int64)
-    ord_u = np.empty(n, np.int64)
-    ord_t = np.empty(n, np.int64)
-    loc = np.full(n, -1, np.int64)
-    seen = np.zeros(n, np.bool_)
+    deg = indptr[1:] - indptr[:-1]
+    n_deg = deg.max() + 1 if n else 1
+    lev_v, lev_u, lev_t = levels[0], levels[1], levels[2]
+    ord_v, ord_u, ord_t = orders[0], orders[1], orders[2]
     count = 0
+    # A connected graph (the usual mesh) is one component, rooted at its first vertex of
+    # least degree: the search from there, step 1's first, also finds the component.
+    root = np.argmin(deg) if n else 0
+    found = _bfs(indptr, indices, root, lev_v, ord_v) if n else (0, 0, 0)
+    whole = found[0] == n
+    if not whole:
+        _reset(lev_v, ord_v, found[0])
     for s in range(n):
         if seen[s]:
             continue
-        size = _bfs(indptr, indices, s, lev_t, ord_t)[0]
-        comp = _sorted_members(lev_t, ord_t, size, s)
-        _reset(lev_t, ord_t, size)
-        root = comp[0]
-        for i in range(size):
-            seen[comp[i]] = True
-            loc[comp[i]] = i
-            if deg[comp[i]] < deg[root]:
-                root = comp[i]
-        v, u, _, depth, width_v, width_u = _endpoints(
-            indptr, indices, deg, root, lev_v, ord_v, lev_t, ord_t
-        )
-        _bfs(indptr, indices, u, lev_u, ord_u)
-        final = _combine(indptr, indices, comp, lev_v, lev_u, depth, width_v, width_u, loc)
-        if deg[u] < deg[v]:
-            final = depth - 1 - final
-            start = loc[u]
+        if whole:
+            size = n
+            comp = np.empty(n, indices.dtype)
+            for i in range(n):
+                comp[i] = i
+                seen[i] = True
         else:
-            start = loc[v]
-        out = _number(indptr, indices, deg, comp, final, depth, start, loc)
+            size = _bfs(indptr, indices, s, lev_t, ord_t)[0]
+            comp = _sorted_members(lev_t, ord_t, size, s)
+            _reset(lev_t, ord_t, size)
+            root = comp[0]
+            for i in range(size):
+                seen[comp[i]] = True
+                if deg[comp[i]] < deg[root]:
+                    root = comp[i]
+            found = _bfs(indptr, indices, root, lev_v, ord_v)
+        (v, u, depth, width_v, width_u), arrays = _endpoints(
+            indptr, indices, deg, root, found, lev_v, ord_v, lev_u, ord_u, lev_t, ord_t
+        )
+        lev_v, ord_v, lev_u, ord_u, lev_t, ord_t = arrays
+        _combine(indptr, indices, comp, lev_v, lev_u, depth, width_v, width_u, final)
+        start = v
+        if deg[u] < deg[v]:
+            start = u
+            for i in range(size):
+                final[comp[i]] = depth - 1 - final[comp[i]]
+        out = _number(indptr, indices, deg, n_deg, comp, final, depth, start)
         for i in range(size):
-            perm[count + i] = comp[out[size - 1 - i]]
+            perm[count + i] = out[size - 1 - i]
+            final[comp[i]] = -1
         count += size
         _reset(lev_v, ord_v, size)
         _reset(lev_u, ord_u, size)
-    return perm
 
 
 def gps_ordering(adjacency: sp.spmatrix) -> np.ndarray:
@@ -316,6 +339,19 @@ def gps_ordering(adjacency: sp.spmatrix) -> np.ndarray:
     lowest vertex.
     """
     adj = sp.csr_matrix(adjacency)
-    # 32-bit indices halve the memory traffic of the breadth-first searches.
+    # 32-bit indices halve the memory traffic of the breadth-first searches. The vertex
+    # arrays come from NumPy, which asks Linux for huge pages (Numba's allocator does not):
+    # fewer TLB misses in the searches' scattered reads.
     index = np.int32 if adj.nnz < 2**31 else np.int64
-    return _gps(adj.indptr.astype(index), adj.indices.astype(index))
+    n = adj.shape[0]
+    perm = np.empty(n, np.int64)
+    _gps(
+        adj.indptr.astype(index),
+        adj.indices.astype(index),
+        np.full((3, n), -1, index),
+        np.empty((3, n), index),
+        np.full(n, -1, index),
+        np.zeros(n, np.bool_),
+        perm,
+    )
+    return perm

@@ -14,7 +14,7 @@ from numba import njit, prange
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from ..errors import ConfigError
-from .core import Mesh
+from .core import Mesh, _n_chunks
 
 #: Bits per coordinate of the space-filling-curve grid (2^16 x 2^16 cells).
 CURVE_BITS = 16
@@ -102,31 +102,47 @@ def hilbert_key(points: np.ndarray, bits: int = CURVE_BITS) -> np.ndarray:
     return _hilbert_walk(x, y, bits)
 
 
-@njit(cache=True)
-def _radix_argsort(keys, bits):
+#: Bits of the digit that each pass of :func:`_radix_argsort` sorts by.
+RADIX_BITS = 8
+
+
+@njit(cache=True, parallel=True)
+def _radix_argsort(keys, bits, n_chunks):
     """Stable argsort of non-negative integer keys below ``2^bits``: least significant
-    16-bit digit first, one counting sort per digit (linear; NumPy's stable sort of
-    int64 is a merge sort)."""
+    8-bit digit first, one counting sort per digit (linear; NumPy's stable sort of int64 is
+    a merge sort). Each pass counts and scatters ``n_chunks`` pieces of the input in
+    parallel, chunk ``c``'s keys of digit ``d`` going after those of the chunks before it:
+    the output is the one stable order, whatever the number of threads or chunks."""
     n = keys.size
+    n_digits = 1 << RADIX_BITS
     order = np.arange(n)
-    spare = np.empty(n, np.int64)
-    for shift in range(0, bits, 16):
-        count = np.zeros(65537, np.int64)
-        for i in range(n):
-            count[((keys[order[i]] >> shift) & 0xFFFF) + 1] += 1
-        for d in range(65536):
-            count[d + 1] += count[d]
-        for i in range(n):
-            d = (keys[order[i]] >> shift) & 0xFFFF
-            spare[count[d]] = order[i]
-            count[d] += 1
-        order, spare = spare, order
+    key = keys.copy()
+    spare_order = np.empty(n, np.int64)
+    spare_key = np.empty_like(key)
+    for shift in range(0, bits, RADIX_BITS):
+        at = np.zeros((n_chunks, n_digits), np.int64)
+        for c in prange(n_chunks):
+            for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+                at[c, (key[i] >> shift) & (n_digits - 1)] += 1
+        total = 0
+        for d in range(n_digits):
+            for c in range(n_chunks):
+                total, at[c, d] = total + at[c, d], total
+        for c in prange(n_chunks):
+            for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+                d = (key[i] >> shift) & (n_digits - 1)
+                spare_order[at[c, d]] = order[i]
+                spare_key[at[c, d]] = key[i]
+                at[c, d] += 1
+        order, spare_order = spare_order, order
+        key, spare_key = spare_key, key
     return order
 
 
 def _curve(key: Callable[[np.ndarray], np.ndarray]) -> Callable[[Mesh, int], np.ndarray]:
     def order(mesh: Mesh, seed: int) -> np.ndarray:
-        return _radix_argsort(key(mesh.centroid), 2 * CURVE_BITS)
+        keys = key(mesh.centroid)
+        return _radix_argsort(keys, 2 * CURVE_BITS, _n_chunks(keys.size))
 
     order.__doc__ = f"Cells sorted along the curve of ``{key.__name__}`` through their barycentres."
     return order
