@@ -7,7 +7,7 @@ kernel advances ``t`` and sets the next ``dt``. :meth:`GpuBackend.advance`
 replays CUDA graphs of a batch of steps and reads the control block once per
 batch, so no host synchronisation happens per step.
 
-Three variants, same results bit for bit (float64):
+Four variants, same results bit for bit (float64):
 
 - ``edge``: the paper's design; an edge pass writes per-cell slots, a volume
   pass sums them, updates and reduces dt (2 launches a step, 3 non-lagged);
@@ -15,7 +15,11 @@ Three variants, same results bit for bit (float64):
   orientation and updates the cell (1 launch a step, 2 non-lagged), alternating
   two state buffers; each interior edge is evaluated twice, no slot traffic;
 - ``slot``: as ``gather``, with one thread per slot and the cell's sum in shared
-  memory (k times the threads in flight: for small, latency-bound meshes).
+  memory (k times the threads in flight: for small, latency-bound meshes);
+- ``block``: fused; a thread block owns a range of cells, evaluates each edge
+  between two of them once into per-cell slots in shared memory and only the
+  edges to other blocks twice (:func:`fvswe.backends.layout.block_edges`), then
+  sums and updates its cells (1 launch a step, 2 non-lagged), two state buffers.
 
 The CUDA sources are ``fvswe/backends/cuda/*.cu`` and the device physics emitted
 from the Numba modules by :mod:`fvswe.codegen` (docs/CODEGEN.md); a module is
@@ -39,10 +43,10 @@ from ..errors import BackendUnavailable, ConfigError
 from ..schemes import registry
 from . import cuda_header
 from .cuda_header import CTRL_DTYPE, NO_CELL, OP_COUNT, OP_DT, OP_UPDATE
-from .layout import Layout
+from .layout import Layout, block_edges
 
 CUDA_DIR = Path(__file__).with_name("cuda")
-VARIANTS = ("edge", "gather", "slot")
+VARIANTS = ("edge", "gather", "slot", "block")
 DT_MODES = ("lagged", "nonlagged", "fixed")
 #: Meshes below this many cells run the ``slot`` variant by default (:func:`default_variant`).
 SLOT_BELOW = 16_000
@@ -104,9 +108,16 @@ RESIDENT_THREADS = {(2, True): 512, (2, False): 768}
 
 
 def compile_options(
-    scheme: str, layers: int, dtype, variant: str, k: int = 3, block: int = DEFAULT_BLOCK
+    scheme: str,
+    layers: int,
+    dtype,
+    variant: str,
+    k: int = 3,
+    block: int = DEFAULT_BLOCK,
+    cells: int | None = None,
 ) -> tuple[str, ...]:
-    """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy."""
+    """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy.
+    ``cells``: the cells a thread block owns in the ``block`` variant (default ``block``)."""
     sid = registry.kernel_id(scheme, layers)
     if variant not in VARIANTS:
         raise ConfigError(f"variant: unknown {variant!r} (choose from {', '.join(VARIANTS)})")
@@ -121,7 +132,7 @@ def compile_options(
         f"-DFVSWE_BLOCK={block}",
         f"-DFVSWE_MIN_BLOCKS={min_blocks}",
         "--fmad=false" if double else "--fmad=true",
-    )
+    ) + ((f"-DFVSWE_CELLS={cells or block}",) if variant == "block" else ())
 
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
@@ -226,6 +237,20 @@ def slot_codes(lay: Layout) -> np.ndarray:
     return np.where(boundary, _boundary_codes(lay)[e], 2 * nbr + side).astype(np.int32)
 
 
+def block_arrays(lay: Layout, cells: int) -> tuple[np.ndarray, ...]:
+    """The ``block`` variant's edge tasks (:func:`fvswe.backends.layout.block_edges`):
+    ``(start, task, normal, length)``; ``task`` (T, 4) int32 ``(i, j, slot_i, slot_j)`` as
+    :func:`edge_arrays` with the slots local to the task's block (``cells * k`` of them)
+    and -1 on a side the block does not own; ``start`` (n_blocks + 1) int32."""
+    start, edge, own_i, own_j = block_edges(lay.edge_cells, lay.n_cells, cells)
+    task = edge_arrays(lay)[edge]
+    base = np.repeat(np.arange(start.size - 1) * (cells * lay.k), np.diff(start))
+    task[:, 2] = np.where(own_i, task[:, 2] - base, -1)
+    task[:, 3] = np.where(own_j, task[:, 3] - base, -1)
+    normal = np.ascontiguousarray(lay.edge_normal[edge])
+    return start.astype(np.int32), task, normal, np.ascontiguousarray(lay.edge_length[edge])
+
+
 def default_variant(scheme: str, n_cells: int) -> str:
     """The variant a run gets when none is asked for: the fastest measured on the H100.
 
@@ -252,11 +277,12 @@ def resolve_variant(variant: str | None, scheme: str, n_cells: int) -> str:
 
 def step_plan(variant: str, dt_mode: str, parity: int) -> list[tuple[str, int, int, int]]:
     """Kernels of one step as ``(kernel, op, src, dst)``; src/dst index the two state
-    buffers of the gather and slot variants (step ``parity`` 0 reads buffer 0 and writes 1).
+    buffers of the gather, slot and block variants (step ``parity`` 0 reads buffer 0, writes 1).
 
     edge: edge pass, then the volume pass updating and reducing dt (lagged), or reducing
     dt first (non-lagged), or updating and checking the fixed dt against the stable
-    one (fixed: the reduction leaves dt alone). gather, slot: the same ops in one kernel.
+    one (fixed: the reduction leaves dt alone). gather, slot, block: the same ops in one
+    kernel.
     """
     update = OP_UPDATE | (OP_DT if dt_mode == "fixed" else 0)
     if variant == "edge":
@@ -330,8 +356,9 @@ def batch_size(ctrl: np.void, t_end: float, batch: int, launched: int = 0) -> in
 class GpuBackend:
     """The pipeline on a CUDA GPU (a :class:`~fvswe.backends.base.Backend`).
 
-    ``variant`` is ``edge``, ``gather`` or ``slot`` (else the environment variable
+    ``variant`` is ``edge``, ``gather``, ``slot`` or ``block`` (else the environment variable
     ``FVSWE_GPU_VARIANT``, else :func:`default_variant`); ``block`` the threads per block;
+    ``cells`` the cells a thread block owns in the ``block`` variant (default ``block``);
     ``batch`` the most steps one CUDA graph replays. ``threads`` (the CPU backend's) is
     accepted for a uniform constructor and unused: the device runs the steps.
     """
@@ -350,6 +377,7 @@ class GpuBackend:
         *,
         variant: str | None = None,
         block: int = DEFAULT_BLOCK,
+        cells: int | None = None,
         batch: int = DEFAULT_BATCH,
         graphs: bool = True,
         threads: int | None = None,
@@ -375,7 +403,15 @@ class GpuBackend:
         self.block, self.graphs = block, graphs
         self.batch = 2 ** max(1, int(math.log2(max(batch, 2))))  # a power of two: even for gather
         self.sync_every = max(SYNC_EVERY, self.batch)
-        opts = compile_options(scheme, self.model.layers, self.dtype, variant, lay.k, block)
+        self.cells = cells or block
+        shared = self.cells * lay.k * (self.model.nvar + 1) * self.dtype.itemsize
+        if variant == "block" and shared > 48 * 1024:
+            raise ConfigError(
+                f"cells: {self.cells} cells need {shared} B of shared memory (> 48 KiB)"
+            )
+        opts = compile_options(
+            scheme, self.model.layers, self.dtype, variant, lay.k, block, self.cells
+        )
         mod = module(opts, variant)
         names = ("find_invalid", "debug_flux") + (
             ("edge_pass", "volume_pass") if variant == "edge" else (f"{variant}_step",)
@@ -391,6 +427,8 @@ class GpuBackend:
         if variant == "slot":  # k threads per cell
             per_block = block // lay.k
             self._cell_grid = (L + per_block - 1) // per_block
+        if variant == "block":  # cells per block
+            self._cell_grid = (L + self.cells - 1) // self.cells
         self._edge_grid = (E + block - 1) // block
         with self.stream:
             dev = cupy.asarray
@@ -404,9 +442,14 @@ class GpuBackend:
                 self._normal = dev(lay.edge_normal)
                 self._length = dev(lay.edge_length)
                 self._slots = cupy.empty((L * lay.k,) + self._W.shape[1:], dtype=self.dtype)
+            elif variant == "block":
+                start, task, normal, length = block_arrays(lay, self.cells)
+                self._cell_args = (dev(start), dev(task))
+                self._normal, self._length = dev(normal), dev(length)
+                self._W2 = cupy.empty_like(self._W)
             else:
                 e = lay.cell_edges.ravel()
-                self._code = dev(slot_codes(lay))
+                self._cell_args = (dev(slot_codes(lay)),)
                 self._normal = dev(np.ascontiguousarray(lay.edge_normal[e]))
                 self._length = dev(np.ascontiguousarray(lay.edge_length[e]))
                 self._W2 = cupy.empty_like(self._W)
@@ -567,9 +610,8 @@ class GpuBackend:
         """The first cell (and component) holding NaN/inf or a negative depth, else None."""
         with self.stream:
             self._first.fill(INT32_MAX)
-            self._k["find_invalid"](
-                (self._cell_grid,), (self.block,), (self._L, self._W, self._first)
-            )
+            grid = (int(self._L) + self.block - 1) // self.block  # a thread per cell
+            self._k["find_invalid"]((grid,), (self.block,), (self._L, self._W, self._first))
             v = int(self._first.get(stream=self.stream)[0])
         return None if v == INT32_MAX else divmod(v, 8)
 
@@ -591,8 +633,8 @@ class GpuBackend:
     def _gather(self, op: int, win, wout) -> None:
         self._k[f"{self.variant}_step"](
             (self._cell_grid,), (self.block,),
-            (self._L, win, wout, self._area, self._code, self._normal, self._length, self._ctrl,
-             self._partial, *self._params, np.int32(op)),
+            (self._L, win, wout, self._area, *self._cell_args, self._normal, self._length,
+             self._ctrl, self._partial, *self._params, np.int32(op)),
         )  # fmt: skip
 
     def _run(self, plan: list[tuple[str, int, int, int]]) -> None:
@@ -667,7 +709,8 @@ class GpuBackend:
     def bytes_per_step(self) -> int:
         """Compulsory device-memory traffic of one lagged step, neighbour reads all cached.
 
-        gather, slot: read and write the state, read the per-slot edge data; edge: the edge
+        gather, slot: read and write the state, read the per-slot edge data; block: read and
+        write the state, read the per-task edge data (each edge once or twice); edge: the edge
         pass reads the state and edge data and writes the slots, the volume pass reads
         the slots and the state and writes the state.
         """
@@ -675,7 +718,8 @@ class GpuBackend:
         if self.variant == "edge":
             edges = self._idx.nbytes + self._normal.nbytes + self._length.nbytes
             return 3 * state + edges + 2 * self._slots.nbytes
-        return 2 * state + self._code.nbytes + self._normal.nbytes + self._length.nbytes
+        tables = sum(a.nbytes for a in self._cell_args)
+        return 2 * state + tables + self._normal.nbytes + self._length.nbytes
 
     # -- tests -----------------------------------------------------------------------------------
     def debug_flux(self, Wi, Wj, Hi, Hj, normal):

@@ -6,16 +6,20 @@
 //        interfacial (0/1); float64 t_end, dt (NaN unless fixed), fixed (0/1), cfl, g, r, eps_h;
 //        three plans (initial dt, even step, odd step), each an int32 count and
 //        (kernel, op, src, dst) int32 rows with kernel 0 edge_pass, 1 volume_pass,
-//        2 gather_step, 3 slot_step; the level tables (int32 table per level edge, int64
+//        2 gather_step, 3 slot_step, 4 block_step; the level tables (int32 table per level edge, int64
 //        offsets, float64 times, float64 values); the per-cell float64 friction and
 //        interfacial coefficients (L each, when on); then the device arrays in the order read
 //        below; then the forcing: int32 n_wind, wind law, coriolis (0/1); float64 C_d,
 //        rho_air/rho_water; float64 wind times, u, v (n_wind each); float64 f per cell (if
-//        coriolis). stdout: the packed state (buffer 0), then the control block.
+//        coriolis); then block_step's edge tasks: int32 n_blocks, n_tasks; int32 start
+//        (n_blocks + 1), int4 tasks, real2 normals, real lengths (n_tasks each).
+//        stdout: the packed state (buffer 0), then the control block.
 #include "shim.h"
 #include "edge.cu"
 #include "gather.cu"
 #include "slot.cu"
+#include "block.cu"
+#include <algorithm>
 #include <array>
 #include <cstdio>
 
@@ -67,8 +71,13 @@ int main()
     const auto wind_u = input<double>(fhdr[0]);
     const auto wind_v = input<double>(fhdr[0]);
     const auto coriolis_f = input<double>(fhdr[2] ? L : 0);
+    const auto bhdr = input<int>(2);
+    const auto bstart = input<int>(size_t(bhdr[0]) + 1);
+    const auto btask = input<int4>(bhdr[1]);
+    const auto bn = input<real2>(bhdr[1]);
+    const auto bl = input<real>(bhdr[1]);
     std::vector<real4> W2(W.size()), S(size_t(L) * FVSWE_K * NVEC);
-    std::vector<real> partial(sgrid);
+    std::vector<real> partial(std::max<size_t>(sgrid, bhdr[0]));
     real4* bufs[2] = {W.data(), W2.data()};
     Ctrl c{};
     c.max_steps = hdr[2];
@@ -106,6 +115,10 @@ int main()
             else if (kernel == 1)
                 launch(cgrid, B, volume_pass, L, bufs[0], area.data(), S.data(), &c, partial.data(), eps_h,
                        op);
+            else if (kernel == 4)
+                launch(unsigned(bhdr[0]), B, block_step, L, bufs[src], bufs[dst], area.data(),
+                       bstart.data(), btask.data(), bn.data(), bl.data(), &c, partial.data(), g, r,
+                       eps_h, op);
             else
                 launch(kernel == 2 ? cgrid : sgrid, B, kernel == 2 ? gather_step : slot_step, L,
                        bufs[src], bufs[dst], area.data(), code.data(), sn.data(), sl.data(), &c,
