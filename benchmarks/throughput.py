@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fvswe.backends.layout import Layout
+from fvswe.backends.layout import Layout, twice_evaluated
 from fvswe.boundary import edge_conditions
 from fvswe.cases import get_case
 from fvswe.mesh import family
@@ -175,12 +175,13 @@ def main(argv=None) -> None:
     ap.add_argument("--schemes", default="pvm-ifcp,ir-roe,roe")
     ap.add_argument("--dtypes", default="float32,float64")
     ap.add_argument("--sizes", default="4k,64k,1m,2m", help=f"of {', '.join(SIZES)} or counts")
-    ap.add_argument("--variants", default="edge,gather,slot", help="GPU variants to measure")
+    ap.add_argument("--variants", default="edge,gather,slot,block", help="GPU variants to measure")
     ap.add_argument("--order", default="rcm")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--min-time", type=float, default=0.1, help="seconds per timed repeat")
     ap.add_argument("--max-steps", type=int, default=16384, help="most steps per timed repeat")
     ap.add_argument("--block", type=int, default=None, help="GPU threads per block")
+    ap.add_argument("--cells", type=int, default=None, help="cells a thread block owns (block)")
     ap.add_argument("--no-whole-run", action="store_true", help="skip the full t_end runs")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -212,12 +213,17 @@ def main(argv=None) -> None:
                     extra = {} if variant is None else {"variant": variant}
                     if args.block and args.backend == "gpu":
                         extra["block"] = args.block
+                    if args.cells and variant == "block":
+                        extra["cells"] = args.cells
                     B = Backend(layout, scheme, cfl=case.cfl, dt_mode="lagged", **extra)
                     row = {"case": args.case, "cells": mesh.n_cells, "order": args.order,
                            "scheme": scheme, "dtype": dtype, "variant": variant,
                            "block": getattr(B, "block", None)}  # fmt: skip
                     row.update(measure(B, timer, mesh.n_cells, args.min_time, args.repeats,
                                        args.max_steps))  # fmt: skip
+                    if variant == "block":  # its locality measure (layout.twice_evaluated)
+                        twice = twice_evaluated(mesh.edge_cells, B.cells)
+                        row.update(cells_per_block=B.cells, twice_evaluated=twice)
                     if hasattr(B, "bytes_per_step"):
                         gbs = B.bytes_per_step() / (row["us_per_step"] * 1e-6) / 1e9
                         row.update(bytes_per_step=B.bytes_per_step(), effective_GBs=gbs,
