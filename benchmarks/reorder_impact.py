@@ -646,7 +646,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--budget-s", type=float, default=None,
                     help="wall seconds for the whole study; lower-priority cells are skipped "
                     "when their predicted cost no longer fits")  # fmt: skip
-    ap.add_argument("--variant", default=None, help="GPU kernel variant (edge, gather)")
+    ap.add_argument("--variant", default=None, help="GPU variant (edge, gather, slot, block)")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (Numba)")
     ap.add_argument("--quick", action="store_true",
                     help="CI-sized: CPU, 1 thread, 4k and 16k, 1 repeat, t_end 0.02")  # fmt: skip
