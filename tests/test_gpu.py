@@ -351,10 +351,11 @@ def block_and_gather(layout, scheme, dtype, cells, **options) -> tuple[np.ndarra
     return W0, W
 
 
-@pytest.mark.parametrize("cells", [32, 256])
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("dt_mode", ["lagged", "nonlagged", "fixed"])
-@pytest.mark.parametrize("scheme", TWO_LAYER_SCHEMES)
+@pytest.mark.parametrize(
+    ("scheme", "dt_mode", "dtype", "cells"),
+    [(s, m, "float64", 32) for s in TWO_LAYER_SCHEMES for m in ("lagged", "nonlagged", "fixed")]
+    + [(s, "lagged", "float32", 256) for s in TWO_LAYER_SCHEMES],
+)
 def test_block_variant_matches_gather_two_layers(scheme, dt_mode, dtype, cells):
     """test1 in random order (most edges cross blocks of 32; 256 cells a block of 128
     threads: two cells a thread), every dt mode."""
