@@ -347,7 +347,11 @@ def block_and_gather(layout, scheme, dtype, cells, **options) -> tuple[np.ndarra
         assert np.array_equal(W, W0), f"differ by {np.abs(W - W0).max():.3g}"
         assert c == c0
     else:  # float32 modules may contract the flux into FMAs differently per kernel
-        assert (np.abs(W - W0).max(axis=0) / np.abs(W0).max(axis=0)).max() <= 1e-5
+        # per component against its own scale; a discharge against its layer's largest
+        # discharge (cgrid-tide's qy is 0 everywhere: 0/0 must not pass for a match)
+        scale = np.abs(W0).max(axis=0).reshape(-1, 3)
+        scale[:, 1:] = scale[:, 1:].max(axis=1, keepdims=True)
+        assert (np.abs(W - W0).max(axis=0) <= 1e-5 * scale.ravel()).all()
     return W0, W
 
 
@@ -368,10 +372,13 @@ def test_block_variant_matches_gather_two_layers(scheme, dt_mode, dtype, cells):
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("case_name", ["cgrid-tide", "cgrid-island"])
 def test_block_variant_matches_gather_on_quads(case_name, dtype):
-    """hll-wd on quads: a level boundary and walls (cgrid-tide), wetting and drying."""
-    case = get_case(case_name).with_grid(32, 32)
+    """hll-wd on quads: a level boundary and walls (cgrid-tide), wetting and drying; on
+    64 x 64 cells the island's top stays dry for the 40 steps (on 32 x 32 it floods), and
+    the block variant leaves the same cells dry."""
+    case = get_case(case_name).with_grid(64, 64)
     sim = case.simulation(dtype=dtype)
     B = sim.backend
-    W0, _ = block_and_gather(sim.layout, case.scheme, dtype, 32, dt_mode=B.dt_mode,
+    W0, W = block_and_gather(sim.layout, case.scheme, dtype, 32, dt_mode=B.dt_mode,
                              dt_fixed=B.dt_fixed)  # fmt: skip
     assert sim.layout.k == 4 and (W0[:, 0] == 0).any()
+    assert np.array_equal(W[:, 0] == 0, W0[:, 0] == 0)
