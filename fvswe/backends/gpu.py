@@ -43,7 +43,7 @@ from ..errors import BackendUnavailable, ConfigError
 from ..schemes import registry
 from . import cuda_header
 from .cuda_header import CTRL_DTYPE, NO_CELL, OP_COUNT, OP_DT, OP_UPDATE
-from .layout import Layout, block_edges
+from .layout import BLOCK_CELLS, Layout, block_edges, twice_evaluated
 
 CUDA_DIR = Path(__file__).with_name("cuda")
 VARIANTS = ("edge", "gather", "slot", "block")
@@ -53,6 +53,9 @@ SLOT_BELOW = 16_000
 #: Schemes whose per-edge flux costs enough that ``edge`` (each edge evaluated once) beats
 #: ``gather`` (each interior edge evaluated twice, no slot traffic) on large meshes.
 EDGE_SCHEMES = frozenset(s.name for s in registry.SCHEMES if s.costly)
+#: Larger meshes run ``block`` by default where their order makes it evaluate fewer than
+#: this fraction of the edges twice (:func:`default_variant`).
+BLOCK_TWICE_BELOW = 0.15
 #: Threads per block of every kernel.
 DEFAULT_BLOCK = 128
 #: Most steps one CUDA graph replays.
@@ -251,8 +254,12 @@ def block_arrays(lay: Layout, cells: int) -> tuple[np.ndarray, ...]:
     return start.astype(np.int32), task, normal, np.ascontiguousarray(lay.edge_length[edge])
 
 
-def default_variant(scheme: str, n_cells: int) -> str:
+def default_variant(scheme: str, n_cells: int, twice: float = 1.0) -> str:
     """The variant a run gets when none is asked for: the fastest measured on the H100.
+
+    ``twice``: the fraction of the edges the ``block`` variant evaluates twice in the run's
+    cell order (:func:`fvswe.backends.layout.twice_evaluated`); the default 1.0 stands for
+    an order not known to keep blocks compact.
 
     benchmarks/results/throughput_gpu_h100_test1.json (test1, lagged, RCM order; 4000,
     64000, 1.02M and 2.08M cells; float32 and float64): at 4000 cells ``slot`` is fastest
@@ -263,16 +270,42 @@ def default_variant(scheme: str, n_cells: int) -> str:
     the large-mesh rule lies between the measured 4000 and 64000; :data:`SLOT_BELOW`
     takes their geometric middle. The rule depends on neither dtype nor layers;
     single-layer schemes (hll, hll-wd: cheap fluxes like pvm-ifcp) were not measured.
+
+    benchmarks/results/throughput_gpu_h100_block_phase1.json (test1, 2.08M cells, Hilbert
+    order, 128 cells a block: 12.8 % of the edges twice): ``block`` is the fastest for
+    every scheme and dtype (float32 / float64 G cell-steps/s: pvm-ifcp 11.45 / 6.02
+    against gather 9.86 / 5.57; roe 4.91 / 2.41 and ir-roe 4.93 / 2.39 against edge
+    4.75 / 2.25 and 4.78 / 2.23). Its flux work grows as 1 + ``twice``; counting all of
+    its time as flux work (the smallest break-even), it would tie edge for ir-roe / roe
+    float32 at ``twice`` = 0.16 / 0.17 (float64 0.21, gather for pvm-ifcp float64 / float32
+    0.22 / 0.31), so :data:`BLOCK_TWICE_BELOW` = 0.15 gives ``block`` only to orders those
+    numbers favour (Hilbert, Morton); band orders (RCM, GPS: 88 to 96 % twice, docs/GPU.md)
+    keep the RCM rule above. Block was measured at 2.08M cells only: from
+    :data:`SLOT_BELOW` up its rule is the large-mesh one.
     """
     if n_cells < SLOT_BELOW:
         return "slot"
+    if twice < BLOCK_TWICE_BELOW:
+        return "block"
     return "edge" if scheme in EDGE_SCHEMES else "gather"
 
 
-def resolve_variant(variant: str | None, scheme: str, n_cells: int) -> str:
+def resolve_variant(
+    variant: str | None,
+    scheme: str,
+    n_cells: int,
+    edge_cells: np.ndarray | None = None,
+    cells: int = BLOCK_CELLS,
+) -> str:
     """The variant a backend runs: ``variant`` when given, else the environment variable
-    ``FVSWE_GPU_VARIANT`` when set, else :func:`default_variant`."""
-    return variant or os.environ.get("FVSWE_GPU_VARIANT") or default_variant(scheme, n_cells)
+    ``FVSWE_GPU_VARIANT`` when set, else :func:`default_variant` with the twice-evaluated
+    fraction of ``edge_cells`` in blocks of ``cells`` (unknown without ``edge_cells``)."""
+    chosen = variant or os.environ.get("FVSWE_GPU_VARIANT")
+    if chosen:
+        return chosen
+    known = edge_cells is not None and n_cells >= SLOT_BELOW
+    twice = twice_evaluated(edge_cells, cells) if known else 1.0
+    return default_variant(scheme, n_cells, twice)
 
 
 def step_plan(variant: str, dt_mode: str, parity: int) -> list[tuple[str, int, int, int]]:
@@ -391,7 +424,9 @@ class GpuBackend:
             raise ConfigError(f"dt_mode: unknown {dt_mode!r} (choose from {', '.join(DT_MODES)})")
         if dt_mode == "fixed" and not (dt_fixed and dt_fixed > 0):
             raise ConfigError("dt: a fixed time step needs a positive dt")
-        variant = resolve_variant(variant, scheme, layout.n_cells)
+        variant = resolve_variant(
+            variant, scheme, layout.n_cells, layout.edge_cells, cells or block
+        )
         if block % 32 or not 32 <= block <= 1024:
             raise ConfigError(f"block: a multiple of 32 in [32, 1024], got {block}")
         lay = layout
