@@ -430,11 +430,12 @@ def block_blobs(layout, cells: int) -> list[np.ndarray]:
     return [np.array([start.size - 1, len(task)], dtype=np.int32), start, task, normal, length]
 
 
-def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=None, cells=None):
-    """(state, control block) after the device pipeline ran on the host; ``cells``: the
-    block variant's cells per thread block (default gpu.DEFAULT_BLOCK)."""
+def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=None, cells=None,
+                 block=gpu.DEFAULT_BLOCK):  # fmt: skip
+    """(state, control block) after the device pipeline ran on the host; ``block``: threads
+    per block, ``cells``: the block variant's cells per thread block (default ``block``)."""
     model, dtype = layout.model, np.dtype(layout.dtype)
-    opts = gpu.compile_options(scheme, model.layers, dtype, variant, layout.k, cells=cells)
+    opts = gpu.compile_options(scheme, model.layers, dtype, variant, layout.k, block, cells)
     flags = ["-std=c++17", "-O1", "-ffp-contract=off", "-Wno-psabi"]
     flags += [o for o in opts if o.startswith("-D")]  # every variant: one build
     exe = host_binary("emu", (EMU / "driver.cpp").read_text(), flags)
@@ -489,7 +490,7 @@ def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=No
         layout.edge_normal[e],
         layout.edge_length[e],
         *forcing_blobs(layout),
-        *block_blobs(layout, cells or gpu.DEFAULT_BLOCK),
+        *block_blobs(layout, cells or block),
     ]
     stdin = b"".join(np.ascontiguousarray(b).tobytes() for b in blobs)
     res = subprocess.run([str(exe)], input=stdin, capture_output=True)
@@ -879,24 +880,26 @@ def get_case_simulation(case: str, **options) -> Simulation:
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
 @pytest.mark.parametrize(
-    ("scheme", "dtype", "dt_mode", "cells"),
+    ("scheme", "dtype", "dt_mode", "cells", "threads"),
     [
-        ("pvm-ifcp", "float32", "lagged", 32),
-        ("pvm-ifcp", "float64", "fixed", 256),
-        ("roe", "float64", "nonlagged", 32),
-        ("ir-roe", "float32", "lagged", 256),
+        ("pvm-ifcp", "float32", "lagged", 32, 128),
+        ("pvm-ifcp", "float64", "fixed", 256, 128),
+        ("roe", "float64", "nonlagged", 32, 128),
+        ("ir-roe", "float32", "lagged", 256, 128),
+        ("pvm-ifcp", "float64", "lagged", 128, 224),
     ],  # fmt: skip
 )
-def test_block_variant_on_host_bitwise_two_layers(scheme, dtype, dt_mode, cells):
-    """Blocks of 32 cells (7 blocks, most edges of the random order cut) and of 256 (one
-    block, two cells a thread): the block variant's state and counters are bitwise those
-    of the gather variant (float32 too: the host build contracts nothing)."""
+def test_block_variant_on_host_bitwise_two_layers(scheme, dtype, dt_mode, cells, threads):
+    """Blocks of 32 cells (7 blocks, most edges of the random order cut), of 256 (one
+    block, two cells a thread) and of 128 cells on 224 threads (7 warps, as the tuning
+    sweep runs them): the block variant's state and counters are bitwise those of the
+    gather variant (on 128 threads; float32 too: the host build contracts nothing)."""
     dt = 5e-3 if dt_mode == "fixed" else None
     sim = get_case_simulation("test1", scheme=scheme, dtype=dtype, dt_mode=dt_mode, dt=dt,
                               order="random")  # fmt: skip
     steps = 3 if scheme == "ir-roe" else 40
     W0, c0 = emulated_run(sim.layout, scheme, "gather", dt_mode, 10.0, steps, dt)
-    W, c = emulated_run(sim.layout, scheme, "block", dt_mode, 10.0, steps, dt, cells=cells)
+    W, c = emulated_run(sim.layout, scheme, "block", dt_mode, 10.0, steps, dt, cells, threads)
     assert c0["steps"] == steps and np.array_equal(W, W0)
     for field in ("t", "dt", "steps", "clipped", "nonhyp", "degenerate", "thin", "thin_cells"):
         assert c[field] == c0[field], field
