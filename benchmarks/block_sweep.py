@@ -202,25 +202,26 @@ def main(argv=None) -> None:
         return time.perf_counter() - t0 < args.budget_s - reserve
 
     reserve = 0.0 if args.no_rcm else RCM_RESERVE_S
-    for dtype in dtypes:
-        layout = case_layout(case, mesh, np.dtype(dtype))
+    layouts = {dtype: case_layout(case, mesh, np.dtype(dtype)) for dtype in dtypes}
+    combos = [(dtype, scheme) for dtype in dtypes for scheme in schemes]
+    for dtype, scheme in combos:  # stage 1 of every combination first, then stage 2
+        for cells, threads in SHAPES:
+            if left(reserve):
+                record(run_config(layouts[dtype], case, scheme, "block", timer, args, cells,
+                                  threads), "hilbert", mesh)  # fmt: skip
+    for dtype, scheme in combos:
+        top = best(rows, scheme, dtype, "hilbert")
+        if top is None:
+            continue
+        shape = (top["cells_per_block"], top["threads"])
         double = np.dtype(dtype) == np.float64
-        for scheme in schemes:
-            for cells, threads in SHAPES:  # stage 1
-                if left(reserve):
-                    record(run_config(layout, case, scheme, "block", timer, args, cells, threads),
-                           "hilbert", mesh)  # fmt: skip
-            top = best(rows, scheme, dtype, "hilbert")
-            if top is None:
-                continue
-            shape = (top["cells_per_block"], top["threads"])
-            stage2 = [{"resident": r} for r in RESIDENT[double]] + [{"task_order": "interior"}]
-            stage2 += [] if double else [{"extra": FAST_F32}]
-            for knobs in stage2:  # stage 2
-                if left(reserve):
-                    record(run_config(layout, case, scheme, "block", timer, args, *shape,
-                                      **knobs), "hilbert", mesh)  # fmt: skip
-        del layout
+        stage2 = [{"resident": r} for r in RESIDENT[double]] + [{"task_order": "interior"}]
+        stage2 += [] if double else [{"extra": FAST_F32}]
+        for knobs in stage2:
+            if left(reserve):
+                record(run_config(layouts[dtype], case, scheme, "block", timer, args, *shape,
+                                  **knobs), "hilbert", mesh)  # fmt: skip
+    del layouts
     if not args.no_rcm:  # stage 3
         rcm, _ = family(size(args.size)).reordered("rcm")
         for dtype in dtypes:
