@@ -19,8 +19,9 @@ Hilbert order (``order="auto"`` on the GPU), lagged steps, per scheme and dtype:
    twice in band orders).
 
 Every row carries the kernel's registers, local (spill) bytes and resident blocks per SM
-(CUDA occupancy API); the JSON is rewritten after each row, so a cut-off run keeps what
-it measured. ``--budget-s`` bounds the whole call (the RCM stage keeps ``RCM_RESERVE_S``).
+(CUDA occupancy API) and the compulsory bytes of a step with the bandwidth they make; the
+JSON is rewritten after each row, so a cut-off run keeps what it measured. ``--budget-s``
+bounds the whole call (the RCM stage keeps ``RCM_RESERVE_S``).
 
 ``--profile SCHEME:DTYPE`` instead runs 24 block steps without CUDA graphs, for Nsight
 Compute (docs/GPU.md gives the command).
@@ -124,6 +125,8 @@ def run_config(layout, case, scheme, variant, timer, args, cells=None, threads=1
                                block=threads, **kw)  # fmt: skip
             row.update(kernel_info(B))
             row.update(measure(B, timer, layout.n_cells, args.min_time, args.repeats, 16384))
+            gbs = B.bytes_per_step() / (row["us_per_step"] * 1e-6) / 1e9
+            row.update(bytes_per_step=B.bytes_per_step(), effective_GBs=gbs)
             del B
         except (Exception, SystemExit) as e:  # a config that does not fit or blows up
             row["error"] = f"{type(e).__name__}: {e}"
