@@ -936,3 +936,29 @@ def test_block_variant_on_host_bitwise_hll_wd_level_and_walls(dtype, quads):
     assert c0["level_inflow"] != 0
     for field in ("t", "steps", "clipped", "thin", "thin_cells", "level_inflow"):
         assert c[field] == c0[field], field
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_block_sweep_interior_first_order_keeps_results_bitwise(monkeypatch):
+    """benchmarks/block_sweep.py's task order (per block, the edges between two of its
+    cells first) permutes tasks within their block only, and the run stays bitwise gather:
+    each slot keeps its one writer."""
+    from fvswe.cli.bench import load
+
+    sweep = load("block_sweep.py")
+    sim = get_case_simulation("test1", scheme="pvm-ifcp", dtype="float32", order="random")
+    lay, arrays = sim.layout, sweep.interior_first(gpu.block_arrays)
+    start, task, normal, length = arrays(lay, 32)
+    start0, task0, normal0, length0 = gpu.block_arrays(lay, 32)
+    assert np.array_equal(start, start0)
+    for b in range(start.size - 1):
+        s = slice(start[b], start[b + 1])
+        rows, rows0 = (np.column_stack((t[s], n[s], ln[s])) for t, n, ln in
+                       ((task, normal, length), (task0, normal0, length0)))  # fmt: skip
+        assert np.array_equal(np.unique(rows, axis=0), np.unique(rows0, axis=0))
+        cut = (task[s, 2] < 0) | (task[s, 3] < 0)
+        assert cut.any() and not cut[0] and np.all(np.diff(cut.astype(int)) >= 0)
+    W0, c0 = emulated_run(lay, "pvm-ifcp", "gather", "lagged", 10.0, 40)
+    monkeypatch.setattr(gpu, "block_arrays", arrays)
+    W, c = emulated_run(lay, "pvm-ifcp", "block", "lagged", 10.0, 40, cells=32)
+    assert c0["steps"] == 40 and np.array_equal(W, W0) and c["t"] == c0["t"]
