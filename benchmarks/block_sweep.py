@@ -8,16 +8,18 @@ Hilbert order (``order="auto"`` on the GPU), lagged steps, per scheme and dtype:
    evaluates about 1.5 (1 + twice-evaluated fraction) edge tasks a cell, so 128 cells
    are ~217 tasks: 224 threads run them in one round, 128 or 256 leave ~15 % of the
    thread-rounds idle at the barrier;
-2. at the fastest shape: the register cap (``gpu.RESIDENT_THREADS``, hence
+2. at the fastest shape: the register cap (``BlockShape.resident``, hence
    ``FVSWE_MIN_BLOCKS``; 0 = no cap), the task order inside a block (``interior-first``:
    the edges between two of its cells first, the cut and boundary edges last, so the
    warps whose neighbours lie in other blocks are grouped), and for float32 the
-   approximate division and square root (``--prec-div=false --prec-sqrt=false
-   --ftz=true``: changes float32 results, an experiment, never a default);
+   approximate division and square root (``fast_math``: changes float32 results, an
+   option, never a default);
 3. RCM order: edge, gather and block at each scheme's fastest bitwise configuration
    (for :func:`fvswe.backends.gpu.default_variant`: block evaluates ~95 % of the edges
    twice in band orders).
 
+Each block configuration runs as the library's default shape
+(``gpu.BLOCK_SHAPES`` patched for the call), so the winners go into that table as they are.
 Every row carries the kernel's registers, local (spill) bytes and resident blocks per SM
 (CUDA occupancy API) and the compulsory bytes of a step with the bandwidth they make; the
 JSON is rewritten after each row, so a cut-off run keeps what it measured. ``--budget-s``
@@ -45,12 +47,12 @@ from fvswe.backends import gpu
 from fvswe.backends.layout import twice_evaluated
 from fvswe.cases import get_case
 from fvswe.mesh import family
+from fvswe.schemes import registry
 
 #: (cells a thread block owns, threads per block) of stage 1.
 SHAPES = ((64, 64), (64, 128), (128, 128), (128, 224), (128, 256), (256, 224), (256, 256))
 #: Register caps of stage 2 (resident threads per SM; 0: none), beside the library's.
 RESIDENT = {False: (0, 1024), True: (0, 640)}
-FAST_F32 = ("--prec-div=false", "--prec-sqrt=false", "--ftz=true")
 #: Seconds of the budget kept for the RCM stage.
 RCM_RESERVE_S = 70.0
 
@@ -64,25 +66,6 @@ def patched(obj, name: str, value):
         yield
     finally:
         setattr(obj, name, old)
-
-
-def interior_first(block_arrays):
-    """``gpu.block_arrays`` with each block's tasks reordered: both sides owned first (stable).
-    Each slot keeps its one writer, so the results stay bitwise."""
-
-    def arrays(lay, cells):
-        start, task, normal, length = block_arrays(lay, cells)
-        block = np.repeat(np.arange(start.size - 1), np.diff(start))
-        cut = (task[:, 2] < 0) | (task[:, 3] < 0)
-        p = np.lexsort((np.arange(len(task)), cut, block))
-        return start, task[p], normal[p], length[p]
-
-    return arrays
-
-
-def with_options(compile_options, extra: tuple[str, ...]):
-    """``gpu.compile_options`` with ``extra`` NVRTC options appended."""
-    return lambda *a, **k: compile_options(*a, **k) + extra
 
 
 def kernel_info(B) -> dict:
@@ -103,26 +86,28 @@ def kernel_info(B) -> dict:
 
 
 def run_config(layout, case, scheme, variant, timer, args, cells=None, threads=128,
-               resident=None, task_order="edge", extra=()) -> dict:  # fmt: skip
-    """One measurement; ``resident`` None keeps the library's register cap."""
+               resident=None, task_order="edge", fast_math=False) -> dict:  # fmt: skip
+    """One measurement; ``resident`` None: the :data:`gpu.RESIDENT_THREADS` register cap. A
+    block configuration runs as the default shape of its (scheme kind, dtype)."""
     double = np.dtype(layout.dtype) == np.float64
     caps = dict(gpu.RESIDENT_THREADS)
     if resident is not None:
         caps[(2, double)] = resident
-    arrays = interior_first(gpu.block_arrays) if task_order != "edge" else gpu.block_arrays
-    kw = {"cells": cells} if variant == "block" else {}
+    shapes = dict(gpu.BLOCK_SHAPES)
+    if variant == "block":
+        shapes[registry.get(scheme).costly, double] = gpu.BlockShape(
+            cells, threads, caps[(2, double)], task_order == "interior"
+        )
     row = {"scheme": scheme, "dtype": str(layout.dtype), "variant": variant, "threads": threads,
            "cells_per_block": cells, "resident": caps.get((2, double), 0),
            "min_blocks": max(1, caps.get((2, double), 0) // threads), "task_order": task_order,
-           "extra_options": list(extra)}  # fmt: skip
-    with (
-        patched(gpu, "RESIDENT_THREADS", caps),
-        patched(gpu, "block_arrays", arrays),
-        patched(gpu, "compile_options", with_options(gpu.compile_options, tuple(extra))),
-    ):
+           "extra_options": list(gpu.FAST_MATH if fast_math else ())}  # fmt: skip
+    with patched(gpu, "RESIDENT_THREADS", caps), patched(gpu, "BLOCK_SHAPES", shapes):
         try:
             B = gpu.GpuBackend(layout, scheme, cfl=case.cfl, dt_mode="lagged", variant=variant,
-                               block=threads, **kw)  # fmt: skip
+                               block=None if variant == "block" else threads,
+                               fast_math=fast_math)  # fmt: skip
+            assert (B.block, B.cells if variant == "block" else None) == (threads, cells)
             row.update(kernel_info(B))
             row.update(measure(B, timer, layout.n_cells, args.min_time, args.repeats, 16384))
             gbs = B.bytes_per_step() / (row["us_per_step"] * 1e-6) / 1e9
@@ -219,7 +204,7 @@ def main(argv=None) -> None:
         shape = (top["cells_per_block"], top["threads"])
         double = np.dtype(dtype) == np.float64
         stage2 = [{"resident": r} for r in RESIDENT[double]] + [{"task_order": "interior"}]
-        stage2 += [] if double else [{"extra": FAST_F32}]
+        stage2 += [] if double else [{"fast_math": True}]
         for knobs in stage2:
             if left(reserve):
                 record(run_config(layouts[dtype], case, scheme, "block", timer, args, *shape,

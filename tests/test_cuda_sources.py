@@ -424,16 +424,17 @@ def forcing_blobs(layout) -> list[np.ndarray]:
     return [head, np.array([wind.cd, wind.ratio]), wind.times, wind.u, wind.v, f]
 
 
-def block_blobs(layout, cells: int) -> list[np.ndarray]:
+def block_blobs(layout, cells: int, interior_first: bool = False) -> list[np.ndarray]:
     """The block variant's part of the driver's input: counts, then gpu.block_arrays."""
-    start, task, normal, length = gpu.block_arrays(layout, cells)
+    start, task, normal, length = gpu.block_arrays(layout, cells, interior_first)
     return [np.array([start.size - 1, len(task)], dtype=np.int32), start, task, normal, length]
 
 
 def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=None, cells=None,
-                 block=gpu.DEFAULT_BLOCK):  # fmt: skip
+                 block=gpu.DEFAULT_BLOCK, interior_first=False):  # fmt: skip
     """(state, control block) after the device pipeline ran on the host; ``block``: threads
-    per block, ``cells``: the block variant's cells per thread block (default ``block``)."""
+    per block, ``cells``: the block variant's cells per thread block (default ``block``),
+    ``interior_first`` its task order."""
     model, dtype = layout.model, np.dtype(layout.dtype)
     opts = gpu.compile_options(scheme, model.layers, dtype, variant, layout.k, block, cells)
     flags = ["-std=c++17", "-O1", "-ffp-contract=off", "-Wno-psabi"]
@@ -490,7 +491,7 @@ def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=No
         layout.edge_normal[e],
         layout.edge_length[e],
         *forcing_blobs(layout),
-        *block_blobs(layout, cells or block),
+        *block_blobs(layout, cells or block, interior_first),
     ]
     stdin = b"".join(np.ascontiguousarray(b).tobytes() for b in blobs)
     res = subprocess.run([str(exe)], input=stdin, capture_output=True)
@@ -939,26 +940,160 @@ def test_block_variant_on_host_bitwise_hll_wd_level_and_walls(dtype, quads):
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
-def test_block_sweep_interior_first_order_keeps_results_bitwise(monkeypatch):
-    """benchmarks/block_sweep.py's task order (per block, the edges between two of its
-    cells first) permutes tasks within their block only, and the run stays bitwise gather:
-    each slot keeps its one writer."""
-    from fvswe.cli.bench import load
+def test_block_interior_first_order_keeps_results_bitwise():
+    """The interior-first task order (per block, the edges between two of its cells first)
+    permutes tasks within their block only, and the run stays bitwise gather: each slot
+    keeps its one writer."""
+    from fvswe.backends.layout import block_edges
 
-    sweep = load("block_sweep.py")
     sim = get_case_simulation("test1", scheme="pvm-ifcp", dtype="float32", order="random")
-    lay, arrays = sim.layout, sweep.interior_first(gpu.block_arrays)
-    start, task, normal, length = arrays(lay, 32)
-    start0, task0, normal0, length0 = gpu.block_arrays(lay, 32)
+    lay = sim.layout
+    start, *lists = block_edges(lay.edge_cells, lay.n_cells, 32, interior_first=True)
+    start0, *lists0 = block_edges(lay.edge_cells, lay.n_cells, 32)
     assert np.array_equal(start, start0)
     for b in range(start.size - 1):
         s = slice(start[b], start[b + 1])
-        rows, rows0 = (np.column_stack((t[s], n[s], ln[s])) for t, n, ln in
-                       ((task, normal, length), (task0, normal0, length0)))  # fmt: skip
-        assert np.array_equal(np.unique(rows, axis=0), np.unique(rows0, axis=0))
-        cut = (task[s, 2] < 0) | (task[s, 3] < 0)
-        assert cut.any() and not cut[0] and np.all(np.diff(cut.astype(int)) >= 0)
+        both = lists0[1][s] & lists0[2][s]  # owns both sides: an edge inside the block
+        assert both.any() and not both.all()
+        for got, want in zip(lists, lists0, strict=True):  # inside first, each group in order
+            assert np.array_equal(got[s], np.concatenate((want[s][both], want[s][~both])))
     W0, c0 = emulated_run(lay, "pvm-ifcp", "gather", "lagged", 10.0, 40)
-    monkeypatch.setattr(gpu, "block_arrays", arrays)
-    W, c = emulated_run(lay, "pvm-ifcp", "block", "lagged", 10.0, 40, cells=32)
+    W, c = emulated_run(lay, "pvm-ifcp", "block", "lagged", 10.0, 40, cells=32,
+                        interior_first=True)  # fmt: skip
     assert c0["steps"] == 40 and np.array_equal(W, W0) and c["t"] == c0["t"]
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize(("costly", "double"), sorted(gpu.BLOCK_SHAPES))
+def test_block_variant_on_host_bitwise_in_default_shapes(costly, double):
+    """Each default shape of the block variant (cells, threads, task order of
+    gpu.block_shape) on 1152 cells in random order (4.5 blocks of 256): the state and the
+    counters are bitwise the gather variant's."""
+    from fvswe.cases import get_case
+    from fvswe.mesh.generate import structured_square
+
+    scheme, dtype = ("roe" if costly else "pvm-ifcp"), ("float64" if double else "float32")
+    shape = gpu.block_shape(scheme, 2, dtype)
+    assert shape == gpu.BLOCK_SHAPES[costly, double]
+    sim = get_case("test1").simulation(structured_square(24), scheme=scheme, dtype=dtype,
+                                       order="random")  # fmt: skip
+    W0, c0 = emulated_run(sim.layout, scheme, "gather", "lagged", 10.0, 12)
+    W, c = emulated_run(sim.layout, scheme, "block", "lagged", 10.0, 12, None, shape.cells,
+                        shape.threads, shape.interior_first)  # fmt: skip
+    assert c0["steps"] == 12 and np.array_equal(W, W0)
+    for field in ("t", "dt", "steps", "clipped", "nonhyp", "degenerate", "thin", "thin_cells"):
+        assert c[field] == c0[field], field
+
+
+BLOCK_SWEEP = THROUGHPUT.with_name("block_sweep_h100.json")
+
+
+def sweep_rows() -> list[dict]:
+    import json
+
+    return json.loads(BLOCK_SWEEP.read_text())["rows"]
+
+
+def test_block_shapes_are_the_sweeps_fastest():
+    """gpu.BLOCK_SHAPES holds, per (scheme kind, dtype), the fastest IEEE block row of the
+    H100 sweep in Hilbert order: its cells, threads, register cap and task order."""
+    fastest: dict[tuple, dict] = {}
+    for row in sweep_rows():
+        if row["variant"] != "block" or row["order"] != "hilbert" or row["extra_options"]:
+            continue
+        key = (registry.get(row["scheme"]).costly, row["dtype"] == "float64")
+        if key not in fastest or row["cell_steps_per_s"] > fastest[key]["cell_steps_per_s"]:
+            fastest[key] = row
+    assert set(fastest) == set(gpu.BLOCK_SHAPES)
+    for key, row in fastest.items():
+        want = gpu.BlockShape(row["cells_per_block"], row["threads"], row["resident"],
+                              row["task_order"] == "interior")  # fmt: skip
+        assert gpu.BLOCK_SHAPES[key] == want, (key, row["cell_steps_per_s"])
+
+
+def test_block_shape_register_cap_and_shared_memory():
+    """A block module's __launch_bounds__ minimum is its shape's resident threads over its
+    threads (two layers; the one-layer modules have no cap); a shape whose slots exceed
+    48 KiB (two-layer float64 quads in blocks of 256) is halved to fit."""
+
+    def min_blocks(*args) -> int:
+        opts = gpu.compile_options(*args)
+        return int(next(o for o in opts if o.startswith("-DFVSWE_MIN_BLOCKS=")).split("=")[1])
+
+    assert min_blocks("roe", 2, np.float32, "block", 3, 256, 256) == 1024 // 256
+    assert min_blocks("pvm-ifcp", 2, np.float64, "block", 3, 128, 128) == 640 // 128
+    assert min_blocks("pvm-ifcp", 2, np.float32, "block", 3, 224, 256) == 768 // 224
+    assert min_blocks("pvm-ifcp", 2, np.float64, "gather", 3, 128) == 512 // 128  # unchanged
+    assert min_blocks("roe", 1, np.float32, "block", 3, 256, 256) == 1
+    assert gpu.block_shared(256, 3, 2, np.float64) == 256 * 3 * 7 * 8 <= gpu.BLOCK_SHARED_MAX
+    quads = gpu.block_shape("roe", 2, np.float64, k=4)
+    assert (quads.cells, quads.threads, quads.resident) == (128, 128, 512)
+    assert gpu.block_shared(quads.cells, 4, 2, np.float64) <= gpu.BLOCK_SHARED_MAX
+    assert gpu.block_shape("roe", 1, np.float64, k=4) == gpu.BLOCK_SHAPES[True, True]
+
+
+def test_default_variant_in_tuned_shapes_is_fastest_measured():
+    """The sweep's rows at the default shapes: in Hilbert order (9 to 13 % of the edges
+    twice) the default is block, faster than phase 1's edge and gather there; in RCM order
+    (95 % twice) the default is the RCM rule's variant, the fastest of edge, gather and block
+    measured there."""
+    import json
+
+    rows = sweep_rows()
+    hilbert = {(r["scheme"], r["dtype"], r["variant"]): r["cell_steps_per_s"]
+               for r in json.loads(BLOCK_PHASE1.read_text())["results"]}  # fmt: skip
+    for scheme in ("pvm-ifcp", "roe"):
+        for dtype in ("float32", "float64"):
+            shape = gpu.block_shape(scheme, 2, dtype)
+
+            def at(order, variant, s=scheme, d=dtype, shape=shape):
+                return [r for r in rows if (r["scheme"], r["dtype"], r["order"], r["variant"])
+                        == (s, d, order, variant) and not r["extra_options"]
+                        and (variant != "block" or (r["cells_per_block"], r["threads"]) ==
+                             (shape.cells, shape.threads))]  # fmt: skip
+
+            tuned = max(at("hilbert", "block"), key=lambda r: r["cell_steps_per_s"])
+            assert gpu.default_variant(scheme, 2080560, tuned["twice_evaluated"]) == "block"
+            rest = max(hilbert[scheme, dtype, v] for v in ("edge", "gather"))
+            assert tuned["cell_steps_per_s"] > 1.05 * rest, (scheme, dtype)
+            rcm = {v: at("rcm", v)[0] for v in ("edge", "gather", "block")}
+            got = gpu.default_variant(scheme, 2080560, rcm["block"]["twice_evaluated"])
+            speed = {v: r["cell_steps_per_s"] for v, r in rcm.items()}
+            assert speed[got] == max(speed.values()), (scheme, dtype, speed)
+
+
+def test_fast_math_options_and_refusals():
+    """fast_math appends the approximate division/sqrt and flush-to-zero options to float32
+    modules only; float64, and the CPU backend, refuse it in one line (a Simulation checks
+    before any backend is built)."""
+    from fvswe.errors import ConfigError
+    from fvswe.mesh.generate import structured_square
+
+    ieee = gpu.compile_options("roe", 2, np.float32, "block", 3, 256, 256)
+    fast = gpu.compile_options("roe", 2, np.float32, "block", 3, 256, 256, fast_math=True)
+    assert fast == ieee + gpu.FAST_MATH
+    assert gpu.FAST_MATH == ("--prec-div=false", "--prec-sqrt=false", "--ftz=true")
+    for call in (
+        lambda: gpu.compile_options("roe", 2, np.float64, "edge", fast_math=True),
+        lambda: Simulation(structured_square(2), dtype="float64", backend="gpu", fast_math=True),
+        lambda: Simulation(structured_square(2), dtype="float32", backend="cpu", fast_math=True),
+    ):
+        with pytest.raises(ConfigError) as err:
+            call()
+        assert str(err.value).startswith("fast_math: ") and "\n" not in str(err.value)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: cannot compile the CUDA sources")
+def test_fast_math_module_has_approximate_division_and_sqrt():
+    """The float32 IEEE module divides and takes square roots correctly rounded (div.rn,
+    sqrt.rn in its PTX); the fast-math module has none of those, only approximate ones
+    flushing denormals."""
+    ptx = {}
+    for fast in (False, True):
+        opts = gpu.compile_options("roe", 2, np.float32, "block", 3, 256, 256, fast_math=fast)
+        out = cached_build("block", gpu.source("block"), [NVCC, "--ptx", "-arch=sm_90", *opts],
+                           ".cu")  # fmt: skip
+        ptx[fast] = out.read_text()
+    assert "div.rn.f32" in ptx[False] and "sqrt.rn.f32" in ptx[False]
+    assert "div.rn.f32" not in ptx[True] and "sqrt.rn.f32" not in ptx[True]
+    assert "sqrt.approx.ftz.f32" in ptx[True]

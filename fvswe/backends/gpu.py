@@ -24,7 +24,8 @@ Four variants, same results bit for bit (float64):
 The CUDA sources are ``fvswe/backends/cuda/*.cu`` and the device physics emitted
 from the Numba modules by :mod:`fvswe.codegen` (docs/CODEGEN.md); a module is
 compiled once per (scheme, layers, dtype, variant, k, block) with ``-D`` options
-and cached. CuPy is imported lazily: ``import fvswe`` and the CPU backend never
+and cached; ``fast_math`` compiles float32 modules with approximate division and square
+root (:data:`FAST_MATH`). CuPy is imported lazily: ``import fvswe`` and the CPU backend never
 need it.
 """
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -109,6 +111,72 @@ def device_name() -> str:
 #: 2.1 -> 2.6; the one-layer modules fit without a cap.
 RESIDENT_THREADS = {(2, True): 512, (2, False): 768}
 
+#: NVRTC options of ``fast_math`` (float32 only): division and square root approximate (at most
+#: 2 ulp off the rounded result instead of correctly rounded) and denormals flushed to zero,
+#: in the flux and everywhere else in the module (docs/GPU.md, "Fast math").
+FAST_MATH = ("--prec-div=false", "--prec-sqrt=false", "--ftz=true")
+#: Shared memory a thread block of the ``block`` variant may use for its slots (bytes).
+BLOCK_SHARED_MAX = 48 * 1024
+
+
+@dataclass(frozen=True)
+class BlockShape:
+    """A launch shape of the ``block`` variant: the cells a thread block owns, its threads,
+    the threads per SM a two-layer module is compiled to keep resident (its register cap, as
+    :data:`RESIDENT_THREADS`, which the one-layer modules go without) and the task order
+    (:func:`fvswe.backends.layout.block_edges`'s ``interior_first``)."""
+
+    cells: int
+    threads: int
+    resident: int
+    interior_first: bool
+
+
+#: (costly scheme, float64) -> the ``block`` variant's default shape: the fastest of
+#: benchmarks/results/block_sweep_h100.json (H100, test1, 2.08 M cells in Hilbert order,
+#: lagged; shapes of 64 to 256 cells on 64 to 256 threads at the :data:`RESIDENT_THREADS`
+#: caps, then at the fastest shape the caps 0 / 1024 (float32) or 0 / 640 (float64) and the
+#: interior-first order, one knob at a time; G cell-steps/s):
+#:
+#: ============  ===========  ====  ========  ==============  ====  =======
+#: kind, dtype   cells/thr.   cap   order     G cell-steps/s  regs  stage 1
+#: ============  ===========  ====  ========  ==============  ====  =======
+#: cheap, f32    256 / 224    768   interior  12.23           72    12.03
+#: costly, f32   256 / 256    1024  edge      5.63            64*   5.12
+#: cheap, f64    128 / 128    640   edge      6.87            96*   5.98
+#: costly, f64   256 / 256    512   interior  2.50            128*  2.49
+#: ============  ===========  ====  ========  ==============  ====  =======
+#:
+#: (* with 96, 48 and 120 bytes of local memory; stage 1: the same shape at the
+#: :data:`RESIDENT_THREADS` cap in edge order). Cheap is pvm-ifcp, costly roe (ir-roe,
+#: not swept, ran as roe within 1 % in phase 1: throughput_gpu_h100_block_phase1.json); the
+#: one-layer schemes were not measured and take their kind's cells, threads and order. The
+#: sweep varied one knob from the best shape, so a row's cap and order were measured together
+#: only as listed; the interior-first order was faster in all four kinds (by 0.5 to 1.7 %).
+BLOCK_SHAPES = {
+    (False, False): BlockShape(cells=256, threads=224, resident=768, interior_first=True),
+    (True, False): BlockShape(cells=256, threads=256, resident=1024, interior_first=False),
+    (False, True): BlockShape(cells=128, threads=128, resident=640, interior_first=False),
+    (True, True): BlockShape(cells=256, threads=256, resident=512, interior_first=True),
+}
+
+
+def block_shared(cells: int, k: int, layers: int, dtype) -> int:
+    """Bytes of shared memory the ``block`` variant's slots take: ``cells * k`` slots of the
+    fluxes and the speed."""
+    return cells * k * (3 * layers + 1) * np.dtype(dtype).itemsize
+
+
+def block_shape(scheme: str, layers: int, dtype, k: int = 3) -> BlockShape:
+    """The ``block`` variant's default shape for this module (:data:`BLOCK_SHAPES`), its cells
+    and threads halved until the slots fit :data:`BLOCK_SHARED_MAX` (two-layer float64 quads:
+    256 -> 128 cells on 128 threads; not measured)."""
+    shape = BLOCK_SHAPES[registry.get(scheme).costly, np.dtype(dtype) == np.float64]
+    while block_shared(shape.cells, k, layers, dtype) > BLOCK_SHARED_MAX and shape.cells > 32:
+        half = shape.cells // 2
+        shape = replace(shape, cells=half, threads=min(shape.threads, half))
+    return shape
+
 
 def compile_options(
     scheme: str,
@@ -118,24 +186,36 @@ def compile_options(
     k: int = 3,
     block: int = DEFAULT_BLOCK,
     cells: int | None = None,
+    fast_math: bool = False,
 ) -> tuple[str, ...]:
     """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy.
-    ``cells``: the cells a thread block owns in the ``block`` variant (default ``block``)."""
+    ``cells``: the cells a thread block owns in the ``block`` variant (default ``block``),
+    whose register cap is its :func:`block_shape`'s; ``fast_math``: :data:`FAST_MATH`
+    (float32 only: a ConfigError for float64)."""
     sid = registry.kernel_id(scheme, layers)
     if variant not in VARIANTS:
         raise ConfigError(f"variant: unknown {variant!r} (choose from {', '.join(VARIANTS)})")
     double = np.dtype(dtype) == np.float64
-    min_blocks = max(1, RESIDENT_THREADS.get((layers, double), 0) // block)
+    if fast_math and double:
+        raise ConfigError("fast_math: float32 only (float64 keeps IEEE division and square root)")
+    resident = RESIDENT_THREADS.get((layers, double), 0)
+    if variant == "block" and resident:
+        resident = block_shape(scheme, layers, dtype, k).resident
+    min_blocks = max(1, resident // block)
     return (
-        "--std=c++17",
-        f"-DFVSWE_SCHEME={sid}",
-        f"-DFVSWE_LAYERS={layers}",
-        f"-DFVSWE_DOUBLE={int(double)}",
-        f"-DFVSWE_K={k}",
-        f"-DFVSWE_BLOCK={block}",
-        f"-DFVSWE_MIN_BLOCKS={min_blocks}",
-        "--fmad=false" if double else "--fmad=true",
-    ) + ((f"-DFVSWE_CELLS={cells or block}",) if variant == "block" else ())
+        (
+            "--std=c++17",
+            f"-DFVSWE_SCHEME={sid}",
+            f"-DFVSWE_LAYERS={layers}",
+            f"-DFVSWE_DOUBLE={int(double)}",
+            f"-DFVSWE_K={k}",
+            f"-DFVSWE_BLOCK={block}",
+            f"-DFVSWE_MIN_BLOCKS={min_blocks}",
+            "--fmad=false" if double else "--fmad=true",
+        )
+        + ((f"-DFVSWE_CELLS={cells or block}",) if variant == "block" else ())
+        + (FAST_MATH if fast_math else ())
+    )
 
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
@@ -240,12 +320,13 @@ def slot_codes(lay: Layout) -> np.ndarray:
     return np.where(boundary, _boundary_codes(lay)[e], 2 * nbr + side).astype(np.int32)
 
 
-def block_arrays(lay: Layout, cells: int) -> tuple[np.ndarray, ...]:
-    """The ``block`` variant's edge tasks (:func:`fvswe.backends.layout.block_edges`):
-    ``(start, task, normal, length)``; ``task`` (T, 4) int32 ``(i, j, slot_i, slot_j)`` as
-    :func:`edge_arrays` with the slots local to the task's block (``cells * k`` of them)
-    and -1 on a side the block does not own; ``start`` (n_blocks + 1) int32."""
-    start, edge, own_i, own_j = block_edges(lay.edge_cells, lay.n_cells, cells)
+def block_arrays(lay: Layout, cells: int, interior_first: bool = False) -> tuple[np.ndarray, ...]:
+    """The ``block`` variant's edge tasks (:func:`fvswe.backends.layout.block_edges`, in its
+    ``interior_first`` order): ``(start, task, normal, length)``; ``task`` (T, 4) int32
+    ``(i, j, slot_i, slot_j)`` as :func:`edge_arrays` with the slots local to the task's
+    block (``cells * k`` of them) and -1 on a side the block does not own; ``start``
+    (n_blocks + 1) int32."""
+    start, edge, own_i, own_j = block_edges(lay.edge_cells, lay.n_cells, cells, interior_first)
     task = edge_arrays(lay)[edge]
     base = np.repeat(np.arange(start.size - 1) * (cells * lay.k), np.diff(start))
     task[:, 2] = np.where(own_i, task[:, 2] - base, -1)
@@ -275,13 +356,19 @@ def default_variant(scheme: str, n_cells: int, twice: float = 1.0) -> str:
     order, 128 cells a block: 12.8 % of the edges twice): ``block`` is the fastest for
     every scheme and dtype (float32 / float64 G cell-steps/s: pvm-ifcp 11.45 / 6.02
     against gather 9.86 / 5.57; roe 4.91 / 2.41 and ir-roe 4.93 / 2.39 against edge
-    4.75 / 2.25 and 4.78 / 2.23). Its flux work grows as 1 + ``twice``; counting all of
-    its time as flux work (the smallest break-even), it would tie edge for ir-roe / roe
-    float32 at ``twice`` = 0.16 / 0.17 (float64 0.21, gather for pvm-ifcp float64 / float32
-    0.22 / 0.31), so :data:`BLOCK_TWICE_BELOW` = 0.15 gives ``block`` only to orders those
-    numbers favour (Hilbert, Morton); band orders (RCM, GPS: 88 to 96 % twice, docs/GPU.md)
-    keep the RCM rule above. Block was measured at 2.08M cells only: from
-    :data:`SLOT_BELOW` up its rule is the large-mesh one.
+    4.75 / 2.25 and 4.78 / 2.23). benchmarks/results/block_sweep_h100.json then tuned its
+    shapes (:data:`BLOCK_SHAPES`: 9.1 % twice in blocks of 256 cells, 12.8 % of 128):
+    pvm-ifcp 12.23 / 6.87, roe 5.63 / 2.50; and in RCM order (95 % twice) ``block`` lost to
+    the RCM rule's variant for all four (pvm-ifcp 8.51 / 5.46 against gather 9.76 / 5.50,
+    roe 3.61 / 1.57 against edge 4.64 / 2.15). Its flux work grows as 1 + ``twice``;
+    counting all of its Hilbert time as flux work (the smallest break-even), the tuned
+    shapes would tie the Hilbert edge / gather times above at ``twice`` = 0.21 (roe
+    float64), 0.29 (roe float32), 0.35 (pvm-ifcp float32) and 0.39 (pvm-ifcp float64), so
+    :data:`BLOCK_TWICE_BELOW` = 0.15 gives ``block`` only to orders those numbers favour
+    (Hilbert, Morton); band orders (RCM, GPS: 88 to 96 % twice, docs/GPU.md) keep the RCM
+    rule above. ``twice`` is computed for the run's block shape (:func:`resolve_variant`).
+    Block was measured at 2.08M cells only: from :data:`SLOT_BELOW` up its rule is the
+    large-mesh one.
     """
     if n_cells < SLOT_BELOW:
         return "slot"
@@ -299,7 +386,8 @@ def resolve_variant(
 ) -> str:
     """The variant a backend runs: ``variant`` when given, else the environment variable
     ``FVSWE_GPU_VARIANT`` when set, else :func:`default_variant` with the twice-evaluated
-    fraction of ``edge_cells`` in blocks of ``cells`` (unknown without ``edge_cells``)."""
+    fraction of ``edge_cells`` in blocks of ``cells`` (unknown without ``edge_cells``;
+    :class:`GpuBackend` passes its :func:`block_shape`'s cells)."""
     chosen = variant or os.environ.get("FVSWE_GPU_VARIANT")
     if chosen:
         return chosen
@@ -390,10 +478,12 @@ class GpuBackend:
     """The pipeline on a CUDA GPU (a :class:`~fvswe.backends.base.Backend`).
 
     ``variant`` is ``edge``, ``gather``, ``slot`` or ``block`` (else the environment variable
-    ``FVSWE_GPU_VARIANT``, else :func:`default_variant`); ``block`` the threads per block;
-    ``cells`` the cells a thread block owns in the ``block`` variant (default ``block``);
-    ``batch`` the most steps one CUDA graph replays. ``threads`` (the CPU backend's) is
-    accepted for a uniform constructor and unused: the device runs the steps.
+    ``FVSWE_GPU_VARIANT``, else :func:`default_variant`); ``block`` the threads per block
+    (default :data:`DEFAULT_BLOCK`, the ``block`` variant's :func:`block_shape`); ``cells``
+    the cells a thread block owns in the ``block`` variant (default its :func:`block_shape`);
+    ``batch`` the most steps one CUDA graph replays; ``fast_math`` compiles a float32 run's
+    modules with :data:`FAST_MATH` (a ConfigError for float64). ``threads`` (the CPU
+    backend's) is accepted for a uniform constructor and unused: the device runs the steps.
     """
 
     name = "gpu"
@@ -409,10 +499,11 @@ class GpuBackend:
         dt_fixed: float | None = None,
         *,
         variant: str | None = None,
-        block: int = DEFAULT_BLOCK,
+        block: int | None = None,
         cells: int | None = None,
         batch: int = DEFAULT_BATCH,
         graphs: bool = True,
+        fast_math: bool = False,
         threads: int | None = None,
     ) -> None:
         ok, reason = available()
@@ -424,9 +515,10 @@ class GpuBackend:
             raise ConfigError(f"dt_mode: unknown {dt_mode!r} (choose from {', '.join(DT_MODES)})")
         if dt_mode == "fixed" and not (dt_fixed and dt_fixed > 0):
             raise ConfigError("dt: a fixed time step needs a positive dt")
-        variant = resolve_variant(
-            variant, scheme, layout.n_cells, layout.edge_cells, cells or block
-        )
+        shape = block_shape(scheme, layout.model.layers, layout.dtype, layout.k)
+        cells = cells or shape.cells
+        variant = resolve_variant(variant, scheme, layout.n_cells, layout.edge_cells, cells)
+        block = block or (shape.threads if variant == "block" else DEFAULT_BLOCK)
         if block % 32 or not 32 <= block <= 1024:
             raise ConfigError(f"block: a multiple of 32 in [32, 1024], got {block}")
         lay = layout
@@ -435,17 +527,15 @@ class GpuBackend:
         self.dtype = np.dtype(lay.dtype)
         self.scheme, self.variant, self.dt_mode = scheme, variant, dt_mode
         self.cfl, self.dt_fixed = float(cfl), dt_fixed
-        self.block, self.graphs = block, graphs
+        self.block, self.graphs, self.fast_math = block, graphs, fast_math
         self.batch = 2 ** max(1, int(math.log2(max(batch, 2))))  # a power of two: even for gather
         self.sync_every = max(SYNC_EVERY, self.batch)
-        self.cells = cells or block
-        shared = self.cells * lay.k * (self.model.nvar + 1) * self.dtype.itemsize
-        if variant == "block" and shared > 48 * 1024:
-            raise ConfigError(
-                f"cells: {self.cells} cells need {shared} B of shared memory (> 48 KiB)"
-            )
+        self.cells, self.interior_first = cells, shape.interior_first
+        shared = block_shared(cells, lay.k, self.model.layers, self.dtype)
+        if variant == "block" and shared > BLOCK_SHARED_MAX:
+            raise ConfigError(f"cells: {cells} cells need {shared} B of shared memory (> 48 KiB)")
         opts = compile_options(
-            scheme, self.model.layers, self.dtype, variant, lay.k, block, self.cells
+            scheme, self.model.layers, self.dtype, variant, lay.k, block, cells, fast_math
         )
         mod = module(opts, variant)
         names = ("find_invalid", "debug_flux") + (
@@ -478,7 +568,7 @@ class GpuBackend:
                 self._length = dev(lay.edge_length)
                 self._slots = cupy.empty((L * lay.k,) + self._W.shape[1:], dtype=self.dtype)
             elif variant == "block":
-                start, task, normal, length = block_arrays(lay, self.cells)
+                start, task, normal, length = block_arrays(lay, cells, self.interior_first)
                 self._cell_args = (dev(start), dev(task))
                 self._normal, self._length = dev(normal), dev(length)
                 self._W2 = cupy.empty_like(self._W)
