@@ -221,7 +221,8 @@ def main(argv=None) -> None:
         for dtype in args.dtypes.split(","):
             layout = case_layout(case, mesh, np.dtype(dtype))
             for scheme in args.schemes.split(","):
-                fast = (False, True) if args.fast_math and dtype == "float32" else (False,)
+                fast_too = args.fast_math and args.backend == "gpu" and dtype == "float32"
+                fast = (False, True) if fast_too else (False,)
                 for variant, fast_math in ((v, f) for v in variants for f in fast):
                     extra = {} if variant in (None, "default") else {"variant": variant}
                     if args.block and args.backend == "gpu":
