@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-KERNEL = {"edge": "edge_pass", "gather": "gather_step", "slot": "slot_step"}
+KERNEL = {"edge": "edge_pass", "gather": "gather_step", "slot": "slot_step", "block": "block_step"}
 #: The tree's source and options, printed as JSON by a child Python on that tree's PYTHONPATH.
 PROBE = """
 import json, sys

@@ -27,7 +27,8 @@ results; ``--from-json`` rebuilds the reports from it.
 Outputs in ``--out``: ``results.json`` (every measurement, meshes with their
 bandwidths, device, library versions, date), ``tables.md`` (Tables 1-2 in the
 paper's layout with its GTX 580 seconds beside ours and the speed ratio, all
-orderings, Table 3 of bandwidths, the best ordering per size and the one
+orderings, Table 3 of bandwidths, the share of edges the GPU block variant
+evaluates twice, the best ordering per size and the one
 ``order="auto"`` should mean on this backend), ``figure3.png`` (time reduction
 against the original ordering per scheme and size with the paper's as ticks,
 like its Figure 3; ``figure3_float64.png`` too) and ``figure4_spy_<size>.png``
@@ -56,6 +57,7 @@ from mesh_prep import _cpu as cpu_model
 from mesh_prep import _mean_gap as mean_gap
 from throughput import SIZES, backend_factory, case_layout
 
+from fvswe.backends.layout import BLOCK_CELLS, twice_evaluated
 from fvswe.cases import get_case
 from fvswe.mesh import bandwidth, family, profile
 
@@ -117,6 +119,7 @@ class Meshes:
                 "cells": mesh.n_cells, "order": order, "family_s": t1 - t0, "reorder_s": t2 - t1,
                 "bandwidth": bandwidth(mesh), "profile": profile(mesh),
                 "mean_neighbour_gap": mean_gap(mesh),
+                "twice_evaluated": twice_evaluated(mesh.edge_cells, BLOCK_CELLS),
             })  # fmt: skip
             print(f"mesh {size_label(cells)} {LABEL[order]}: bandwidth "
                   f"{self.records[-1]['bandwidth']}, {t2 - t0:.1f} s", flush=True)  # fmt: skip
@@ -494,6 +497,14 @@ def tables_md(doc: dict, paper: dict) -> str:
         rows.append(row)
     lines += ["## Table 3 — bandwidth of the cell adjacency (max |i−j|): ours / paper", ""]
     lines += _table(["volumes"] + [LABEL[o] for o in ORDERS], rows) + [""]
+    twice = {(r["cells"], r["order"]): r["twice_evaluated"] for r in doc["meshes"]
+             if "twice_evaluated" in r}  # fmt: skip
+    if twice:  # the GPU block variant's extra flux work (fvswe.backends.layout.twice_evaluated)
+        rows = [[str(c)] + [f"{100 * twice[c, o]:.1f}" if (c, o) in twice else "—" for o in ORDERS]
+                for c in sizes]  # fmt: skip
+        lines += [f"## Edges the GPU block variant evaluates twice (%, {BLOCK_CELLS} cells a "
+                  "block)", ""]  # fmt: skip
+        lines += _table(["volumes"] + [LABEL[o] for o in ORDERS], rows) + [""]
     best = best_orders(doc)
     if best:
         rows = [[str(c)] + [f"{LABEL[best[d][c][0]]} ({100 * (best[d][c][1] - 1):+.0f}%)"
@@ -635,7 +646,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--budget-s", type=float, default=None,
                     help="wall seconds for the whole study; lower-priority cells are skipped "
                     "when their predicted cost no longer fits")  # fmt: skip
-    ap.add_argument("--variant", default=None, help="GPU kernel variant (edge, gather)")
+    ap.add_argument("--variant", default=None, help="GPU variant (edge, gather, slot, block)")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (Numba)")
     ap.add_argument("--quick", action="store_true",
                     help="CI-sized: CPU, 1 thread, 4k and 16k, 1 repeat, t_end 0.02")  # fmt: skip

@@ -2,6 +2,7 @@
 
     python3 benchmarks/throughput.py --backend gpu --out $OUT/throughput_gpu.json
     python3 benchmarks/throughput.py --backend cpu --sizes 4k,64k --out cpu.json
+    python3 benchmarks/throughput.py --variants default --order hilbert --sizes 2m --fast-math
 
 For each size, scheme, dtype (and GPU variant) it runs the case (test1 by
 default) in the lagged mode of the paper: after a warm-up (compilation, graph
@@ -11,7 +12,10 @@ events on the GPU (wall clock on the CPU), median reported as cell-steps/s and
 variant per step / time) against a measured device-to-device copy bandwidth,
 and the whole run to ``t_end`` from the initial state (host time, everything
 included) beside the paper's GTX 580 RCM time (docs/CASES.md Tables 1-2). Results
-go to JSON with the device, library versions and date.
+go to JSON with the device, library versions and date. The variant ``default`` is the one a
+run gets (:func:`fvswe.backends.gpu.default_variant`, its shape
+:func:`fvswe.backends.gpu.block_shape`); ``--fast-math`` measures each float32 row a second
+time compiled with ``fast_math`` (docs/GPU.md, "Fast math").
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fvswe.backends.layout import Layout
+from fvswe.backends.layout import Layout, twice_evaluated
 from fvswe.boundary import edge_conditions
 from fvswe.cases import get_case
 from fvswe.mesh import family
@@ -159,10 +163,12 @@ def whole_run(B, layout, case, runs: int) -> dict:
 
 
 def best_variants(rows: list[dict]) -> dict[tuple, str]:
-    """The fastest GPU variant for each (scheme, dtype, cells) measured."""
+    """The fastest GPU variant for each (scheme, dtype, cells) measured (IEEE rows)."""
     best: dict[tuple, dict] = {}
     for row in rows:
         key = (row["scheme"], row["dtype"], row["cells"])
+        if row.get("fast_math"):
+            continue
         if key not in best or row["cell_steps_per_s"] > best[key]["cell_steps_per_s"]:
             best[key] = row
     return {key: row["variant"] for key, row in best.items()}
@@ -175,12 +181,19 @@ def main(argv=None) -> None:
     ap.add_argument("--schemes", default="pvm-ifcp,ir-roe,roe")
     ap.add_argument("--dtypes", default="float32,float64")
     ap.add_argument("--sizes", default="4k,64k,1m,2m", help=f"of {', '.join(SIZES)} or counts")
-    ap.add_argument("--variants", default="edge,gather,slot", help="GPU variants to measure")
+    ap.add_argument("--variants", default="edge,gather,slot,block",
+                    help="GPU variants to measure; default: the one a run gets")  # fmt: skip
     ap.add_argument("--order", default="rcm")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--min-time", type=float, default=0.1, help="seconds per timed repeat")
     ap.add_argument("--max-steps", type=int, default=16384, help="most steps per timed repeat")
     ap.add_argument("--block", type=int, default=None, help="GPU threads per block")
+    ap.add_argument("--cells", type=int, default=None, help="cells a thread block owns (block)")
+    ap.add_argument(
+        "--fast-math",
+        action="store_true",
+        help="GPU float32 rows also with approximate division/sqrt (fast_math)",
+    )
     ap.add_argument("--no-whole-run", action="store_true", help="skip the full t_end runs")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -208,16 +221,26 @@ def main(argv=None) -> None:
         for dtype in args.dtypes.split(","):
             layout = case_layout(case, mesh, np.dtype(dtype))
             for scheme in args.schemes.split(","):
-                for variant in variants:
-                    extra = {} if variant is None else {"variant": variant}
+                fast_too = args.fast_math and args.backend == "gpu" and dtype == "float32"
+                fast = (False, True) if fast_too else (False,)
+                for variant, fast_math in ((v, f) for v in variants for f in fast):
+                    extra = {} if variant in (None, "default") else {"variant": variant}
                     if args.block and args.backend == "gpu":
                         extra["block"] = args.block
+                    if args.cells and variant == "block":
+                        extra["cells"] = args.cells
+                    if fast_math:
+                        extra["fast_math"] = True
                     B = Backend(layout, scheme, cfl=case.cfl, dt_mode="lagged", **extra)
+                    variant = getattr(B, "variant", None)
                     row = {"case": args.case, "cells": mesh.n_cells, "order": args.order,
                            "scheme": scheme, "dtype": dtype, "variant": variant,
-                           "block": getattr(B, "block", None)}  # fmt: skip
+                           "block": getattr(B, "block", None), "fast_math": fast_math}  # fmt: skip
                     row.update(measure(B, timer, mesh.n_cells, args.min_time, args.repeats,
                                        args.max_steps))  # fmt: skip
+                    if variant == "block":  # its locality measure (layout.twice_evaluated)
+                        twice = twice_evaluated(mesh.edge_cells, B.cells)
+                        row.update(cells_per_block=B.cells, twice_evaluated=twice)
                     if hasattr(B, "bytes_per_step"):
                         gbs = B.bytes_per_step() / (row["us_per_step"] * 1e-6) / 1e9
                         row.update(bytes_per_step=B.bytes_per_step(), effective_GBs=gbs,
@@ -229,7 +252,8 @@ def main(argv=None) -> None:
                             row.update(paper_rcm_s=paper, speedup=paper / row["whole_run_s"])
                     del B
                     rows.append(row)
-                    print(f"{row['cells']:>9} {scheme:>8} {dtype:>7} {variant or '-':>7} "
+                    label = (variant or "-") + ("+fm" if fast_math else "")
+                    print(f"{row['cells']:>9} {scheme:>8} {dtype:>7} {label:>7} "
                           f"{row['cell_steps_per_s'] / 1e9:>13.3f} {row['us_per_step']:>9.1f} "
                           f"{row.get('effective_GBs', math.nan):>7.0f} "
                           f"{100 * row.get('fraction_of_copy', math.nan):>6.1f} "

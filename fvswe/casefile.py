@@ -104,7 +104,8 @@ class Key:
 
     def type_names(self) -> str:
         kinds = self.types if isinstance(self.types, tuple) else (self.types,)
-        names = {int: "integer", float: "number", str: "string", list: "array", dict: "table"}
+        names = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
+                 dict: "table"}  # fmt: skip
         shown = [names[t] for t in kinds if not (t is int and float in kinds)]  # int is a number
         return " or ".join(dict.fromkeys(shown))
 
@@ -126,6 +127,8 @@ SCHEMA: tuple[Key, ...] = (
     Key("", "cfl", NUMBER, "CFL number in (0, 1]", "0.9"),
     Key("", "dtype", str, "float64 or float32", '"float64"'),
     Key("", "backend", str, "cpu, gpu or auto (the GPU when CuPy sees one)", '"auto"'),
+    Key("", "fast_math", bool, "float32 on the GPU: approximate division and square root, "
+        "denormals flushed (faster, not IEEE; docs/GPU.md)", "true", active=False),
     Key("", "dt_mode", str, "lagged, nonlagged or fixed (then give dt)", '"lagged"'),
     Key("", "dt", NUMBER, "time step of dt_mode = fixed (s)", "0.05", active=False),
     Key("", "threads", int, "CPU threads (default: the cores left idle, at least 1)", "1",
@@ -282,7 +285,7 @@ def reference_markdown() -> str:
 
 #: Top-level keys that are Simulation settings.
 SETTINGS = ("layers", "g", "r", "eps_h", "scheme", "order", "cfl", "dtype", "backend",
-            "dt_mode", "dt", "threads")  # fmt: skip
+            "fast_math", "dt_mode", "dt", "threads")  # fmt: skip
 #: Tables and arrays of tables of a case file.
 TABLES = ("mesh", "boundary", "initial", "output", "friction", "coriolis", "wind")
 ARRAYS = ("gauges", "sections")
@@ -314,7 +317,7 @@ class RunSpec:
     """Everything one run needs except the mesh object, from a named case or a case file.
 
     ``settings`` holds the :class:`~fvswe.simulation.Simulation` keywords (layers,
-    g, r, scheme, order, cfl, dtype, backend, dt_mode, dt, eps_h, threads);
+    g, r, scheme, order, cfl, dtype, backend, fast_math, dt_mode, dt, eps_h, threads);
     ``initial`` maps ``H`` and state fields to numbers, expressions or functions
     of ``(x, y)``; ``mesh`` is ``{"file": path}``, ``{"generator": name, ...}``
     or None for the named case's bundled mesh.
@@ -727,7 +730,8 @@ def _check(key: str, value: Any, allowed: Mapping[str, Key], src: str, section: 
         names = ", ".join(allowed)
         raise ConfigError(f"{src}: unknown key {dotted!r} (allowed: {names})")
     kind = allowed[key].types
-    if isinstance(value, bool) or not isinstance(value, kind):
+    boolean = bool in (kind if isinstance(kind, tuple) else (kind,))
+    if isinstance(value, bool) != boolean or not isinstance(value, kind):
         raise ConfigError(f"{src}: {dotted!r} must be {allowed[key].type_names()}, got {value!r}")
 
 

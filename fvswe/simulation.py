@@ -211,7 +211,10 @@ class Simulation:
 
     ``backend`` is ``cpu``, ``gpu`` or ``auto``; ``threads`` the CPU threads (the GPU
     runs none); ``backend_options`` the backend's own keywords (the GPU's ``variant``,
-    ``block``, ``batch``, ``graphs``: :class:`fvswe.backends.gpu.GpuBackend`).
+    ``block``, ``cells``, ``batch``, ``graphs``: :class:`fvswe.backends.gpu.GpuBackend`).
+    ``fast_math`` compiles a float32 GPU run with approximate division and square root and
+    denormals flushed (faster, no longer IEEE: docs/GPU.md, "Fast math"); a ConfigError on
+    the CPU or in float64.
 
     A run stops with a :class:`~fvswe.errors.BlowUpError` (one line) when a depth
     had to be clipped, when a layer's mass drifts beyond round-off
@@ -253,15 +256,20 @@ class Simulation:
         allow_mass_error: bool = False,
         comm=None,
         backend_options: Mapping[str, Any] | None = None,
+        fast_math: bool = False,
     ) -> None:
         if dtype not in DTYPES:
             raise ConfigError(f"dtype: unknown {dtype!r} (choose from {', '.join(DTYPES)})")
+        if fast_math and dtype != "float32":
+            raise ConfigError(f"fast_math: float32 only, got dtype {dtype!r}")
         if not 0 < cfl <= 1:
             raise ConfigError(f"cfl: must lie in (0, 1], got {cfl!r}")
         self.model = Model(layers=layers, g=g, r=r, eps_h=1.0 if eps_h is None else eps_h)
         self.allow_mass_error = allow_mass_error
         distributed = comm is not None and comm.size > 1
         cls = backend_class("cpu" if distributed and backend == "auto" else backend)
+        if fast_math and cls.name != "gpu":
+            raise ConfigError(f"fast_math: the GPU backend only, this run is on the {cls.name}")
         order = resolve_order(order, cls.name)  # "auto": the study's best for this backend
         self.scheme, self.dtype, self.order = scheme, dtype, order
         n = mesh.n_cells
@@ -310,6 +318,8 @@ class Simulation:
             levels=levels if levels.count else None, coriolis=f, wind=wind_table,
         )  # fmt: skip
         options = dict(cfl=cfl, dt_mode=dt_mode, dt_fixed=dt, threads=threads)
+        if fast_math:
+            options["fast_math"] = True
         options.update(backend_options or {})
         self.comm = comm if distributed else None
         if self.comm is None:

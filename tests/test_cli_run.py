@@ -109,7 +109,10 @@ BAD = {
     "png without output": (["test1", "--png", "h1"], "--png needs --output"),
     "unknown png field": (["test1", "--png", "h3", "-o", "{o}"], "unknown field 'h3'"),
     "missing checkpoint": (["test1", "--restart", "{d}/none.npz"], "none.npz"),
-}
+    "fast math on the cpu": (["test1", "--dtype", "float32", "--fast-math"],
+                             "fast_math: the GPU backend only"),
+    "fast math in float64": (["test1", "--fast-math"], "fast_math: float32 only"),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", BAD)
@@ -148,7 +151,11 @@ CASE_BAD = {
     "negative depth": ("square.npz", '[initial]\nh1 = "x"\nh2 = 1.0\n', "negative or NaN depth"),
     "malformed TOML": ("square.npz", "[initial\nh1 = 1\n", "malformed TOML"),
     "unknown key": ("square.npz", "[initial]\nh1 = 1\n[outputs]\nevery = 1\n", "'outputs'"),
-}
+    "fast_math not a boolean": ("square.npz", "fast_math = 1\n[initial]\nh1 = 1\nh2 = 1\n",
+                                "'fast_math' must be boolean"),
+    "fast_math on the cpu": ("square.npz", 'dtype = "float32"\nfast_math = true\n[initial]\n'
+                             "h1 = 1\nh2 = 1\n", "fast_math: the GPU backend only"),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", CASE_BAD)

@@ -408,7 +408,10 @@ def test_emulator_keeps_barrier_shuffle_and_atomic_semantics():
         assert res.returncode == 3 and message in res.stderr and res.stderr.count("\n") == 1
 
 
-KERNELS = ("edge_pass", "volume_pass", "gather_step", "slot_step", "limit_theta", "limit_update")
+KERNELS = (
+    "edge_pass", "volume_pass", "gather_step", "slot_step", "limit_theta", "limit_update",
+    "block_step",
+)  # fmt: skip
 
 
 def plan_rows(plan) -> np.ndarray:
@@ -426,10 +429,19 @@ def forcing_blobs(layout) -> list[np.ndarray]:
     return [head, np.array([wind.cd, wind.ratio]), wind.times, wind.u, wind.v, f]
 
 
-def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=None):
-    """(state, control block) after the device pipeline ran on the host."""
+def block_blobs(layout, cells: int, interior_first: bool = False) -> list[np.ndarray]:
+    """The block variant's part of the driver's input: counts, then gpu.block_arrays."""
+    start, task, normal, length = gpu.block_arrays(layout, cells, interior_first)
+    return [np.array([start.size - 1, len(task)], dtype=np.int32), start, task, normal, length]
+
+
+def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=None, cells=None,
+                 block=gpu.DEFAULT_BLOCK, interior_first=False):  # fmt: skip
+    """(state, control block) after the device pipeline ran on the host; ``block``: threads
+    per block, ``cells``: the block variant's cells per thread block (default ``block``),
+    ``interior_first`` its task order."""
     model, dtype = layout.model, np.dtype(layout.dtype)
-    opts = gpu.compile_options(scheme, model.layers, dtype, variant, layout.k)
+    opts = gpu.compile_options(scheme, model.layers, dtype, variant, layout.k, block, cells)
     flags = ["-std=c++17", "-O1", "-ffp-contract=off", "-Wno-psabi"]
     flags += [o for o in opts if o.startswith("-D")]  # every variant: one build
     exe = host_binary("emu", (EMU / "driver.cpp").read_text(), flags)
@@ -485,6 +497,7 @@ def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=No
         layout.edge_normal[e],
         layout.edge_length[e],
         *forcing_blobs(layout),
+        *block_blobs(layout, cells or block, interior_first),
     ]
     stdin = b"".join(np.ascontiguousarray(b).tobytes() for b in blobs)
     res = subprocess.run([str(exe)], input=stdin, capture_output=True)
@@ -604,24 +617,31 @@ def test_step_kernels_on_host_thin_layers(monkeypatch, scheme, layers):
 
 
 THROUGHPUT = Path(__file__).parents[1] / "benchmarks/results/throughput_gpu_h100_test1.json"
+BLOCK_PHASE1 = THROUGHPUT.with_name("throughput_gpu_h100_block_phase1.json")
 
 
 def test_default_variant_by_scheme_and_size():
-    """slot on small meshes; on large ones edge for the costly (Roe-type) schemes, else
-    gather."""
+    """slot on small meshes; on large ones block where the order makes it evaluate few
+    edges twice, else edge for the costly (Roe-type) schemes and gather for the others."""
     assert registry.get("roe").costly and registry.get("ir-roe").costly  # as measured
     assert not registry.get("pvm-ifcp").costly
+    low, high = gpu.BLOCK_TWICE_BELOW - 0.01, gpu.BLOCK_TWICE_BELOW
     for scheme in registry.names():
-        assert gpu.default_variant(scheme, 4000) == "slot"
-        assert gpu.default_variant(scheme, gpu.SLOT_BELOW - 1) == "slot"
+        for twice in (0.0, low, high, 1.0):
+            assert gpu.default_variant(scheme, 4000, twice) == "slot"
+            assert gpu.default_variant(scheme, gpu.SLOT_BELOW - 1, twice) == "slot"
         for n in (gpu.SLOT_BELOW, 64000, 2080560):
             want = "edge" if registry.get(scheme).costly else "gather"
-            assert gpu.default_variant(scheme, n) == want
+            assert gpu.default_variant(scheme, n) == want  # order unknown: as a band order's
+            assert gpu.default_variant(scheme, n, high) == want
+            assert gpu.default_variant(scheme, n, low) == "block"
 
 
 def test_default_variant_is_fastest_measured():
-    """At every (scheme, dtype, size) of the H100 benchmark the default variant's
-    throughput is within 2% of the fastest (ties at 64000 float32 roe / ir-roe)."""
+    """At every (scheme, dtype, size) of the H100 benchmark in RCM order (64000 cells and
+    up: 88 % of the edges twice in blocks of 128, 96 % at 2.08 M, docs/GPU.md, so the order
+    counts as unknown) the default variant's throughput is within 2% of the fastest (ties
+    at 64000 float32 roe / ir-roe)."""
     import json
 
     rows = json.loads(THROUGHPUT.read_text())["results"]
@@ -629,18 +649,50 @@ def test_default_variant_is_fastest_measured():
     for row in rows:
         key = (row["scheme"], row["dtype"], row["cells"])
         best.setdefault(key, {})[row["variant"]] = row["cell_steps_per_s"]
-    assert len(best) == 24 and all(set(v) == set(gpu.VARIANTS) for v in best.values())
+    # every variant measured there but block (added later): the default among them
+    assert len(best) == 24 and all(set(v) == set(gpu.VARIANTS) - {"block"} for v in best.values())
     for (scheme, dtype, cells), speed in best.items():
         got = speed[gpu.default_variant(scheme, cells)]
         assert got >= 0.98 * max(speed.values()), (scheme, dtype, cells, speed)
 
 
+def test_default_variant_in_hilbert_order_is_fastest_measured():
+    """The block variant's H100 measurement (2.08 M cells, Hilbert order, edge, gather and
+    block): given the twice-evaluated fraction recorded there (blocks of BLOCK_CELLS), the
+    default is the fastest variant for every scheme and dtype."""
+    import json
+
+    from fvswe.backends.layout import BLOCK_CELLS
+
+    rows = json.loads(BLOCK_PHASE1.read_text())["results"]
+    speed: dict[tuple, dict[str, float]] = {}
+    twice = {}
+    for row in rows:
+        key = (row["scheme"], row["dtype"], row["cells"])
+        speed.setdefault(key, {})[row["variant"]] = row["cell_steps_per_s"]
+        if row["variant"] == "block":
+            assert row["order"] == "hilbert" and row["cells_per_block"] == BLOCK_CELLS
+            twice[key] = row["twice_evaluated"]
+    assert len(speed) == 6 and all(set(v) == {"edge", "gather", "block"} for v in speed.values())
+    for (scheme, dtype, cells), s in speed.items():
+        got = gpu.default_variant(scheme, cells, twice[scheme, dtype, cells])
+        assert s[got] == max(s.values()), (scheme, dtype, s)
+
+
 def test_explicit_variant_then_environment_then_default(monkeypatch):
+    """The default looks at the order of the edges it is given: a chain of cells in order
+    (1 edge in 128 leaves its block) gets block, a random one the band-order rule."""
+    chain = np.stack((np.arange(10**6 - 1), np.arange(1, 10**6)), axis=1)
+    shuffled = np.random.default_rng(0).permutation(10**6)[chain]
     monkeypatch.delenv("FVSWE_GPU_VARIANT", raising=False)
     assert gpu.resolve_variant(None, "roe", 10**6) == "edge"
-    assert gpu.resolve_variant("slot", "roe", 10**6) == "slot"
+    assert gpu.resolve_variant(None, "roe", 10**6, chain) == "block"
+    assert gpu.resolve_variant(None, "roe", 10**6, shuffled) == "edge"
+    assert gpu.resolve_variant(None, "pvm-ifcp", 10**6, shuffled) == "gather"
+    assert gpu.resolve_variant(None, "roe", 4000, chain[:3999]) == "slot"
+    assert gpu.resolve_variant("slot", "roe", 10**6, chain) == "slot"
     monkeypatch.setenv("FVSWE_GPU_VARIANT", "gather")
-    assert gpu.resolve_variant(None, "roe", 10**6) == "gather"
+    assert gpu.resolve_variant(None, "roe", 10**6, chain) == "gather"
     assert gpu.resolve_variant("slot", "roe", 10**6) == "slot"
     monkeypatch.setenv("FVSWE_GPU_VARIANT", "")  # set but empty: the default
     assert gpu.resolve_variant(None, "pvm-ifcp", 10**6) == "gather"
@@ -954,3 +1006,277 @@ def test_limiter_on_host_records_scaled_level_fluxes():
     for W2, ctrl2 in runs[1:]:
         assert np.array_equal(W2, W)
         assert (ctrl2["level_inflow"], ctrl2["level_inflow2"]) == tuple(inflow)
+
+
+# -- the fused block variant ---------------------------------------------------------------
+
+
+def test_block_edges_by_hand():
+    """Four cells, blocks of two ({0, 1}, {2, 3}): edges 1 (1-2) and 5 (2-0) cross blocks and
+    are listed in both, owning one side in each; the boundary edges 3 and 4 once, side i."""
+    from fvswe.backends.layout import block_edges, twice_evaluated
+
+    ec = np.array([[0, 1], [1, 2], [2, 3], [0, -1], [3, -1], [2, 0]], dtype=np.int32)
+    start, edge, own_i, own_j = block_edges(ec, 4, cells=2)
+    assert start.tolist() == [0, 4, 8]
+    assert edge.tolist() == [0, 1, 3, 5, 1, 2, 4, 5]
+    assert own_i.tolist() == [1, 1, 1, 0, 0, 1, 1, 1]
+    assert own_j.tolist() == [1, 0, 0, 1, 1, 1, 0, 0]
+    assert twice_evaluated(ec, cells=2) == 2 / 6
+    assert twice_evaluated(ec, cells=4) == 0.0
+
+
+@pytest.mark.parametrize("cells", [32, 128])
+def test_block_arrays_write_every_slot_once(cells):
+    """On a mesh in random order (many cut edges): each block's tasks write each of its
+    cells' slots exactly once, with the edge's global slot; the tasks are the edges plus
+    the twice-evaluated ones, each edge's side i owned once (its flags counted once)."""
+    from fvswe.backends.layout import twice_evaluated
+
+    sim = get_case_simulation("test1", order="random")
+    lay = sim.layout
+    start, task, normal, length = gpu.block_arrays(lay, cells)
+    idx = gpu.edge_arrays(lay)
+    assert len(task) == lay.n_edges + round(twice_evaluated(lay.edge_cells, cells) * lay.n_edges)
+    assert 0.3 < twice_evaluated(lay.edge_cells, cells) < 1.0  # random order: many cut
+    assert (task[:, 2] >= 0).sum() == lay.n_edges
+    for b in range(start.size - 1):
+        t = task[start[b] : start[b + 1]]
+        n = min(cells, lay.n_cells - b * cells)
+        written = np.concatenate((t[t[:, 2] >= 0, 2], t[t[:, 3] >= 0, 3]))
+        assert np.array_equal(np.sort(written), np.arange(n * lay.k))
+        base = b * cells * lay.k
+        for side in (0, 1):  # the global slot of that side of the same edge
+            mine = t[:, 2 + side] >= 0
+            rows = [np.flatnonzero((idx[:, :2] == r[:2]).all(1))[0] for r in t[mine]]
+            assert np.array_equal(idx[rows, 2 + side], t[mine, 2 + side] + base)
+            assert np.array_equal(lay.edge_normal[rows], normal[start[b] : start[b + 1]][mine])
+            assert np.array_equal(lay.edge_length[rows], length[start[b] : start[b + 1]][mine])
+
+
+def get_case_simulation(case: str, **options) -> Simulation:
+    """``case`` on the 10x10x2 square (200 cells), CPU backend."""
+    from fvswe.cases import get_case
+    from fvswe.mesh.generate import structured_square
+
+    return get_case(case).simulation(structured_square(10), **options)
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize(
+    ("scheme", "dtype", "dt_mode", "cells", "threads"),
+    [
+        ("pvm-ifcp", "float32", "lagged", 32, 128),
+        ("pvm-ifcp", "float64", "fixed", 256, 128),
+        ("roe", "float64", "nonlagged", 32, 128),
+        ("ir-roe", "float32", "lagged", 256, 128),
+        ("pvm-ifcp", "float64", "lagged", 128, 224),
+    ],  # fmt: skip
+)
+def test_block_variant_on_host_bitwise_two_layers(scheme, dtype, dt_mode, cells, threads):
+    """Blocks of 32 cells (7 blocks, most edges of the random order cut), of 256 (one
+    block, two cells a thread) and of 128 cells on 224 threads (7 warps, as the tuning
+    sweep runs them): the block variant's state and counters are bitwise those of the
+    gather variant (on 128 threads; float32 too: the host build contracts nothing)."""
+    dt = 5e-3 if dt_mode == "fixed" else None
+    sim = get_case_simulation("test1", scheme=scheme, dtype=dtype, dt_mode=dt_mode, dt=dt,
+                              order="random")  # fmt: skip
+    steps = 3 if scheme == "ir-roe" else 40
+    W0, c0 = emulated_run(sim.layout, scheme, "gather", dt_mode, 10.0, steps, dt)
+    W, c = emulated_run(sim.layout, scheme, "block", dt_mode, 10.0, steps, dt, cells, threads)
+    assert c0["steps"] == steps and np.array_equal(W, W0)
+    for field in ("t", "dt", "steps", "clipped", "nonhyp", "degenerate", "thin", "thin_cells"):
+        assert c[field] == c0[field], field
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("quads", [False, True])
+def test_block_variant_on_host_bitwise_hll_wd_level_and_walls(dtype, quads):
+    """hll-wd with wetting and drying, walls and an imposed level: on triangles the tide
+    over a beach (strip), on quads cgrid-tide; blocks of 32 cells. The state, the counters
+    and the level inflow are bitwise those of the gather variant."""
+    from fvswe.boundary import Level
+    from fvswe.cases import get_case
+    from fvswe.mesh.generate import strip
+
+    if quads:
+        sim = get_case("cgrid-tide").with_grid(16, 16).simulation(dtype=dtype)
+        dt_mode, dt = sim.backend.dt_mode, sim.backend.dt_fixed
+    else:
+
+        def H(x, y):
+            return 2.0 - x / 100.0
+
+        level = Level(lambda t: 0.5 * np.sin(t / 10), every=1.0, until=200.0)
+        sim = Simulation(strip(60, 2, x0=0.0, x1=300.0), layers=1, scheme="hll-wd", H=H,
+                         dtype=dtype, initial={"h": lambda x, y: np.maximum(H(x, y), 0.0)},
+                         boundary={"west": level, "east": "wall", "wall": "wall"})  # fmt: skip
+        dt_mode, dt = "lagged", None
+    assert sim.layout.k == (4 if quads else 3)
+    W0, c0 = emulated_run(sim.layout, "hll-wd", "gather", dt_mode, 1e6, 40, dt)
+    W, c = emulated_run(sim.layout, "hll-wd", "block", dt_mode, 1e6, 40, dt, cells=32)
+    assert c0["steps"] == 40 and np.array_equal(W, W0) and (W0[:, 0] == 0).any()
+    assert c0["level_inflow"] != 0
+    for field in ("t", "steps", "clipped", "thin", "thin_cells", "level_inflow"):
+        assert c[field] == c0[field], field
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_block_interior_first_order_keeps_results_bitwise():
+    """The interior-first task order (per block, the edges between two of its cells first)
+    permutes tasks within their block only, and the run stays bitwise gather: each slot
+    keeps its one writer."""
+    from fvswe.backends.layout import block_edges
+
+    sim = get_case_simulation("test1", scheme="pvm-ifcp", dtype="float32", order="random")
+    lay = sim.layout
+    start, *lists = block_edges(lay.edge_cells, lay.n_cells, 32, interior_first=True)
+    start0, *lists0 = block_edges(lay.edge_cells, lay.n_cells, 32)
+    assert np.array_equal(start, start0)
+    for b in range(start.size - 1):
+        s = slice(start[b], start[b + 1])
+        both = lists0[1][s] & lists0[2][s]  # owns both sides: an edge inside the block
+        assert both.any() and not both.all()
+        for got, want in zip(lists, lists0, strict=True):  # inside first, each group in order
+            assert np.array_equal(got[s], np.concatenate((want[s][both], want[s][~both])))
+    W0, c0 = emulated_run(lay, "pvm-ifcp", "gather", "lagged", 10.0, 40)
+    W, c = emulated_run(lay, "pvm-ifcp", "block", "lagged", 10.0, 40, cells=32,
+                        interior_first=True)  # fmt: skip
+    assert c0["steps"] == 40 and np.array_equal(W, W0) and c["t"] == c0["t"]
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize(("costly", "double"), sorted(gpu.BLOCK_SHAPES))
+def test_block_variant_on_host_bitwise_in_default_shapes(costly, double):
+    """Each default shape of the block variant (cells, threads, task order of
+    gpu.block_shape) on 1152 cells in random order (4.5 blocks of 256): the state and the
+    counters are bitwise the gather variant's."""
+    from fvswe.cases import get_case
+    from fvswe.mesh.generate import structured_square
+
+    scheme, dtype = ("roe" if costly else "pvm-ifcp"), ("float64" if double else "float32")
+    shape = gpu.block_shape(scheme, 2, dtype)
+    assert shape == gpu.BLOCK_SHAPES[costly, double]
+    sim = get_case("test1").simulation(structured_square(24), scheme=scheme, dtype=dtype,
+                                       order="random")  # fmt: skip
+    W0, c0 = emulated_run(sim.layout, scheme, "gather", "lagged", 10.0, 12)
+    W, c = emulated_run(sim.layout, scheme, "block", "lagged", 10.0, 12, None, shape.cells,
+                        shape.threads, shape.interior_first)  # fmt: skip
+    assert c0["steps"] == 12 and np.array_equal(W, W0)
+    for field in ("t", "dt", "steps", "clipped", "nonhyp", "degenerate", "thin", "thin_cells"):
+        assert c[field] == c0[field], field
+
+
+BLOCK_SWEEP = THROUGHPUT.with_name("block_sweep_h100.json")
+
+
+def sweep_rows() -> list[dict]:
+    import json
+
+    return json.loads(BLOCK_SWEEP.read_text())["rows"]
+
+
+def test_block_shapes_are_the_sweeps_fastest():
+    """gpu.BLOCK_SHAPES holds, per (scheme kind, dtype), the fastest IEEE block row of the
+    H100 sweep in Hilbert order: its cells, threads, register cap and task order."""
+    fastest: dict[tuple, dict] = {}
+    for row in sweep_rows():
+        if row["variant"] != "block" or row["order"] != "hilbert" or row["extra_options"]:
+            continue
+        key = (registry.get(row["scheme"]).costly, row["dtype"] == "float64")
+        if key not in fastest or row["cell_steps_per_s"] > fastest[key]["cell_steps_per_s"]:
+            fastest[key] = row
+    assert set(fastest) == set(gpu.BLOCK_SHAPES)
+    for key, row in fastest.items():
+        want = gpu.BlockShape(row["cells_per_block"], row["threads"], row["resident"],
+                              row["task_order"] == "interior")  # fmt: skip
+        assert gpu.BLOCK_SHAPES[key] == want, (key, row["cell_steps_per_s"])
+
+
+def test_block_shape_register_cap_and_shared_memory():
+    """A block module's __launch_bounds__ minimum is its shape's resident threads over its
+    threads (two layers; the one-layer modules have no cap); a shape whose slots exceed
+    48 KiB (two-layer float64 quads in blocks of 256) is halved to fit."""
+
+    def min_blocks(*args) -> int:
+        opts = gpu.compile_options(*args)
+        return int(next(o for o in opts if o.startswith("-DFVSWE_MIN_BLOCKS=")).split("=")[1])
+
+    assert min_blocks("roe", 2, np.float32, "block", 3, 256, 256) == 1024 // 256
+    assert min_blocks("pvm-ifcp", 2, np.float64, "block", 3, 128, 128) == 640 // 128
+    assert min_blocks("pvm-ifcp", 2, np.float32, "block", 3, 224, 256) == 768 // 224
+    assert min_blocks("pvm-ifcp", 2, np.float64, "gather", 3, 128) == 512 // 128  # unchanged
+    assert min_blocks("roe", 1, np.float32, "block", 3, 256, 256) == 1
+    assert gpu.block_shared(256, 3, 2, np.float64) == 256 * 3 * 7 * 8 <= gpu.BLOCK_SHARED_MAX
+    quads = gpu.block_shape("roe", 2, np.float64, k=4)
+    assert (quads.cells, quads.threads, quads.resident) == (128, 128, 512)
+    assert gpu.block_shared(quads.cells, 4, 2, np.float64) <= gpu.BLOCK_SHARED_MAX
+    assert gpu.block_shape("roe", 1, np.float64, k=4) == gpu.BLOCK_SHAPES[True, True]
+
+
+def test_default_variant_in_tuned_shapes_is_fastest_measured():
+    """The sweep's rows at the default shapes: in Hilbert order (9 to 13 % of the edges
+    twice) the default is block, faster than phase 1's edge and gather there; in RCM order
+    (95 % twice) the default is the RCM rule's variant, the fastest of edge, gather and block
+    measured there."""
+    import json
+
+    rows = sweep_rows()
+    hilbert = {(r["scheme"], r["dtype"], r["variant"]): r["cell_steps_per_s"]
+               for r in json.loads(BLOCK_PHASE1.read_text())["results"]}  # fmt: skip
+    for scheme in ("pvm-ifcp", "roe"):
+        for dtype in ("float32", "float64"):
+            shape = gpu.block_shape(scheme, 2, dtype)
+
+            def at(order, variant, s=scheme, d=dtype, shape=shape):
+                return [r for r in rows if (r["scheme"], r["dtype"], r["order"], r["variant"])
+                        == (s, d, order, variant) and not r["extra_options"]
+                        and (variant != "block" or (r["cells_per_block"], r["threads"]) ==
+                             (shape.cells, shape.threads))]  # fmt: skip
+
+            tuned = max(at("hilbert", "block"), key=lambda r: r["cell_steps_per_s"])
+            assert gpu.default_variant(scheme, 2080560, tuned["twice_evaluated"]) == "block"
+            rest = max(hilbert[scheme, dtype, v] for v in ("edge", "gather"))
+            assert tuned["cell_steps_per_s"] > 1.05 * rest, (scheme, dtype)
+            rcm = {v: at("rcm", v)[0] for v in ("edge", "gather", "block")}
+            got = gpu.default_variant(scheme, 2080560, rcm["block"]["twice_evaluated"])
+            speed = {v: r["cell_steps_per_s"] for v, r in rcm.items()}
+            assert speed[got] == max(speed.values()), (scheme, dtype, speed)
+
+
+def test_fast_math_options_and_refusals():
+    """fast_math appends the approximate division/sqrt and flush-to-zero options to float32
+    modules only; float64, and the CPU backend, refuse it in one line (a Simulation checks
+    before any backend is built)."""
+    from fvswe.errors import ConfigError
+    from fvswe.mesh.generate import structured_square
+
+    ieee = gpu.compile_options("roe", 2, np.float32, "block", 3, 256, 256)
+    fast = gpu.compile_options("roe", 2, np.float32, "block", 3, 256, 256, fast_math=True)
+    assert fast == ieee + gpu.FAST_MATH
+    assert gpu.FAST_MATH == ("--prec-div=false", "--prec-sqrt=false", "--ftz=true")
+    for call in (
+        lambda: gpu.compile_options("roe", 2, np.float64, "edge", fast_math=True),
+        lambda: Simulation(structured_square(2), dtype="float64", backend="gpu", fast_math=True),
+        lambda: Simulation(structured_square(2), dtype="float32", backend="cpu", fast_math=True),
+    ):
+        with pytest.raises(ConfigError) as err:
+            call()
+        assert str(err.value).startswith("fast_math: ") and "\n" not in str(err.value)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: cannot compile the CUDA sources")
+def test_fast_math_module_has_approximate_division_and_sqrt():
+    """The float32 IEEE module divides and takes square roots correctly rounded (div.rn,
+    sqrt.rn in its PTX); the fast-math module has none of those, only approximate ones
+    flushing denormals."""
+    ptx = {}
+    for fast in (False, True):
+        opts = gpu.compile_options("roe", 2, np.float32, "block", 3, 256, 256, fast_math=fast)
+        out = cached_build("block", gpu.source("block"), [NVCC, "--ptx", "-arch=sm_90", *opts],
+                           ".cu")  # fmt: skip
+        ptx[fast] = out.read_text()
+    assert "div.rn.f32" in ptx[False] and "sqrt.rn.f32" in ptx[False]
+    assert "div.rn.f32" not in ptx[True] and "sqrt.rn.f32" not in ptx[True]
+    assert "sqrt.approx.ftz.f32" in ptx[True]

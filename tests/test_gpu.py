@@ -418,3 +418,75 @@ def test_limiter_records_scaled_level_fluxes(variant):
     mass = np.array(B.layer_mass(B.layout.area))
     assert (np.abs(mass - mass0 - inflow) / mass0).max() <= 1e-13
     assert B.first_invalid() is None
+
+
+def block_and_gather(layout, scheme, dtype, cells, **options) -> tuple[np.ndarray, ...]:
+    """States after 40 steps of the gather and the block variant (``cells`` a thread block)."""
+    runs = []
+    for variant, extra in (("gather", {}), ("block", {"cells": cells})):
+        B = gpu.GpuBackend(layout, scheme, variant=variant, **options, **extra)
+        B.advance(1e6, 40)
+        assert B.steps == 40
+        runs.append((B.get_state(), B.counters()))
+    (W0, c0), (W, c) = runs
+    if np.dtype(dtype) == np.float64:  # no FMA: the same rounded expressions, bitwise
+        assert np.array_equal(W, W0), f"differ by {np.abs(W - W0).max():.3g}"
+        assert c == c0
+    else:  # float32 modules may contract the flux into FMAs differently per kernel
+        # per component against its own scale; a discharge against its layer's largest
+        # discharge (cgrid-tide's qy is 0 everywhere: 0/0 must not pass for a match)
+        scale = np.abs(W0).max(axis=0).reshape(-1, 3)
+        scale[:, 1:] = scale[:, 1:].max(axis=1, keepdims=True)
+        assert (np.abs(W - W0).max(axis=0) <= 1e-5 * scale.ravel()).all()
+    return W0, W
+
+
+@pytest.mark.parametrize(
+    ("scheme", "dt_mode", "dtype", "cells"),
+    [(s, m, "float64", 32) for s in TWO_LAYER_SCHEMES for m in ("lagged", "nonlagged", "fixed")]
+    + [(s, "lagged", "float32", 256) for s in TWO_LAYER_SCHEMES],
+)
+def test_block_variant_matches_gather_two_layers(scheme, dt_mode, dtype, cells):
+    """test1 in random order (most edges cross blocks of 32; 256 cells a block of 128
+    threads: two cells a thread), every dt mode."""
+    dt = 2e-3 if dt_mode == "fixed" else None
+    sim = get_case("test1").simulation(structured_square(16), scheme=scheme, dtype=dtype,
+                                       dt_mode=dt_mode, dt=dt, order="random")  # fmt: skip
+    block_and_gather(sim.layout, scheme, dtype, cells, dt_mode=dt_mode, dt_fixed=dt)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("case_name", ["cgrid-tide", "cgrid-island"])
+def test_block_variant_matches_gather_on_quads(case_name, dtype):
+    """hll-wd on quads: a level boundary and walls (cgrid-tide), wetting and drying; on
+    64 x 64 cells the island's top stays dry for the 40 steps (on 32 x 32 it floods), and
+    the block variant leaves the same cells dry."""
+    case = get_case(case_name).with_grid(64, 64)
+    sim = case.simulation(dtype=dtype)
+    B = sim.backend
+    W0, W = block_and_gather(sim.layout, case.scheme, dtype, 32, dt_mode=B.dt_mode,
+                             dt_fixed=B.dt_fixed)  # fmt: skip
+    assert sim.layout.k == 4 and (W0[:, 0] == 0).any()
+    assert np.array_equal(W[:, 0] == 0, W0[:, 0] == 0)
+
+
+@pytest.mark.parametrize("variant", ["block", "gather"])
+@pytest.mark.parametrize("scheme", ["pvm-ifcp", "roe"])
+def test_fast_math_stays_within_float32_tolerance(scheme, variant, sym_mesh, monkeypatch):
+    """A float32 run with fast_math (approximate division and square root, denormals flushed)
+    differs from the IEEE float32 run, by no more than float32 round-off grown over 40
+    steps: 1e-4 of each component's scale (a discharge: its layer's largest)."""
+    monkeypatch.setenv("FVSWE_GPU_VARIANT", variant)
+    runs = []
+    for fast_math in (False, True):
+        sim = get_case("test1").simulation(sym_mesh, scheme=scheme, dtype="float32",
+                                           backend="gpu", fast_math=fast_math)  # fmt: skip
+        assert sim.backend.variant == variant and sim.backend.fast_math == fast_math
+        sim.backend.advance(1e6, 40)
+        assert sim.backend.steps == 40
+        runs.append(sim.backend.get_state().astype(np.float64))
+    ieee, fast = runs
+    scale = np.abs(ieee).max(axis=0).reshape(-1, 3)
+    scale[:, 1:] = scale[:, 1:].max(axis=1, keepdims=True)
+    assert not np.array_equal(fast, ieee)  # the options reached the compiler
+    assert (np.abs(fast - ieee).max(axis=0) <= 1e-4 * scale.ravel()).all()

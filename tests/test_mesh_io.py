@@ -239,7 +239,11 @@ def test_cli_info_json(capsys):
     assert info["cells"] == 4000 and info["tags"] == {"wall": info["boundary_edges"]}
     assert info["edges"] == (3 * 4000 + info["boundary_edges"]) // 2
     assert main(["mesh", "info", "square-4k", "--json", "--method", "rcm"]) == 0
-    assert json.loads(capsys.readouterr().out)["bandwidth"] < info["bandwidth"] / 10
+    rcm = json.loads(capsys.readouterr().out)
+    assert rcm["bandwidth"] < info["bandwidth"] / 10
+    # the GPU block variant's cut edges: fewer in RCM order, at least the blocks' seams
+    assert 0 < rcm["twice_evaluated"] < info["twice_evaluated"] <= 1
+    assert rcm["twice_evaluated"] * rcm["edges"] >= 4000 // rcm["block_cells"]
 
 
 def test_cli_bad_file_exits_2_with_one_line(tmp_path, small, capsys):

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fvswe.backends.layout import twice_evaluated
 from fvswe.cases import get_case
 from fvswe.cli import main as cli_main
 from fvswe.cli.bench import benchmarks_dir, load
@@ -118,14 +119,18 @@ def test_quick_tables_hold_every_paper_cell(quick):
                     measured = by_key(doc, test, scheme, int(cells), order, "float32")
                     assert ours == ("—" if measured is None else ri._seconds(measured))
     rows = _rows(text, "## Table 3")
+    twice = _rows(text, "## Edges the GPU block variant evaluates twice")
     for cells, paper in PAPER["bandwidth"].items():
-        for order, cell in zip(ri.ORDERS, rows[cells], strict=True):
+        for o, (order, cell) in enumerate(zip(ri.ORDERS, rows[cells], strict=True)):
             ours = cell.split(" / ")
             if order in paper:
                 assert ours[1] == str(paper[order])
             if int(cells) in QUICK_SIZES:
                 mesh = family(int(cells)).reordered(order)[0]
                 assert ours[0] == str(bandwidth(mesh))
+                assert twice[cells][o] == f"{100 * twice_evaluated(mesh.edge_cells):.1f}"
+            else:
+                assert twice[cells][o] == "—"
     assert "no speed ratios" in text
 
 

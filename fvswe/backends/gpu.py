@@ -7,7 +7,7 @@ kernel advances ``t`` and sets the next ``dt``. :meth:`GpuBackend.advance`
 replays CUDA graphs of a batch of steps and reads the control block once per
 batch, so no host synchronisation happens per step.
 
-Three variants, same results bit for bit (float64):
+Four variants, same results bit for bit (float64):
 
 - ``edge``: the paper's design; an edge pass writes per-cell slots, a volume
   pass sums them, updates and reduces dt (2 launches a step, 3 non-lagged),
@@ -16,7 +16,11 @@ Three variants, same results bit for bit (float64):
   orientation and updates the cell (1 launch a step, 2 non-lagged), alternating
   two state buffers; each interior edge is evaluated twice, no slot traffic;
 - ``slot``: as ``gather``, with one thread per slot and the cell's sum in shared
-  memory (k times the threads in flight: for small, latency-bound meshes).
+  memory (k times the threads in flight: for small, latency-bound meshes);
+- ``block``: fused; a thread block owns a range of cells, evaluates each edge
+  between two of them once into per-cell slots in shared memory and only the
+  edges to other blocks twice (:func:`fvswe.backends.layout.block_edges`), then
+  sums and updates its cells (1 launch a step, 2 non-lagged), two state buffers.
 
 Two-layer steps end with the positivity limiter's two kernels (docs/SCHEMES.md §13.4),
 the same for every variant, which return at once unless the step's normal pass listed
@@ -25,7 +29,8 @@ candidate cells.
 The CUDA sources are ``fvswe/backends/cuda/*.cu`` and the device physics emitted
 from the Numba modules by :mod:`fvswe.codegen` (docs/CODEGEN.md); a module is
 compiled once per (scheme, layers, dtype, variant, k, block) with ``-D`` options
-and cached. CuPy is imported lazily: ``import fvswe`` and the CPU backend never
+and cached; ``fast_math`` compiles float32 modules with approximate division and square
+root (:data:`FAST_MATH`). CuPy is imported lazily: ``import fvswe`` and the CPU backend never
 need it.
 """
 
@@ -34,6 +39,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -44,16 +50,19 @@ from ..errors import BackendUnavailable, ConfigError
 from ..schemes import registry
 from . import cuda_header
 from .cuda_header import CTRL_DTYPE, NO_CELL, OP_COUNT, OP_DT, OP_UPDATE
-from .layout import Layout
+from .layout import BLOCK_CELLS, Layout, block_edges, twice_evaluated
 
 CUDA_DIR = Path(__file__).with_name("cuda")
-VARIANTS = ("edge", "gather", "slot")
+VARIANTS = ("edge", "gather", "slot", "block")
 DT_MODES = ("lagged", "nonlagged", "fixed")
 #: Meshes below this many cells run the ``slot`` variant by default (:func:`default_variant`).
 SLOT_BELOW = 16_000
 #: Schemes whose per-edge flux costs enough that ``edge`` (each edge evaluated once) beats
 #: ``gather`` (each interior edge evaluated twice, no slot traffic) on large meshes.
 EDGE_SCHEMES = frozenset(s.name for s in registry.SCHEMES if s.costly)
+#: Larger meshes run ``block`` by default where their order makes it evaluate fewer than
+#: this fraction of the edges twice (:func:`default_variant`).
+BLOCK_TWICE_BELOW = 0.15
 #: Threads per block of every kernel.
 DEFAULT_BLOCK = 128
 #: Most steps one CUDA graph replays.
@@ -111,25 +120,110 @@ def device_name() -> str:
 #: 2.1 -> 2.6; the one-layer modules fit without a cap.
 RESIDENT_THREADS = {(2, True): 512, (2, False): 768}
 
+#: NVRTC options of ``fast_math`` (float32 only): division and square root approximate (at most
+#: 2 ulp off the rounded result instead of correctly rounded) and denormals flushed to zero,
+#: in the flux and everywhere else in the module (docs/GPU.md, "Fast math").
+FAST_MATH = ("--prec-div=false", "--prec-sqrt=false", "--ftz=true")
+#: Shared memory a thread block of the ``block`` variant may use for its slots (bytes).
+BLOCK_SHARED_MAX = 48 * 1024
+
+
+@dataclass(frozen=True)
+class BlockShape:
+    """A launch shape of the ``block`` variant: the cells a thread block owns, its threads,
+    the threads per SM a two-layer module is compiled to keep resident (its register cap, as
+    :data:`RESIDENT_THREADS`, which the one-layer modules go without) and the task order
+    (:func:`fvswe.backends.layout.block_edges`'s ``interior_first``)."""
+
+    cells: int
+    threads: int
+    resident: int
+    interior_first: bool
+
+
+#: (costly scheme, float64) -> the ``block`` variant's default shape: the fastest of
+#: benchmarks/results/block_sweep_h100.json (H100, test1, 2.08 M cells in Hilbert order,
+#: lagged; shapes of 64 to 256 cells on 64 to 256 threads at the :data:`RESIDENT_THREADS`
+#: caps, then at the fastest shape the caps 0 / 1024 (float32) or 0 / 640 (float64) and the
+#: interior-first order, one knob at a time; G cell-steps/s):
+#:
+#: ============  ===========  ====  ========  ==============  ====  =======
+#: kind, dtype   cells/thr.   cap   order     G cell-steps/s  regs  stage 1
+#: ============  ===========  ====  ========  ==============  ====  =======
+#: cheap, f32    256 / 224    768   interior  12.23           72    12.03
+#: costly, f32   256 / 256    1024  edge      5.63            64*   5.12
+#: cheap, f64    128 / 128    640   edge      6.87            96*   5.98
+#: costly, f64   256 / 256    512   interior  2.50            128*  2.49
+#: ============  ===========  ====  ========  ==============  ====  =======
+#:
+#: (* with 96, 48 and 120 bytes of local memory; stage 1: the same shape at the
+#: :data:`RESIDENT_THREADS` cap in edge order). Cheap is pvm-ifcp, costly roe (ir-roe,
+#: not swept, ran as roe within 1 % in phase 1: throughput_gpu_h100_block_phase1.json); the
+#: one-layer schemes were not measured and take their kind's cells, threads and order. The
+#: sweep varied one knob from the best shape, so a row's cap and order were measured together
+#: only as listed; the interior-first order was faster in all four kinds (by 0.5 to 1.7 %).
+BLOCK_SHAPES = {
+    (False, False): BlockShape(cells=256, threads=224, resident=768, interior_first=True),
+    (True, False): BlockShape(cells=256, threads=256, resident=1024, interior_first=False),
+    (False, True): BlockShape(cells=128, threads=128, resident=640, interior_first=False),
+    (True, True): BlockShape(cells=256, threads=256, resident=512, interior_first=True),
+}
+
+
+def block_shared(cells: int, k: int, layers: int, dtype) -> int:
+    """Bytes of shared memory the ``block`` variant's slots take: ``cells * k`` slots of the
+    fluxes and the speed, and with two layers the edge length (the limiter's bound)."""
+    return cells * k * (3 * layers + 1 + (layers == 2)) * np.dtype(dtype).itemsize
+
+
+def block_shape(scheme: str, layers: int, dtype, k: int = 3) -> BlockShape:
+    """The ``block`` variant's default shape for this module (:data:`BLOCK_SHAPES`), its cells
+    and threads halved until the slots fit :data:`BLOCK_SHARED_MAX` (two-layer float64 quads:
+    256 -> 128 cells on 128 threads; not measured)."""
+    shape = BLOCK_SHAPES[registry.get(scheme).costly, np.dtype(dtype) == np.float64]
+    while block_shared(shape.cells, k, layers, dtype) > BLOCK_SHARED_MAX and shape.cells > 32:
+        half = shape.cells // 2
+        shape = replace(shape, cells=half, threads=min(shape.threads, half))
+    return shape
+
 
 def compile_options(
-    scheme: str, layers: int, dtype, variant: str, k: int = 3, block: int = DEFAULT_BLOCK
+    scheme: str,
+    layers: int,
+    dtype,
+    variant: str,
+    k: int = 3,
+    block: int = DEFAULT_BLOCK,
+    cells: int | None = None,
+    fast_math: bool = False,
 ) -> tuple[str, ...]:
-    """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy."""
+    """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy.
+    ``cells``: the cells a thread block owns in the ``block`` variant (default ``block``),
+    whose register cap is its :func:`block_shape`'s; ``fast_math``: :data:`FAST_MATH`
+    (float32 only: a ConfigError for float64)."""
     sid = registry.kernel_id(scheme, layers)
     if variant not in VARIANTS:
         raise ConfigError(f"variant: unknown {variant!r} (choose from {', '.join(VARIANTS)})")
     double = np.dtype(dtype) == np.float64
-    min_blocks = max(1, RESIDENT_THREADS.get((layers, double), 0) // block)
+    if fast_math and double:
+        raise ConfigError("fast_math: float32 only (float64 keeps IEEE division and square root)")
+    resident = RESIDENT_THREADS.get((layers, double), 0)
+    if variant == "block" and resident:
+        resident = block_shape(scheme, layers, dtype, k).resident
+    min_blocks = max(1, resident // block)
     return (
-        "--std=c++17",
-        f"-DFVSWE_SCHEME={sid}",
-        f"-DFVSWE_LAYERS={layers}",
-        f"-DFVSWE_DOUBLE={int(double)}",
-        f"-DFVSWE_K={k}",
-        f"-DFVSWE_BLOCK={block}",
-        f"-DFVSWE_MIN_BLOCKS={min_blocks}",
-        "--fmad=false" if double else "--fmad=true",
+        (
+            "--std=c++17",
+            f"-DFVSWE_SCHEME={sid}",
+            f"-DFVSWE_LAYERS={layers}",
+            f"-DFVSWE_DOUBLE={int(double)}",
+            f"-DFVSWE_K={k}",
+            f"-DFVSWE_BLOCK={block}",
+            f"-DFVSWE_MIN_BLOCKS={min_blocks}",
+            "--fmad=false" if double else "--fmad=true",
+        )
+        + ((f"-DFVSWE_CELLS={cells or block}",) if variant == "block" else ())
+        + (FAST_MATH if fast_math else ())
     )
 
 
@@ -290,8 +384,27 @@ def slot_codes(lay: Layout) -> np.ndarray:
     return np.where(e < 0, -KINDS["wall"], code).astype(np.int32)
 
 
-def default_variant(scheme: str, n_cells: int) -> str:
+def block_arrays(lay: Layout, cells: int, interior_first: bool = False) -> tuple[np.ndarray, ...]:
+    """The ``block`` variant's edge tasks (:func:`fvswe.backends.layout.block_edges`, in its
+    ``interior_first`` order): ``(start, task, normal, length)``; ``task`` (T, 4) int32
+    ``(i, j, slot_i, slot_j)`` as :func:`edge_arrays` with the slots local to the task's
+    block (``cells * k`` of them) and -1 on a side the block does not own; ``start``
+    (n_blocks + 1) int32."""
+    start, edge, own_i, own_j = block_edges(lay.edge_cells, lay.n_cells, cells, interior_first)
+    task = edge_arrays(lay)[edge]
+    base = np.repeat(np.arange(start.size - 1) * (cells * lay.k), np.diff(start))
+    task[:, 2] = np.where(own_i, task[:, 2] - base, -1)
+    task[:, 3] = np.where(own_j, task[:, 3] - base, -1)
+    normal = np.ascontiguousarray(lay.edge_normal[edge])
+    return start.astype(np.int32), task, normal, np.ascontiguousarray(lay.edge_length[edge])
+
+
+def default_variant(scheme: str, n_cells: int, twice: float = 1.0) -> str:
     """The variant a run gets when none is asked for: the fastest measured on the H100.
+
+    ``twice``: the fraction of the edges the ``block`` variant evaluates twice in the run's
+    cell order (:func:`fvswe.backends.layout.twice_evaluated`); the default 1.0 stands for
+    an order not known to keep blocks compact.
 
     benchmarks/results/throughput_gpu_h100_test1.json (test1, lagged, RCM order; 4000,
     64000, 1.02M and 2.08M cells; float32 and float64): at 4000 cells ``slot`` is fastest
@@ -302,16 +415,49 @@ def default_variant(scheme: str, n_cells: int) -> str:
     the large-mesh rule lies between the measured 4000 and 64000; :data:`SLOT_BELOW`
     takes their geometric middle. The rule depends on neither dtype nor layers;
     single-layer schemes (hll, hll-wd: cheap fluxes like pvm-ifcp) were not measured.
+
+    benchmarks/results/throughput_gpu_h100_block_phase1.json (test1, 2.08M cells, Hilbert
+    order, 128 cells a block: 12.8 % of the edges twice): ``block`` is the fastest for
+    every scheme and dtype (float32 / float64 G cell-steps/s: pvm-ifcp 11.45 / 6.02
+    against gather 9.86 / 5.57; roe 4.91 / 2.41 and ir-roe 4.93 / 2.39 against edge
+    4.75 / 2.25 and 4.78 / 2.23). benchmarks/results/block_sweep_h100.json then tuned its
+    shapes (:data:`BLOCK_SHAPES`: 9.1 % twice in blocks of 256 cells, 12.8 % of 128):
+    pvm-ifcp 12.23 / 6.87, roe 5.63 / 2.50; and in RCM order (95 % twice) ``block`` lost to
+    the RCM rule's variant for all four (pvm-ifcp 8.51 / 5.46 against gather 9.76 / 5.50,
+    roe 3.61 / 1.57 against edge 4.64 / 2.15). Its flux work grows as 1 + ``twice``;
+    counting all of its Hilbert time as flux work (the smallest break-even), the tuned
+    shapes would tie the Hilbert edge / gather times above at ``twice`` = 0.21 (roe
+    float64), 0.29 (roe float32), 0.35 (pvm-ifcp float32) and 0.39 (pvm-ifcp float64), so
+    :data:`BLOCK_TWICE_BELOW` = 0.15 gives ``block`` only to orders those numbers favour
+    (Hilbert, Morton); band orders (RCM, GPS: 88 to 96 % twice, docs/GPU.md) keep the RCM
+    rule above. ``twice`` is computed for the run's block shape (:func:`resolve_variant`).
+    Block was measured at 2.08M cells only: from :data:`SLOT_BELOW` up its rule is the
+    large-mesh one.
     """
     if n_cells < SLOT_BELOW:
         return "slot"
+    if twice < BLOCK_TWICE_BELOW:
+        return "block"
     return "edge" if scheme in EDGE_SCHEMES else "gather"
 
 
-def resolve_variant(variant: str | None, scheme: str, n_cells: int) -> str:
+def resolve_variant(
+    variant: str | None,
+    scheme: str,
+    n_cells: int,
+    edge_cells: np.ndarray | None = None,
+    cells: int = BLOCK_CELLS,
+) -> str:
     """The variant a backend runs: ``variant`` when given, else the environment variable
-    ``FVSWE_GPU_VARIANT`` when set, else :func:`default_variant`."""
-    return variant or os.environ.get("FVSWE_GPU_VARIANT") or default_variant(scheme, n_cells)
+    ``FVSWE_GPU_VARIANT`` when set, else :func:`default_variant` with the twice-evaluated
+    fraction of ``edge_cells`` in blocks of ``cells`` (unknown without ``edge_cells``;
+    :class:`GpuBackend` passes its :func:`block_shape`'s cells)."""
+    chosen = variant or os.environ.get("FVSWE_GPU_VARIANT")
+    if chosen:
+        return chosen
+    known = edge_cells is not None and n_cells >= SLOT_BELOW
+    twice = twice_evaluated(edge_cells, cells) if known else 1.0
+    return default_variant(scheme, n_cells, twice)
 
 
 def step_plan(
@@ -322,9 +468,9 @@ def step_plan(
 
     edge: edge pass, then the volume pass updating and reducing dt (lagged), or reducing
     dt first (non-lagged), or updating and checking the fixed dt against the stable
-    one (fixed: the reduction leaves dt alone). gather, slot: the same ops in one kernel.
-    Two layers: then the limiter's ``limit_theta`` and ``limit_update`` (docs/SCHEMES.md
-    §13.4), reading the old state and rewriting the new one where it limits.
+    one (fixed: the reduction leaves dt alone). gather, slot, block: the same ops in one
+    kernel. Two layers: then the limiter's ``limit_theta`` and ``limit_update``
+    (docs/SCHEMES.md §13.4), reading the old state and rewriting the new one where it limits.
     """
     update = OP_UPDATE | (OP_DT if dt_mode == "fixed" else 0)
     src, dst = parity, 1 - parity
@@ -410,10 +556,13 @@ def batch_size(ctrl: np.void, t_end: float, batch: int, launched: int = 0) -> in
 class GpuBackend:
     """The pipeline on a CUDA GPU (a :class:`~fvswe.backends.base.Backend`).
 
-    ``variant`` is ``edge``, ``gather`` or ``slot`` (else the environment variable
-    ``FVSWE_GPU_VARIANT``, else :func:`default_variant`); ``block`` the threads per block;
-    ``batch`` the most steps one CUDA graph replays. ``threads`` (the CPU backend's) is
-    accepted for a uniform constructor and unused: the device runs the steps.
+    ``variant`` is ``edge``, ``gather``, ``slot`` or ``block`` (else the environment variable
+    ``FVSWE_GPU_VARIANT``, else :func:`default_variant`); ``block`` the threads per block
+    (default :data:`DEFAULT_BLOCK`, the ``block`` variant's :func:`block_shape`); ``cells``
+    the cells a thread block owns in the ``block`` variant (default its :func:`block_shape`);
+    ``batch`` the most steps one CUDA graph replays; ``fast_math`` compiles a float32 run's
+    modules with :data:`FAST_MATH` (a ConfigError for float64). ``threads`` (the CPU
+    backend's) is accepted for a uniform constructor and unused: the device runs the steps.
     """
 
     name = "gpu"
@@ -429,9 +578,11 @@ class GpuBackend:
         dt_fixed: float | None = None,
         *,
         variant: str | None = None,
-        block: int = DEFAULT_BLOCK,
+        block: int | None = None,
+        cells: int | None = None,
         batch: int = DEFAULT_BATCH,
         graphs: bool = True,
+        fast_math: bool = False,
         threads: int | None = None,
     ) -> None:
         ok, reason = available()
@@ -443,7 +594,10 @@ class GpuBackend:
             raise ConfigError(f"dt_mode: unknown {dt_mode!r} (choose from {', '.join(DT_MODES)})")
         if dt_mode == "fixed" and not (dt_fixed and dt_fixed > 0):
             raise ConfigError("dt: a fixed time step needs a positive dt")
-        variant = resolve_variant(variant, scheme, layout.n_cells)
+        shape = block_shape(scheme, layout.model.layers, layout.dtype, layout.k)
+        cells = cells or shape.cells
+        variant = resolve_variant(variant, scheme, layout.n_cells, layout.edge_cells, cells)
+        block = block or (shape.threads if variant == "block" else DEFAULT_BLOCK)
         if block % 32 or not 32 <= block <= 1024:
             raise ConfigError(f"block: a multiple of 32 in [32, 1024], got {block}")
         lay = layout
@@ -452,10 +606,18 @@ class GpuBackend:
         self.dtype = np.dtype(lay.dtype)
         self.scheme, self.variant, self.dt_mode = scheme, variant, dt_mode
         self.cfl, self.dt_fixed = float(cfl), dt_fixed
-        self.block, self.graphs = block, graphs
+        self.block, self.graphs, self.fast_math = block, graphs, fast_math
         self.batch = 2 ** max(1, int(math.log2(max(batch, 2))))  # a power of two: even for gather
         self.sync_every = max(SYNC_EVERY, self.batch)
-        opts = compile_options(scheme, self.model.layers, self.dtype, variant, lay.k, block)
+        self.cells, self.interior_first = cells, shape.interior_first
+        shared = block_shared(cells, lay.k, self.model.layers, self.dtype)
+        if variant == "block" and lay.owned_cells != lay.n_cells:
+            raise ConfigError("variant: 'block' does not run on GPU ranks yet; use gather or edge")
+        if variant == "block" and shared > BLOCK_SHARED_MAX:
+            raise ConfigError(f"cells: {cells} cells need {shared} B of shared memory (> 48 KiB)")
+        opts = compile_options(
+            scheme, self.model.layers, self.dtype, variant, lay.k, block, cells, fast_math
+        )
         mod = module(opts, variant)
         names = ("find_invalid", "debug_flux", "level_inflow") + (
             ("edge_pass", "volume_pass") if variant == "edge" else (f"{variant}_step",)
@@ -475,6 +637,8 @@ class GpuBackend:
         if variant == "slot":  # k threads per cell
             per_block = block // lay.k
             self._cell_grid = (lay.owned_cells + per_block - 1) // per_block
+        if variant == "block":  # cells per block
+            self._cell_grid = (lay.owned_cells + self.cells - 1) // self.cells
         self._edge_grid = (lay.owned_edges + block - 1) // block
         self._limit_grid = min((lay.owned_cells + block - 1) // block, LIMIT_BLOCKS)
         with self.stream:
@@ -503,6 +667,9 @@ class GpuBackend:
                     self._edge_length[n:],
                     (E - n + block - 1) // block,
                 )
+            elif variant == "block":
+                start, task, normal, length = block_arrays(lay, cells, self.interior_first)
+                self._cell_args = (dev(start), dev(task), dev(normal), dev(length))
         ctrl = np.zeros(1, dtype=CTRL_DTYPE)
         ctrl["dt"] = dt_fixed if dt_mode == "fixed" else math.nan
         ctrl["dt_fixed"] = dt_fixed or 0.0
@@ -668,9 +835,8 @@ class GpuBackend:
         """The first cell (and component) holding NaN/inf or a negative depth, else None."""
         with self.stream:
             self._first.fill(INT32_MAX)
-            self._k["find_invalid"](
-                (self._cell_grid,), (self.block,), (self._L, self._W, self._first)
-            )
+            grid = (int(self._L) + self.block - 1) // self.block  # a thread per cell
+            self._k["find_invalid"]((grid,), (self.block,), (self._L, self._W, self._first))
             v = int(self._first.get(stream=self.stream)[0])
         return None if v == INT32_MAX else divmod(v, 8)
 
@@ -701,9 +867,10 @@ class GpuBackend:
         elif kernel == "limit_update":
             grid = self._limit_grid
             args = (win, wout, self._area, *slots, self._ctrl, *self._params)
-        else:
+        else:  # gather, slot: per-slot tables; block: per-task ones
             grid = self._cell_grid
-            args = (self._L, win, wout, self._area, *slots, self._ctrl, self._partial,
+            tables = self._cell_args if self.variant == "block" else slots
+            args = (self._L, win, wout, self._area, *tables, self._ctrl, self._partial,
                     *self._params, np.int32(op))  # fmt: skip
         self._k[kernel]((grid,), (self.block,), args)
 
@@ -776,7 +943,8 @@ class GpuBackend:
     def bytes_per_step(self) -> int:
         """Compulsory device-memory traffic of one lagged step, neighbour reads all cached.
 
-        gather, slot: read and write the state, read the per-slot edge data; edge: the edge
+        gather, slot: read and write the state, read the per-slot edge data; block: read and
+        write the state, read the per-task edge data (each edge once or twice); edge: the edge
         pass reads the state and edge data and writes the slots, the volume pass reads
         the slots and the state and writes the state. The limiter's kernels add nothing
         compulsory: they read one flag unless the step has candidates (a few cells).
@@ -785,6 +953,8 @@ class GpuBackend:
         if self.variant == "edge":
             edges = self._idx.nbytes + self._edge_normal.nbytes + self._edge_length.nbytes
             return 3 * state + edges + 2 * self._slots.nbytes
+        if self.variant == "block":
+            return 2 * state + sum(a.nbytes for a in self._cell_args)
         return 2 * state + self._code.nbytes + self._normal.nbytes + self._length.nbytes
 
     # -- tests -----------------------------------------------------------------------------------

@@ -176,3 +176,48 @@ def _slot_owners(edge_slot: np.ndarray, L: int, k: int) -> tuple[np.ndarray, np.
         cell_edges[edge_slot[owned, side]] = np.flatnonzero(owned)
         cell_side[edge_slot[owned, side]] = side
     return cell_edges.reshape(L, k), cell_side.reshape(L, k)
+
+
+#: Cells a thread block of the GPU's ``block`` variant owns where no shape is given: the unit
+#: of the mesh information and the reordering study (the GPU's tuned shapes:
+#: :data:`fvswe.backends.gpu.BLOCK_SHAPES`).
+BLOCK_CELLS = 128
+
+
+def block_edges(
+    edge_cells: np.ndarray, n_cells: int, cells: int = BLOCK_CELLS, interior_first: bool = False
+) -> tuple[np.ndarray, ...]:
+    """The edge lists of the GPU's fused ``block`` variant (fvswe/backends/cuda/block.cu).
+
+    Cell block b holds cells ``[b*cells, (b+1)*cells)``. Every edge is listed once in the
+    block of its cell i, owning side i, and also side j when j lies in the same block; an
+    interior edge whose j lies in another block is listed a second time, in j's block,
+    owning side j only. Returns ``(start, edge, own_i, own_j)``: block b's entries are
+    ``start[b]:start[b+1]`` (int64, n_blocks + 1), in increasing edge order within a block;
+    ``interior_first`` lists a block's edges between two of its cells first, its cut and
+    boundary edges after them (each group in edge order), so that the warps reading other
+    blocks' cells or the boundary tables are grouped. Either order writes each slot once.
+    """
+    E = edge_cells.shape[0]
+    i, j = edge_cells[:, 0].astype(np.int64), edge_cells[:, 1].astype(np.int64)
+    bi, bj = i // cells, np.where(j >= 0, j // cells, -1)
+    cut = np.flatnonzero((j >= 0) & (bj != bi))
+    block = np.concatenate((bi, bj[cut]))
+    edge = np.concatenate((np.arange(E), cut))
+    order = np.argsort(block * E + edge)  # block-major, edges ascending: one key, no lexsort
+    block, edge = block[order], edge[order]
+    own_i = order < E  # the first E entries list each edge in i's block
+    own_j = (j[edge] >= 0) & (bj[edge] == block)
+    if interior_first:
+        late = np.argsort(2 * block + ~(own_i & own_j), kind="stable")
+        block, edge, own_i, own_j = block[late], edge[late], own_i[late], own_j[late]
+    start = np.searchsorted(block, np.arange(-(-n_cells // cells) + 1))
+    return start, edge, own_i, own_j
+
+
+def twice_evaluated(edge_cells: np.ndarray, cells: int = BLOCK_CELLS) -> float:
+    """Fraction of the edges the ``block`` variant evaluates twice (interior edges whose two
+    cells lie in different blocks of ``cells`` consecutive cells): its extra flux work, a
+    measure of an ordering's locality for that kernel."""
+    i, j = edge_cells[:, 0], edge_cells[:, 1]
+    return float(np.count_nonzero((j >= 0) & (j // cells != i // cells)) / max(1, i.size))

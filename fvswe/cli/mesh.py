@@ -20,6 +20,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from ..backends.layout import BLOCK_CELLS, twice_evaluated
 from ..errors import ConfigError
 from ..mesh import ORDERINGS, Mesh, bandwidth, load, profile, write_mesh
 from ..mesh.io import read_mesh_with_note
@@ -69,6 +70,9 @@ def mesh_info(mesh: Mesh, bathymetry: str = "") -> dict:
         "depth_max": None if depth is None else float(depth.max()),
         "bandwidth": bandwidth(mesh),
         "profile": profile(mesh),
+        # the GPU block variant's extra flux work in this order (fvswe.backends.layout)
+        "block_cells": BLOCK_CELLS,
+        "twice_evaluated": twice_evaluated(mesh.edge_cells, BLOCK_CELLS),
     }
 
 
@@ -94,6 +98,10 @@ def _info(args: argparse.Namespace) -> int:
     )
     print(f"  bathymetry {info['bathymetry']}{span}")
     print(f"  ordering   {args.method}: bandwidth {info['bandwidth']}, profile {info['profile']}")
+    print(
+        f"  gpu block  {100 * info['twice_evaluated']:.1f} % of the edges evaluated twice"
+        f" ({info['block_cells']} cells a block)"
+    )
     return 0
 
 
@@ -169,7 +177,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     methods = list(ORDERINGS)
 
-    info = sub.add_parser("info", help="cells, edges, boundary tags, areas, bandwidth, profile")
+    info = sub.add_parser(
+        "info", help="cells, edges, boundary tags, areas, bandwidth, profile, GPU block locality"
+    )
     info.add_argument("file", metavar="FILE", help="mesh file or family name (e.g. square-4k)")
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.add_argument("--method", choices=methods, default="none", help="renumber first")

@@ -77,6 +77,9 @@ def register(sub) -> None:
     p.add_argument("--dtype", choices=("float64", "float32"), help="precision (default float64)")
     p.add_argument("--backend", choices=("cpu", "gpu", "auto"),
                    help="auto (default): the GPU when CuPy sees one, else the CPU")  # fmt: skip
+    p.add_argument("--fast-math", action="store_const", const=True,
+                   help="float32 on the GPU: approximate division and square root, denormals "
+                   "flushed (faster, not IEEE; docs/GPU.md)")  # fmt: skip
     p.add_argument("--t-end", type=float, metavar="S", help="simulated end time in seconds")
     p.add_argument("--nx", type=int, metavar="N",
                    help="grid cases (cgrid-*, mjos-drop): cells along x (--ny: along y; "
@@ -159,6 +162,7 @@ def _spec(args) -> casefile.RunSpec:
         order=args.order,
         dtype=args.dtype,
         backend=args.backend,
+        fast_math=args.fast_math,
         cfl=args.cfl,
         dt_mode=args.dt_mode,
         dt=args.dt,

@@ -7,16 +7,19 @@
 //        three plans (initial dt, even step, odd step), each an int32 count and
 //        (kernel, op, src, dst) int32 rows with kernel 0 edge_pass, 1 volume_pass,
 //        2 gather_step, 3 slot_step, 4 limit_theta, 5 limit_update (gpu.LIMIT_BLOCKS blocks
-//        at most, given as int32 after the plans); the level tables (int32 table per level edge, int64
+//        at most, given as int32 after the plans), 6 block_step; the level tables (int32 table per level edge, int64
 //        offsets, float64 times, float64 values); the per-cell float64 friction and
 //        interfacial coefficients (L each, when on); then the device arrays in the order read
 //        below; then the forcing: int32 n_wind, wind law, coriolis (0/1); float64 C_d,
 //        rho_air/rho_water; float64 wind times, u, v (n_wind each); float64 f per cell (if
-//        coriolis). stdout: the packed state (buffer 0), then the control block.
+//        coriolis); then block_step's edge tasks: int32 n_blocks, n_tasks; int32 start
+//        (n_blocks + 1), int4 tasks, real2 normals, real lengths (n_tasks each).
+//        stdout: the packed state (buffer 0), then the control block.
 #include "shim.h"
 #include "edge.cu"
 #include "gather.cu"
 #include "slot.cu"
+#include "block.cu"
 #include "stdin.h"
 #include <algorithm>
 
@@ -51,8 +54,13 @@ int main()
     const auto wind_u = input<double>(fhdr[0]);
     const auto wind_v = input<double>(fhdr[0]);
     const auto coriolis_f = input<double>(fhdr[2] ? L : 0);
+    const auto bhdr = input<int>(2);
+    const auto bstart = input<int>(size_t(bhdr[0]) + 1);
+    const auto btask = input<int4>(bhdr[1]);
+    const auto bn = input<real2>(bhdr[1]);
+    const auto bl = input<real>(bhdr[1]);
     std::vector<real4> W2(W.size()), S(size_t(L) * FVSWE_K * NVEC);
-    std::vector<real> partial(sgrid);
+    std::vector<real> partial(std::max<size_t>(sgrid, bhdr[0]));
     std::vector<int> lim_cells(L), lim_claim(L);  // the limiter's arrays as a step finds them
     std::vector<double> lim_theta(2 * size_t(L), 1.0);
     real4* bufs[2] = {W.data(), W2.data()};
@@ -104,6 +112,10 @@ int main()
                 launch(lgrid, B, limit_update, bufs[src], bufs[dst], area.data(), code.data(), sn.data(),
                        sl.data(), &c, g, r, eps_h);
 #endif
+            else if (kernel == 6)
+                launch(unsigned(bhdr[0]), B, block_step, L, bufs[src], bufs[dst], area.data(),
+                       bstart.data(), btask.data(), bn.data(), bl.data(), &c, partial.data(), g, r,
+                       eps_h, op);
             else
                 launch(kernel == 2 ? cgrid : sgrid, B, kernel == 2 ? gather_step : slot_step, L,
                        bufs[src], bufs[dst], area.data(), code.data(), sn.data(), sl.data(), &c,

@@ -1,0 +1,92 @@
+// Fused cell-block variant: a thread block owns FVSWE_CELLS consecutive cells (in the run's
+// order). Its edge list (fvswe.backends.layout.block_edges, built once on the host) holds
+// every edge touching one of its cells: an edge between two of its cells is evaluated once
+// and writes both its slots, an edge to another block's cell (or to the boundary) writes
+// its own side only, so only edges cut by the block boundaries are evaluated twice. The
+// slots live in shared memory (one writer each); each cell then sums its slots in local
+// order and closes (close_cell), so the results are bitwise those of the other variants.
+// No slot arrays in global memory, one launch per step (lagged/fixed); reads Win and writes
+// Wout, so the host alternates two buffers as for gather.cu.
+#include "pipeline.cuh"
+
+#ifndef FVSWE_CELLS
+#define FVSWE_CELLS FVSWE_BLOCK
+#endif
+
+// A slot in shared memory: |Gamma| F (nvar), |Gamma| ||D||, and with two layers |Gamma| (the
+// positivity limiter's candidate bound, limit_sums).
+#define SLOT_COLS (NVAR + 1 + (FVSWE_LAYERS == 2))
+
+// Edge task t: id = (i, j, local slot of side i, local slot of side j), j minus the boundary
+// code on the boundary, a slot -1 where that side belongs to another block. The edge is
+// evaluated as the edge pass does (global orientation i -> j, scheme_flux, boundary_flux,
+// |Gamma| F rounded by mul_rn) and its sides of this block are written to `slots`.
+__device__ __forceinline__ void block_edge(const real4* __restrict__ Win, const int4 id, const real2 n,
+                                           const real len, const Params& prm, Ctrl* ctrl, int op,
+                                           real (*slots)[SLOT_COLS])
+{
+    real Wi[NVAR], Wj[NVAR], Hi, Hj;
+    load_cell(Win, id.x, Wi, Hi);
+    if (id.y >= 0) {
+        load_cell(Win, id.y, Wj, Hj);
+    } else {
+        ghost_state(Wi, Hi, -id.y, n.x, n.y, ctrl, prm.g, prm.eps_h, Wj);
+        Hj = Hi;
+    }
+    real Fm[NVAR], Fp[NVAR], dmax;
+    const int flags = scheme_flux(Wi, Wj, Hi, Hj, n.x, n.y, prm, Fm, Fp, dmax);
+    if (id.z >= 0) {  // side i here (else only side j: i's block counts and records the edge)
+        if ((op & OP_COUNT) && flags) count_flags(ctrl, flags);
+        if (id.y < 0) boundary_flux(ctrl, -id.y, Wi, n.x, n.y, len, Fm);
+#pragma unroll
+        for (int m = 0; m < NVAR; ++m) slots[id.z][m] = mul_rn(len, Fm[m]);
+        slots[id.z][NVAR] = mul_rn(len, dmax);
+        if (FVSWE_LAYERS == 2) slots[id.z][SLOT_COLS - 1] = len;
+    }
+    if (id.w < 0) return;
+#pragma unroll
+    for (int m = 0; m < NVAR; ++m) slots[id.w][m] = mul_rn(len, Fp[m]);
+    slots[id.w][NVAR] = mul_rn(len, dmax);
+    if (FVSWE_LAYERS == 2) slots[id.w][SLOT_COLS - 1] = len;
+}
+
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK, FVSWE_MIN_BLOCKS)
+block_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__ Wout,
+           const real* __restrict__ area, const int* __restrict__ start,
+           const int4* __restrict__ task, const real2* __restrict__ normal,
+           const real* __restrict__ length, Ctrl* ctrl, real* partial, const real g, const real r,
+           const real eps_h, const int op)
+{
+    __shared__ real slots[FVSWE_CELLS * FVSWE_K][SLOT_COLS];
+    const int first = blockIdx.x * FVSWE_CELLS;
+    const int cells = n_cells - first < FVSWE_CELLS ? n_cells - first : FVSWE_CELLS;
+    if (!step_active(ctrl)) {
+        if (op & OP_UPDATE)
+            for (int l = threadIdx.x; l < cells; l += FVSWE_BLOCK) pass_cell(Win, Wout, first + l);
+        return;
+    }
+    const Params prm{g, r, eps_h};
+    const int end = __ldg(start + blockIdx.x + 1);
+    for (int t = __ldg(start + blockIdx.x) + threadIdx.x; t < end; t += FVSWE_BLOCK)
+        block_edge(Win, __ldg(task + t), __ldg(normal + t), __ldg(length + t), prm, ctrl, op, slots);
+    __syncthreads();
+    real dti = REAL_INF;
+    for (int l = threadIdx.x; l < cells; l += FVSWE_BLOCK) {
+        const int c = first + l;
+        real w[NVAR], H, acc[NVAR + 1];
+        LimitSums sums;
+        load_cell(Win, c, w, H);
+#pragma unroll
+        for (int s = 0; s < FVSWE_K; ++s) {
+            const real* v = slots[l * FVSWE_K + s];
+#pragma unroll
+            for (int m = 0; m <= NVAR; ++m) acc[m] = s == 0 ? v[m] : add_rn(acc[m], v[m]);
+            limit_sums(sums, w, v, v[SLOT_COLS - 1], s == 0);
+        }
+        dti = min_dt(dti, close_cell(Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl,
+                                     eps_h, op));
+    }
+    finish_step(ctrl, partial, dti, op);
+}
+
+#include "service.cuh"
