@@ -159,7 +159,8 @@ COMBOS = [
     for scheme, layers in registry.distinct_kernels()  # one-layer pvm-ifcp is hll's module
     for dtype in ("float32", "float64")
     for variant in gpu.VARIANTS
-] + [("pvm-ifcp", 2, "float32", variant, 4) for variant in gpu.VARIANTS]
+] + [("pvm-ifcp", 2, "float32", variant, 4) for variant in (*gpu.VARIANTS, gpu.GRID_VARIANT)]
+COMBOS += [("hll-wd", 1, dtype, gpu.GRID_VARIANT, 4) for dtype in ("float32", "float64")]
 
 
 def test_import_does_not_need_cupy():
@@ -406,7 +407,7 @@ def test_emulator_keeps_barrier_shuffle_and_atomic_semantics():
         assert res.returncode == 3 and message in res.stderr and res.stderr.count("\n") == 1
 
 
-KERNELS = ("edge_pass", "volume_pass", "gather_step", "slot_step")
+KERNELS = ("edge_pass", "volume_pass", "gather_step", "slot_step", "grid_step")
 
 
 def plan_rows(plan) -> np.ndarray:
@@ -422,6 +423,15 @@ def forcing_blobs(layout) -> list[np.ndarray]:
         return [np.array([0, 0, f.size > 0], dtype=np.int32), np.zeros(2), f]
     head = np.array([wind.times.size, wind.law, f.size > 0], dtype=np.int32)
     return [head, np.array([wind.cd, wind.ratio]), wind.times, wind.u, wind.v, f]
+
+
+def grid_blobs(layout, variant: str) -> list[np.ndarray]:
+    """The grid part of the driver's input: grid.cu's arrays for the grid variant."""
+    if variant != gpu.GRID_VARIANT:
+        return [np.zeros(3, dtype=np.int32)]
+    grid = gpu.grid_arrays(layout)
+    head = np.array([grid.nx, grid.ny, grid.area_stride], dtype=np.int32)
+    return [head, grid.length, grid.side_code, grid.area]
 
 
 def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=None):
@@ -482,6 +492,7 @@ def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=No
         layout.edge_normal[e],
         layout.edge_length[e],
         *forcing_blobs(layout),
+        *grid_blobs(layout, variant),
     ]
     stdin = b"".join(np.ascontiguousarray(b).tobytes() for b in blobs)
     res = subprocess.run([str(exe)], input=stdin, capture_output=True)

@@ -17,6 +17,12 @@ Three variants, same results bit for bit (float64):
 - ``slot``: as ``gather``, with one thread per slot and the cell's sum in shared
   memory (k times the threads in flight: for small, latency-bound meshes).
 
+And one for a Cartesian grid (:class:`fvswe.grid.Grid`'s mesh in its row-major order),
+chosen by default where a layout is one (:func:`grid_arrays`):
+
+- ``grid``: ``gather`` with each slot's neighbour, normal, length and boundary code
+  found by index arithmetic: no per-slot arrays, the same results bit for bit.
+
 The CUDA sources are ``fvswe/backends/cuda/*.cu`` and the device physics emitted
 from the Numba modules by :mod:`fvswe.codegen` (docs/CODEGEN.md); a module is
 compiled once per (scheme, layers, dtype, variant, k, block) with ``-D`` options
@@ -31,6 +37,7 @@ import os
 import re
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -43,6 +50,14 @@ from .layout import Layout
 
 CUDA_DIR = Path(__file__).with_name("cuda")
 VARIANTS = ("edge", "gather", "slot")
+#: The variant of a Cartesian grid in row-major order only (grid.cu, :func:`grid_arrays`).
+GRID_VARIANT = "grid"
+#: grid.cu's unit normals of the local slots south, east, north, west: of an interior slot
+#: (a south or west one is its owner's north or east edge) and of a boundary slot.
+GRID_NORMALS = {
+    False: np.array([[0.0, 1.0], [1.0, -0.0], [0.0, 1.0], [1.0, -0.0]]),
+    True: np.array([[0.0, -1.0], [1.0, -0.0], [0.0, 1.0], [-1.0, -0.0]]),
+}
 DT_MODES = ("lagged", "nonlagged", "fixed")
 #: Meshes below this many cells run the ``slot`` variant by default (:func:`default_variant`).
 SLOT_BELOW = 16_000
@@ -108,8 +123,9 @@ def compile_options(
 ) -> tuple[str, ...]:
     """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy."""
     sid = registry.kernel_id(scheme, layers)
-    if variant not in VARIANTS:
-        raise ConfigError(f"variant: unknown {variant!r} (choose from {', '.join(VARIANTS)})")
+    if variant not in (*VARIANTS, GRID_VARIANT):
+        choices = ", ".join((*VARIANTS, GRID_VARIANT))
+        raise ConfigError(f"variant: unknown {variant!r} (choose from {choices})")
     double = np.dtype(dtype) == np.float64
     min_blocks = max(1, RESIDENT_THREADS.get((layers, double), 0) // block)
     return (
@@ -226,6 +242,67 @@ def slot_codes(lay: Layout) -> np.ndarray:
     return np.where(boundary, _boundary_codes(lay)[e], 2 * nbr + side).astype(np.int32)
 
 
+class GridArrays(NamedTuple):
+    """What grid.cu reads besides the state: the grid's shape, ``length`` (the ``nx``
+    column widths, then the ``ny`` row heights), ``side_code`` (the boundary codes of the
+    south, north, west and east sides, each in increasing ix or iy) and ``area`` (one value
+    when every cell's is the same, else one per cell: ``area_stride`` 0 or 1)."""
+
+    nx: int
+    ny: int
+    length: np.ndarray
+    side_code: np.ndarray
+    area: np.ndarray
+    area_stride: int
+
+
+def grid_arrays(lay: Layout) -> GridArrays | None:
+    """grid.cu's arrays when ``lay`` is a Cartesian grid in row-major order whose slots
+    grid.cu reproduces bit for bit (those of :class:`fvswe.grid.Grid`'s mesh in its own
+    cell order: every slot's neighbour and side, normal and length checked), else None.
+
+    The run then keeps the grid's order: a Simulation renumbering its cells (``order``)
+    gets None here, and the other variants."""
+    L = lay.n_cells
+    if lay.k != 4 or L == 0 or lay.n_owned_cells is not None:
+        return None
+    code = slot_codes(lay).reshape(L, 4)
+    nx = int(code[0, 2] >> 1) if code[0, 2] >= 0 else L  # cell 0's north neighbour: nx
+    if not 0 < nx <= L or L % nx:
+        return None
+    ny = L // nx
+    code = code.reshape(ny, nx, 4)
+    c = np.arange(L, dtype=np.int64).reshape(ny, nx)
+    ix, iy = np.arange(nx)[None, :], np.arange(ny)[:, None]
+    sides = ((iy == 0, 2 * (c - nx) + 1), (ix == nx - 1, 2 * (c + 1)),
+             (iy == ny - 1, 2 * (c + nx)), (ix == 0, 2 * (c - 1) + 1))  # fmt: skip
+    edges = lay.cell_edges.reshape(ny, nx, 4)
+    length = lay.edge_length[edges]
+    for local, (boundary, neighbour) in enumerate(sides):
+        boundary = np.broadcast_to(boundary, c.shape)
+        got = code[:, :, local]
+        if not (np.array_equal(got < 0, boundary) and (got == neighbour)[~boundary].all()):
+            return None
+        want = np.where(boundary[..., None], GRID_NORMALS[True][local], GRID_NORMALS[False][local])
+        got_n = lay.edge_normal[edges[:, :, local]]
+        if want.astype(lay.dtype).tobytes() != np.ascontiguousarray(got_n).tobytes():
+            return None
+    width, height = length[0, :, 0], length[:, 0, 1]
+    if not ((length[:, :, 0::2] == width[None, :, None]).all()
+            and (length[:, :, 1::2] == height[:, None, None]).all()):  # fmt: skip
+        return None
+    side_code = np.concatenate((code[0, :, 0], code[-1, :, 2], code[:, 0, 3], code[:, -1, 1]))
+    uniform = bool((lay.area == lay.area[0]).all())
+    return GridArrays(
+        nx=nx,
+        ny=ny,
+        length=np.concatenate((width, height)).astype(lay.dtype),
+        side_code=(-side_code).astype(np.int32),
+        area=np.ascontiguousarray(lay.area[:1] if uniform else lay.area),
+        area_stride=0 if uniform else 1,
+    )
+
+
 def default_variant(scheme: str, n_cells: int) -> str:
     """The variant a run gets when none is asked for: the fastest measured on the H100.
 
@@ -244,10 +321,24 @@ def default_variant(scheme: str, n_cells: int) -> str:
     return "edge" if scheme in EDGE_SCHEMES else "gather"
 
 
-def resolve_variant(variant: str | None, scheme: str, n_cells: int) -> str:
-    """The variant a backend runs: ``variant`` when given, else the environment variable
-    ``FVSWE_GPU_VARIANT`` when set, else :func:`default_variant`."""
-    return variant or os.environ.get("FVSWE_GPU_VARIANT") or default_variant(scheme, n_cells)
+def requested_variant(variant: str | None) -> str | None:
+    """``variant`` when given, else the environment variable ``FVSWE_GPU_VARIANT`` when set."""
+    return variant or os.environ.get("FVSWE_GPU_VARIANT") or None
+
+
+def resolve_variant(variant: str | None, scheme: str, n_cells: int, grid: bool = False) -> str:
+    """The variant a backend runs: :func:`requested_variant`, else ``grid`` on a Cartesian
+    grid (``grid``: :func:`grid_arrays` found one), else :func:`default_variant`.
+
+    ``grid`` asked for on another mesh is a ConfigError.
+    """
+    chosen = requested_variant(variant)
+    if chosen == GRID_VARIANT and not grid:
+        raise ConfigError(
+            "variant: 'grid' needs a Cartesian grid in its row-major order (fvswe.grid.Grid's "
+            "mesh, order 'none'); this mesh is not one"
+        )
+    return chosen or (GRID_VARIANT if grid else default_variant(scheme, n_cells))
 
 
 def step_plan(variant: str, dt_mode: str, parity: int) -> list[tuple[str, int, int, int]]:
@@ -330,8 +421,8 @@ def batch_size(ctrl: np.void, t_end: float, batch: int, launched: int = 0) -> in
 class GpuBackend:
     """The pipeline on a CUDA GPU (a :class:`~fvswe.backends.base.Backend`).
 
-    ``variant`` is ``edge``, ``gather`` or ``slot`` (else the environment variable
-    ``FVSWE_GPU_VARIANT``, else :func:`default_variant`); ``block`` the threads per block;
+    ``variant`` is ``edge``, ``gather``, ``slot`` or ``grid`` (else the environment variable
+    ``FVSWE_GPU_VARIANT``, else :func:`resolve_variant`'s default); ``block`` the threads per block;
     ``batch`` the most steps one CUDA graph replays. ``threads`` (the CPU backend's) is
     accepted for a uniform constructor and unused: the device runs the steps.
     """
@@ -363,7 +454,8 @@ class GpuBackend:
             raise ConfigError(f"dt_mode: unknown {dt_mode!r} (choose from {', '.join(DT_MODES)})")
         if dt_mode == "fixed" and not (dt_fixed and dt_fixed > 0):
             raise ConfigError("dt: a fixed time step needs a positive dt")
-        variant = resolve_variant(variant, scheme, layout.n_cells)
+        grid = grid_arrays(layout) if requested_variant(variant) in (None, GRID_VARIANT) else None
+        variant = resolve_variant(variant, scheme, layout.n_cells, grid is not None)
         if block % 32 or not 32 <= block <= 1024:
             raise ConfigError(f"block: a multiple of 32 in [32, 1024], got {block}")
         lay = layout
@@ -404,6 +496,13 @@ class GpuBackend:
                 self._normal = dev(lay.edge_normal)
                 self._length = dev(lay.edge_length)
                 self._slots = cupy.empty((L * lay.k,) + self._W.shape[1:], dtype=self.dtype)
+            elif variant == GRID_VARIANT:
+                self._grid = (np.int32(grid.nx), np.int32(grid.ny))
+                self._area = dev(grid.area)
+                self._area_stride = np.int32(grid.area_stride)
+                self._code = dev(grid.side_code)
+                self._length = dev(grid.length)
+                self._W2 = cupy.empty_like(self._W)
             else:
                 e = lay.cell_edges.ravel()
                 self._code = dev(slot_codes(lay))
@@ -589,10 +688,14 @@ class GpuBackend:
         )  # fmt: skip
 
     def _gather(self, op: int, win, wout) -> None:
+        if self.variant == GRID_VARIANT:
+            geometry = (*self._grid, win, wout, self._area, self._area_stride, self._length,
+                        self._code)  # fmt: skip
+        else:
+            geometry = (win, wout, self._area, self._code, self._normal, self._length)
         self._k[f"{self.variant}_step"](
             (self._cell_grid,), (self.block,),
-            (self._L, win, wout, self._area, self._code, self._normal, self._length, self._ctrl,
-             self._partial, *self._params, np.int32(op)),
+            (self._L, *geometry, self._ctrl, self._partial, *self._params, np.int32(op)),
         )  # fmt: skip
 
     def _run(self, plan: list[tuple[str, int, int, int]]) -> None:
@@ -669,12 +772,15 @@ class GpuBackend:
 
         gather, slot: read and write the state, read the per-slot edge data; edge: the edge
         pass reads the state and edge data and writes the slots, the volume pass reads
-        the slots and the state and writes the state.
+        the slots and the state and writes the state; grid: read and write the state, read
+        the grid's widths, heights and side codes (and one area, or one per cell).
         """
         state = self._W.nbytes + (self._area.nbytes if self.model.layers == 1 else 0)
         if self.variant == "edge":
             edges = self._idx.nbytes + self._normal.nbytes + self._length.nbytes
             return 3 * state + edges + 2 * self._slots.nbytes
+        if self.variant == GRID_VARIANT:
+            return 2 * state + self._code.nbytes + self._length.nbytes
         return 2 * state + self._code.nbytes + self._normal.nbytes + self._length.nbytes
 
     # -- tests -----------------------------------------------------------------------------------

@@ -6,16 +6,22 @@
 //        interfacial (0/1); float64 t_end, dt (NaN unless fixed), fixed (0/1), cfl, g, r, eps_h;
 //        three plans (initial dt, even step, odd step), each an int32 count and
 //        (kernel, op, src, dst) int32 rows with kernel 0 edge_pass, 1 volume_pass,
-//        2 gather_step, 3 slot_step; the level tables (int32 table per level edge, int64
+//        2 gather_step, 3 slot_step, 4 grid_step (quads only); the level tables (int32 table per level edge, int64
 //        offsets, float64 times, float64 values); the per-cell float64 friction and
 //        interfacial coefficients (L each, when on); then the device arrays in the order read
 //        below; then the forcing: int32 n_wind, wind law, coriolis (0/1); float64 C_d,
 //        rho_air/rho_water; float64 wind times, u, v (n_wind each); float64 f per cell (if
-//        coriolis). stdout: the packed state (buffer 0), then the control block.
+//        coriolis); then grid.cu's arrays (gpu.grid_arrays): int32 nx, ny (0, 0: none),
+//        area stride; real lengths (nx + ny), int32 side codes (2 nx + 2 ny), real areas
+//        (L if the stride is 1, else 1 unless none). stdout: the packed state (buffer 0),
+//        then the control block.
 #include "shim.h"
 #include "edge.cu"
 #include "gather.cu"
 #include "slot.cu"
+#if FVSWE_K == 4
+#include "grid.cu"
+#endif
 #include <array>
 #include <cstdio>
 
@@ -67,6 +73,11 @@ int main()
     const auto wind_u = input<double>(fhdr[0]);
     const auto wind_v = input<double>(fhdr[0]);
     const auto coriolis_f = input<double>(fhdr[2] ? L : 0);
+    const auto ghdr = input<int>(3);
+    const int nx = ghdr[0], ny = ghdr[1];
+    const auto glength = input<real>(size_t(nx) + ny);
+    const auto gcode = input<int>(2 * (size_t(nx) + ny));
+    const auto garea = input<real>(nx == 0 ? 0 : ghdr[2] ? L : 1);
     std::vector<real4> W2(W.size()), S(size_t(L) * FVSWE_K * NVEC);
     std::vector<real> partial(sgrid);
     real4* bufs[2] = {W.data(), W2.data()};
@@ -106,6 +117,14 @@ int main()
             else if (kernel == 1)
                 launch(cgrid, B, volume_pass, L, bufs[0], area.data(), S.data(), &c, partial.data(), eps_h,
                        op);
+#if FVSWE_K == 4
+            else if (kernel == 4)
+                launch(cgrid, B, grid_step, L, nx, ny, bufs[src], bufs[dst], garea.data(), ghdr[2],
+                       glength.data(), gcode.data(), &c, partial.data(), g, r, eps_h, op);
+#else
+            else if (kernel == 4)
+                std::exit(4);  // grid_step runs on quads only
+#endif
             else
                 launch(kernel == 2 ? cgrid : sgrid, B, kernel == 2 ? gather_step : slot_step, L,
                        bufs[src], bufs[dst], area.data(), code.data(), sn.data(), sl.data(), &c,

@@ -377,19 +377,15 @@ __device__ __forceinline__ int scheme_flux(const real* Wi, const real* Wj, real 
 }
 
 // ---------------------------------------------------------------- per-cell pieces of the steps
-// |Gamma| F and |Gamma| ||D|| (out[0..NVAR]) that slot s contributes to its cell (state w,
-// depth H): the edge evaluated with its own orientation, flux(W_i, W_j, eta), keeping F-
-// when the cell is side i and F+ when it is side j, so the values are bitwise those the
-// edge pass writes. code[s] = 2*neighbour + side, or minus the boundary code.
-__device__ __forceinline__ void slot_contribution(const real4* __restrict__ Win, const real* w, real H,
-                                                  int s, const int* __restrict__ code,
-                                                  const real2* __restrict__ normal,
-                                                  const real* __restrict__ length, const Params& prm,
+// |Gamma| F and |Gamma| ||D|| (out[0..NVAR]) that a slot contributes to its cell (state w,
+// depth H): the edge (unit normal n, length len) evaluated with its own orientation,
+// flux(W_i, W_j, eta), keeping F- when the cell is side i and F+ when it is side j, so the
+// values are bitwise those the edge pass writes. cd = 2*neighbour + side, or minus the
+// boundary code.
+__device__ __forceinline__ void edge_contribution(const real4* __restrict__ Win, const real* w, real H,
+                                                  int cd, real2 n, real len, const Params& prm,
                                                   Ctrl* ctrl, int op, real* out)
 {
-    const int cd = __ldg(code + s);
-    const real2 n = __ldg(normal + s);
-    const real len = __ldg(length + s);
     real wn[NVAR], Hn;
     const bool side_j = cd >= 0 && (cd & 1);
     if (cd >= 0) {
@@ -410,6 +406,17 @@ __device__ __forceinline__ void slot_contribution(const real4* __restrict__ Win,
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) out[m] = mul_rn(len, side_j ? Fp[m] : Fm[m]);
     out[NVAR] = mul_rn(len, dmax);
+}
+
+// edge_contribution of slot s, its code, normal and length read from the per-slot arrays.
+__device__ __forceinline__ void slot_contribution(const real4* __restrict__ Win, const real* w, real H,
+                                                  int s, const int* __restrict__ code,
+                                                  const real2* __restrict__ normal,
+                                                  const real* __restrict__ length, const Params& prm,
+                                                  Ctrl* ctrl, int op, real* out)
+{
+    edge_contribution(Win, w, H, __ldg(code + s), __ldg(normal + s), __ldg(length + s), prm, ctrl,
+                      op, out);
 }
 
 // Friction on updated cell c (mirrors the CPU backend's _friction, docs/SCHEMES.md §14), in
