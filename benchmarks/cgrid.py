@@ -179,7 +179,8 @@ def main(argv=None) -> None:
     ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     ap.add_argument("--hours", type=float, default=24.0, help="simulated hours of the tide")
     ap.add_argument("--steps", type=int, default=1000, help="steps of cgrid-island")
-    ap.add_argument("--variant", default=None, help="GPU variant (edge, gather, slot)")
+    ap.add_argument("--variant", default=None,
+                    help="GPU variant (edge, gather, slot; grid: default on grids)")  # fmt: skip
     ap.add_argument("--warmup", type=int, default=100, help="untimed steps before each run")
     ap.add_argument("--check-every", type=int, default=None,
                     help="steps between blow-up checks (and budget looks); default: the "
