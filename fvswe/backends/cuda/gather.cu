@@ -1,7 +1,8 @@
 // Cell-centred gather variant: one thread per cell evaluates the cell's k edges in local
-// order (slot_contribution: the edge's own orientation, so the values are bitwise those
-// of the edge pass), sums them and closes the cell. No slot arrays and one launch per
-// step (lagged/fixed); reads Win and writes Wout, so the host alternates two buffers.
+// order (gather_cells, edge_contribution: the edge's own orientation, so the values are
+// bitwise those of the edge pass), sums them and closes the cell. No slot arrays and one
+// launch per step (lagged/fixed); reads Win and writes Wout, so the host alternates two
+// buffers. Each slot's code, normal and length come from the per-slot arrays.
 #include "pipeline.cuh"
 
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK, FVSWE_MIN_BLOCKS)
@@ -10,25 +11,15 @@ gather_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict_
             const real2* __restrict__ normal, const real* __restrict__ length, Ctrl* ctrl,
             real* partial, const real g, const real r, const real eps_h, const int op)
 {
-    const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
-    if (!step_active(ctrl)) {
-        if ((op & OP_UPDATE) && c < n_cells) pass_cell(Win, Wout, c);
-        return;
-    }
-    real dti = REAL_INF;
-    if (c < n_cells) {
-        real w[NVAR], H, acc[NVAR + 1], v[NVAR + 1];
-        load_cell(Win, c, w, H);
-#pragma unroll
-        for (int l = 0; l < FVSWE_K; ++l) {
-            slot_contribution(Win, w, H, c * FVSWE_K + l, code, normal, length, Params{g, r, eps_h},
-                              ctrl, op, v);
-#pragma unroll
-            for (int m = 0; m <= NVAR; ++m) acc[m] = l == 0 ? v[m] : add_rn(acc[m], v[m]);
-        }
-        dti = close_cell(Wout, c, w, H, cell_area(Win, area, c), acc, ctrl, eps_h, op);
-    }
-    finish_step(ctrl, partial, dti, op);
+    gather_cells(
+        n_cells, Win, Wout, ctrl, partial, Params{g, r, eps_h}, op,
+        [&](int c) { return cell_area(Win, area, c); },
+        [&](int c, int l, int& cd, real2& n, real& len) {
+            const int s = c * FVSWE_K + l;
+            cd = __ldg(code + s);
+            n = __ldg(normal + s);
+            len = __ldg(length + s);
+        });
 }
 
 #include "service.cuh"

@@ -3,7 +3,8 @@
 // index arithmetic instead of the per-slot arrays. The slots are those of the mesh that
 // fvswe.grid.Grid builds (local order south, east, north, west; each interior edge owned by
 // its lower-numbered cell, so the south and west slots are side j), so every value and sum
-// is bitwise gather.cu's; gpu.grid_arrays checks a layout against this before a run.
+// is bitwise gather.cu's (both are pipeline.cuh's gather_cells); gpu.grid_arrays checks a
+// layout against this rule before a run.
 // Per cell it reads the state (the neighbours' through the cache) and writes the state;
 // besides: one column width and one row height (nx + ny values), the area (one value, or
 // one per cell when the grid's areas differ in their last bits), and a boundary cell its
@@ -50,34 +51,19 @@ grid_step(const int n_cells, const int nx, const int ny, const real4* __restrict
           const real* __restrict__ length, const int* __restrict__ side_code, Ctrl* ctrl,
           real* partial, const real g, const real r, const real eps_h, const int op)
 {
-    const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
-    if (!step_active(ctrl)) {
-        if ((op & OP_UPDATE) && c < n_cells) pass_cell(Win, Wout, c);
-        return;
-    }
-    real dti = REAL_INF;
-    if (c < n_cells) {
-        const int iy = c / nx, ix = c - iy * nx;
-        real w[NVAR], H, acc[NVAR + 1], v[NVAR + 1];
-        load_cell(Win, c, w, H);
-#pragma unroll
-        for (int l = 0; l < FVSWE_K; ++l) {
-            int cd;
-            real2 n;
-            real len;
-            grid_slot(l, c, ix, iy, nx, ny, length, side_code, cd, n, len);
-            edge_contribution(Win, w, H, cd, n, len, Params{g, r, eps_h}, ctrl, op, v);
-#pragma unroll
-            for (int m = 0; m <= NVAR; ++m) acc[m] = l == 0 ? v[m] : add_rn(acc[m], v[m]);
-        }
+    gather_cells(
+        n_cells, Win, Wout, ctrl, partial, Params{g, r, eps_h}, op,
+        [&](int c) {
 #if FVSWE_LAYERS == 2
-        const real A = cell_area(Win, area, c);
+            return cell_area(Win, area, c);
 #else
-        const real A = __ldg(area + (size_t)c * area_stride);
+            return __ldg(area + (size_t)c * area_stride);
 #endif
-        dti = close_cell(Wout, c, w, H, A, acc, ctrl, eps_h, op);
-    }
-    finish_step(ctrl, partial, dti, op);
+        },
+        [&](int c, int l, int& cd, real2& n, real& len) {
+            const int iy = c / nx;
+            grid_slot(l, c, c - iy * nx, iy, nx, ny, length, side_code, cd, n, len);
+        });
 }
 
 #include "service.cuh"

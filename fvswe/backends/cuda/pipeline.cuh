@@ -528,3 +528,37 @@ __device__ __forceinline__ void pass_cell(const real4* __restrict__ Win, real4* 
 #pragma unroll
     for (int v = 0; v < NVEC; ++v) st4(Wout + (size_t)c * NVEC + v, ld4(Win + (size_t)c * NVEC + v));
 }
+
+// One step of the gather variants, one thread per cell c of n_cells: cell c's k slots
+// evaluated in local order (edge_contribution), summed and closed (close_cell), then the
+// block's share of the dt reduction (finish_step); an idle step only hands the cell over
+// (pass_cell). slot(c, l, cd, n, len) gives the code, unit normal and length of slot l of
+// cell c (gather.cu: the per-slot arrays; grid.cu: index arithmetic), area(c) its area.
+template <typename Area, typename Slot>
+__device__ __forceinline__ void gather_cells(const int n_cells, const real4* __restrict__ Win,
+                                             real4* __restrict__ Wout, Ctrl* ctrl, real* partial,
+                                             const Params& prm, const int op, Area area, Slot slot)
+{
+    const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
+    if (!step_active(ctrl)) {
+        if ((op & OP_UPDATE) && c < n_cells) pass_cell(Win, Wout, c);
+        return;
+    }
+    real dti = REAL_INF;
+    if (c < n_cells) {
+        real w[NVAR], H, acc[NVAR + 1], v[NVAR + 1];
+        load_cell(Win, c, w, H);
+#pragma unroll
+        for (int l = 0; l < FVSWE_K; ++l) {
+            int cd;
+            real2 n;
+            real len;
+            slot(c, l, cd, n, len);
+            edge_contribution(Win, w, H, cd, n, len, prm, ctrl, op, v);
+#pragma unroll
+            for (int m = 0; m <= NVAR; ++m) acc[m] = l == 0 ? v[m] : add_rn(acc[m], v[m]);
+        }
+        dti = close_cell(Wout, c, w, H, area(c), acc, ctrl, prm.eps_h, op);
+    }
+    finish_step(ctrl, partial, dti, op);
+}
