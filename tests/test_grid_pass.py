@@ -7,6 +7,8 @@ bit for bit to ``gather``'s, which tests/test_cuda_sources.py holds to the CPU b
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from test_cuda_sources import CXX, emulated_run
@@ -55,8 +57,8 @@ def test_grid_arrays_of_thin_grids(nx, ny):
 
 
 def test_grid_arrays_refuse_other_meshes():
-    """Triangles, a renumbered grid and a grid whose areas differ per cell: None for the
-    first two."""
+    """None for triangles, a renumbered grid, and a grid whose one edge's normal or length
+    differs from grid.cu's by a bit (a signed zero, the next float)."""
     tri = Simulation(structured_square(4), layers=1, scheme="hll", H=1.0, initial={"h": 1.0})
     assert gpu.grid_arrays(tri.layout) is None
     mesh = Grid(8, 5, 0.1, 0.3).mesh()
@@ -64,6 +66,13 @@ def test_grid_arrays_refuse_other_meshes():
     assert gpu.grid_arrays(plain.layout) is not None
     ordered = Simulation(mesh, layers=1, scheme="hll", H=1.0, initial={"h": 1.0}, order="rcm")
     assert gpu.grid_arrays(ordered.layout) is None
+    lay = plain.layout
+    normal, length = lay.edge_normal.copy(), lay.edge_length.copy()
+    zero = np.flatnonzero(normal[:, 0] == 0)[3]
+    normal[zero, 0] = -normal[zero, 0]
+    length[7] = np.nextafter(length[7], np.inf)
+    assert gpu.grid_arrays(replace(lay, edge_normal=normal)) is None
+    assert gpu.grid_arrays(replace(lay, edge_length=length)) is None
 
 
 def test_variant_selection_on_grids_and_meshes(monkeypatch):

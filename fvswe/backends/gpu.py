@@ -52,12 +52,12 @@ CUDA_DIR = Path(__file__).with_name("cuda")
 VARIANTS = ("edge", "gather", "slot")
 #: The variant of a Cartesian grid in row-major order only (grid.cu, :func:`grid_arrays`).
 GRID_VARIANT = "grid"
-#: grid.cu's unit normals of the local slots south, east, north, west: of an interior slot
-#: (a south or west one is its owner's north or east edge) and of a boundary slot.
-GRID_NORMALS = {
-    False: np.array([[0.0, 1.0], [1.0, -0.0], [0.0, 1.0], [1.0, -0.0]]),
-    True: np.array([[0.0, -1.0], [1.0, -0.0], [0.0, 1.0], [-1.0, -0.0]]),
-}
+#: grid.cu's unit normals of the local slots south, east, north, west: [0] of an interior
+#: slot (a south or west one is its owner's north or east edge), [1] of a boundary slot.
+GRID_NORMALS = np.array([
+    [[0.0, 1.0], [1.0, -0.0], [0.0, 1.0], [1.0, -0.0]],
+    [[0.0, -1.0], [1.0, -0.0], [0.0, 1.0], [-1.0, -0.0]],
+])  # fmt: skip
 DT_MODES = ("lagged", "nonlagged", "fixed")
 #: Meshes below this many cells run the ``slot`` variant by default (:func:`default_variant`).
 SLOT_BELOW = 16_000
@@ -276,17 +276,17 @@ def grid_arrays(lay: Layout) -> GridArrays | None:
     ix, iy = np.arange(nx)[None, :], np.arange(ny)[:, None]
     sides = ((iy == 0, 2 * (c - nx) + 1), (ix == nx - 1, 2 * (c + 1)),
              (iy == ny - 1, 2 * (c + nx)), (ix == 0, 2 * (c - 1) + 1))  # fmt: skip
-    edges = lay.cell_edges.reshape(ny, nx, 4)
-    length = lay.edge_length[edges]
     for local, (boundary, neighbour) in enumerate(sides):
         boundary = np.broadcast_to(boundary, c.shape)
         got = code[:, :, local]
         if not (np.array_equal(got < 0, boundary) and (got == neighbour)[~boundary].all()):
             return None
-        want = np.where(boundary[..., None], GRID_NORMALS[True][local], GRID_NORMALS[False][local])
-        got_n = lay.edge_normal[edges[:, :, local]]
-        if want.astype(lay.dtype).tobytes() != np.ascontiguousarray(got_n).tobytes():
-            return None
+    # each edge's normal, bits and signed zeros, as grid.cu forms its owner slot's
+    owner = lay.edge_slot[:, 0] & 3
+    want = GRID_NORMALS[(lay.edge_cells[:, 1] < 0).astype(np.intp), owner].astype(lay.dtype)
+    if want.tobytes() != np.ascontiguousarray(lay.edge_normal).tobytes():
+        return None
+    length = lay.edge_length[lay.cell_edges.reshape(ny, nx, 4)]
     width, height = length[0, :, 0], length[:, 0, 1]
     if not ((length[:, :, 0::2] == width[None, :, None]).all()
             and (length[:, :, 1::2] == height[:, None, None]).all()):  # fmt: skip
