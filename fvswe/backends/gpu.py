@@ -58,6 +58,8 @@ GRID_NORMALS = np.array([
     [[0.0, 1.0], [1.0, -0.0], [0.0, 1.0], [1.0, -0.0]],
     [[0.0, -1.0], [1.0, -0.0], [0.0, 1.0], [-1.0, -0.0]],
 ])  # fmt: skip
+#: Cells along x of grid.cu's tile (its block is FVSWE_BLOCK / GRID_TILE_X rows of them).
+GRID_TILE_X = 16
 DT_MODES = ("lagged", "nonlagged", "fixed")
 #: Meshes below this many cells run the ``slot`` variant by default (:func:`default_variant`).
 SLOT_BELOW = 16_000
@@ -136,6 +138,7 @@ def compile_options(
         f"-DFVSWE_K={k}",
         f"-DFVSWE_BLOCK={block}",
         f"-DFVSWE_MIN_BLOCKS={min_blocks}",
+        f"-DFVSWE_TILE_X={GRID_TILE_X}",
         "--fmad=false" if double else "--fmad=true",
     )
 
@@ -240,6 +243,13 @@ def slot_codes(lay: Layout) -> np.ndarray:
     boundary = ij[:, 1] < 0
     nbr = np.where(side == 0, ij[:, 1], ij[:, 0])
     return np.where(boundary, _boundary_codes(lay)[e], 2 * nbr + side).astype(np.int32)
+
+
+def grid_blocks(nx: int, ny: int, block: int) -> int:
+    """Blocks of a grid.cu launch: one per tile of ``GRID_TILE_X`` by ``block / GRID_TILE_X``
+    cells, row-major over the tiles."""
+    rows = block // GRID_TILE_X
+    return -(-nx // GRID_TILE_X) * -(-ny // rows)
 
 
 class GridArrays(NamedTuple):
@@ -484,11 +494,14 @@ class GpuBackend:
             per_block = block // lay.k
             self._cell_grid = (L + per_block - 1) // per_block
         self._edge_grid = (E + block - 1) // block
+        # blocks of a step kernel (one partial dt each)
+        grid_tiles = variant == GRID_VARIANT
+        self._step_grid = grid_blocks(grid.nx, grid.ny, block) if grid_tiles else self._cell_grid
         with self.stream:
             dev = cupy.asarray
             self._area = dev(lay.area)
             self._W = cupy.empty((L, 2 if self.model.layers == 2 else 1, 4), dtype=self.dtype)
-            self._partial = cupy.empty(self._cell_grid, dtype=self.dtype)
+            self._partial = cupy.empty(self._step_grid, dtype=self.dtype)
             self._ctrl = cupy.zeros(CTRL_DTYPE.itemsize, dtype=np.uint8)
             self._first = cupy.empty(1, dtype=np.int32)
             if variant == "edge":
@@ -694,7 +707,7 @@ class GpuBackend:
         else:
             geometry = (win, wout, self._area, self._code, self._normal, self._length)
         self._k[f"{self.variant}_step"](
-            (self._cell_grid,), (self.block,),
+            (self._step_grid,), (self.block,),
             (self._L, *geometry, self._ctrl, self._partial, *self._params, np.int32(op)),
         )  # fmt: skip
 

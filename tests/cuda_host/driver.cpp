@@ -22,6 +22,7 @@
 #if FVSWE_K == 4
 #include "grid.cu"
 #endif
+#include <algorithm>
 #include <array>
 #include <cstdio>
 
@@ -79,7 +80,14 @@ int main()
     const auto gcode = input<int>(2 * (size_t(nx) + ny));
     const auto garea = input<real>(nx == 0 ? 0 : ghdr[2] ? L : 1);
     std::vector<real4> W2(W.size()), S(size_t(L) * FVSWE_K * NVEC);
-    std::vector<real> partial(sgrid);
+#if FVSWE_K == 4
+    // grid.cu's tiles (gpu.grid_blocks)
+    const unsigned tgrid = (nx + FVSWE_TILE_X - 1) / FVSWE_TILE_X *
+                           ((ny + TILE_Y - 1) / TILE_Y);
+#else
+    const unsigned tgrid = 0;
+#endif
+    std::vector<real> partial(std::max(sgrid, tgrid));
     real4* bufs[2] = {W.data(), W2.data()};
     Ctrl c{};
     c.max_steps = hdr[2];
@@ -119,7 +127,7 @@ int main()
                        op);
 #if FVSWE_K == 4
             else if (kernel == 4)
-                launch(cgrid, B, grid_step, L, nx, ny, bufs[src], bufs[dst], garea.data(), ghdr[2],
+                launch(tgrid, B, grid_step, L, nx, ny, bufs[src], bufs[dst], garea.data(), ghdr[2],
                        glength.data(), gcode.data(), &c, partial.data(), g, r, eps_h, op);
 #else
             else if (kernel == 4)
