@@ -345,8 +345,9 @@ def test_grid_cases_match_cpu_backend(case_name, dtype):
 )  # fmt: skip
 def test_grid_variant_matches_gather(case_name, dt_mode, dtype):
     """grid.cu against gather.cu on the same grid (levels, walls, Chezy friction, wetting
-    and drying; 150 x 41 cells, rows cut by the blocks): bitwise in float64, as
-    test_variants_agree in float32; the counters and the volume too."""
+    and drying; 150 x 41 cells, partial tiles): bitwise in float64 (the counters and the
+    volume too); in float32 the same steps, t within 1e-6 (grid's speeds-only pass is
+    compiled apart, so FMA contraction may move dt by an ulp) and the state within 1e-6."""
     case = get_case(case_name).with_grid(150, 41)
     dt = case.dt or (0.2 if dt_mode == "fixed" else None)
     runs = []
@@ -357,14 +358,15 @@ def test_grid_variant_matches_gather(case_name, dt_mode, dtype):
         sim.run(1800.0 if case_name == "cgrid-tide" else 1e9, max_steps=400)
         runs.append((sim.t, sim.steps, sim.state(), sim.backend.counters(), sim.mass()))
     (t, steps, W, counters, mass), (t0, s0, W0, counters0, mass0) = runs
-    assert (t, steps) == (t0, s0) and steps > 100
+    assert steps == s0 and steps > 100
     assert (W[:, 0] == 0).any() and (W[:, 0] > 0).any()  # wet and dry cells
     if dtype == "float64":
         assert np.array_equal(W, W0), f"differ by {np.abs(W - W0).max():.3g}"
-        assert counters == counters0 and mass == mass0
+        assert t == t0 and counters == counters0 and mass == mass0
     else:  # per component, relative to its largest value: a component 0 in gather (qy of
         # the pseudo-1-D tide) must be exactly 0 in grid
         assert (np.abs(W - W0).max(axis=0) <= 1e-6 * np.abs(W0).max(axis=0)).all()
+        assert abs(t - t0) <= 1e-6 * t0
 
 
 def test_grid_variant_is_chosen_on_grids_only():

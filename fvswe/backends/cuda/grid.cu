@@ -1,10 +1,11 @@
 // Cartesian grid variant: gather.cu on an nx by ny grid of quads in row-major order (cell
 // c = iy * nx + ix), its slots' neighbours, normals, lengths and boundary codes found by
-// index arithmetic instead of the per-slot arrays. The slots are those of the mesh that
-// fvswe.grid.Grid builds (local order south, east, north, west; each interior edge owned by
-// its lower-numbered cell, so the south and west slots are side j), so every value and sum
-// is bitwise gather.cu's (both are pipeline.cuh's gather_cells); gpu.grid_arrays checks a
-// layout against this rule before a run.
+// index arithmetic instead of the per-slot arrays, and each block a 2-D tile whose edges
+// are evaluated once each (gather evaluates an interior edge from both cells). The slots
+// are those of the mesh that fvswe.grid.Grid builds (local order south, east, north, west;
+// each interior edge owned by its lower-numbered cell, so the south and west slots are side
+// j), evaluated in the owner's orientation and summed in slot order, so every value and sum
+// is bitwise gather.cu's; gpu.grid_arrays checks a layout against this rule before a run.
 // Per cell it reads the state (the neighbours' through the cache) and writes the state;
 // besides: one column width and one row height (nx + ny values), the area (one value, or
 // one per cell when the grid's areas differ in their last bits), and a boundary cell its

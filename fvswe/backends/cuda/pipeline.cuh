@@ -533,7 +533,7 @@ __device__ __forceinline__ void pass_cell(const real4* __restrict__ Win, real4* 
 // evaluated in local order (edge_contribution), summed and closed (close_cell), then the
 // block's share of the dt reduction (finish_step); an idle step only hands the cell over
 // (pass_cell). slot(c, l, cd, n, len) gives the code, unit normal and length of slot l of
-// cell c (gather.cu: the per-slot arrays; grid.cu: index arithmetic), area(c) its area.
+// cell c (gather.cu: the per-slot arrays), area(c) its area.
 template <typename Area, typename Slot>
 __device__ __forceinline__ void gather_cells(const int n_cells, const real4* __restrict__ Win,
                                              real4* __restrict__ Wout, Ctrl* ctrl, real* partial,
