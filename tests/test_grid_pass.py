@@ -173,3 +173,13 @@ def test_grid_step_on_host_is_gather_bitwise(name, dtype, dt_mode):
         ref = sim.backend.get_state()
         assert (ctrl["t"], ctrl["steps"]) == (sim.t, sim.steps)
         assert np.abs(W - ref).max() <= 1e-12 * np.abs(ref).max()
+
+
+def test_uniform_friction_coefficient_is_uploaded_once():
+    """The tide's one Chezy C goes to the device as one value (friction_stride 0: read once
+    per cell from one address), a coefficient varying by cell as the per-cell array."""
+    lay = get_case("cgrid-tide").with_grid(8, 3).simulation().layout
+    assert np.array_equal(gpu.pointed_arrays(lay)["friction_coef"], [65.0])
+    coef = np.linspace(60.0, 70.0, lay.n_cells)
+    varying = gpu.pointed_arrays(replace(lay, friction_coef=coef))["friction_coef"]
+    assert np.array_equal(varying, coef)

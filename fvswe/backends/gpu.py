@@ -383,12 +383,16 @@ def initial_dt_plan(variant: str) -> list[tuple[str, int, int, int]]:
 
 def pointed_arrays(layout: Layout) -> dict[str, np.ndarray]:
     """The host arrays the control block points to (its pointer fields of the same names),
-    those a run has: the per-cell friction coefficients, the boundary tables with the
+    those a run has: the friction coefficients (per cell, or one where all are equal:
+    ``friction_stride``), the interfacial ones, the boundary tables with the
     per-step fluxes of their edges, Coriolis f per cell and the wind table."""
     out = {}
     for name in ("friction_coef", "interfacial_coef"):
         if getattr(layout, name) is not None:
             out[name] = np.ascontiguousarray(getattr(layout, name), dtype=np.float64)
+    coef = out.get("friction_coef")
+    if coef is not None and coef.size and (coef == coef[0]).all():  # one value, read once
+        out["friction_coef"] = coef[:1]
     m = level_edges(layout)
     if m.size:
         lv = layout.levels
@@ -536,6 +540,8 @@ class GpuBackend:
         for name, arr in self._pointed.items():
             ctrl[name] = arr.data.ptr
         ctrl["n_level"] = level_edges(lay).size
+        coef = self._pointed.get("friction_coef")
+        ctrl["friction_stride"] = coef is not None and coef.size > 1
         self._has_levels = "level_table" in self._pointed
         wind = lay.wind
         if wind is not None:

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <functional>
 
 template <typename T> static std::vector<T> input(size_t n)
 {
@@ -99,6 +100,9 @@ int main()
     c.g = prm[4];
     c.friction = hdr[4];
     c.friction_coef = friction_coef.data();
+    // one value for all cells where they are equal, as gpu.pointed_arrays uploads them
+    c.friction_stride = std::adjacent_find(friction_coef.begin(), friction_coef.end(),
+                                           std::not_equal_to<>()) != friction_coef.end();
     c.r = prm[5];
     c.eps_h = prm[6];
     c.interfacial_coef = hdr[8] ? interfacial_coef.data() : nullptr;
