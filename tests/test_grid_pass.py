@@ -183,3 +183,12 @@ def test_uniform_friction_coefficient_is_uploaded_once():
     coef = np.linspace(60.0, 70.0, lay.n_cells)
     varying = gpu.pointed_arrays(replace(lay, friction_coef=coef))["friction_coef"]
     assert np.array_equal(varying, coef)
+
+
+def test_grid_shared_bytes_is_the_kernels():
+    """gpu.grid_shared_bytes is grid.cu's TILE_VALUES (ptxas counts 7896 B for one layer in
+    float32 at block 128: these 7840 and finish_step's reduction): 16 x 8 cells, 280 edges,
+    7 values each; two layers in float64 fit 48 KB at block 128, not at 256."""
+    assert gpu.grid_shared_bytes(1, np.float32, 128) == 280 * 7 * 4
+    assert gpu.grid_shared_bytes(2, np.float64, 128) <= gpu.SHARED_MAX
+    assert gpu.grid_shared_bytes(2, np.float64, 256) > gpu.SHARED_MAX

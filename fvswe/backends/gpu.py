@@ -60,6 +60,8 @@ GRID_NORMALS = np.array([
 ])  # fmt: skip
 #: Cells along x of grid.cu's tile (its block is FVSWE_BLOCK / GRID_TILE_X rows of them).
 GRID_TILE_X = 16
+#: Static shared memory a CUDA block may hold (grid.cu's static_assert).
+SHARED_MAX = 48 * 1024
 DT_MODES = ("lagged", "nonlagged", "fixed")
 #: Meshes below this many cells run the ``slot`` variant by default (:func:`default_variant`).
 SLOT_BELOW = 16_000
@@ -243,6 +245,14 @@ def slot_codes(lay: Layout) -> np.ndarray:
     boundary = ij[:, 1] < 0
     nbr = np.where(side == 0, ij[:, 1], ij[:, 0])
     return np.where(boundary, _boundary_codes(lay)[e], 2 * nbr + side).astype(np.int32)
+
+
+def grid_shared_bytes(layers: int, dtype, block: int) -> int:
+    """Shared memory of a grid.cu block (its TILE_VALUES): per edge of the tile both sides'
+    slot values and ||D||, ``(2 nvar + 1)`` reals."""
+    rows, nvar = block // GRID_TILE_X, 6 if layers == 2 else 3
+    edges = rows * (GRID_TILE_X + 1) + (rows + 1) * GRID_TILE_X
+    return (2 * nvar + 1) * edges * np.dtype(dtype).itemsize
 
 
 def grid_blocks(nx: int, ny: int, block: int) -> int:
@@ -469,6 +479,14 @@ class GpuBackend:
         if dt_mode == "fixed" and not (dt_fixed and dt_fixed > 0):
             raise ConfigError("dt: a fixed time step needs a positive dt")
         grid = grid_arrays(layout) if requested_variant(variant) in (None, GRID_VARIANT) else None
+        need = grid_shared_bytes(layout.model.layers, layout.dtype, block)
+        if grid is not None and need > SHARED_MAX:  # the tile does not fit: another variant
+            if requested_variant(variant) == GRID_VARIANT:
+                raise ConfigError(
+                    f"variant: 'grid' with block {block} needs {need} B of shared memory a block "
+                    f"(at most {SHARED_MAX}); use a smaller block"
+                )
+            grid = None
         variant = resolve_variant(variant, scheme, layout.n_cells, grid is not None)
         if block % 32 or not 32 <= block <= 1024:
             raise ConfigError(f"block: a multiple of 32 in [32, 1024], got {block}")
