@@ -95,12 +95,14 @@ def test_variant_selection_on_grids_and_meshes(monkeypatch):
 
 
 def grid_case(name: str, dtype: str, dt_mode: str) -> tuple[Simulation, str, float, int]:
-    """A small grid run, its scheme, end time and step limit, on two blocks of 128 cells
-    whose boundary cuts a row: the tide (levels at the west side, walls, Chezy friction, the
-    marsh flooding; 24 x 10 cells, one area) to 1 h; the island (walls, wet/dry, per-cell
-    areas; 21 x 9, the island's top at a cell centre) for 60 steps; test1 (two layers;
-    12 x 11) to 2 s; sides (a level, a discharge, a wall and a characteristic condition,
-    Manning friction, a beach; 20 x 9) to 100 s."""
+    """A small grid run, its scheme, end time and step limit, on grid.cu's tiles of 16 x 8
+    cells (partial ones at the north and east ends): the tide (levels at the west side,
+    walls, Chezy friction, the marsh flooding; 24 x 10 cells, one area) to 1 h; the island
+    (walls, wet/dry, per-cell areas; 21 x 9, the island's top at a cell centre) for 60
+    steps; test1 (two layers; 12 x 11) to 2 s; sides (a level, a discharge, a wall and a
+    characteristic condition, Manning friction, a beach; 20 x 9) to 100 s; thin (two
+    layers, the lower one ending at x = 0, the line between two tiles, and crossing the
+    line between two rows of tiles: thin-layer edges there; 32 x 10) to 1.5 s."""
     dt = None
     if name == "sides":  # every condition, tables on three sides, over a beach that dries
         boundary = {"west": Level(lambda t: 0.3 * np.sin(np.asarray(t) / 20.0), every=1.0,
@@ -117,6 +119,12 @@ def grid_case(name: str, dtype: str, dt_mode: str) -> tuple[Simulation, str, flo
                          friction=("manning", 0.03), boundary=boundary, dtype=dtype,
                          dt_mode=dt_mode, dt=0.5 if dt_mode == "fixed" else None)  # fmt: skip
         return sim, "hll-wd", 100.0, 10**6
+    if name == "thin":  # a lower layer ending at x = 0, on the line between two x tiles
+        sim = Simulation(Grid(32, 10, 10 / 32, 1.0, origin=(-5.0, -5.0)).mesh(), layers=2,
+                         scheme="pvm-ifcp", H=2.0, dtype=dtype, dt_mode=dt_mode,
+                         initial={"h1": lambda x, y: 2.0 - np.where(x < 0, 1.0, 0.0),
+                                  "h2": lambda x, y: np.where(x < 0, 1.0, 0.0)})  # fmt: skip
+        return sim, "pvm-ifcp", 1.5, 10**6
     if name == "test1":  # the dam break over [-5, 5]^2
         case = get_case("test1")
         mesh = Grid(12, 11, 10 / 12, 10 / 11, origin=(-5.0, -5.0)).mesh()
@@ -144,6 +152,7 @@ def grid_case(name: str, dtype: str, dt_mode: str) -> tuple[Simulation, str, flo
         ("cgrid-island", "float64", "fixed"),
         ("cgrid-island", "float32", "lagged"),
         ("test1", "float64", "lagged"),
+        ("thin", "float64", "nonlagged"),
         ("sides", "float64", "nonlagged"),
         ("sides", "float32", "fixed"),
     ],
@@ -161,7 +170,9 @@ def test_grid_step_on_host_is_gather_bitwise(name, dtype, dt_mode):
         assert np.array_equal(ctrl[field], ctrl_ref[field], equal_nan=True), field
     assert ctrl["steps"] > 20 and not ctrl["stalled"]
     assert np.abs(W - sim.layout.W0).max() > 1e-3 * np.abs(sim.layout.W0).max()
-    if name != "test1":
+    if name == "thin":  # thin-layer edges (counted once each) on both tiles' lines
+        assert ctrl["thin"] > 0
+    elif name != "test1":
         assert (W[:, 0] < sim.model.eps_h).any() and (W[:, 0] > 0.1).any()  # dry and wet
     if name == "sides":
         assert ctrl["level_inflow"] != 0
