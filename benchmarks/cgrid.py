@@ -11,6 +11,12 @@ the host clock from the initial state to its end through ``Simulation.run`` (its
 checks included, each synchronising the device: every ``--check-every`` steps, by default
 the backend's own interval, as a user's run).
 
+Runs are made with ``allow_mass_error=True``: float32 loses every state increment smaller
+than half an ulp of the depth, so the volume of a long float32 run drifts linearly in its
+steps (about 1e-9 a step at 1056², beyond the check's 1e-5 after ~10^4 steps) and the
+check would stop the timing run. The drift is not hidden: every row records
+``mass_rel_drift`` (per layer, relative, net of the boundary inflow) and ``clipped``.
+
 Runs go cheapest first (estimated cell-steps). With ``--budget-s`` a run that would start
 too late is skipped and a run still going at the deadline is cut there: its row records
 the simulated time and the wall time actually measured (``"cut": true``), never an
@@ -83,7 +89,7 @@ def run_one(spec: dict, args, deadline: float) -> dict:
     t0 = time.perf_counter()
     mesh = case.grid().mesh()
     t1 = time.perf_counter()
-    sim = case.simulation(mesh=mesh, backend=args.backend, dtype=args.dtype)
+    sim = case.simulation(mesh=mesh, backend=args.backend, dtype=args.dtype, allow_mass_error=True)
     t2 = time.perf_counter()
     row.update(mesh_s=t1 - t0, setup_s=t2 - t1, scheme=case.scheme,
                dt_mode=case.options().get("dt_mode", "lagged"),
@@ -158,6 +164,8 @@ def line(row: dict) -> str:
         note.append(f"CUT at the budget (goal {goal}); measured part only")
     if row.get("error"):
         note.append(row["error"])
+    if not row.get("skipped"):
+        note.append(f"volume drift {max(row['mass_rel_drift']):.2g}")
     if row.get("thesis_steps"):
         note.append(f"thesis steps {row['thesis_steps']}")
     grid = f"{row['nx']}x{row['ny']}"
@@ -179,7 +187,8 @@ def main(argv=None) -> None:
     ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     ap.add_argument("--hours", type=float, default=24.0, help="simulated hours of the tide")
     ap.add_argument("--steps", type=int, default=1000, help="steps of cgrid-island")
-    ap.add_argument("--variant", default=None, help="GPU variant (edge, gather, slot)")
+    ap.add_argument("--variant", default=None,
+                    help="GPU variant (edge, gather, slot; grid: default on grids)")  # fmt: skip
     ap.add_argument("--warmup", type=int, default=100, help="untimed steps before each run")
     ap.add_argument("--check-every", type=int, default=None,
                     help="steps between blow-up checks (and budget looks); default: the "
@@ -209,6 +218,8 @@ def main(argv=None) -> None:
         "budget_s": args.budget_s,
         "timing": "host clock, initial state to end through Simulation.run after a warm-up "
         "and a restore; mesh and setup timed apart",
+        "mass_check": "off (allow_mass_error): float32 stagnation drifts the volume linearly in "
+        "steps; each row's mass_rel_drift is the measured drift",
         "thesis": "RTX 2080 Ti, float32, staggered C-grid finite differences (docs/CASES.md §B)",
         "thesis_s_steps": {c: {str(n): v for n, v in t.items()} for c, t in THESIS.items()},
         "references": REFERENCES,

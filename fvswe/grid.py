@@ -5,7 +5,9 @@ Cell ``(ix, iy)`` (column ``ix`` along x, row ``iy`` along y) is cell number
 ``(ny, nx)`` array by a reshape (:meth:`Grid.as_array`) and back by a ravel
 (:meth:`Grid.from_array`). The four sides are boundary tags ``west`` (x = x0),
 ``east``, ``south`` (y = y0) and ``north``. Everything then runs through the
-same finite-volume pipeline as a triangular mesh (docs/ARCHITECTURE.md)::
+same finite-volume pipeline as a triangular mesh (docs/ARCHITECTURE.md); on the GPU,
+a Simulation that keeps this row-major order (``order="none"``, the default) runs the
+``grid`` variant, which finds neighbours by index arithmetic (docs/GPU.md)::
 
     grid = Grid(200, 100, dx=1.0, dy=1.0)
     sim = Simulation(grid.mesh(), layers=1, scheme="hll-wd",

@@ -159,7 +159,8 @@ COMBOS = [
     for scheme, layers in registry.distinct_kernels()  # one-layer pvm-ifcp is hll's module
     for dtype in ("float32", "float64")
     for variant in gpu.VARIANTS
-] + [("pvm-ifcp", 2, "float32", variant, 4) for variant in gpu.VARIANTS]
+] + [("pvm-ifcp", 2, "float32", variant, 4) for variant in (*gpu.VARIANTS, gpu.GRID_VARIANT)]
+COMBOS += [("hll-wd", 1, dtype, gpu.GRID_VARIANT, 4) for dtype in ("float32", "float64")]
 
 
 def test_import_does_not_need_cupy():
@@ -410,7 +411,7 @@ def test_emulator_keeps_barrier_shuffle_and_atomic_semantics():
 
 KERNELS = (
     "edge_pass", "volume_pass", "gather_step", "slot_step", "limit_theta", "limit_update",
-    "block_step",
+    "block_step", "grid_step",
 )  # fmt: skip
 
 
@@ -433,6 +434,15 @@ def block_blobs(layout, cells: int, interior_first: bool = False) -> list[np.nda
     """The block variant's part of the driver's input: counts, then gpu.block_arrays."""
     start, task, normal, length = gpu.block_arrays(layout, cells, interior_first)
     return [np.array([start.size - 1, len(task)], dtype=np.int32), start, task, normal, length]
+
+
+def grid_blobs(layout, variant: str) -> list[np.ndarray]:
+    """The grid part of the driver's input: grid.cu's arrays for the grid variant."""
+    if variant != gpu.GRID_VARIANT:
+        return [np.zeros(3, dtype=np.int32)]
+    grid = gpu.grid_arrays(layout)
+    head = np.array([grid.nx, grid.ny, grid.area_stride], dtype=np.int32)
+    return [head, grid.length, grid.side_code, grid.area]
 
 
 def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=None, cells=None,
@@ -498,6 +508,7 @@ def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=No
         layout.edge_length[e],
         *forcing_blobs(layout),
         *block_blobs(layout, cells or block, interior_first),
+        *grid_blobs(layout, variant),
     ]
     stdin = b"".join(np.ascontiguousarray(b).tobytes() for b in blobs)
     res = subprocess.run([str(exe)], input=stdin, capture_output=True)

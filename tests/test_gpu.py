@@ -490,3 +490,54 @@ def test_fast_math_stays_within_float32_tolerance(scheme, variant, sym_mesh, mon
     scale[:, 1:] = scale[:, 1:].max(axis=1, keepdims=True)
     assert not np.array_equal(fast, ieee)  # the options reached the compiler
     assert (np.abs(fast - ieee).max(axis=0) <= 1e-4 * scale.ravel()).all()
+
+
+# -- the Cartesian grid variant (grid.cu) ----------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(
+    ("case_name", "dt_mode"),
+    [("cgrid-tide", "nonlagged"), ("cgrid-tide", "lagged"), ("cgrid-tide", "fixed"),
+     ("cgrid-island", "fixed")],
+)  # fmt: skip
+def test_grid_variant_matches_gather(case_name, dt_mode, dtype):
+    """grid.cu against gather.cu on the same grid (levels, walls, Chezy friction, wetting
+    and drying; 150 x 41 cells, partial tiles): bitwise in float64 (the counters and the
+    volume too); in float32 the same steps, t within 1e-6 (grid's speeds-only pass is
+    compiled apart, so FMA contraction may move dt by an ulp) and the state within 1e-6."""
+    case = get_case(case_name).with_grid(150, 41)
+    dt = case.dt or (0.2 if dt_mode == "fixed" else None)
+    runs = []
+    for variant in ("grid", "gather"):
+        sim = case.simulation(dtype=dtype, dt_mode=dt_mode, dt=dt, backend="gpu",
+                              backend_options={"variant": variant})  # fmt: skip
+        assert sim.backend.variant == variant
+        sim.run(1800.0 if case_name == "cgrid-tide" else 1e9, max_steps=400)
+        runs.append((sim.t, sim.steps, sim.state(), sim.backend.counters(), sim.mass()))
+    (t, steps, W, counters, mass), (t0, s0, W0, counters0, mass0) = runs
+    assert steps == s0 and steps > 100
+    assert (W[:, 0] == 0).any() and (W[:, 0] > 0).any()  # wet and dry cells
+    if dtype == "float64":
+        assert np.array_equal(W, W0), f"differ by {np.abs(W - W0).max():.3g}"
+        assert t == t0 and counters == counters0 and mass == mass0
+    else:  # per component, relative to its largest value: a component 0 in gather (qy of
+        # the pseudo-1-D tide) must be exactly 0 in grid
+        assert (np.abs(W - W0).max(axis=0) <= 1e-6 * np.abs(W0).max(axis=0)).all()
+        assert abs(t - t0) <= 1e-6 * t0
+
+
+def test_grid_variant_is_chosen_on_grids_only():
+    """A Grid run on the GPU gets ``grid`` (and reads fewer bytes a step than gather); a
+    renumbered grid gets another variant; ``grid`` asked for on triangles is a ConfigError."""
+    from fvswe.errors import ConfigError
+
+    case = get_case("cgrid-tide").with_grid(64, 40)
+    sim = case.simulation(backend="gpu")
+    assert sim.backend.variant == "grid"
+    gather = case.simulation(backend="gpu", backend_options={"variant": "gather"})
+    assert sim.backend.bytes_per_step() < gather.backend.bytes_per_step() / 2
+    assert case.simulation(backend="gpu", order="rcm").backend.variant != "grid"
+    with pytest.raises(ConfigError, match="grid"):
+        get_case("test1").simulation(structured_square(4), backend="gpu",
+                                     backend_options={"variant": "grid"})  # fmt: skip

@@ -109,7 +109,7 @@ CTRL_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("level_values", "const double*", "sample values"),
     ("level_flux", "double*", "outward mass flux per layer of each edge with tables"),
     ("n_level", "int", "edges with tables"),
-    ("pad", "int", "alignment"),
+    ("friction_stride", "int", "friction_coef's stride: 1 per cell, 0 one value for all"),
     ("thin_cells", "unsigned long long", "layers left with 0 < h < eps_h after an update"),
     ("clip_t", "double", "time of the first step that clipped a depth"),
     ("cfl_t", "double", "time of the first fixed step above the stable one"),

@@ -22,6 +22,13 @@ Four variants, same results bit for bit (float64):
   edges to other blocks twice (:func:`fvswe.backends.layout.block_edges`), then
   sums and updates its cells (1 launch a step, 2 non-lagged), two state buffers.
 
+And one for a Cartesian grid (:class:`fvswe.grid.Grid`'s mesh in its row-major order),
+chosen by default where a layout is one (:func:`grid_arrays`):
+
+- ``grid``: ``gather`` on 2-D tiles, each tile edge evaluated once, each slot's
+  neighbour, normal, length and boundary code found by index arithmetic: no per-slot
+  arrays, the same results bit for bit.
+
 Two-layer steps end with the positivity limiter's two kernels (docs/SCHEMES.md §13.4),
 the same for every variant, which return at once unless the step's normal pass listed
 candidate cells.
@@ -42,6 +49,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -125,7 +133,18 @@ RESIDENT_THREADS = {(2, True): 512, (2, False): 768}
 #: in the flux and everywhere else in the module (docs/GPU.md, "Fast math").
 FAST_MATH = ("--prec-div=false", "--prec-sqrt=false", "--ftz=true")
 #: Shared memory a thread block of the ``block`` variant may use for its slots (bytes).
-BLOCK_SHARED_MAX = 48 * 1024
+#: Static shared memory a CUDA block may hold (block.cu's slots, grid.cu's static_assert).
+SHARED_MAX = BLOCK_SHARED_MAX = 48 * 1024
+#: The variant of a Cartesian grid in row-major order only (grid.cu, :func:`grid_arrays`).
+GRID_VARIANT = "grid"
+#: grid.cu's unit normals of the local slots south, east, north, west: [0] of an interior
+#: slot (a south or west one is its owner's north or east edge), [1] of a boundary slot.
+GRID_NORMALS = np.array([
+    [[0.0, 1.0], [1.0, -0.0], [0.0, 1.0], [1.0, -0.0]],
+    [[0.0, -1.0], [1.0, -0.0], [0.0, 1.0], [-1.0, -0.0]],
+])  # fmt: skip
+#: Cells along x of grid.cu's tile (its block is FVSWE_BLOCK / GRID_TILE_X rows of them).
+GRID_TILE_X = 16
 
 
 @dataclass(frozen=True)
@@ -202,8 +221,9 @@ def compile_options(
     whose register cap is its :func:`block_shape`'s; ``fast_math``: :data:`FAST_MATH`
     (float32 only: a ConfigError for float64)."""
     sid = registry.kernel_id(scheme, layers)
-    if variant not in VARIANTS:
-        raise ConfigError(f"variant: unknown {variant!r} (choose from {', '.join(VARIANTS)})")
+    if variant not in (*VARIANTS, GRID_VARIANT):
+        choices = ", ".join((*VARIANTS, GRID_VARIANT))
+        raise ConfigError(f"variant: unknown {variant!r} (choose from {choices})")
     double = np.dtype(dtype) == np.float64
     if fast_math and double:
         raise ConfigError("fast_math: float32 only (float64 keeps IEEE division and square root)")
@@ -220,6 +240,7 @@ def compile_options(
             f"-DFVSWE_K={k}",
             f"-DFVSWE_BLOCK={block}",
             f"-DFVSWE_MIN_BLOCKS={min_blocks}",
+            f"-DFVSWE_TILE_X={GRID_TILE_X}",
             "--fmad=false" if double else "--fmad=true",
         )
         + ((f"-DFVSWE_CELLS={cells or block}",) if variant == "block" else ())
@@ -384,6 +405,82 @@ def slot_codes(lay: Layout) -> np.ndarray:
     return np.where(e < 0, -KINDS["wall"], code).astype(np.int32)
 
 
+def grid_shared_bytes(layers: int, dtype, block: int) -> int:
+    """Shared memory of a grid.cu block (its TILE_VALUES): per edge of the tile both sides'
+    slot values and ||D||, ``(2 nvar + 1)`` reals."""
+    rows, nvar = block // GRID_TILE_X, 6 if layers == 2 else 3
+    edges = rows * (GRID_TILE_X + 1) + (rows + 1) * GRID_TILE_X
+    return (2 * nvar + 1) * edges * np.dtype(dtype).itemsize
+
+
+def grid_blocks(nx: int, ny: int, block: int) -> int:
+    """Blocks of a grid.cu launch: one per tile of ``GRID_TILE_X`` by ``block / GRID_TILE_X``
+    cells, row-major over the tiles."""
+    rows = block // GRID_TILE_X
+    return -(-nx // GRID_TILE_X) * -(-ny // rows)
+
+
+class GridArrays(NamedTuple):
+    """What grid.cu reads besides the state: the grid's shape, ``length`` (the ``nx``
+    column widths, then the ``ny`` row heights), ``side_code`` (the boundary codes of the
+    south, north, west and east sides, each in increasing ix or iy) and ``area`` (one value
+    when every cell's is the same, else one per cell: ``area_stride`` 0 or 1)."""
+
+    nx: int
+    ny: int
+    length: np.ndarray
+    side_code: np.ndarray
+    area: np.ndarray
+    area_stride: int
+
+
+def grid_arrays(lay: Layout) -> GridArrays | None:
+    """grid.cu's arrays when ``lay`` is a Cartesian grid in row-major order whose slots
+    grid.cu reproduces bit for bit (those of :class:`fvswe.grid.Grid`'s mesh in its own
+    cell order: every slot's neighbour and side, normal and length checked), else None.
+
+    The run then keeps the grid's order: a Simulation renumbering its cells (``order``)
+    gets None here, and the other variants."""
+    L = lay.n_cells
+    if lay.k != 4 or L == 0 or lay.n_owned_cells is not None:
+        return None
+    code = slot_codes(lay).reshape(L, 4)
+    nx = int(code[0, 2] >> 1) if code[0, 2] >= 0 else L  # cell 0's north neighbour: nx
+    if not 0 < nx <= L or L % nx:
+        return None
+    ny = L // nx
+    code = code.reshape(ny, nx, 4)
+    c = np.arange(L, dtype=np.int64).reshape(ny, nx)
+    ix, iy = np.arange(nx)[None, :], np.arange(ny)[:, None]
+    sides = ((iy == 0, 2 * (c - nx) + 1), (ix == nx - 1, 2 * (c + 1)),
+             (iy == ny - 1, 2 * (c + nx)), (ix == 0, 2 * (c - 1) + 1))  # fmt: skip
+    for local, (boundary, neighbour) in enumerate(sides):
+        boundary = np.broadcast_to(boundary, c.shape)
+        got = code[:, :, local]
+        if not (np.array_equal(got < 0, boundary) and (got == neighbour)[~boundary].all()):
+            return None
+    # each edge's normal, bits and signed zeros, as grid.cu forms its owner slot's
+    owner = lay.edge_slot[:, 0] & 3
+    want = GRID_NORMALS[(lay.edge_cells[:, 1] < 0).astype(np.intp), owner].astype(lay.dtype)
+    if want.tobytes() != np.ascontiguousarray(lay.edge_normal).tobytes():
+        return None
+    length = lay.edge_length[lay.cell_edges.reshape(ny, nx, 4)]
+    width, height = length[0, :, 0], length[:, 0, 1]
+    if not ((length[:, :, 0::2] == width[None, :, None]).all()
+            and (length[:, :, 1::2] == height[:, None, None]).all()):  # fmt: skip
+        return None
+    side_code = np.concatenate((code[0, :, 0], code[-1, :, 2], code[:, 0, 3], code[:, -1, 1]))
+    uniform = bool((lay.area == lay.area[0]).all())
+    return GridArrays(
+        nx=nx,
+        ny=ny,
+        length=np.concatenate((width, height)).astype(lay.dtype),
+        side_code=(-side_code).astype(np.int32),
+        area=np.ascontiguousarray(lay.area[:1] if uniform else lay.area),
+        area_stride=0 if uniform else 1,
+    )
+
+
 def block_arrays(lay: Layout, cells: int, interior_first: bool = False) -> tuple[np.ndarray, ...]:
     """The ``block`` variant's edge tasks (:func:`fvswe.backends.layout.block_edges`, in its
     ``interior_first`` order): ``(start, task, normal, length)``; ``task`` (T, 4) int32
@@ -441,20 +538,34 @@ def default_variant(scheme: str, n_cells: int, twice: float = 1.0) -> str:
     return "edge" if scheme in EDGE_SCHEMES else "gather"
 
 
+def requested_variant(variant: str | None) -> str | None:
+    """``variant`` when given, else the environment variable ``FVSWE_GPU_VARIANT`` when set."""
+    return variant or os.environ.get("FVSWE_GPU_VARIANT") or None
+
+
 def resolve_variant(
     variant: str | None,
     scheme: str,
     n_cells: int,
     edge_cells: np.ndarray | None = None,
     cells: int = BLOCK_CELLS,
+    grid: bool = False,
 ) -> str:
-    """The variant a backend runs: ``variant`` when given, else the environment variable
-    ``FVSWE_GPU_VARIANT`` when set, else :func:`default_variant` with the twice-evaluated
-    fraction of ``edge_cells`` in blocks of ``cells`` (unknown without ``edge_cells``;
-    :class:`GpuBackend` passes its :func:`block_shape`'s cells)."""
-    chosen = variant or os.environ.get("FVSWE_GPU_VARIANT")
-    if chosen:
-        return chosen
+    """The variant a backend runs: :func:`requested_variant`, else ``grid`` on a Cartesian
+    grid (``grid``: :func:`grid_arrays` found one), else :func:`default_variant` with the
+    twice-evaluated fraction of ``edge_cells`` in blocks of ``cells`` (unknown without
+    ``edge_cells``; :class:`GpuBackend` passes its :func:`block_shape`'s cells).
+
+    ``grid`` asked for on another mesh is a ConfigError.
+    """
+    chosen = requested_variant(variant)
+    if chosen == GRID_VARIANT and not grid:
+        raise ConfigError(
+            "variant: 'grid' needs a Cartesian grid in its row-major order (fvswe.grid.Grid's "
+            "mesh, order 'none'); this mesh is not one"
+        )
+    if chosen or grid:
+        return chosen or GRID_VARIANT
     known = edge_cells is not None and n_cells >= SLOT_BELOW
     twice = twice_evaluated(edge_cells, cells) if known else 1.0
     return default_variant(scheme, n_cells, twice)
@@ -508,12 +619,16 @@ def limiter_arrays(layout: Layout) -> dict[str, np.ndarray]:
 
 def pointed_arrays(layout: Layout) -> dict[str, np.ndarray]:
     """The host arrays the control block points to (its pointer fields of the same names),
-    those a run has: the per-cell friction coefficients, the boundary tables with the
+    those a run has: the friction coefficients (per cell, or one where all are equal:
+    ``friction_stride``), the interfacial ones, the boundary tables with the
     per-step fluxes of their edges, Coriolis f per cell and the wind table."""
     out = {}
     for name in ("friction_coef", "interfacial_coef"):
         if getattr(layout, name) is not None:
             out[name] = np.ascontiguousarray(getattr(layout, name), dtype=np.float64)
+    coef = out.get("friction_coef")
+    if coef is not None and coef.size and (coef == coef[0]).all():  # one value, read once
+        out["friction_coef"] = coef[:1]
     m = level_edges(layout)
     if m.size:
         lv = layout.levels
@@ -556,9 +671,9 @@ def batch_size(ctrl: np.void, t_end: float, batch: int, launched: int = 0) -> in
 class GpuBackend:
     """The pipeline on a CUDA GPU (a :class:`~fvswe.backends.base.Backend`).
 
-    ``variant`` is ``edge``, ``gather``, ``slot`` or ``block`` (else the environment variable
-    ``FVSWE_GPU_VARIANT``, else :func:`default_variant`); ``block`` the threads per block
-    (default :data:`DEFAULT_BLOCK`, the ``block`` variant's :func:`block_shape`); ``cells``
+    ``variant`` is ``edge``, ``gather``, ``slot``, ``block`` or ``grid`` (else the environment
+    variable ``FVSWE_GPU_VARIANT``, else :func:`resolve_variant`'s default); ``block`` the
+    threads per block (default :data:`DEFAULT_BLOCK`, the ``block`` variant's :func:`block_shape`); ``cells``
     the cells a thread block owns in the ``block`` variant (default its :func:`block_shape`);
     ``batch`` the most steps one CUDA graph replays; ``fast_math`` compiles a float32 run's
     modules with :data:`FAST_MATH` (a ConfigError for float64). ``threads`` (the CPU
@@ -596,8 +711,21 @@ class GpuBackend:
             raise ConfigError("dt: a fixed time step needs a positive dt")
         shape = block_shape(scheme, layout.model.layers, layout.dtype, layout.k)
         cells = cells or shape.cells
-        variant = resolve_variant(variant, scheme, layout.n_cells, layout.edge_cells, cells)
-        block = block or (shape.threads if variant == "block" else DEFAULT_BLOCK)
+        block_asked = block
+        block = block or DEFAULT_BLOCK
+        grid = grid_arrays(layout) if requested_variant(variant) in (None, GRID_VARIANT) else None
+        need = grid_shared_bytes(layout.model.layers, layout.dtype, block)
+        if grid is not None and need > SHARED_MAX:  # the tile does not fit: another variant
+            if requested_variant(variant) == GRID_VARIANT:
+                raise ConfigError(
+                    f"variant: 'grid' with block {block} needs {need} B of shared memory a block "
+                    f"(at most {SHARED_MAX}); use a smaller block"
+                )
+            grid = None
+        variant = resolve_variant(
+            variant, scheme, layout.n_cells, layout.edge_cells, cells, grid is not None
+        )
+        block = block_asked or (shape.threads if variant == "block" else DEFAULT_BLOCK)
         if block % 32 or not 32 <= block <= 1024:
             raise ConfigError(f"block: a multiple of 32 in [32, 1024], got {block}")
         lay = layout
@@ -641,6 +769,8 @@ class GpuBackend:
             self._cell_grid = (lay.owned_cells + self.cells - 1) // self.cells
         self._edge_grid = (lay.owned_edges + block - 1) // block
         self._limit_grid = min((lay.owned_cells + block - 1) // block, LIMIT_BLOCKS)
+        if variant == GRID_VARIANT:  # one block a tile
+            self._cell_grid = grid_blocks(grid.nx, grid.ny, block)
         with self.stream:
             dev = cupy.asarray
             self._area = dev(lay.area)
@@ -670,6 +800,10 @@ class GpuBackend:
             elif variant == "block":
                 start, task, normal, length = block_arrays(lay, cells, self.interior_first)
                 self._cell_args = (dev(start), dev(task), dev(normal), dev(length))
+            elif variant == GRID_VARIANT:
+                self._cell_args = (np.int32(grid.nx), np.int32(grid.ny))
+                self._grid_args = (dev(grid.area), np.int32(grid.area_stride), dev(grid.length),
+                                   dev(grid.side_code))  # fmt: skip
         ctrl = np.zeros(1, dtype=CTRL_DTYPE)
         ctrl["dt"] = dt_fixed if dt_mode == "fixed" else math.nan
         ctrl["dt_fixed"] = dt_fixed or 0.0
@@ -686,6 +820,8 @@ class GpuBackend:
         for name, arr in self._pointed.items():
             ctrl[name] = arr.data.ptr
         ctrl["n_level"] = level_edges(lay).size
+        coef = self._pointed.get("friction_coef")
+        ctrl["friction_stride"] = coef is not None and coef.size > 1
         # every part of a distributed run counts the inflow, those without such edges too
         self._has_levels = lay.levels is not None and lay.levels.count > 0
         wind = lay.wind
@@ -867,6 +1003,10 @@ class GpuBackend:
         elif kernel == "limit_update":
             grid = self._limit_grid
             args = (win, wout, self._area, *slots, self._ctrl, *self._params)
+        elif self.variant == GRID_VARIANT:  # the grid's shape, widths, heights, side codes
+            grid = self._cell_grid
+            args = (self._L, *self._cell_args, win, wout, *self._grid_args, self._ctrl,
+                    self._partial, *self._params, np.int32(op))  # fmt: skip
         else:  # gather, slot: per-slot tables; block: per-task ones
             grid = self._cell_grid
             tables = self._cell_args if self.variant == "block" else slots
@@ -943,7 +1083,9 @@ class GpuBackend:
     def bytes_per_step(self) -> int:
         """Compulsory device-memory traffic of one lagged step, neighbour reads all cached.
 
-        gather, slot: read and write the state, read the per-slot edge data; block: read and
+        grid: read and write the state and the grid's widths, heights and side codes (and
+        one area, or one per cell). gather, slot: read and write the state, read the per-slot
+        edge data; block: read and
         write the state, read the per-task edge data (each edge once or twice); edge: the edge
         pass reads the state and edge data and writes the slots, the volume pass reads
         the slots and the state and writes the state. The limiter's kernels add nothing
@@ -955,6 +1097,8 @@ class GpuBackend:
             return 3 * state + edges + 2 * self._slots.nbytes
         if self.variant == "block":
             return 2 * state + sum(a.nbytes for a in self._cell_args)
+        if self.variant == GRID_VARIANT:  # the grid's widths, heights and side codes
+            return 2 * state + self._grid_args[2].nbytes + self._grid_args[3].nbytes
         return 2 * state + self._code.nbytes + self._normal.nbytes + self._length.nbytes
 
     # -- tests -----------------------------------------------------------------------------------

@@ -7,19 +7,24 @@
 //        three plans (initial dt, even step, odd step), each an int32 count and
 //        (kernel, op, src, dst) int32 rows with kernel 0 edge_pass, 1 volume_pass,
 //        2 gather_step, 3 slot_step, 4 limit_theta, 5 limit_update (gpu.LIMIT_BLOCKS blocks
-//        at most, given as int32 after the plans), 6 block_step; the level tables (int32 table per level edge, int64
+//        at most, given as int32 after the plans), 6 block_step, 7 grid_step (quads only); the level tables (int32 table per level edge, int64
 //        offsets, float64 times, float64 values); the per-cell float64 friction and
 //        interfacial coefficients (L each, when on); then the device arrays in the order read
 //        below; then the forcing: int32 n_wind, wind law, coriolis (0/1); float64 C_d,
 //        rho_air/rho_water; float64 wind times, u, v (n_wind each); float64 f per cell (if
 //        coriolis); then block_step's edge tasks: int32 n_blocks, n_tasks; int32 start
-//        (n_blocks + 1), int4 tasks, real2 normals, real lengths (n_tasks each).
-//        stdout: the packed state (buffer 0), then the control block.
+//        (n_blocks + 1), int4 tasks, real2 normals, real lengths (n_tasks each); then grid.cu's
+//        arrays (gpu.grid_arrays): int32 nx, ny (0, 0: none), area stride; real lengths
+//        (nx + ny), int32 side codes (2 nx + 2 ny), real areas (L if the stride is 1, else 1
+//        unless none). stdout: the packed state (buffer 0), then the control block.
 #include "shim.h"
 #include "edge.cu"
 #include "gather.cu"
 #include "slot.cu"
 #include "block.cu"
+#if FVSWE_K == 4
+#include "grid.cu"
+#endif
 #include "stdin.h"
 #include <algorithm>
 
@@ -59,8 +64,20 @@ int main()
     const auto btask = input<int4>(bhdr[1]);
     const auto bn = input<real2>(bhdr[1]);
     const auto bl = input<real>(bhdr[1]);
+    const auto ghdr = input<int>(3);
+    const int nx = ghdr[0], ny = ghdr[1];
+    const auto glength = input<real>(size_t(nx) + ny);
+    const auto gcode = input<int>(2 * (size_t(nx) + ny));
+    const auto garea = input<real>(nx == 0 ? 0 : ghdr[2] ? L : 1);
     std::vector<real4> W2(W.size()), S(size_t(L) * FVSWE_K * NVEC);
-    std::vector<real> partial(std::max<size_t>(sgrid, bhdr[0]));
+#if FVSWE_K == 4
+    // grid.cu's tiles (gpu.grid_blocks)
+    const unsigned tgrid = (nx + FVSWE_TILE_X - 1) / FVSWE_TILE_X *
+                           ((ny + TILE_Y - 1) / TILE_Y);
+#else
+    const unsigned tgrid = 0;
+#endif
+    std::vector<real> partial(std::max({size_t(sgrid), size_t(bhdr[0]), size_t(tgrid)}));
     std::vector<int> lim_cells(L), lim_claim(L);  // the limiter's arrays as a step finds them
     std::vector<double> lim_theta(2 * size_t(L), 1.0);
     real4* bufs[2] = {W.data(), W2.data()};
@@ -74,6 +91,9 @@ int main()
     c.g = prm[4];
     c.friction = hdr[4];
     c.friction_coef = friction_coef.data();
+    // one value for all cells where they are equal, as gpu.pointed_arrays uploads them
+    c.friction_stride = std::adjacent_find(friction_coef.begin(), friction_coef.end(),
+                                           std::not_equal_to<>()) != friction_coef.end();
     c.r = prm[5];
     c.eps_h = prm[6];
     c.interfacial_coef = hdr[8] ? interfacial_coef.data() : nullptr;
@@ -116,6 +136,11 @@ int main()
                 launch(unsigned(bhdr[0]), B, block_step, L, bufs[src], bufs[dst], area.data(),
                        bstart.data(), btask.data(), bn.data(), bl.data(), &c, partial.data(), g, r,
                        eps_h, op);
+#if FVSWE_K == 4
+            else if (kernel == 7)
+                launch(tgrid, B, grid_step, L, nx, ny, bufs[src], bufs[dst], garea.data(), ghdr[2],
+                       glength.data(), gcode.data(), &c, partial.data(), g, r, eps_h, op);
+#endif
             else
                 launch(kernel == 2 ? cgrid : sgrid, B, kernel == 2 ? gather_step : slot_step, L,
                        bufs[src], bufs[dst], area.data(), code.data(), sn.data(), sl.data(), &c,

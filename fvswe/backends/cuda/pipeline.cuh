@@ -507,7 +507,8 @@ __device__ __forceinline__ real slot_contribution(const real4* __restrict__ Win,
 
 // Friction on updated cell c (mirrors the CPU backend's _friction, docs/SCHEMES.md §14), in
 // float64: two layers get the interfacial exchange (if any), then the bottom friction on
-// the lower layer; one layer gets the bottom friction. Coefficients are per cell.
+// the lower layer; one layer gets the bottom friction. Coefficients are per cell (the bottom
+// one: or one value for all, friction_stride 0).
 __device__ __forceinline__ void apply_friction(real* w, const Ctrl* ctrl, int c, double dt)
 {
     const int b = NVAR - 3;  // the layer on the bed
@@ -523,8 +524,9 @@ __device__ __forceinline__ void apply_friction(real* w, const Ctrl* ctrl, int c,
     }
 #endif
     if (ctrl->friction) {
+        const double coef = ctrl->friction_coef[(size_t)c * ctrl->friction_stride];
         const auto q = friction::bottom<double>(double(w[b]), double(w[b + 1]), double(w[b + 2]),
-                                                ctrl->friction, ctrl->friction_coef[c], ctrl->g, dt);
+                                                ctrl->friction, coef, ctrl->g, dt);
         w[b + 1] = real(q.f0);
         w[b + 2] = real(q.f1);
     }
@@ -788,3 +790,4 @@ __device__ __forceinline__ void pass_cell(const real4* __restrict__ Win, real4* 
 #pragma unroll
     for (int v = 0; v < NVEC; ++v) st4(Wout + (size_t)c * NVEC + v, ld4(Win + (size_t)c * NVEC + v));
 }
+
