@@ -673,8 +673,9 @@ class GpuBackend:
 
     ``variant`` is ``edge``, ``gather``, ``slot``, ``block`` or ``grid`` (else the environment
     variable ``FVSWE_GPU_VARIANT``, else :func:`resolve_variant`'s default); ``block`` the
-    threads per block (default :data:`DEFAULT_BLOCK`, the ``block`` variant's :func:`block_shape`); ``cells``
-    the cells a thread block owns in the ``block`` variant (default its :func:`block_shape`);
+    threads per block (default :data:`DEFAULT_BLOCK`, the ``block`` variant's
+    :func:`block_shape`); ``cells`` the cells a thread block owns in the ``block`` variant
+    (default its :func:`block_shape`);
     ``batch`` the most steps one CUDA graph replays; ``fast_math`` compiles a float32 run's
     modules with :data:`FAST_MATH` (a ConfigError for float64). ``threads`` (the CPU
     backend's) is accepted for a uniform constructor and unused: the device runs the steps.
