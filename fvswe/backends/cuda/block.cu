@@ -30,14 +30,14 @@ __device__ __forceinline__ void block_edge(const real4* __restrict__ Win, const 
     if (id.y >= 0) {
         load_cell(Win, id.y, Wj, Hj);
     } else {
-        ghost_state(Wi, Hi, -id.y, n.x, n.y, ctrl, prm.g, prm.eps_h, Wj);
+        ghost_state(Wi, Hi, -id.y, n.x, n.y, ctrl, ctrl->t, prm.g, prm.eps_h, Wj);
         Hj = Hi;
     }
     real Fm[NVAR], Fp[NVAR], dmax;
     const int flags = scheme_flux(Wi, Wj, Hi, Hj, n.x, n.y, prm, Fm, Fp, dmax);
     if (id.z >= 0) {  // side i here (else only side j: i's block counts and records the edge)
         if ((op & OP_COUNT) && flags) count_flags(ctrl, flags);
-        if (id.y < 0) boundary_flux(ctrl, -id.y, Wi, n.x, n.y, len, Fm);
+        if (id.y < 0) boundary_flux(ctrl, ctrl->t, -id.y, Wi, n.x, n.y, len, Fm);
 #pragma unroll
         for (int m = 0; m < NVAR; ++m) slots[id.z][m] = mul_rn(len, Fm[m]);
         slots[id.z][NVAR] = mul_rn(len, dmax);
