@@ -10,8 +10,8 @@ import subprocess
 
 import numpy as np
 import pytest
-from test_vanishing import pulled_apart_simulation
 from test_cuda_sources import CXX, EMU, emulated_run, host_binary, plan_rows
+from test_vanishing import pulled_apart_simulation
 
 from fvswe.backends import gpu
 from fvswe.partition import assign, split
