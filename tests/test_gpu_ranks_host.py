@@ -10,8 +10,8 @@ import subprocess
 
 import numpy as np
 import pytest
-from mpi_driver import pulled_apart_simulation
 from test_cuda_sources import CXX, EMU, emulated_run, host_binary, plan_rows
+from test_vanishing import pulled_apart_simulation
 
 from fvswe.backends import gpu
 from fvswe.partition import assign, split
@@ -27,7 +27,7 @@ def ranks_run(layout, variant: str, t_end: float, nparts: int, theta: bool = Tru
     flags = ["-std=c++17", "-O1", "-ffp-contract=off", "-Wno-psabi"]
     source = HEAD + gpu.HALO_SOURCE + (EMU / "ranks.cpp").read_text()
     exe = host_binary("ranks", source, flags + [o for o in opts if o.startswith("-D")])
-    mesh = pulled_apart_simulation({"nx": 100}).mesh
+    mesh = pulled_apart_simulation(100).mesh
     where = assign(mesh, nparts)
     parts = split(mesh, where)
     index = np.empty(mesh.n_cells, dtype=np.int64)  # each cell's index in its owner's part
@@ -74,13 +74,13 @@ COUNTED = ("limited", "clipped", "thin_cells", "nonhyp", "degenerate", "thin")
 @pytest.mark.parametrize("variant", ["slot", "gather"])
 def test_parts_limit_beside_their_border_as_one_device(variant):
     """An upper layer pulled apart at x = 0, where two parts meet (mpi_driver's case, to
-    t = 0.5 s: the limiter acts in 152 cell-layers): two and three parts give the single
+    t = 0.5 s: the limiter acts in 87 cell-layers): two and three parts give the single
     device's state, steps and counters bit for bit; without the theta exchange the two
     parts' state differs (an owned cell beside a halo cell limited by its owner keeps its
     unlimited update)."""
-    layout = pulled_apart_simulation({"nx": 100}).layout
+    layout = pulled_apart_simulation(100).layout
     one, c1 = emulated_run(layout, "pvm-ifcp", variant, "nonlagged", 0.5, 10**6)
-    assert c1["limited"] > 100 and c1["clipped"] == 0
+    assert c1["limited"] == 87 and c1["clipped"] == 0
     for nparts in (2, 3):
         W, ctrls = ranks_run(layout, variant, 0.5, nparts)
         assert np.array_equal(W, one)

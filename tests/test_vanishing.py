@@ -480,9 +480,9 @@ WINDOW_START = {"nonlagged": 3.1, "lagged": 3.3}
 
 def surge_window(dt_mode, dtype="float64", steps=40, start=None):
     """The slope surge on 200 triangles (PVM-IFCP, r = 0.5; the CPU backend to ``start``,
-    by default :data:`WINDOW_START`) and the CPU backend's next ``steps`` steps, where its limiter acts:
-    the layout starting from the window's first state, the CPU's state after the window and
-    its counters over it (:data:`fvswe.backends.gpu.COUNTERS`' keys)."""
+    by default :data:`WINDOW_START`) and the CPU backend's next ``steps`` steps, where its
+    limiter acts: the layout starting from the window's first state, the CPU's state after
+    the window and its counters over it (:data:`fvswe.backends.gpu.COUNTERS`' keys)."""
     from dataclasses import replace
 
     sim = slope_surge_simulation("pvm-ifcp", 100, dt_mode=dt_mode, dtype=dtype)
