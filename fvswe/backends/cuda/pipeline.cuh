@@ -567,7 +567,9 @@ __device__ __forceinline__ void apply_forcing(real* w, int c, const Ctrl* ctrl, 
 // out_l = sum_s max(Phi_s, 0) would take more than the layer holds (1 elsewhere), where
 // Phi_s = S_s[d] + |Gamma_s| q.n_s is the layer's mass flux out through slot s; then every
 // slot's mass component is scaled by its donor's theta, S' = theta Phi - |Gamma| q.n (the same
-// flux on both sides of an edge: mass kept to round-off). Lazily: the normal pass lists the
+// flux on both sides of an edge: mass kept to round-off), the donor keeping the momentum that
+// mass no longer carries out, and the cells updated again damp below eps_u (limit_momentum,
+// limit_cell_update: the CPU's triangle fix). Lazily: the normal pass lists the
 // cells that may need it (limit_mark), and limit_theta and limit_update (service.cuh) return
 // at once when it listed none.
 
