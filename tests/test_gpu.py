@@ -12,10 +12,10 @@ from test_cuda_sources import (
     drain_simulation,
     flux_error,
     forcing_run,
-    limited_step,
     random_edges,
     surge_layout,
 )
+from test_vanishing import pulled_apart_simulation, slope_surge_simulation, surge_window
 
 from fvswe.backends import gpu
 from fvswe.backends.layout import Layout
@@ -350,27 +350,56 @@ def surge_backend(variant: str, t0: float = 0.9, dtype: str = "float64") -> gpu.
     return gpu.GpuBackend(layout, "pvm-ifcp", dt_mode="nonlagged", variant=variant)
 
 
+@pytest.mark.parametrize("dt_mode", ["nonlagged", "lagged"])
 @pytest.mark.parametrize("variant", gpu.VARIANTS)
-def test_limiter_is_the_numpy_transcription(variant):
-    """Step by step through the slope surge from t = 0.9 s until the limiter has acted in
-    three steps: each device step is bitwise the NumPy transcription's, and `limited`
-    counts its cell-layers with theta < 1."""
-    B = surge_backend(variant)
-    layout, W, acted = B.layout, B.get_state(), 0
-    for _ in range(60):
-        before = B.counters()["limited"]
-        B.set_state(W)
-        assert B.advance(B.t + 1.0, 1)[1] == 1
-        want, theta = limited_step(layout, W, "pvm-ifcp")
-        W = B.get_state()
-        assert np.array_equal(W, want)
-        counters = B.counters()
-        assert counters["limited"] - before == np.count_nonzero(theta < 1)
-        assert counters["clipped_cells"] == 0
-        acted += counters["limited"] > before
-        if acted == 3:
-            break
-    assert acted == 3
+def test_limiter_limits_the_triangle_surge_as_the_cpu(variant, dt_mode):
+    """tests/test_vanishing.surge_window on the device (40 steps of the triangle surge where
+    the limiter acts, its momentum terms and eps_u damping included): state and counters bit
+    for bit the CPU backend's."""
+    layout, want, counts = surge_window(dt_mode)
+    B = gpu.GpuBackend(layout, "pvm-ifcp", dt_mode=dt_mode, variant=variant)
+    assert B.advance(10.0, 40)[1] == 40
+    assert counts["limited"] > 0 and B.counters() == counts
+    assert np.array_equal(B.get_state(), want)
+
+
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+def test_limiter_limits_the_triangle_surge_in_float32_as_the_cpu(variant):
+    """The float32 window of tests/test_vanishing (from t = 3.3 s) on the device: the limiter
+    acts, nothing is clipped, the state is the CPU backend's to 1e-3 of its largest value."""
+    layout, want, _ = surge_window("nonlagged", "float32", start=3.3)
+    B = gpu.GpuBackend(layout, "pvm-ifcp", dt_mode="nonlagged", variant=variant)
+    assert B.advance(10.0, 40)[1] == 40
+    counters = B.counters()
+    assert counters["limited"] > 0 and counters["clipped_cells"] == 0
+    W = B.get_state().astype(np.float64)
+    assert np.abs(W - want).max() <= 1e-3 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("variant", gpu.VARIANTS)
+def test_limiter_limits_the_pulled_apart_layer_as_the_cpu(variant):
+    """tests/test_vanishing.pulled_apart_simulation (nx = 100) to t = 0.5 s on the device:
+    state, steps and counters (87 limited cell-layers) bit for bit the CPU backend's."""
+    cpu = pulled_apart_simulation(100)
+    B = gpu.GpuBackend(cpu.layout, "pvm-ifcp", dt_mode="nonlagged", variant=variant)
+    cpu.backend.advance(0.5, 10**6)
+    assert B.advance(0.5, 10**6) == (cpu.t, cpu.steps)
+    assert B.counters() == cpu.backend.counters() and B.counters()["limited"] == 87
+    assert np.array_equal(B.get_state(), cpu.backend.get_state())
+
+
+def test_limiter_runs_the_triangle_surge_to_4_s_as_the_cpu():
+    """The slope surge on 200 triangles to t = 4 s on the device (default variant): no clip,
+    each layer's mass to round-off, the limiter acting, and the state, steps and counters bit
+    for bit the CPU backend's (which runs clean only with the limiter's momentum terms and
+    eps_u damping: docs/SCHEMES.md §13.4)."""
+    cpu = slope_surge_simulation("pvm-ifcp", 100)
+    dev = slope_surge_simulation("pvm-ifcp", 100, backend="gpu")
+    s, sd = cpu.run(4.0), dev.run(4.0)
+    assert sd.counters["clipped_cells"] == 0 and max(sd.mass_rel_drift) <= 1e-13
+    assert sd.counters["limited"] > 0 and sd.counters == s.counters
+    assert (dev.t, dev.steps) == (cpu.t, cpu.steps)
+    assert np.array_equal(dev.state(), cpu.state())
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

@@ -472,3 +472,76 @@ def test_device_records_clips_thin_cells_and_the_courant_stop_as_the_cpu(monkeyp
         assert ctrl["stalled"] == 1 and ctrl["steps"] == step + 1 == fixed.steps
         assert ctrl["cfl_cell"] + gpu.NO_CELL == cell and ctrl["cfl_step"] - 1 == step
         assert ctrl["courant"] == pytest.approx(courant, rel=1e-12)
+
+
+#: Where the triangle surge's limiter acts (:func:`surge_window`): the window's start (s).
+WINDOW_START = {"nonlagged": 3.1, "lagged": 3.3}
+
+
+def surge_window(dt_mode, dtype="float64", steps=40, start=None):
+    """The slope surge on 200 triangles (PVM-IFCP, r = 0.5; the CPU backend to ``start``,
+    by default :data:`WINDOW_START`) and the CPU backend's next ``steps`` steps, where its
+    limiter acts: the layout starting from the window's first state, the CPU's state after
+    the window and its counters over it (:data:`fvswe.backends.gpu.COUNTERS`' keys)."""
+    from dataclasses import replace
+
+    sim = slope_surge_simulation("pvm-ifcp", 100, dt_mode=dt_mode, dtype=dtype)
+    sim.backend.advance(start or WINDOW_START[dt_mode], 10**6)
+    layout = replace(sim.layout, W0=sim.backend.get_state())
+    sim.backend.set_state(layout.W0)  # a lagged dt from this state, as a new run's
+    before = sim.backend.counters()
+    assert sim.backend.advance(10.0, steps)[1] == steps
+    after = sim.backend.counters()
+    return layout, sim.backend.get_state(), {k: after[k] - before[k] for k in gpu.COUNTERS}
+
+
+def emulated_counters(ctrl):
+    """A host-shim control block's counters under the backends' keys."""
+    return {key: int(ctrl[field]) for key, field in gpu.COUNTERS.items()}
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize("dt_mode", ["nonlagged", "lagged"])
+def test_device_limits_the_triangle_surge_as_the_cpu(dt_mode):
+    """The limiter's momentum terms and eps_u damping (docs/SCHEMES.md §13.4) in the CUDA
+    pipeline: 40 steps of the triangle surge where the limiter acts (:func:`surge_window`;
+    observed 20 and 36 limited cell-layers): every variant's state and counters bit for bit
+    the CPU backend's."""
+    layout, want, counts = surge_window(dt_mode)
+    assert counts["limited"] >= 10 and counts["clipped_cells"] == 0
+    for variant in gpu.VARIANTS:
+        W, ctrl = emulated_run(layout, "pvm-ifcp", variant, dt_mode, 10.0, 40)
+        assert ctrl["steps"] == 40 and np.array_equal(W, want), variant
+        assert emulated_counters(ctrl) == counts, variant
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_device_limits_the_triangle_surge_alike_in_float32():
+    """40 steps of the triangle surge in float32 from t = 3.3 s, where the limiter acts
+    (observed 11 cell-layers on both sides): the variants agree bit for bit (state and
+    counters), nothing is clipped and the state is the CPU backend's to 1e-3 of its largest
+    value (observed 1.5e-4: the CPU forms theta, dt and the damping in float64)."""
+    layout, want, counts = surge_window("nonlagged", "float32", start=3.3)
+    runs = [emulated_run(layout, "pvm-ifcp", v, "nonlagged", 10.0, 40) for v in gpu.VARIANTS]
+    W, ctrl = runs[0]
+    assert ctrl["steps"] == 40 and ctrl["limited"] > 0 and ctrl["clipped"] == 0
+    assert counts["limited"] > 0
+    assert np.abs(W - want).max() <= 1e-3 * np.abs(want).max()
+    for W2, ctrl2 in runs[1:]:
+        assert np.array_equal(W2, W) and emulated_counters(ctrl2) == emulated_counters(ctrl)
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_device_limits_the_pulled_apart_layer_as_the_cpu():
+    """:func:`pulled_apart_simulation` (nx = 100) to t = 0.5 s, the limiter acting from the
+    first steps (87 cell-layers): every variant's state, steps and counters bit for bit the
+    CPU backend's."""
+    sim = pulled_apart_simulation(100)
+    layout = sim.layout
+    sim.backend.advance(0.5, 10**6)
+    counts = {k: v for k, v in sim.backend.counters().items() if k in gpu.COUNTERS}
+    assert counts["limited"] == 87 and counts["clipped_cells"] == 0
+    for variant in gpu.VARIANTS:
+        W, ctrl = emulated_run(layout, "pvm-ifcp", variant, "nonlagged", 0.5, 10**6)
+        assert (ctrl["t"], ctrl["steps"]) == (sim.t, sim.steps), variant
+        assert np.array_equal(W, sim.backend.get_state()) and emulated_counters(ctrl) == counts

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..boundary import CHARACTERISTIC, DISCHARGE, LEVEL, OPEN, WALL
 from ..schemes import common, registry, resolve
-from .base import LAST_STEP_RTOL
+from .base import EPS_U_RATIO, LAST_STEP_RTOL, LIMIT_MARGIN, LIMIT_SLACK
 from .layout import FRICTION_KINDS
 
 #: A zeroed control block means "no cell": cells are stored as ``cell - NO_CELL``, which
@@ -33,12 +33,6 @@ BC_BITS = 3
 #: ``OP_DT`` dt = min_i dt_i (after the update when both); ``OP_COUNT`` count flagged
 #: edges (edge passes that feed an update).
 OP_UPDATE, OP_DT, OP_COUNT = 1, 2, 4
-#: The positivity limiter (docs/SCHEMES.md §13.4): theta = h |V| / (dt out) (1 - margin), the
-#: margin (float64, float32) keeping a limited depth >= 0 under round-off; the candidate
-#: test's bound is taken (1 + LIMIT_SLACK) times, so that rounding never drops a cell whose
-#: theta is < 1.
-LIMIT_MARGIN = {"float64": 2.0**-40, "float32": 2.0**-18}
-LIMIT_SLACK = 1e-3
 #: ``constexpr`` integers and doubles of ``constants.cuh`` (name -> value).
 CONSTANTS: dict[str, int | float] = {
     "FLAG_NONHYPERBOLIC": common.FLAG_NONHYPERBOLIC,
@@ -62,6 +56,8 @@ CONSTANTS: dict[str, int | float] = {
     "LIMIT_MARGIN64": LIMIT_MARGIN["float64"],
     "LIMIT_MARGIN32": LIMIT_MARGIN["float32"],
     "LIMIT_SLACK": LIMIT_SLACK,
+    "EPS_U_RATIO64": EPS_U_RATIO["float64"],
+    "EPS_U_RATIO32": EPS_U_RATIO["float32"],
 }
 
 #: C type -> NumPy field type (pointers are 8-byte device addresses).

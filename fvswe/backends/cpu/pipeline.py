@@ -35,22 +35,13 @@ from ...physics.ghosts import (
     level_ghost,
 )
 from ...schemes import registry, resolve
-from ..base import LAST_STEP_RTOL
+from ..base import EPS_U_RATIO, LAST_STEP_RTOL, LIMIT_MARGIN, LIMIT_SLACK
 from ..layout import Layout
 from . import default_threads
 
 DT_MODES = ("lagged", "nonlagged", "fixed")
 #: Cell chunks of the volume pass; fixed so partial results never depend on the thread count.
 CHUNKS = 256
-#: The positivity limiter (docs/SCHEMES.md §13.4): a cell is a candidate when a bound of its
-#: outflow, widened by this factor, exceeds its content; ``theta`` keeps ``1 - MARGIN`` of it
-#: (the rounding of the update then cannot take the layer below 0).
-CANDIDATE_SLACK = 1e-3
-MARGIN = {"float64": 2.0**-40, "float32": 2.0**-18}
-#: The depth below which the cells the limiter updates again damp a layer's discharge,
-#: ``eps_u = EPS_U_RATIO * eps_h`` (1e-3 of the depth scale with the default ``eps_h``):
-#: a tip the limiter empties keeps no velocity its depth cannot carry (docs/SCHEMES.md §13.4).
-EPS_U_RATIO = {"float64": 1e3, "float32": 10.0}
 
 
 def scheme_id(name: str, layers: int) -> int:
@@ -346,7 +337,7 @@ def _update_cell(
 @jit_inline
 def _candidate(W, i, acc, k, perimeter, area, dt):
     """Whether cell i may lose more of a layer than it holds in this step (docs/SCHEMES.md
-    §13.4): ``dt (Σ_s |S_s[d]| + |q_i|_1 P_i) (1 + CANDIDATE_SLACK) > h_i |V_i|`` for a layer,
+    §13.4): ``dt (Σ_s |S_s[d]| + |q_i|_1 P_i) (1 + LIMIT_SLACK) > h_i |V_i|`` for a layer,
     a bound of ``dt out_i`` (``|q.n| <= |q|_1``), so every cell with ``theta < 1`` is one."""
     s0 = i * k
     b1 = abs(acc[s0, 0])
@@ -357,7 +348,7 @@ def _candidate(W, i, acc, k, perimeter, area, dt):
     p = perimeter[i]
     b1 += (abs(W[i, 1]) + abs(W[i, 2])) * p
     b2 += (abs(W[i, 4]) + abs(W[i, 5])) * p
-    widen = dt * (1.0 + CANDIDATE_SLACK)
+    widen = dt * (1.0 + LIMIT_SLACK)
     return widen * b1 > W[i, 0] * area[i] or widen * b2 > W[i, 3] * area[i]
 
 
@@ -600,7 +591,7 @@ class CpuBackend:
         self.theta = np.ones((lay.n_cells, 2)) if self.model.layers == 2 else None
         ce = lay.cell_edges
         self._perimeter = np.where(ce >= 0, lay.edge_length[np.maximum(ce, 0)], 0).sum(axis=1)
-        self._margin = MARGIN[str(np.dtype(lay.dtype))]
+        self._margin = LIMIT_MARGIN[str(np.dtype(lay.dtype))]
         self._eps_u = EPS_U_RATIO[str(np.dtype(lay.dtype))] * self.model.eps_h
         #: The first step that clipped a depth ``(cell, step, t)`` (its smallest cell) and
         #: the first whose fixed Δt exceeded the stable one ``(cell, step, t, Courant

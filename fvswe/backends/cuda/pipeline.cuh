@@ -83,6 +83,8 @@ __device__ __forceinline__ void st4(real4* p, const real4 v) { *p = v; }
 
 // The limiter's theta margin in this precision (docs/SCHEMES.md §13.4).
 inline constexpr real LIMIT_MARGIN = FVSWE_DOUBLE ? real(LIMIT_MARGIN64) : real(LIMIT_MARGIN32);
+// eps_u / eps_h, the damping threshold of the cells the limiter updates again (§13.4).
+inline constexpr double EPS_U_RATIO = FVSWE_DOUBLE ? EPS_U_RATIO64 : EPS_U_RATIO32;
 
 // Products and sums of slots are rounded one by one (never contracted into an FMA), so
 // the edge and gather variants, which form them in different kernels, agree bitwise.
@@ -567,7 +569,9 @@ __device__ __forceinline__ void apply_forcing(real* w, int c, const Ctrl* ctrl, 
 // out_l = sum_s max(Phi_s, 0) would take more than the layer holds (1 elsewhere), where
 // Phi_s = S_s[d] + |Gamma_s| q.n_s is the layer's mass flux out through slot s; then every
 // slot's mass component is scaled by its donor's theta, S' = theta Phi - |Gamma| q.n (the same
-// flux on both sides of an edge: mass kept to round-off). Lazily: the normal pass lists the
+// flux on both sides of an edge: mass kept to round-off), the donor keeping the momentum that
+// mass no longer carries out, and the cells updated again damp below eps_u (limit_momentum,
+// limit_cell_update: the CPU's triangle fix). Lazily: the normal pass lists the
 // cells that may need it (limit_mark), and limit_theta and limit_update (service.cuh) return
 // at once when it listed none.
 
@@ -597,14 +601,15 @@ __device__ __forceinline__ bool limit_mark(Ctrl* ctrl, int c, const real* w, rea
 
 // The update of cell c (old state w, depth H, area A) given the sum of its slots, over the
 // step from t to t + dt: W_c -= dt/|V_c| sum(slots), then per layer a negative depth clipped
-// to 0 and the discharge of a layer thinner than eps_h damped to h u with the desingularised
-// u = q inverse_depth(h) (docs/SCHEMES.md §8; 0 on a dry layer); then wind and Coriolis
+// to 0 and the discharge of a layer thinner than eps_u (eps_h but in the cells the limiter
+// updates again, limit_cell_update) damped to h u with the desingularised
+// u = q inverse_depth(h, eps_u) (docs/SCHEMES.md §8, §13.4; 0 on a dry layer); then wind and Coriolis
 // (apply_forcing), then friction (apply_friction); stored into Wout. The same operations in
 // the same order as the CPU backend's volume_pass. Returns the layers clipped and those left
 // thin (0 < h < eps_h), for count_cell.
 __device__ __forceinline__ void update_cell(real4* Wout, int c, real* w, real H, real A,
-                                            const real* acc, const Ctrl* ctrl, real eps_h, double t,
-                                            double dt, int& clipped, int& thin)
+                                            const real* acc, const Ctrl* ctrl, real eps_h, real eps_u,
+                                            double t, double dt, int& clipped, int& thin)
 {
     const real rdt = div_rn(real(dt), A);
     clipped = 0;
@@ -620,8 +625,8 @@ __device__ __forceinline__ void update_cell(real4* Wout, int c, real* w, real H,
         } else if (layer[0] < eps_h && layer[0] > real(0)) {
             ++thin;
         }
-        if (layer[0] < eps_h) {
-            const real damp = mul_rn(layer[0], common::inverse_depth<real>(layer[0], eps_h));
+        if (layer[0] < eps_u) {
+            const real damp = mul_rn(layer[0], common::inverse_depth<real>(layer[0], eps_u));
             layer[1] = mul_rn(layer[1], damp);
             layer[2] = mul_rn(layer[2], damp);
         }
@@ -659,7 +664,7 @@ __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, 
             atomicMin(&ctrl->cfl_cell, c - NO_CELL);
         const bool candidate = limit_mark(ctrl, c, w, A, sums, dt);
         int clipped, thin;
-        update_cell(Wout, c, w, H, A, acc, ctrl, eps_h, ctrl->t, dt, clipped, thin);
+        update_cell(Wout, c, w, H, A, acc, ctrl, eps_h, eps_h, ctrl->t, dt, clipped, thin);
         if (!candidate) count_cell(ctrl, c, clipped, thin);
     }
     return dti;
@@ -733,11 +738,33 @@ __device__ __forceinline__ void limit_cell_theta(const real4* __restrict__ Win,
     ctrl->lim_claim[c] = LIM_CANDIDATE;
 }
 
+// The momentum that a limited slot's mass no longer carries out, kept by the donor (old state
+// wd, its depth column d): the slot's discharges v[d+1], v[d+2] += ((theta - 1) Phi) u_donor,
+// u = q inverse_depth(h, eps_h); theta, (theta - 1) Phi and the sums in double, as the CPU
+// backend's _limit_slots, each rounded to the slot's type.
+__device__ __forceinline__ void limit_momentum(real* v, int d, const real* wd, double th, real phi,
+                                               real eps_h)
+{
+    const double kept = mul_rn(add_rn(th, -1.0), double(phi));
+    const double inv = common::inverse_depth<double>(double(wd[d]), double(eps_h));
+    v[d + 1] = real(add_rn(double(v[d + 1]), mul_rn(kept, mul_rn(double(wd[d + 1]), inv))));
+    v[d + 2] = real(add_rn(double(v[d + 2]), mul_rn(kept, mul_rn(double(wd[d + 2]), inv))));
+}
+
+// Whether a layer of cell c has theta < 1 this step.
+__device__ __forceinline__ bool limited_cell(const double* theta, int c)
+{
+    return theta[2 * c] < 1.0 || theta[2 * c + 1] < 1.0;
+}
+
 // Cell c's update again from the old state (Win) with each slot's mass components scaled by
 // the donor's theta (a boundary ghost's is 1): S'_d = theta Phi - |Gamma| q.n where theta < 1
-// and Phi != 0, else S_d bit for bit; a scaled level-boundary slot records theta Phi as its
-// outward flux. A candidate is counted (it was not); any other cell only where a slot
-// changed, taking back the thin layers of the value it replaces.
+// and Phi != 0, else S_d bit for bit, and the donor keeping the momentum this mass no longer
+// carries out (limit_momentum); a scaled level-boundary slot records theta Phi as its outward
+// flux. A cell limited or beside a limited one (a halo cell's theta from its owner) damps
+// layers thinner than eps_u = EPS_U_RATIO eps_h (docs/SCHEMES.md §13.4), as the CPU backend's
+// limited_update. A candidate is counted (it was not); any other cell only where it is
+// updated again, taking back the thin layers of the value it replaces.
 __device__ __forceinline__ void limit_cell_update(const real4* __restrict__ Win, real4* Wout,
                                                   const real* __restrict__ area, int c,
                                                   bool candidate, const int* __restrict__ code,
@@ -746,28 +773,34 @@ __device__ __forceinline__ void limit_cell_update(const real4* __restrict__ Win,
                                                   Ctrl* ctrl)
 {
     const double* theta = ctrl->lim_theta;
-    real w[NVAR], H, acc[NVAR + 1], v[NVAR + 1], phi[2], lqn[2];
-    bool changed = false;
+    real w[NVAR], H, acc[NVAR + 1], v[NVAR + 1], phi[2], lqn[2], wd[NVAR], Hd;
+    bool around = limited_cell(theta, c);
     load_cell(Win, c, w, H);
 #pragma unroll
     for (int k = 0; k < FVSWE_K; ++k) {
         const int cd = limit_slot(Win, w, H, c * FVSWE_K + k, code, normal, length, prm, ctrl, v, phi,
                                   lqn);
+        if (cd >= 0 && limited_cell(theta, cd >> 1)) around = true;
 #pragma unroll
         for (int l = 0; l < 2; ++l) {
             const int donor = phi[l] > real(0) ? c : cd >= 0 ? cd >> 1 : -1;
-            const real th = donor < 0 ? real(1) : real(theta[2 * donor + l]);
-            if (th != real(1) && phi[l] != real(0)) {
-                v[3 * l] = add_rn(mul_rn(th, phi[l]), -lqn[l]);
-                changed = true;
+            const double th = donor < 0 ? 1.0 : theta[2 * donor + l];
+            if (th != 1.0 && phi[l] != real(0)) {
+                v[3 * l] = real(add_rn(mul_rn(th, double(phi[l])), -double(lqn[l])));
+                if (donor == c) {
+                    limit_momentum(v, 3 * l, w, th, phi[l], prm.eps_h);
+                } else {
+                    load_cell(Win, donor, wd, Hd);
+                    limit_momentum(v, 3 * l, wd, th, phi[l], prm.eps_h);
+                }
                 if (cd < 0 && bc_kind(-cd) >= BC_LEVEL)
-                    ctrl->level_flux[2 * (-cd >> BC_BITS) + l] = mul_rn(th, phi[l]);
+                    ctrl->level_flux[2 * (-cd >> BC_BITS) + l] = mul_rn(th, double(phi[l]));
             }
         }
 #pragma unroll
         for (int m = 0; m <= NVAR; ++m) acc[m] = k == 0 ? v[m] : add_rn(acc[m], v[m]);
     }
-    if (!candidate && !changed) return;  // the normal pass's value stands, counted
+    if (!candidate && !around) return;  // the normal pass's value stands, counted
     int thin_before = 0;
     if (!candidate) {  // the normal pass's depths (plain loads: Wout changes in this kernel)
         for (int l = 0; l < 2; ++l) {
@@ -775,8 +808,9 @@ __device__ __forceinline__ void limit_cell_update(const real4* __restrict__ Win,
             thin_before += h > real(0) && h < prm.eps_h;
         }
     }
+    const real eps_u = around ? real(EPS_U_RATIO * double(prm.eps_h)) : prm.eps_h;
     int clipped, thin;
-    update_cell(Wout, c, w, H, cell_area(Win, area, c), acc, ctrl, prm.eps_h, ctrl->t_step,
+    update_cell(Wout, c, w, H, cell_area(Win, area, c), acc, ctrl, prm.eps_h, eps_u, ctrl->t_step,
                 ctrl->dt_used, clipped, thin);
     count_cell(ctrl, c, clipped, thin - thin_before);
 }
