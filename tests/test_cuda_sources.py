@@ -1128,7 +1128,7 @@ def test_block_shapes_are_the_sweeps_fastest():
 def test_block_shape_register_cap_and_shared_memory():
     """A block module's __launch_bounds__ minimum is its shape's resident threads over its
     threads (two layers; the one-layer modules have no cap); a shape whose slots exceed
-    48 KiB (two-layer float64 quads in blocks of 256) is halved to fit."""
+    what a block may hold (two-layer float64 in blocks of 256) is halved to fit."""
 
     def min_blocks(*args) -> int:
         opts = gpu.compile_options(*args)
@@ -1140,7 +1140,9 @@ def test_block_shape_register_cap_and_shared_memory():
     assert min_blocks("pvm-ifcp", 2, np.float64, "gather", 3, 128) == 512 // 128  # unchanged
     assert min_blocks("roe", 1, np.float32, "block", 3, 256, 256) == 1
     # two layers: 6 fluxes, the speed and the edge length (the limiter's bound) a slot
-    assert gpu.block_shared(256, 3, 2, np.float64) == 256 * 3 * 8 * 8 <= gpu.BLOCK_SHARED_MAX
+    assert gpu.block_shared(256, 3, 2, np.float64) == 256 * 3 * 8 * 8 > gpu.BLOCK_SHARED_MAX
+    halved = gpu.block_shape("roe", 2, np.float64)
+    assert (halved.cells, halved.threads) == (128, 128)
     assert gpu.block_shared(256, 3, 1, np.float64) == 256 * 3 * 4 * 8
     quads = gpu.block_shape("roe", 2, np.float64, k=4)
     assert (quads.cells, quads.threads, quads.resident) == (128, 128, 512)

@@ -134,7 +134,10 @@ RESIDENT_THREADS = {(2, True): 512, (2, False): 768}
 FAST_MATH = ("--prec-div=false", "--prec-sqrt=false", "--ftz=true")
 #: Shared memory a thread block of the ``block`` variant may use for its slots (bytes).
 #: Static shared memory a CUDA block may hold (block.cu's slots, grid.cu's static_assert).
-SHARED_MAX = BLOCK_SHARED_MAX = 48 * 1024
+SHARED_MAX = 48 * 1024
+#: What the ``block`` variant's slots may take of it: 1 KiB stays for finish_step's own shared
+#: arrays (ptxas refused 256 two-layer float64 cells, 48 KiB of slots, by 136 bytes).
+BLOCK_SHARED_MAX = SHARED_MAX - 1024
 #: The variant of a Cartesian grid in row-major order only (grid.cu, :func:`grid_arrays`).
 GRID_VARIANT = "grid"
 #: grid.cu's unit normals of the local slots south, east, north, west: [0] of an interior
@@ -197,8 +200,8 @@ def block_shared(cells: int, k: int, layers: int, dtype) -> int:
 
 def block_shape(scheme: str, layers: int, dtype, k: int = 3) -> BlockShape:
     """The ``block`` variant's default shape for this module (:data:`BLOCK_SHAPES`), its cells
-    and threads halved until the slots fit :data:`BLOCK_SHARED_MAX` (two-layer float64 quads:
-    256 -> 128 cells on 128 threads; not measured)."""
+    and threads halved until the slots fit :data:`BLOCK_SHARED_MAX` (two-layer float64: 256 ->
+    128 cells on 128 threads, Roe 2.45 against 2.49 G cell-steps/s in the sweep)."""
     shape = BLOCK_SHAPES[registry.get(scheme).costly, np.dtype(dtype) == np.float64]
     while block_shared(shape.cells, k, layers, dtype) > BLOCK_SHARED_MAX and shape.cells > 32:
         half = shape.cells // 2
