@@ -126,14 +126,11 @@ class _Rows:
         shape, dtype = rows.shape[1:], rows.dtype
         self._send = [(i, np.empty((i.size, *shape), dtype=dtype)) for i in part.send]
         self._recv = [(i, np.empty((i.size, *shape), dtype=dtype)) for i in part.recv]
-        self._requests = [
-            comm.Recv_init(buf, source=q, tag=tag)
-            for q, (_, buf) in zip(part.peers, self._recv, strict=True)
-        ] + [
-            comm.Send_init(buf, dest=q, tag=tag)
-            for q, (_, buf) in zip(part.peers, self._send, strict=True)
-        ]
-        weakref.finalize(self, _free, self._requests)  # before MPI finalizes at exit
+        self._requests = _persistent(
+            self, comm, tag,
+            [(q, buf) for q, (_, buf) in zip(part.peers, self._recv, strict=True)],
+            [(q, buf) for q, (_, buf) in zip(part.peers, self._send, strict=True)],
+        )  # fmt: skip
 
     def exchange(self, rows: np.ndarray) -> None:
         for idx, buf in self._send:
@@ -237,14 +234,11 @@ class _DeviceRows:
             comm = halo._comm
             self._hsend = np.empty(self._sbuf.shape, dtype=dtype)
             self._hrecv = np.empty(self._rbuf.shape, dtype=dtype)
-            self._requests = [
-                comm.Recv_init(self._hrecv[b : b + m], source=q, tag=tag)
-                for q, _, _, b, m in halo._peers
-            ] + [
-                comm.Send_init(self._hsend[a : a + n], dest=q, tag=tag)
-                for q, a, n, _, _ in halo._peers
-            ]
-            weakref.finalize(self, _free, self._requests)  # before MPI finalizes at exit
+            self._requests = _persistent(
+                self, comm, tag,
+                [(q, self._hrecv[b : b + m]) for q, _, _, b, m in halo._peers],
+                [(q, self._hsend[a : a + n]) for q, a, n, _, _ in halo._peers],
+            )  # fmt: skip
         else:
             from cupy.cuda import nccl
 
@@ -527,6 +521,15 @@ def _threads_per_rank(comm) -> int:
 def _free(requests: list) -> None:
     for request in requests:
         request.Free()
+
+
+def _persistent(owner, comm, tag: int, recv: list, send: list) -> list:
+    """Persistent requests of tag ``tag``: a receive per ``(peer, buffer)`` of ``recv``, then a
+    send per one of ``send``; freed with ``owner``, before MPI finalises at exit."""
+    requests = [comm.Recv_init(buf, source=q, tag=tag) for q, buf in recv]
+    requests += [comm.Send_init(buf, dest=q, tag=tag) for q, buf in send]
+    weakref.finalize(owner, _free, requests)
+    return requests
 
 
 class DistributedBackend:
