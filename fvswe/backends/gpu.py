@@ -194,8 +194,10 @@ BLOCK_SHAPES = {
 
 def block_shared(cells: int, k: int, layers: int, dtype) -> int:
     """Bytes of shared memory the ``block`` variant's slots take: ``cells * k`` slots of the
-    fluxes and the speed, and with two layers the edge length (the limiter's bound)."""
-    return cells * k * (3 * layers + 1 + (layers == 2)) * np.dtype(dtype).itemsize
+    fluxes and the speed, and with two layers the edge length (the limiter's bound), each
+    padded to an odd number of reals (block.cu's ``SLOT_COLS``: no bank conflicts on
+    triangles)."""
+    return cells * k * ((3 * layers + 1 + (layers == 2)) | 1) * np.dtype(dtype).itemsize
 
 
 def block_shape(scheme: str, layers: int, dtype, k: int = 3) -> BlockShape:
