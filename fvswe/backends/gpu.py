@@ -785,11 +785,16 @@ class GpuBackend:
             self._ctrl = cupy.zeros(CTRL_DTYPE.itemsize, dtype=np.uint8)
             self._first = cupy.empty(1, dtype=np.int32)
             self._W2 = cupy.empty_like(self._W)
-            # per slot: every variant's limiter and the gather and slot steps
-            e = lay.cell_edges.ravel()
-            self._code = dev(slot_codes(lay))
-            self._normal = dev(np.ascontiguousarray(lay.edge_normal[e]))
-            self._length = dev(np.ascontiguousarray(lay.edge_length[e]))
+            # per slot (code, normal, length): the gather and slot steps and the two-layer
+            # limiter read them; one-layer edge, block and grid runs hold none
+            self._slot_tables = ()
+            if variant in ("gather", "slot") or self.model.layers == 2:
+                e = lay.cell_edges.ravel()
+                self._slot_tables = (
+                    dev(slot_codes(lay)),
+                    dev(np.ascontiguousarray(lay.edge_normal[e])),
+                    dev(np.ascontiguousarray(lay.edge_length[e])),
+                )
             if variant == "edge":
                 self._idx = dev(edge_arrays(lay))
                 self._edge_normal = dev(lay.edge_normal)
@@ -986,7 +991,7 @@ class GpuBackend:
     def _launch_kernel(self, kernel: str, op: int, win, wout) -> None:
         """One kernel of a plan on state buffers ``win`` (the step's old state) and ``wout``.
         On a part the edge pass also runs over the edges from a halo cell, flags uncounted."""
-        slots = (self._code, self._normal, self._length)
+        slots = self._slot_tables
         if kernel == "edge_pass":
             own = (self._E, self._idx, self._edge_normal, self._edge_length, self._edge_grid)
             edges = [(*own, op)]
@@ -1105,7 +1110,7 @@ class GpuBackend:
             return 2 * state + sum(a.nbytes for a in self._cell_args)
         if self.variant == GRID_VARIANT:  # the grid's widths, heights and side codes
             return 2 * state + self._grid_args[2].nbytes + self._grid_args[3].nbytes
-        return 2 * state + self._code.nbytes + self._normal.nbytes + self._length.nbytes
+        return 2 * state + sum(a.nbytes for a in self._slot_tables)
 
     # -- tests -----------------------------------------------------------------------------------
     def debug_flux(self, Wi, Wj, Hi, Hj, normal):
