@@ -263,6 +263,14 @@ def quartic(x, u1, u2, c1sq, c2sq, r):
 
 
 @jit
+def negative_pair(u1, u2, c1sq, c2sq, r):
+    """``lambda1`` and (if real) ``lambda2`` of a cell are negative, proved without EIG4 (§3.6)."""
+    p1 = u1 * u1 - c1sq
+    p2 = u2 * u2 - c2sq
+    return p1 * p2 - r * c1sq * c2sq > 0.0 and (p1 < 0.0 or min(u1, u2) < 0.0)
+
+
+@jit
 def polish(x, u1, u2, c1sq, c2sq, r):
     """One Newton step on ``f``, skipped where ``f' = 0``."""
     f, fp = quartic(x, u1, u2, c1sq, c2sq, r)

@@ -25,6 +25,7 @@ from .common import (
     eigen_coefficient,
     harten_hyman,
     jit,
+    negative_pair,
     s_minus,
     tangential_fluctuation,
     thin_edge,
@@ -95,12 +96,19 @@ def entropy_fix2(Dm, lam, near, L1, L2, r, g, eps_h):
     """Harten-Hyman entropy fix of ``D-_4`` (§3.6): ``(D-_4, speed bound)``.
 
     The cells' own eigenvalues (EIG4) are computed only where all four depths reach
-    ``eps_h``; internal waves are fixed only for a real, not near-coincident pair.
+    ``eps_h`` and some wave may be transonic (the reference's ``sonic_edges``); internal
+    waves are fixed only for a real, not near-coincident pair.
     """
     if not (L1.hi >= eps_h and L1.hj >= eps_h and L2.hi >= eps_h and L2.hj >= eps_h):
         return Dm, 0.0  # also where a depth is NaN: no 0/0 in a blown-up state
-    ci = eig4(L1.uni, L2.uni, g * L1.hi, g * L2.hi, r)
-    cj = eig4(L1.unj, L2.unj, g * L1.hj, g * L2.hj, r)
+    c1i = g * L1.hi
+    c2i = g * L2.hi
+    c1j = g * L1.hj
+    c2j = g * L2.hj
+    if negative_pair(L1.unj, L2.unj, c1j, c2j, r) and negative_pair(-L1.uni, -L2.uni, c1i, c2i, r):
+        return Dm, 0.0  # no wave can be transonic
+    ci = eig4(L1.uni, L2.uni, c1i, c2i, r)
+    cj = eig4(L1.unj, L2.unj, c1j, c2j, r)
     internal = not near and ci[4] >= 0.0 and cj[4] >= 0.0
     du = (L1.dh, L1.dqn, L2.dh, L2.dqn)
     d0, d1, d2, d3 = Dm

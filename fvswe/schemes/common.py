@@ -271,6 +271,20 @@ def quartic(x, u1, u2, c1sq, c2sq, r: float):
     return p1 * p2 - r * c1sq * c2sq, 2.0 * (y1 * p2 + y2 * p1)
 
 
+def negative_pair(u1, u2, c1sq, c2sq, r: float):
+    """Cells whose ``lambda1`` and (if real) ``lambda2`` are negative, proved without EIG4 (§3.6).
+
+    ``f(0) = p1 p2 - r c1^2 c2^2 > 0`` with ``p_k = u_k^2 - c_k^2`` puts 0 outside
+    ``(lambda1, lambda2)`` and ``(lambda3, lambda4)``; ``m1 = min(u1-c1, u2-c2) <= 0`` then
+    puts it above ``lambda1 < m1``. ``m1 <= 0`` without square roots: ``p1 < 0`` (then
+    ``p2 < 0``: both layers subcritical) or ``min(u1, u2) < 0``. Called with ``(-u1, -u2)``
+    it proves ``lambda3, lambda4 > 0`` (the mirrored state's eigenvalues are ``-lambda``).
+    """
+    p1 = u1 * u1 - c1sq
+    p2 = u2 * u2 - c2sq
+    return (p1 * p2 - r * c1sq * c2sq > 0.0) & ((p1 < 0.0) | (np.minimum(u1, u2) < 0.0))
+
+
 def polish(x, u1, u2, c1sq, c2sq, r: float):
     """One Newton step on ``f``, skipped where ``f' = 0`` (internal roots, §3.4)."""
     f, fp = quartic(x, u1, u2, c1sq, c2sq, r)

@@ -27,6 +27,7 @@ from .common import (
     eig4,
     eigen_coefficient,
     harten_hyman,
+    negative_pair,
     s_minus,
     tangential_fluctuation,
     thin_edge,
@@ -85,16 +86,32 @@ def placeholder2(L, thin):
     return L._replace(u=np.where(thin, 0.0, L.u), c2=np.where(thin, 1.0, L.c2))
 
 
-def entropy_fix2(Dm, lam, near, L1, L2, r: float, g: float, eps_h: float):
+def sonic_edges(L1, L2, r: float, g: float, eps_h: float, skip: bool = True):
+    """Edges the entropy fix looks at (§3.6): all four cell depths reach ``eps_h`` and,
+    with ``skip``, some wave may be transonic, i.e. not both cell j's ``lambda1, lambda2``
+    negative and cell i's ``lambda3, lambda4`` positive (:func:`negative_pair`).
+
+    ``skip=False`` is the rule before that test (every wet edge), kept for the tests.
+    """
+    wet = (L1.hi >= eps_h) & (L1.hj >= eps_h) & (L2.hi >= eps_h) & (L2.hj >= eps_h)
+    if not skip:
+        return wet
+    subsonic = negative_pair(L1.unj, L2.unj, g * L1.hj, g * L2.hj, r) & negative_pair(
+        -L1.uni, -L2.uni, g * L1.hi, g * L2.hi, r
+    )
+    return wet & ~subsonic
+
+
+def entropy_fix2(Dm, lam, near, L1, L2, r: float, g: float, eps_h: float, skip: bool = True):
     """Harten-Hyman entropy fix of the 4x4 Roe split (§3.6): ``(D-_4, speed bound)``.
 
     Each transonic wave adds ``harten_hyman(...) beta_m k_m`` to ``D-_4``, with the
     wave strength ``beta_m = l_m . DU`` and the field's eigenvalues in the two cells
-    (EIG4 of each cell's own state). Only edges whose four cell depths reach ``eps_h``
-    are fixed, and the internal waves only where the pair is real in both cells and
-    not near-coincident (``beta_2 k_2`` is ill-conditioned there).
+    (EIG4 of each cell's own state). Only the edges of :func:`sonic_edges` are fixed,
+    and the internal waves only where the pair is real in both cells and not
+    near-coincident (``beta_2 k_2`` is ill-conditioned there).
     """
-    wet = (L1.hi >= eps_h) & (L1.hj >= eps_h) & (L2.hi >= eps_h) & (L2.hj >= eps_h)
+    wet = sonic_edges(L1, L2, r, g, eps_h, skip)
 
     def cell(u1, u2, h1, h2):
         return eig4(np.where(wet, u1, 0.0), np.where(wet, u2, 0.0),
