@@ -263,11 +263,24 @@ def quartic(x, u1, u2, c1sq, c2sq, r):
 
 
 @jit
-def negative_pair(u1, u2, c1sq, c2sq, r):
-    """``lambda1`` and (if real) ``lambda2`` of a cell are negative, proved without EIG4 (§3.6)."""
+def nonpositive(u1, u2, c1sq, c2sq, r):
+    """How many of a cell's eigenvalues are ``<= 0``, at least, without EIG4 (§3.6)."""
     p1 = u1 * u1 - c1sq
     p2 = u2 * u2 - c2sq
-    return p1 * p2 - r * c1sq * c2sq > 0.0 and (p1 < 0.0 or min(u1, u2) < 0.0)
+    f0 = p1 * p2 - r * c1sq * c2sq
+    below1 = u1 <= 0.0 and p1 >= 0.0
+    below2 = u2 <= 0.0 and p2 >= 0.0
+    above1 = u1 >= 0.0 and p1 >= 0.0
+    above2 = u2 >= 0.0 and p2 >= 0.0
+    if (u1 <= 0.0 or p1 <= 0.0) and (u2 <= 0.0 or p2 <= 0.0) and (below1 or below2):
+        return 4 if below1 and below2 and f0 >= 0.0 else 3
+    if (u1 >= 0.0 or p1 <= 0.0) and (u2 >= 0.0 or p2 <= 0.0) and (above1 or above2):
+        return 0 if above1 and above2 and f0 > 0.0 else 1
+    if (p1 < 0.0 and p2 < 0.0) or (p1 > 0.0 and p2 > 0.0 and u1 * u2 < 0.0):
+        if f0 >= 0.0:
+            return 2
+        return 3 if u1 * p2 + u2 * p1 > 0.0 else 1
+    return 0
 
 
 @jit

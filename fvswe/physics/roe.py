@@ -25,7 +25,7 @@ from .common import (
     eigen_coefficient,
     harten_hyman,
     jit,
-    negative_pair,
+    nonpositive,
     s_minus,
     tangential_fluctuation,
     thin_edge,
@@ -105,7 +105,7 @@ def entropy_fix2(Dm, lam, near, L1, L2, r, g, eps_h):
     c2i = g * L2.hi
     c1j = g * L1.hj
     c2j = g * L2.hj
-    if negative_pair(L1.unj, L2.unj, c1j, c2j, r) and negative_pair(-L1.uni, -L2.uni, c1i, c2i, r):
+    if nonpositive(L1.unj, L2.unj, c1j, c2j, r) + nonpositive(-L1.uni, -L2.uni, c1i, c2i, r) >= 4:
         return Dm, 0.0  # no wave can be transonic
     ci = eig4(L1.uni, L2.uni, c1i, c2i, r)
     cj = eig4(L1.unj, L2.unj, c1j, c2j, r)

@@ -271,18 +271,35 @@ def quartic(x, u1, u2, c1sq, c2sq, r: float):
     return p1 * p2 - r * c1sq * c2sq, 2.0 * (y1 * p2 + y2 * p1)
 
 
-def negative_pair(u1, u2, c1sq, c2sq, r: float):
-    """Cells whose ``lambda1`` and (if real) ``lambda2`` are negative, proved without EIG4 (§3.6).
+def nonpositive(u1, u2, c1sq, c2sq, r: float):
+    """How many of a cell's four eigenvalues are ``<= 0``, at least; no EIG4, no square root.
 
-    ``f(0) = p1 p2 - r c1^2 c2^2 > 0`` with ``p_k = u_k^2 - c_k^2`` puts 0 outside
-    ``(lambda1, lambda2)`` and ``(lambda3, lambda4)``; ``m1 = min(u1-c1, u2-c2) <= 0`` then
-    puts it above ``lambda1 < m1``. ``m1 <= 0`` without square roots: ``p1 < 0`` (then
-    ``p2 < 0``: both layers subcritical) or ``min(u1, u2) < 0``. Called with ``(-u1, -u2)``
-    it proves ``lambda3, lambda4 > 0`` (the mirrored state's eigenvalues are ``-lambda``).
+    Exact for a real internal pair without a zero eigenvalue (§3.6, "Which edges need the
+    cells' eigenvalues"). 0 is placed against ``m1 <= M- < M+ <= M4`` (``[M-, M+]`` the
+    middle region between the velocity bands ``(u_k - c_k, u_k + c_k)``, which holds
+    ``lambda2 < x* < lambda3``, ``f'(x*) = 0``) with the signs of ``u_k`` and
+    ``p_k = u_k^2 - c_k^2``, then against the roots with ``f(0)`` and ``f'(0)``. Of the
+    mirrored state ``(-u1, -u2)`` it counts the eigenvalues ``>= 0``.
     """
     p1 = u1 * u1 - c1sq
     p2 = u2 * u2 - c2sq
-    return (p1 * p2 - r * c1sq * c2sq > 0.0) & ((p1 < 0.0) | (np.minimum(u1, u2) < 0.0))
+    f0 = p1 * p2 - r * c1sq * c2sq
+    below1 = (u1 <= 0.0) & (p1 >= 0.0)  # u1 + c1 <= 0
+    below2 = (u2 <= 0.0) & (p2 >= 0.0)
+    above1 = (u1 >= 0.0) & (p1 >= 0.0)  # u1 - c1 >= 0
+    above2 = (u2 >= 0.0) & (p2 >= 0.0)
+    right = ((u1 <= 0.0) | (p1 <= 0.0)) & ((u2 <= 0.0) | (p2 <= 0.0)) & (below1 | below2)
+    left = ((u1 >= 0.0) | (p1 <= 0.0)) & ((u2 >= 0.0) | (p2 <= 0.0)) & (above1 | above2)
+    middle = ((p1 < 0.0) & (p2 < 0.0)) | ((p1 > 0.0) & (p2 > 0.0) & (u1 * u2 < 0.0))
+    return np.select(
+        [right, left, middle],
+        [
+            np.where(below1 & below2 & (f0 >= 0.0), 4, 3),
+            np.where(above1 & above2 & (f0 > 0.0), 0, 1),
+            np.where(f0 >= 0.0, 2, np.where(u1 * p2 + u2 * p1 > 0.0, 3, 1)),
+        ],
+        0,
+    )
 
 
 def polish(x, u1, u2, c1sq, c2sq, r: float):

@@ -27,7 +27,7 @@ from .common import (
     eig4,
     eigen_coefficient,
     harten_hyman,
-    negative_pair,
+    nonpositive,
     s_minus,
     tangential_fluctuation,
     thin_edge,
@@ -88,18 +88,18 @@ def placeholder2(L, thin):
 
 def sonic_edges(L1, L2, r: float, g: float, eps_h: float, skip: bool = True):
     """Edges the entropy fix looks at (§3.6): all four cell depths reach ``eps_h`` and,
-    with ``skip``, some wave may be transonic, i.e. not both cell j's ``lambda1, lambda2``
-    negative and cell i's ``lambda3, lambda4`` positive (:func:`negative_pair`).
+    with ``skip``, some wave may be transonic: fewer than four of cell j's eigenvalues
+    ``<= 0`` and cell i's ``>= 0`` together (:func:`nonpositive`), else no field has
+    ``lambda_i < 0 < lambda_j``.
 
     ``skip=False`` is the rule before that test (every wet edge), kept for the tests.
     """
     wet = (L1.hi >= eps_h) & (L1.hj >= eps_h) & (L2.hi >= eps_h) & (L2.hj >= eps_h)
     if not skip:
         return wet
-    subsonic = negative_pair(L1.unj, L2.unj, g * L1.hj, g * L2.hj, r) & negative_pair(
-        -L1.uni, -L2.uni, g * L1.hi, g * L2.hi, r
-    )
-    return wet & ~subsonic
+    j = nonpositive(L1.unj, L2.unj, g * L1.hj, g * L2.hj, r)
+    i = nonpositive(-L1.uni, -L2.uni, g * L1.hi, g * L2.hi, r)
+    return wet & (i + j < 4)
 
 
 def entropy_fix2(Dm, lam, near, L1, L2, r: float, g: float, eps_h: float, skip: bool = True):
