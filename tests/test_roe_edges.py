@@ -279,7 +279,8 @@ def fix_both_ways(edges, r):
     v = common.total_fluctuation(L1, L2, DH, r)
     Dm, lam, near, _ = roe.normal_split2(v, L1, L2, r)
     with np.errstate(all="ignore"):
-        out = [roe.entropy_fix2(Dm, lam, near, L1, L2, r, h.G, 5e-3, skip)
+        out = [roe.entropy_fix2(Dm, lam, near, L1, L2, r, h.G,
+                                roe.sonic_edges(L1, L2, r, h.G, 5e-3, skip))
                for skip in (True, False)]  # fmt: skip
     return L1, L2, v, (Dm, lam, near), [(np.stack(d, 1), s) for d, s in out]
 
@@ -342,8 +343,10 @@ def test_entropy_fix_skip_changes_nothing(r):
                             for W in edges[:2]], 1)  # fmt: skip
     assert np.all(np.abs(cells).min(1) <= 1e-14 * np.abs(cells).max(1))
     Dm, lam, near = split
+    fix = roe.sonic_edges(L1, L2, r, h.G, 5e-3)
     for e in np.random.default_rng(5).choice(len(a), 3000, replace=False):
         layers = [ncommon.Layer(*(float(x[e]) for x in L)) for L in (L1, L2)]
+        assert nroe.sonic_edge(*layers, r, h.G, 5e-3) == fix[e]
         got = nroe.entropy_fix2(tuple(d[e] for d in Dm), tuple(x[e] for x in lam), bool(near[e]),
-                                *layers, r, h.G, 5e-3)  # fmt: skip
+                                *layers, r, h.G, bool(fix[e]))  # fmt: skip
         assert np.array_equal(got[0], a[e]) and got[1] == sa[e]

@@ -304,7 +304,6 @@ def eig4(u1, u2, c1sq, c2sq, r):
     c2 = math.sqrt(c2sq)
     m1 = min(u1 - c1, u2 - c2)
     M4 = max(u1 + c1, u2 + c2)
-    dw = math.sqrt(c1 * c2)
     csum = c1sq + c2sq
     U = (u1 * c1sq + u2 * c2sq) / csum
     cext = math.sqrt(csum)
@@ -314,12 +313,12 @@ def eig4(u1, u2, c1sq, c2sq, r):
     if not x1 < m1:
         x1 = min(U - cext, m1)
         if quartic(x1, u1, u2, c1sq, c2sq, r)[0] < 0.0:
-            x1 = m1 - dw
+            x1 = m1 - math.sqrt(c1 * c2)
     x4 = U + sext
     if not x4 > M4:
         x4 = max(U + cext, M4)
         if quartic(x4, u1, u2, c1sq, c2sq, r)[0] < 0.0:
-            x4 = M4 + dw
+            x4 = M4 + math.sqrt(c1 * c2)
     done1 = False
     done4 = False
     for _ in range(NEWTON_MAXIT):
