@@ -25,6 +25,7 @@ from .common import (
     eigen_coefficient,
     harten_hyman,
     jit,
+    jit_inline,
     nonpositive,
     s_minus,
     tangential_fluctuation,
@@ -91,7 +92,7 @@ def normal_split2(v, L1, L2, r):
     return proj, lam, near, flag
 
 
-@jit
+@jit_inline
 def sonic_edge(L1, L2, r, g, eps_h):
     """The entropy fix looks at this edge (the reference's ``sonic_edges``, §3.6): all four
     cell depths reach ``eps_h`` and the cells' sign counts leave room for a transonic wave."""
