@@ -232,3 +232,121 @@ def test_one_layer_dry_start_names_hll_wd(scheme):
     Simulation(
         mesh, layers=1, scheme="hll-wd", initial={"h": lambda x, y: np.where(x < 0, 1.0, 0.0)}
     )
+
+
+# -- which edges need the cells' eigenvalues (§3.6) ---------------------------------------
+
+
+def drifting_edges(seed, r, E, drift):
+    """Random wet edges whose two cells drift along the normal at up to ``drift`` times the
+    external speed: sub- and supercritical, externally and internally, and transonic."""
+    rng = np.random.default_rng(seed)
+    Wi, Wj = (h.random_two_layer(rng, E, 0.4 if r < 0.9 else 0.15) for _ in range(2))
+    n = h.unit_normals(rng, E)
+    u = rng.uniform(-drift, drift, E) * np.sqrt(h.G * (Wi[:, 0] + Wi[:, 3]))
+    for W in (Wi, Wj):
+        for k in (0, 3):
+            W[:, k + 1 : k + 3] += (W[:, k] * u)[:, None] * n
+    return Wi, Wj, rng.uniform(4.0, 6.0, E), rng.uniform(4.0, 6.0, E), n
+
+
+def sonic_cell_edges(seed, r, E):
+    """Edges with a cell eigenvalue within round-off of 0: a shear-free state moved by one
+    of its four speeds (to 1e-14), beside a copy perturbed by 1e-13 to 1e-3, either side."""
+    rng = np.random.default_rng(seed)
+    h1, h2 = rng.uniform(0.5, 4.0, E), rng.uniform(0.5, 4.0, E)
+    c1, c2 = h.G * h1, h.G * h2
+    root = np.sqrt((c1 - c2) ** 2 + 4 * r * c1 * c2)
+    speed = np.sqrt(0.5 * (c1 + c2 + rng.choice([-1, 1], E) * root)) * rng.choice([-1, 1], E)
+    n = h.unit_normals(rng, E)
+    W = []
+    for rel in (0.0, 10.0 ** rng.uniform(-13, -3, E)):
+        hk = [hh * (1 + rel * rng.normal(0, 1, E)) for hh in (h1, h2)]
+        uk = [-speed * (1 + 1e-14 * rng.normal(0, 1, E) + rel * rng.normal(0, 1, E))
+              for _ in range(2)]  # fmt: skip
+        W.append(np.concatenate([np.stack((x, x * u * n[:, 0], x * u * n[:, 1]), 1)
+                                 for x, u in zip(hk, uk, strict=True)], 1))  # fmt: skip
+    swap = (rng.random(E) < 0.5)[:, None]
+    return np.where(swap, W[1], W[0]), np.where(swap, W[0], W[1]), np.full(E, 5.0), \
+        np.full(E, 5.0), n  # fmt: skip
+
+
+def fix_both_ways(edges, r):
+    """The Roe state, the edge's cells' (u, c^2), and the entropy fix's ``(D-_4, speed)``
+    with the skip (:func:`roe.sonic_edges`) and without it (EIG4 of every wet edge's cells)."""
+    Wi, Wj, Hi, Hj, n = edges
+    L1, L2, DH = common.edge2(Wi, Wj, Hi, Hj, n[:, 0], n[:, 1], h.G, 5e-3)
+    v = common.total_fluctuation(L1, L2, DH, r)
+    Dm, lam, near, _ = roe.normal_split2(v, L1, L2, r)
+    with np.errstate(all="ignore"):
+        out = [roe.entropy_fix2(Dm, lam, near, L1, L2, r, h.G,
+                                roe.sonic_edges(L1, L2, r, h.G, 5e-3, skip))
+               for skip in (True, False)]  # fmt: skip
+    return L1, L2, v, (Dm, lam, near), [(np.stack(d, 1), s) for d, s in out]
+
+
+@pytest.mark.parametrize("r", [0.5, 0.98])
+def test_nonpositive_counts_cell_eigenvalues(r):
+    """nonpositive() equals the number of eigenvalues <= 0 of numpy.linalg.eigvals of the
+    cell's 4x4 wherever the internal pair is real and no eigenvalue lies within 1e-12 of
+    0; with a complex pair it is a lower bound for the external roots (1 -> lambda1 < 0,
+    4 -> lambda4 < 0). Numba gives the same counts."""
+    rng = np.random.default_rng(17)
+    E = 40000
+    c1, c2 = h.G * rng.uniform(0.01, 5.0, E), h.G * rng.uniform(0.01, 5.0, E)
+    spread = np.array([0.05, 0.5, 1.5, 4.0])[rng.integers(0, 4, E)] * np.sqrt(c1 + c2)
+    u1, u2 = rng.normal(0, 1, E) * spread, rng.normal(0, 1, E) * spread
+    got = common.nonpositive(u1, u2, c1, c2, r)
+    lam = np.linalg.eigvals(h.normal_matrix4(u1, u2, c1, c2, r))
+    lam = np.take_along_axis(lam, np.argsort(lam.real, axis=1), 1)
+    real = np.all(lam.imag == 0, axis=1)
+    clear = np.all(np.abs(lam.real) > 1e-12 * np.abs(lam).max(1)[:, None], axis=1)
+    assert real.sum() > E // 2 and (~real).sum() > E // 20 and np.bincount(got).min() > 100
+    count = np.sum(lam.real <= 0, axis=1)
+    assert np.array_equal(got[real & clear], count[real & clear])
+    cplx = ~real & clear
+    assert np.all(lam[cplx & (got >= 1), 0].real < 0) and np.all(lam[cplx & (got == 4), 3].real < 0)
+    for e in rng.choice(E, 2000, replace=False):
+        assert ncommon.nonpositive(u1[e], u2[e], c1[e], c2[e], r) == got[e]
+
+
+@pytest.mark.parametrize("r", [0.5, 0.98])
+def test_entropy_fix_skip_changes_nothing(r):
+    """§3.6, "Which edges need the cells' eigenvalues": skipping the cells' EIG4 where the
+    sign counts rule out a transonic wave gives D-_4 and the speed bound of the full fix bit
+    for bit on random sub-, supercritical and transonic edges and on internal gaps down to
+    0; it skips every subcritical edge and every edge without a transonic wave or a complex
+    cell pair; where a cell eigenvalue lies within round-off of 0 it may differ, by
+    round-off. Numba takes the same decision and returns the same numbers."""
+    parts = {"subcritical": drifting_edges(1, r, 20000, 0.0),
+             "drifting": drifting_edges(2, r, 20000, 4.0),
+             "transonic": h.transonic_edges(3, r, 2, E=8000),
+             "gaps": tuple(np.concatenate(p) for p in zip(*[h.gap_sweep_edges(r, side)
+                                                            for side in (-1, 0, 1)],
+                                                           strict=True))}  # fmt: skip
+    for name, edges in parts.items():
+        L1, L2, _, _, ((a, sa), (b, sb)) = fix_both_ways(edges, r)
+        assert np.array_equal(a, b) and np.array_equal(sa, sb), name
+        skipped = ~roe.sonic_edges(L1, L2, r, h.G, 5e-3)
+        if name == "subcritical":
+            assert skipped.mean() >= (1.0 if r == 0.5 else 0.99)
+        li, lj = (h.cell_eigenvalues(W, edges[4], r=r) for W in edges[:2])
+        plain = ~h.transonic(*edges[:2], edges[4], r=r) & ~np.isnan(li + lj).any(1)
+        assert np.all(skipped[plain]), name  # every edge that can skip does
+    edges = sonic_cell_edges(4, r, 20000)
+    L1, L2, v, split, ((a, sa), (b, sb)) = fix_both_ways(edges, r)
+    differ = np.flatnonzero(~(np.all(a == b, 1) & (sa == sb)))
+    assert 0 < len(differ) < 0.05 * len(a)
+    scale = np.maximum(np.abs(np.stack(v, 1)).max(1), np.abs(a).max(1))
+    assert np.all(np.abs(a - b)[differ].max(1) <= 1e-14 * scale[differ])
+    cells = np.concatenate([h.cell_eigenvalues(W[differ], edges[4][differ], r=r)
+                            for W in edges[:2]], 1)  # fmt: skip
+    assert np.all(np.abs(cells).min(1) <= 1e-14 * np.abs(cells).max(1))
+    Dm, lam, near = split
+    fix = roe.sonic_edges(L1, L2, r, h.G, 5e-3)
+    for e in np.random.default_rng(5).choice(len(a), 3000, replace=False):
+        layers = [ncommon.Layer(*(float(x[e]) for x in L)) for L in (L1, L2)]
+        assert nroe.sonic_edge(*layers, r, h.G, 5e-3) == fix[e]
+        got = nroe.entropy_fix2(tuple(d[e] for d in Dm), tuple(x[e] for x in lam), bool(near[e]),
+                                *layers, r, h.G, bool(fix[e]))  # fmt: skip
+        assert np.array_equal(got[0], a[e]) and got[1] == sa[e]

@@ -263,6 +263,27 @@ def quartic(x, u1, u2, c1sq, c2sq, r):
 
 
 @jit
+def nonpositive(u1, u2, c1sq, c2sq, r):
+    """How many of a cell's eigenvalues are ``<= 0``, at least, without EIG4 (§3.6)."""
+    p1 = u1 * u1 - c1sq
+    p2 = u2 * u2 - c2sq
+    f0 = p1 * p2 - r * c1sq * c2sq
+    below1 = u1 <= 0.0 and p1 >= 0.0
+    below2 = u2 <= 0.0 and p2 >= 0.0
+    above1 = u1 >= 0.0 and p1 >= 0.0
+    above2 = u2 >= 0.0 and p2 >= 0.0
+    if (u1 <= 0.0 or p1 <= 0.0) and (u2 <= 0.0 or p2 <= 0.0) and (below1 or below2):
+        return 4 if below1 and below2 and f0 >= 0.0 else 3
+    if (u1 >= 0.0 or p1 <= 0.0) and (u2 >= 0.0 or p2 <= 0.0) and (above1 or above2):
+        return 0 if above1 and above2 and f0 > 0.0 else 1
+    if (p1 < 0.0 and p2 < 0.0) or (p1 > 0.0 and p2 > 0.0 and u1 * u2 < 0.0):
+        if f0 >= 0.0:
+            return 2
+        return 3 if u1 * p2 + u2 * p1 > 0.0 else 1
+    return 0
+
+
+@jit
 def polish(x, u1, u2, c1sq, c2sq, r):
     """One Newton step on ``f``, skipped where ``f' = 0``."""
     f, fp = quartic(x, u1, u2, c1sq, c2sq, r)
@@ -283,7 +304,6 @@ def eig4(u1, u2, c1sq, c2sq, r):
     c2 = math.sqrt(c2sq)
     m1 = min(u1 - c1, u2 - c2)
     M4 = max(u1 + c1, u2 + c2)
-    dw = math.sqrt(c1 * c2)
     csum = c1sq + c2sq
     U = (u1 * c1sq + u2 * c2sq) / csum
     cext = math.sqrt(csum)
@@ -293,12 +313,12 @@ def eig4(u1, u2, c1sq, c2sq, r):
     if not x1 < m1:
         x1 = min(U - cext, m1)
         if quartic(x1, u1, u2, c1sq, c2sq, r)[0] < 0.0:
-            x1 = m1 - dw
+            x1 = m1 - math.sqrt(c1 * c2)
     x4 = U + sext
     if not x4 > M4:
         x4 = max(U + cext, M4)
         if quartic(x4, u1, u2, c1sq, c2sq, r)[0] < 0.0:
-            x4 = M4 + dw
+            x4 = M4 + math.sqrt(c1 * c2)
     done1 = False
     done4 = False
     for _ in range(NEWTON_MAXIT):

@@ -271,6 +271,37 @@ def quartic(x, u1, u2, c1sq, c2sq, r: float):
     return p1 * p2 - r * c1sq * c2sq, 2.0 * (y1 * p2 + y2 * p1)
 
 
+def nonpositive(u1, u2, c1sq, c2sq, r: float):
+    """How many of a cell's four eigenvalues are ``<= 0``, at least; no EIG4, no square root.
+
+    Exact for a real internal pair without a zero eigenvalue (§3.6, "Which edges need the
+    cells' eigenvalues"). 0 is placed against ``m1 <= M- < M+ <= M4`` (``[M-, M+]`` the
+    middle region between the velocity bands ``(u_k - c_k, u_k + c_k)``, which holds
+    ``lambda2 < x* < lambda3``, ``f'(x*) = 0``) with the signs of ``u_k`` and
+    ``p_k = u_k^2 - c_k^2``, then against the roots with ``f(0)`` and ``f'(0)``. Of the
+    mirrored state ``(-u1, -u2)`` it counts the eigenvalues ``>= 0``.
+    """
+    p1 = u1 * u1 - c1sq
+    p2 = u2 * u2 - c2sq
+    f0 = p1 * p2 - r * c1sq * c2sq
+    below1 = (u1 <= 0.0) & (p1 >= 0.0)  # u1 + c1 <= 0
+    below2 = (u2 <= 0.0) & (p2 >= 0.0)
+    above1 = (u1 >= 0.0) & (p1 >= 0.0)  # u1 - c1 >= 0
+    above2 = (u2 >= 0.0) & (p2 >= 0.0)
+    right = ((u1 <= 0.0) | (p1 <= 0.0)) & ((u2 <= 0.0) | (p2 <= 0.0)) & (below1 | below2)
+    left = ((u1 >= 0.0) | (p1 <= 0.0)) & ((u2 >= 0.0) | (p2 <= 0.0)) & (above1 | above2)
+    middle = ((p1 < 0.0) & (p2 < 0.0)) | ((p1 > 0.0) & (p2 > 0.0) & (u1 * u2 < 0.0))
+    return np.select(
+        [right, left, middle],
+        [
+            np.where(below1 & below2 & (f0 >= 0.0), 4, 3),
+            np.where(above1 & above2 & (f0 > 0.0), 0, 1),
+            np.where(f0 >= 0.0, 2, np.where(u1 * p2 + u2 * p1 > 0.0, 3, 1)),
+        ],
+        0,
+    )
+
+
 def polish(x, u1, u2, c1sq, c2sq, r: float):
     """One Newton step on ``f``, skipped where ``f' = 0`` (internal roots, §3.4)."""
     f, fp = quartic(x, u1, u2, c1sq, c2sq, r)

@@ -27,6 +27,7 @@ from .common import (
     eig4,
     eigen_coefficient,
     harten_hyman,
+    nonpositive,
     s_minus,
     tangential_fluctuation,
     thin_edge,
@@ -85,29 +86,43 @@ def placeholder2(L, thin):
     return L._replace(u=np.where(thin, 0.0, L.u), c2=np.where(thin, 1.0, L.c2))
 
 
-def entropy_fix2(Dm, lam, near, L1, L2, r: float, g: float, eps_h: float):
+def sonic_edges(L1, L2, r: float, g: float, eps_h: float, skip: bool = True):
+    """Edges the entropy fix looks at (§3.6): all four cell depths reach ``eps_h`` and,
+    with ``skip``, some wave may be transonic: fewer than four of cell j's eigenvalues
+    ``<= 0`` and cell i's ``>= 0`` together (:func:`nonpositive`), else no field has
+    ``lambda_i < 0 < lambda_j``.
+
+    ``skip=False`` is the rule before that test (every wet edge), kept for the tests.
+    """
+    wet = (L1.hi >= eps_h) & (L1.hj >= eps_h) & (L2.hi >= eps_h) & (L2.hj >= eps_h)
+    if not skip:
+        return wet
+    j = nonpositive(L1.unj, L2.unj, g * L1.hj, g * L2.hj, r)
+    return wet & (j + nonpositive(-L1.uni, -L2.uni, g * L1.hi, g * L2.hi, r) < 4)
+
+
+def entropy_fix2(Dm, lam, near, L1, L2, r: float, g: float, fix):
     """Harten-Hyman entropy fix of the 4x4 Roe split (§3.6): ``(D-_4, speed bound)``.
 
     Each transonic wave adds ``harten_hyman(...) beta_m k_m`` to ``D-_4``, with the
     wave strength ``beta_m = l_m . DU`` and the field's eigenvalues in the two cells
-    (EIG4 of each cell's own state). Only edges whose four cell depths reach ``eps_h``
-    are fixed, and the internal waves only where the pair is real in both cells and
-    not near-coincident (``beta_2 k_2`` is ill-conditioned there).
+    (EIG4 of each cell's own state). Only the edges ``fix`` (:func:`sonic_edges`) are
+    fixed, and the internal waves only where the pair is real in both cells and not
+    near-coincident (``beta_2 k_2`` is ill-conditioned there).
     """
-    wet = (L1.hi >= eps_h) & (L1.hj >= eps_h) & (L2.hi >= eps_h) & (L2.hj >= eps_h)
 
     def cell(u1, u2, h1, h2):
-        return eig4(np.where(wet, u1, 0.0), np.where(wet, u2, 0.0),
-                    np.where(wet, g * h1, 1.0), np.where(wet, g * h2, 1.0), r)  # fmt: skip
+        return eig4(np.where(fix, u1, 0.0), np.where(fix, u2, 0.0),
+                    np.where(fix, g * h1, 1.0), np.where(fix, g * h2, 1.0), r)  # fmt: skip
 
     ci = cell(L1.uni, L2.uni, L1.hi, L2.hi)
     cj = cell(L1.unj, L2.unj, L1.hj, L2.hj)
     internal = ~near & (ci[4] >= 0) & (cj[4] >= 0)
     du = (L1.dh, L1.dqn, L2.dh, L2.dqn)
-    speed = np.zeros(len(wet))
+    speed = np.zeros(len(fix))
     for m in range(4):
         w, s = harten_hyman(lam[m], ci[m], cj[m])
-        w = np.where(wet & (internal if m in (1, 2) else True), w, 0.0)
+        w = np.where(fix & (internal if m in (1, 2) else True), w, 0.0)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             beta, a = eigen_coefficient(lam[m], du, L1.u, L2.u, L1.c2, L2.c2, r)
             t = wave_terms(w * beta, lam[m], a)
@@ -120,15 +135,16 @@ def entropy_fix2(Dm, lam, near, L1, L2, r: float, g: float, eps_h: float):
 def normal_part2(v, L1, L2, r: float, g: float, eps_h: float):
     """Roe normal part shared by Roe and IR-Roe: ``(D-_4, ||D||_inf, flags, fallback)``.
 
-    The split of :func:`normal_split2` with the entropy fix of :func:`entropy_fix2`.
-    ``fallback`` marks thin (flag 4) and non-hyperbolic (flag 1) edges, whose
-    contributions :func:`apply_fallback` replaces with PVM-IFCP's.
+    The split of :func:`normal_split2` with the entropy fix of :func:`entropy_fix2` on the
+    edges of :func:`sonic_edges`. ``fallback`` marks thin (flag 4) and non-hyperbolic
+    (flag 1) edges, whose contributions :func:`apply_fallback` replaces with PVM-IFCP's.
     """
     thin = thin_edge(L1, L2, eps_h)
     P1 = placeholder2(L1, thin)
     P2 = placeholder2(L2, thin)
+    fix = sonic_edges(P1, P2, r, g, eps_h)
     Dm, lam, near, flags = normal_split2(v, P1, P2, r)
-    Dm, speed = entropy_fix2(Dm, lam, near, P1, P2, r, g, eps_h)
+    Dm, speed = entropy_fix2(Dm, lam, near, P1, P2, r, g, fix)
     l1, l4 = lam[0], lam[3]
     dmax = np.maximum(np.maximum(np.abs(l1), np.abs(l4)), np.maximum(np.abs(L1.u), np.abs(L2.u)))
     dmax = np.maximum(dmax, speed)
