@@ -64,7 +64,7 @@ def _reset(level, order, size):
         level[order[i]] = -1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _sort_by_degree(buf, n, deg):
     """Insertion sort of ``buf[:n]`` by (degree, vertex id)."""
     for a in range(1, n):
@@ -241,7 +241,7 @@ def _number(indptr, indices, deg, n_deg, comp, final, depth, start):
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _number_neighbours(indptr, indices, deg, final, lv, x, out, count, buf):
     """Number the unnumbered neighbours of ``x`` in level ``lv``, by increasing degree."""
     nb = 0
