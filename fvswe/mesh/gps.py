@@ -129,8 +129,12 @@ def _combine(indptr, indices, comp, lev_v, lev_u, depth, width_v, width_u, final
             final[x] = a
             n_fix[a] += 1
     # Connected pieces of the vertices left over, as segments of ``rest``; -2 marks a
-    # vertex taken into a piece, until the piece's levels are chosen.
+    # vertex taken into a piece, until the piece's levels are chosen. ``in_v``/``in_u``
+    # hold each taken vertex's level in L_v and in reversed L_u, beside it in ``rest``,
+    # so that the passes over a piece below read them in sequence.
     rest = np.empty(m, comp.dtype)
+    in_v = np.empty(m, comp.dtype)
+    in_u = np.empty(m, comp.dtype)
     seg_start = np.empty(m + 1, np.int64)
     n_seg, tail = 0, 0
     for i in range(m):
@@ -143,6 +147,8 @@ def _combine(indptr, indices, comp, lev_v, lev_u, depth, width_v, width_u, final
         tail += 1
         while head < tail:
             x = rest[head]
+            in_v[head] = lev_v[x]
+            in_u[head] = depth - 1 - lev_u[x]
             head += 1
             for p in range(indptr[x], indptr[x + 1]):
                 j = indices[p]
@@ -159,23 +165,20 @@ def _combine(indptr, indices, comp, lev_v, lev_u, depth, width_v, width_u, final
     for s in order:
         lo, hi = seg_start[s], seg_start[s + 1]
         for t in range(lo, hi):
-            x = rest[t]
-            cnt_v[lev_v[x]] += 1
-            cnt_u[depth - 1 - lev_u[x]] += 1
+            cnt_v[in_v[t]] += 1
+            cnt_u[in_u[t]] += 1
         h0, l0 = 0, 0
         for t in range(lo, hi):
-            x = rest[t]
-            a, b = lev_v[x], depth - 1 - lev_u[x]
+            a, b = in_v[t], in_u[t]
             h0 = max(h0, n_fix[a] + cnt_v[a])
             l0 = max(l0, n_fix[b] + cnt_u[b])
         use_v = h0 < l0 or (h0 == l0 and width_v <= width_u)
         for t in range(lo, hi):
-            x = rest[t]
-            a, b = lev_v[x], depth - 1 - lev_u[x]
+            a, b = in_v[t], in_u[t]
             cnt_v[a] = 0
             cnt_u[b] = 0
             lvl = a if use_v else b
-            final[x] = lvl
+            final[rest[t]] = lvl
             n_fix[lvl] += 1
 
 
