@@ -323,6 +323,28 @@ def test_refinement_keeps_centre_child_and_tags(meshes):
     assert np.array_equal(d.reordered("random")[0].depth, depth[d.reordered("random")[1]])
 
 
+@pytest.mark.parametrize("name", ["square", "strip", "refined"])
+def test_refinement_equals_the_checked_construction(meshes, name):
+    """refine skips from_arrays's checks (its children are valid by construction): the
+    mesh it builds equals, field for field and bit for bit, the one from_arrays builds."""
+    parent = meshes[name]
+    depth = np.linspace(1.0, 2.0, parent.n_cells)
+    child = refine(Mesh.from_arrays(parent.nodes, parent.cells, depth=depth))
+    checked = Mesh.from_arrays(
+        child.nodes,
+        child.cells,
+        boundary_tags=child.boundary_tags(),
+        depth=child.depth,
+        source=child.source,
+    )
+    for field, value in vars(child).items():
+        other = getattr(checked, field)
+        if isinstance(value, np.ndarray):
+            assert value.dtype == other.dtype and np.array_equal(value, other), field
+        else:
+            assert value == other, field
+
+
 @pytest.mark.parametrize("cells", [4000, 16000])
 def test_family_bandwidths_match_the_papers_table3(cells):
     m = family(cells)

@@ -125,6 +125,21 @@ class Mesh:
         """
         nodes, cells = _validated(nodes, cells, source)
         cells, area = _oriented(nodes, cells, source)
+        return cls._assembled(nodes, cells, area, boundary_tags, depth, source)
+
+    @classmethod
+    def _assembled(
+        cls,
+        nodes: np.ndarray,
+        cells: np.ndarray,
+        area: np.ndarray,
+        boundary_tags: Mapping[str, np.ndarray] | None,
+        depth: np.ndarray | None,
+        source: str,
+    ) -> Mesh:
+        """:meth:`from_arrays` once its checks have passed: ``nodes`` (N,2) float64 and
+        ``cells`` int64, C-ordered, counter-clockwise and not degenerate, ``area`` theirs.
+        Refinement comes in here, its children being valid where their parents are."""
         if depth is not None:
             depth = np.asarray(depth, dtype=np.float64).reshape(-1)
             if depth.shape[0] != cells.shape[0]:
