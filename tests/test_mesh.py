@@ -234,6 +234,33 @@ def test_gps_on_small_graphs():
     assert abs(pos[0] - pos[4]) <= 2 and abs(pos[1] - pos[3]) == 1
 
 
+def test_gps_equals_the_trusted_permutations_on_awkward_graphs():
+    """Random graphs of many components (isolated vertices, pieces that leave step 3's
+    searches dry) and a mesh with every 7th / every 2nd cell cut out, against the
+    permutations of the code before GPS worked on a renumbered copy (commit ec73a99)."""
+    import hashlib
+
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(3)
+    graphs = []
+    for _ in range(20):
+        n = int(rng.integers(1, 300))
+        r, c = rng.integers(0, n, (2, int(rng.integers(0, 3 * n))))
+        a = sp.coo_matrix((np.ones(r.size), (r, c)), shape=(n, n)).tocsr()
+        a.setdiag(0)
+        graphs.append(((a + a.T) > 0).astype(np.int8))
+    adj = square(3000, seed=5).adjacency()
+    for step in (7, 2):
+        keep = np.ones(adj.shape[0])
+        keep[::step] = 0
+        graphs.append((sp.diags(keep) @ adj @ sp.diags(keep)).tocsr())
+    digest = hashlib.sha1()
+    for g in graphs:
+        digest.update(gps_ordering(g).astype(np.int64).tobytes())
+    assert digest.hexdigest() == "b17b957bed94601022a296dcbca8643bf47a75dc"
+
+
 def test_space_filling_curves_visit_grid_neighbours():
     b = 4
     x, y = np.meshgrid(np.arange(2**b), np.arange(2**b), indexing="ij")
@@ -294,6 +321,28 @@ def test_refinement_keeps_centre_child_and_tags(meshes):
     d = Mesh.from_arrays(p.nodes, p.cells, depth=depth)
     assert np.array_equal(refine(d).depth, np.concatenate([depth, np.repeat(depth, 3)]))
     assert np.array_equal(d.reordered("random")[0].depth, depth[d.reordered("random")[1]])
+
+
+@pytest.mark.parametrize("name", ["square", "strip", "refined"])
+def test_refinement_equals_the_checked_construction(meshes, name):
+    """refine skips from_arrays's checks (its children are valid by construction): the
+    mesh it builds equals, field for field and bit for bit, the one from_arrays builds."""
+    parent = meshes[name]
+    depth = np.linspace(1.0, 2.0, parent.n_cells)
+    child = refine(Mesh.from_arrays(parent.nodes, parent.cells, depth=depth))
+    checked = Mesh.from_arrays(
+        child.nodes,
+        child.cells,
+        boundary_tags=child.boundary_tags(),
+        depth=child.depth,
+        source=child.source,
+    )
+    for field, value in vars(child).items():
+        other = getattr(checked, field)
+        if isinstance(value, np.ndarray):
+            assert value.dtype == other.dtype and np.array_equal(value, other), field
+        else:
+            assert value == other, field
 
 
 @pytest.mark.parametrize("cells", [4000, 16000])

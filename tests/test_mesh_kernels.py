@@ -82,22 +82,53 @@ def test_half_edge_mates_pair_opposite_traversals(mesh):
     assert inner.sum() == 2 * (~mesh.boundary).sum() and (~inner).sum() == mesh.boundary.sum()
 
 
-def test_gps_level_sort_and_members_equal_numpy_sorts():
+def test_gps_level_sorts_and_members_equal_numpy_sorts():
     m, depth = 5000, 37
     final = RNG.integers(0, depth, m)
-    deg = RNG.integers(1, 9, 2 * m)
+    by_level, lvl_ptr = gps._by_level(final, m, depth)
+    assert np.array_equal(by_level, np.argsort(final, kind="stable"))
+    assert np.array_equal(lvl_ptr, np.concatenate([[0], np.cumsum(np.bincount(final))]))
+    deg = RNG.integers(1, 9, m)
+    orig = RNG.permutation(3 * m)[:m]  # original ids: distinct, in no order
+    seg = RNG.permutation(m)[:800]
+    want = seg[np.lexsort((orig[seg], deg[seg]))]
+    gps._least_first(seg, deg, orig)
+    assert np.array_equal(seg, want)
+    # the scan that stands for the sort until a level has run dry SCANS times
+    final[RNG.random(m) < 0.7] = gps.NUMBERED
+    seg = RNG.permutation(m)
+    left = seg[final[seg] != gps.NUMBERED]
+    best, end = gps._least_unnumbered(seg, 0, m, final, deg, orig)
+    assert best == left[np.lexsort((orig[left], deg[left]))][0]
+    assert np.array_equal(seg[:end], left)
+    level = np.full(2 * m, -1)
     comp = np.sort(RNG.choice(2 * m, m, replace=False))
-    n_deg = deg.max() + 1
-    key = (final * n_deg + deg[comp]) * m + np.arange(m)
-    level = np.full(2 * m, -1)
-    level[comp] = final  # indexed by vertex, as GPS keeps it
-    got = gps._by_level_and_degree(level, deg, comp, depth, n_deg)
-    assert np.array_equal(got, comp[np.argsort(key)])
-    level = np.full(2 * m, -1)
     level[comp] = 0
     order = RNG.permutation(comp)
     for first in (0, int(comp[0])):
         assert np.array_equal(gps._sorted_members(level, order, m, first), comp)
+
+
+def test_gps_renumbered_component_equals_scipy_permutation(mesh):
+    import scipy.sparse as sp
+
+    adj = mesh.adjacency()
+    n = mesh.n_cells
+    indptr, indices = adj.indptr.astype(np.int32), adj.indices.astype(np.int32)
+    level, order = np.full(n, -1, np.int32), np.empty(n, np.int32)
+    size, _, _ = gps._bfs(indptr, indices, 17, level, order)
+    levels_seen = level[order].copy()
+    sub = (np.empty(n + 1, np.int32), np.empty_like(indices), *np.empty((4, n), np.int32))
+    gps._renumbered(indptr, indices, level, order, size, np.empty(n, np.int32), *sub)
+    ptr, idx, deg, orig, lev, ordr = sub
+    assert size == n and np.array_equal(orig, order) and np.array_equal(ordr, np.arange(n))
+    assert np.array_equal(lev, levels_seen) and (level == -1).all()
+    got = sp.csr_matrix((np.ones(idx.size, np.int8), idx, ptr), shape=(n, n))
+    got.sort_indices()
+    want = adj[order][:, order].tocsr()
+    want.sort_indices()
+    assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices)
+    assert np.array_equal(deg, np.diff(want.indptr))
 
 
 def test_radix_argsort_equals_a_stable_argsort():

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, MeshError
-from .core import Mesh
+from .core import Mesh, _shoelace
 from .generate import square
 from .io import read_mesh, write_mesh
 
@@ -76,13 +76,12 @@ def refine(mesh: Mesh) -> Mesh:
         a, b = mesh.edge_nodes[e, 0], mesh.edge_nodes[e, 1]
         tags[name] = np.concatenate([np.stack([a, n + e], 1), np.stack([n + e, b], 1)])
     depth = None if mesh.depth is None else np.concatenate([mesh.depth, np.repeat(mesh.depth, 3)])
-    return Mesh.from_arrays(
-        nodes,
-        np.concatenate([centre, corners]),
-        boundary_tags=tags,
-        depth=depth,
-        source=f"{mesh.source} refined",
-    )
+    # The children of a valid counter-clockwise triangle are valid and counter-clockwise,
+    # and the midpoints of distinct edges distinct nodes: Mesh.from_arrays's checks (a sort
+    # of all nodes among them) would find nothing, so only the areas are computed.
+    cells = np.concatenate([centre, corners])
+    area = _shoelace(nodes, cells)[0]
+    return Mesh._assembled(nodes, cells, area, tags, depth, f"{mesh.source} refined")
 
 
 def mesh_dir() -> Path:

@@ -125,6 +125,21 @@ class Mesh:
         """
         nodes, cells = _validated(nodes, cells, source)
         cells, area = _oriented(nodes, cells, source)
+        return cls._assembled(nodes, cells, area, boundary_tags, depth, source)
+
+    @classmethod
+    def _assembled(
+        cls,
+        nodes: np.ndarray,
+        cells: np.ndarray,
+        area: np.ndarray,
+        boundary_tags: Mapping[str, np.ndarray] | None,
+        depth: np.ndarray | None,
+        source: str,
+    ) -> Mesh:
+        """:meth:`from_arrays` once its checks have passed: ``nodes`` (N,2) float64 and
+        ``cells`` int64, C-ordered, counter-clockwise and not degenerate, ``area`` theirs.
+        Refinement comes in here, its children being valid where their parents are."""
         if depth is not None:
             depth = np.asarray(depth, dtype=np.float64).reshape(-1)
             if depth.shape[0] != cells.shape[0]:
@@ -407,7 +422,7 @@ def _match_half_edges(tail: np.ndarray, head: np.ndarray, n_nodes: int) -> tuple
     Returns ``(mate, bad)``: ``bad`` is a half-edge whose edge more than two cells
     share, or ``-1``.
     """
-    mate = np.full(tail.size, -1, np.int64)
+    mate = np.empty(tail.size, np.int64)
     bucket = np.empty(tail.size, np.int64)
     bad = _pair_in_buckets(tail, head, n_nodes, bucket, mate, get_num_threads())
     return mate, int(bad)
@@ -420,9 +435,11 @@ def _pair_in_buckets(tail, head, n_nodes, bucket, mate, parts):
 
     Each of ``parts`` tasks (one per thread) owns one range of nodes: it reads every
     half-edge and counts, then places, those of its buckets, so a bucket lists its
-    half-edges in ascending order whatever the number of parts.
+    half-edges in ascending order whatever the number of parts. ``mate`` is all written.
     """
     m = tail.size
+    for h in prange(m):
+        mate[h] = -1
     start = np.zeros(n_nodes + 1, np.int64)
     for r in prange(parts):
         first, stop = r * n_nodes // parts, (r + 1) * n_nodes // parts
@@ -518,11 +535,22 @@ def _edge_starts(mate, n_chunks):
     return start
 
 
+@njit(cache=True, parallel=True)
+def _half_edge_heads(cells, head):
+    """``head`` = ``np.roll(cells, -1, axis=1).ravel()``, the node each half-edge runs to,
+    as a parallel loop (the roll is a serial copy)."""
+    n_cells, k = cells.shape
+    for c in prange(n_cells):
+        for loc in range(k):
+            head[c * k + loc] = cells[c, (loc + 1) % k]
+
+
 def _topology(nodes: np.ndarray, cells: np.ndarray, source: str) -> dict[str, np.ndarray]:
     """Unique edges, their two cells, slots, normals and lengths from matched half-edges."""
     n_cells, k = cells.shape
     tail = cells.ravel()
-    head = np.roll(cells, -1, axis=1).ravel()
+    head = np.empty_like(tail)
+    _half_edge_heads(cells, head)
     mate, bad = _match_half_edges(tail, head, nodes.shape[0])
     if bad >= 0:
         lo, hi = np.minimum(tail, head), np.maximum(tail, head)

@@ -19,6 +19,12 @@ per connected component:
 
 The result is reversed (as in reverse Cuthill-McKee): the bandwidth is the
 same and the profile is smaller.
+
+Each component is first renumbered in the order of step 1's first search (a
+parallel pass), and the steps run on that copy: the given numbering may scatter
+neighbours across memory (the family's "original" order does), the search order
+keeps them close. Ties are broken by original vertex id throughout, so the
+permutation is the one the steps give on the graph as given.
 """
 
 from __future__ import annotations
@@ -26,9 +32,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 import scipy.sparse as sp
+from numba import prange
 
 #: ``final`` of a vertex that step 3 has numbered (levels are >= 0, -1 is unassigned).
 NUMBERED = -3
+
+#: Times a level's search may run dry before its vertices are sorted (see :func:`_number`).
+SCANS = 8
 
 
 @numba.njit(cache=True)
@@ -64,20 +74,22 @@ def _reset(level, order, size):
         level[order[i]] = -1
 
 
-@numba.njit(cache=True)
-def _sort_by_degree(buf, n, deg):
-    """Insertion sort of ``buf[:n]`` by (degree, vertex id)."""
+@numba.njit(cache=True, inline="always")
+def _sort_by_degree(buf, n, deg, orig):
+    """Insertion sort of ``buf[:n]`` by (degree, original vertex id ``orig``)."""
     for a in range(1, n):
         x = buf[a]
         b = a - 1
-        while b >= 0 and (deg[buf[b]] > deg[x] or (deg[buf[b]] == deg[x] and buf[b] > x)):
+        while b >= 0 and (
+            deg[buf[b]] > deg[x] or (deg[buf[b]] == deg[x] and orig[buf[b]] > orig[x])
+        ):
             buf[b + 1] = buf[b]
             b -= 1
         buf[b + 1] = x
 
 
 @numba.njit(cache=True)
-def _endpoints(indptr, indices, deg, root, found, lev_v, ord_v, lev_u, ord_u, lev_t, ord_t):
+def _endpoints(indptr, indices, deg, orig, root, found, lev_v, ord_v, lev_u, ord_u, lev_t, ord_t):
     """Step 1: pseudo-peripheral pair ``(v, u)`` with the depth and the widths of L_v, L_u.
 
     ``lev_v``/``ord_v`` come holding the structure rooted at ``root`` (``found``: its size,
@@ -91,7 +103,7 @@ def _endpoints(indptr, indices, deg, root, found, lev_v, ord_v, lev_u, ord_u, le
         while start > 0 and lev_v[ord_v[start - 1]] == depth - 1:
             start -= 1
         cand = ord_v[start:size].copy()
-        _sort_by_degree(cand, cand.size, deg)
+        _sort_by_degree(cand, cand.size, deg, orig)
         best, u, restarted = 1 << 62, -1, False
         for c in range(cand.size):
             w = cand[c]
@@ -117,32 +129,40 @@ def _endpoints(indptr, indices, deg, root, found, lev_v, ord_v, lev_u, ord_u, le
 
 
 @numba.njit(cache=True)
-def _combine(indptr, indices, comp, lev_v, lev_u, depth, width_v, width_u, final):
-    """Step 2: ``final[x]``, a level for every vertex ``x`` of ``comp`` (all -1 on entry),
-    from L_v and reversed L_u."""
-    m = comp.size
+def _combine(indptr, indices, orig, m, lev_v, lev_u, depth, width_v, width_u, final):
+    """Step 2: ``final[x]``, a level for every vertex ``x < m`` (all -1 on entry), from L_v
+    and reversed L_u."""
     n_fix = np.zeros(depth, np.int64)
-    for i in range(m):
-        x = comp[i]
+    for x in range(m):
         a, b = lev_v[x], depth - 1 - lev_u[x]
         if a == b:
             final[x] = a
             n_fix[a] += 1
     # Connected pieces of the vertices left over, as segments of ``rest``; -2 marks a
-    # vertex taken into a piece, until the piece's levels are chosen.
-    rest = np.empty(m, comp.dtype)
+    # vertex taken into a piece, until the piece's levels are chosen. ``in_v``/``in_u``
+    # hold each taken vertex's level in L_v and in reversed L_u, beside it in ``rest``,
+    # so that the passes over a piece below read them in sequence. ``first``: a piece's
+    # lowest original vertex id.
+    rest = np.empty(m, orig.dtype)
+    in_v = np.empty(m, orig.dtype)
+    in_u = np.empty(m, orig.dtype)
     seg_start = np.empty(m + 1, np.int64)
+    first = np.empty(m, orig.dtype)
     n_seg, tail = 0, 0
     for i in range(m):
-        if final[comp[i]] != -1:
+        if final[i] != -1:
             continue
         seg_start[n_seg] = tail
-        final[comp[i]] = -2
-        rest[tail] = comp[i]
+        first[n_seg] = orig[i]
+        final[i] = -2
+        rest[tail] = i
         head = tail
         tail += 1
         while head < tail:
             x = rest[head]
+            in_v[head] = lev_v[x]
+            in_u[head] = depth - 1 - lev_u[x]
+            first[n_seg] = min(first[n_seg], orig[x])
             head += 1
             for p in range(indptr[x], indptr[x + 1]):
                 j = indices[p]
@@ -152,68 +172,85 @@ def _combine(indptr, indices, comp, lev_v, lev_u, depth, width_v, width_u, final
                     tail += 1
         n_seg += 1
     seg_start[n_seg] = tail
+    # Largest piece first; among equal sizes, the one holding the lowest original id.
     sizes = seg_start[1 : n_seg + 1] - seg_start[:n_seg]
-    order = np.argsort(-sizes, kind="mergesort")
+    by_first = np.argsort(first[:n_seg])
+    order = by_first[np.argsort(-sizes[by_first], kind="mergesort")]
     cnt_v = np.zeros(depth, np.int64)
     cnt_u = np.zeros(depth, np.int64)
     for s in order:
         lo, hi = seg_start[s], seg_start[s + 1]
         for t in range(lo, hi):
-            x = rest[t]
-            cnt_v[lev_v[x]] += 1
-            cnt_u[depth - 1 - lev_u[x]] += 1
+            cnt_v[in_v[t]] += 1
+            cnt_u[in_u[t]] += 1
         h0, l0 = 0, 0
         for t in range(lo, hi):
-            x = rest[t]
-            a, b = lev_v[x], depth - 1 - lev_u[x]
+            a, b = in_v[t], in_u[t]
             h0 = max(h0, n_fix[a] + cnt_v[a])
             l0 = max(l0, n_fix[b] + cnt_u[b])
         use_v = h0 < l0 or (h0 == l0 and width_v <= width_u)
         for t in range(lo, hi):
-            x = rest[t]
-            a, b = lev_v[x], depth - 1 - lev_u[x]
+            a, b = in_v[t], in_u[t]
             cnt_v[a] = 0
             cnt_u[b] = 0
             lvl = a if use_v else b
-            final[x] = lvl
+            final[rest[t]] = lvl
             n_fix[lvl] += 1
 
 
 @numba.njit(cache=True)
-def _by_level_and_degree(final, deg, comp, depth, n_deg):
-    """The vertices of ``comp`` sorted by (level, degree, id): a counting sort, linear in size."""
-    m = comp.size
-    start = np.zeros(depth * n_deg + 1, np.int64)
-    for i in range(m):
-        x = comp[i]
-        start[final[x] * n_deg + deg[x] + 1] += 1
-    for b in range(depth * n_deg):
-        start[b + 1] += start[b]
-    out = np.empty(m, comp.dtype)
-    for i in range(m):
-        x = comp[i]
-        b = final[x] * n_deg + deg[x]
-        out[start[b]] = x
-        start[b] += 1
-    return out
+def _by_level(final, m, depth):
+    """The vertices ``0..m-1`` grouped by their level ``final`` (a counting sort, ascending
+    within a level) and where each level starts."""
+    lvl_ptr = np.zeros(depth + 1, np.int64)
+    for x in range(m):
+        lvl_ptr[final[x] + 1] += 1
+    for lv in range(depth):
+        lvl_ptr[lv + 1] += lvl_ptr[lv]
+    fill = lvl_ptr[:-1].copy()
+    out = np.empty(m, final.dtype)
+    for x in range(m):
+        out[fill[final[x]]] = x
+        fill[final[x]] += 1
+    return out, lvl_ptr
+
+
+@numba.njit(cache=True, inline="always")
+def _least_unnumbered(by_level, lo, hi, final, deg, orig):
+    """The least unnumbered vertex of ``by_level[lo:hi]`` by (degree, original id), and the
+    end of that segment once its numbered vertices are dropped (the others keep their order)."""
+    best, keep = -1, lo
+    for t in range(lo, hi):
+        x = by_level[t]
+        if final[x] != NUMBERED:
+            by_level[keep] = x
+            keep += 1
+            if best < 0 or deg[x] < deg[best] or (deg[x] == deg[best] and orig[x] < orig[best]):
+                best = x
+    return best, keep
 
 
 @numba.njit(cache=True)
-def _number(indptr, indices, deg, n_deg, comp, final, depth, start):
-    """Step 3: level-by-level numbering of ``comp`` from ``start`` (a vertex of level 0).
+def _least_first(seg, deg, orig):
+    """Sort the vertices ``seg`` in place by (degree, original id)."""
+    seg[:] = seg[np.argsort(orig[seg])]
+    seg[:] = seg[np.argsort(deg[seg], kind="mergesort")]
+
+
+@numba.njit(cache=True)
+def _number(indptr, indices, deg, orig, n_deg, m, final, depth, start):
+    """Step 3: level-by-level numbering of the vertices ``0..m-1`` from ``start`` (a vertex
+    of level 0).
 
     A numbered vertex's ``final`` becomes :data:`NUMBERED`, so one load tells whether a
-    neighbour is still to be numbered in the current level.
+    neighbour is still to be numbered in the current level. When a level's search runs dry,
+    the least unnumbered vertex by (degree, original id) starts it again: found by a scan
+    of the level's vertices not yet seen numbered for the first :data:`SCANS` times, then
+    from the level sorted once (a level of many pieces costs no more than a sort).
     """
-    m = comp.size
-    by_level = _by_level_and_degree(final, deg, comp, depth, n_deg)
-    lvl_ptr = np.zeros(depth + 1, np.int64)
-    for i in range(m):
-        lvl_ptr[final[comp[i]] + 1] += 1
-    for lv in range(depth):
-        lvl_ptr[lv + 1] += lvl_ptr[lv]
-    out = np.empty(m, comp.dtype)
-    buf = np.empty(n_deg, comp.dtype)
+    by_level, lvl_ptr = _by_level(final, m, depth)
+    out = np.empty(m, final.dtype)
+    buf = np.empty(n_deg, final.dtype)
     count = 0
     prev_lo, prev_hi = 0, 0
     for lv in range(depth):
@@ -223,26 +260,39 @@ def _number(indptr, indices, deg, n_deg, comp, final, depth, start):
             final[start] = NUMBERED
             count += 1
         for q in range(prev_lo, prev_hi):
-            count = _number_neighbours(indptr, indices, deg, final, lv, out[q], out, count, buf)
-        scan = lvl_ptr[lv]
-        q = level_start
+            count = _number_neighbours(
+                indptr, indices, deg, orig, final, lv, out[q], out, count, buf
+            )
+        # by_level[lo:left]: the level's vertices, less some of those numbered
+        lo, left = lvl_ptr[lv], lvl_ptr[lv + 1]
+        q, dry = level_start, 0
         while True:
             while q < count:
-                count = _number_neighbours(indptr, indices, deg, final, lv, out[q], out, count, buf)
+                count = _number_neighbours(
+                    indptr, indices, deg, orig, final, lv, out[q], out, count, buf
+                )
                 q += 1
-            while scan < lvl_ptr[lv + 1] and final[by_level[scan]] == NUMBERED:
-                scan += 1
-            if scan == lvl_ptr[lv + 1]:
+            if count - level_start == lvl_ptr[lv + 1] - lvl_ptr[lv]:
                 break
-            out[count] = by_level[scan]
-            final[by_level[scan]] = NUMBERED
+            dry += 1
+            if dry <= SCANS:
+                x, left = _least_unnumbered(by_level, lo, left, final, deg, orig)
+            else:
+                if dry == SCANS + 1:
+                    _least_first(by_level[lo:left], deg, orig)
+                    scan = lo
+                while final[by_level[scan]] == NUMBERED:
+                    scan += 1
+                x = by_level[scan]
+            out[count] = x
+            final[x] = NUMBERED
             count += 1
         prev_lo, prev_hi = level_start, count
     return out
 
 
-@numba.njit(cache=True)
-def _number_neighbours(indptr, indices, deg, final, lv, x, out, count, buf):
+@numba.njit(cache=True, inline="always")
+def _number_neighbours(indptr, indices, deg, orig, final, lv, x, out, count, buf):
     """Number the unnumbered neighbours of ``x`` in level ``lv``, by increasing degree."""
     nb = 0
     for p in range(indptr[x], indptr[x + 1]):
@@ -250,7 +300,7 @@ def _number_neighbours(indptr, indices, deg, final, lv, x, out, count, buf):
         if final[j] == lv:
             buf[nb] = j
             nb += 1
-    _sort_by_degree(buf, nb, deg)
+    _sort_by_degree(buf, nb, deg, orig)
     for t in range(nb):
         out[count] = buf[t]
         final[buf[t]] = NUMBERED
@@ -276,60 +326,102 @@ def _sorted_members(level, order, size, first):
     return out
 
 
+@numba.njit(cache=True, parallel=True)
+def _renumbered(indptr, indices, level, order, m, new_of, ptr, idx, deg, orig, lev, ordr):
+    """The component that a search listed in ``order[:m]`` (``level``: its levels) as a graph
+    of its own, vertex ``i`` being ``order[i]``: the steps' scattered reads then stay near
+    each other (the search order is local), where the given numbering may be far from it.
+
+    Fills the renumbered graph's ``ptr``/``idx`` (CSR, each row's neighbours in their
+    given order), ``deg``, ``orig`` (original ids) and ``lev``/``ordr`` (the search), and
+    resets ``level`` over the component. All writes are to distinct places, so the result
+    does not depend on the number of threads.
+    """
+    for i in prange(m):
+        x = order[i]
+        new_of[x] = i
+        orig[i] = x
+        deg[i] = indptr[x + 1] - indptr[x]
+        lev[i] = level[x]
+        level[x] = -1
+        ordr[i] = i
+    ptr[0] = 0
+    for i in range(m):
+        ptr[i + 1] = ptr[i] + deg[i]
+    for i in prange(m):
+        x = orig[i]
+        q = ptr[i]
+        for p in range(indptr[x], indptr[x + 1]):
+            idx[q] = new_of[indices[p]]
+            q += 1
+
+
+@numba.njit(cache=True, parallel=True)
+def _in_original_ids_reversed(out, orig, perm):
+    """``perm[i] = orig[out[m - 1 - i]]``: step 3's numbering, reversed, in original ids."""
+    m = out.size
+    for i in prange(m):
+        perm[i] = orig[out[m - 1 - i]]
+
+
 @numba.njit(cache=True)
-def _gps(indptr, indices, levels, orders, final, seen, perm):
-    """GPS of the graph ``(indptr, indices)`` (CSR, rows ascending) into ``perm``. The
-    vertex arrays (three level structures, ``final`` all -1, ``seen`` all False) serve the
-    whole graph and are reset over each component after use."""
+def _gps(indptr, indices, level, order, sub, levels, orders, new_of, final, seen, perm):
+    """GPS of the graph ``(indptr, indices)`` (CSR, rows ascending) into ``perm``.
+
+    Per component: a search from a vertex of least degree (``level``/``order``), the
+    component renumbered in that search's order (:func:`_renumbered`, into ``sub``), and
+    the three steps on the renumbered graph, ties broken by original id as on the given
+    one, so the permutation is the same. The vertex arrays (``level`` and ``levels`` all -1,
+    ``final`` all -1, ``seen`` all False) serve the whole graph and are reset after use.
+    """
     n = indptr.size - 1
     deg = indptr[1:] - indptr[:-1]
     n_deg = deg.max() + 1 if n else 1
+    sub_ptr, sub_idx, sub_deg, orig = sub[0], sub[1], sub[2], sub[3]
     lev_v, lev_u, lev_t = levels[0], levels[1], levels[2]
     ord_v, ord_u, ord_t = orders[0], orders[1], orders[2]
     count = 0
     # A connected graph (the usual mesh) is one component, rooted at its first vertex of
     # least degree: the search from there, step 1's first, also finds the component.
     root = np.argmin(deg) if n else 0
-    found = _bfs(indptr, indices, root, lev_v, ord_v) if n else (0, 0, 0)
+    found = _bfs(indptr, indices, root, level, order) if n else (0, 0, 0)
     whole = found[0] == n
     if not whole:
-        _reset(lev_v, ord_v, found[0])
+        _reset(level, order, found[0])
     for s in range(n):
         if seen[s]:
             continue
         if whole:
             size = n
-            comp = np.empty(n, indices.dtype)
-            for i in range(n):
-                comp[i] = i
-                seen[i] = True
+            seen[:] = True
         else:
-            size = _bfs(indptr, indices, s, lev_t, ord_t)[0]
-            comp = _sorted_members(lev_t, ord_t, size, s)
-            _reset(lev_t, ord_t, size)
+            size = _bfs(indptr, indices, s, level, order)[0]
+            comp = _sorted_members(level, order, size, s)
+            _reset(level, order, size)
             root = comp[0]
             for i in range(size):
                 seen[comp[i]] = True
                 if deg[comp[i]] < deg[root]:
                     root = comp[i]
-            found = _bfs(indptr, indices, root, lev_v, ord_v)
+            found = _bfs(indptr, indices, root, level, order)
+        renumbered = (sub_ptr, sub_idx, sub_deg, orig, lev_v, ord_v)
+        _renumbered(indptr, indices, level, order, size, new_of, *renumbered)
         (v, u, depth, width_v, width_u), arrays = _endpoints(
-            indptr, indices, deg, root, found, lev_v, ord_v, lev_u, ord_u, lev_t, ord_t
+            sub_ptr, sub_idx, sub_deg, orig, 0, found, lev_v, ord_v, lev_u, ord_u, lev_t, ord_t
         )
         lev_v, ord_v, lev_u, ord_u, lev_t, ord_t = arrays
-        _combine(indptr, indices, comp, lev_v, lev_u, depth, width_v, width_u, final)
+        _combine(sub_ptr, sub_idx, orig, size, lev_v, lev_u, depth, width_v, width_u, final)
         start = v
-        if deg[u] < deg[v]:
+        if sub_deg[u] < sub_deg[v]:
             start = u
-            for i in range(size):
-                final[comp[i]] = depth - 1 - final[comp[i]]
-        out = _number(indptr, indices, deg, n_deg, comp, final, depth, start)
-        for i in range(size):
-            perm[count + i] = out[size - 1 - i]
-            final[comp[i]] = -1
+            for x in range(size):
+                final[x] = depth - 1 - final[x]
+        out = _number(sub_ptr, sub_idx, sub_deg, orig, n_deg, size, final, depth, start)
+        _in_original_ids_reversed(out, orig, perm[count : count + size])
         count += size
-        _reset(lev_v, ord_v, size)
-        _reset(lev_u, ord_u, size)
+        final[:size] = -1
+        lev_v[:size] = -1
+        lev_u[:size] = -1
 
 
 def gps_ordering(adjacency: sp.spmatrix) -> np.ndarray:
@@ -344,12 +436,17 @@ def gps_ordering(adjacency: sp.spmatrix) -> np.ndarray:
     # fewer TLB misses in the searches' scattered reads.
     index = np.int32 if adj.nnz < 2**31 else np.int64
     n = adj.shape[0]
+    indices = adj.indices.astype(index, copy=False)
     perm = np.empty(n, np.int64)
     _gps(
         adj.indptr.astype(index),
-        adj.indices.astype(index),
+        indices,
+        np.full(n, -1, index),
+        np.empty(n, index),
+        (np.empty(n + 1, index), np.empty_like(indices), *np.empty((2, n), index)),
         np.full((3, n), -1, index),
         np.empty((3, n), index),
+        np.empty(n, index),
         np.full(n, -1, index),
         np.zeros(n, np.bool_),
         perm,
