@@ -162,8 +162,9 @@ ORDERINGS: dict[str, Callable[[Mesh, int], np.ndarray]] = {
 #: ``benchmarks/results/reorder_<backend>/`` (``benchmarks/reorder_impact.py``) recommends
 #: at the end of its ``tables.md``; a test keeps the two in step. cpu: RCM, the fastest of
 #: rcm/gps/hilbert/morton at 64k cells on a shared 2-core VM, though none beat the family's
-#: own order beyond the noise there. gpu: Hilbert, the fastest at 1M and 2.08M cells on an
-#: H100 (-5.8 % against the original order at 2.08M, RCM -4.2 %; 2026-11-22).
+#: own order beyond the noise there. gpu: Hilbert, the fastest from 256k cells on an H100
+#: with the block variant it selects (1M cells: -30.0 % against the original order, Morton
+#: -29.5 %, RCM -3.6 %; 2026-11-23).
 AUTO: dict[str, str] = {"gpu": "hilbert", "cpu": "rcm"}
 
 
