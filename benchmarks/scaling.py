@@ -78,18 +78,26 @@ def worker(args) -> None:
 
 
 def halo_seconds(sim, rounds: int) -> float:
-    """Seconds of ``rounds`` halo rounds alone on this rank (the exchange of the current
-    state's halo and the Δt reduction: both leave the state and Δt as they are)."""
+    """Seconds of ``rounds`` halo rounds alone on this rank: what a step without limiting
+    does besides its kernels (two layers: the limiter's question whether some rank has
+    candidates on CPU ranks, its theta exchange on GPU ranks; then the exchange of the
+    current state's halo and the Δt reduction). All leave the state, theta and Δt as they
+    are."""
     local = sim.backend.local
     halo = local.halo
     gpu = local.name == "gpu"
+    two = sim.model.layers == 2
     sim.comm.Barrier()
     start = time.perf_counter()
     for _ in range(rounds):
         if gpu:
+            if two:
+                halo.exchange_theta()
             halo.exchange(local._W)
             halo.reduce_dt()
         else:
+            if two:
+                halo.any(False)
             halo.exchange(local.W)
             halo.min(local.dt)
     if gpu:
