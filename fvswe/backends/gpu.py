@@ -148,6 +148,13 @@ GRID_NORMALS = np.array([
 ])  # fmt: skip
 #: Cells along x of grid.cu's tile (its block is FVSWE_BLOCK / GRID_TILE_X rows of them).
 GRID_TILE_X = 16
+#: (layers, float64) -> grid.cu's default (threads a block, threads per SM it is compiled to
+#: keep resident; 0: no register cap) where measured, else :data:`DEFAULT_BLOCK` and
+#: :data:`RESIDENT_THREADS`. One-layer float32: 16 x 16 tiles at 1536 threads an SM (40
+#: registers) take 124 us a cgrid-tide 1056 x 1056 step (hll-wd, non-lagged) on the H100,
+#: against 177 us at 16 x 8 with no cap (74 registers, 37.5 % occupancy) and 132 us at
+#: 16 x 8 and 1536 (benchmarks/results/grid_sweep_h100.json, benchmarks/grid_sweep.py).
+GRID_LAUNCH = {(1, False): (256, 1536)}
 
 
 @dataclass(frozen=True)
@@ -235,6 +242,8 @@ def compile_options(
     resident = RESIDENT_THREADS.get((layers, double), 0)
     if variant == "block" and resident:
         resident = block_shape(scheme, layers, dtype, k).resident
+    elif variant == GRID_VARIANT:
+        resident = GRID_LAUNCH.get((layers, double), (0, resident))[1]
     min_blocks = max(1, resident // block)
     return (
         (
@@ -416,6 +425,11 @@ def grid_shared_bytes(layers: int, dtype, block: int) -> int:
     rows, nvar = block // GRID_TILE_X, 6 if layers == 2 else 3
     edges = rows * (GRID_TILE_X + 1) + (rows + 1) * GRID_TILE_X
     return (2 * nvar + 1) * edges * np.dtype(dtype).itemsize
+
+
+def grid_block(layers: int, dtype) -> int:
+    """grid.cu's default threads a block (:data:`GRID_LAUNCH`, else :data:`DEFAULT_BLOCK`)."""
+    return GRID_LAUNCH.get((layers, np.dtype(dtype) == np.float64), (DEFAULT_BLOCK, 0))[0]
 
 
 def grid_blocks(nx: int, ny: int, block: int) -> int:
@@ -679,8 +693,8 @@ class GpuBackend:
     ``variant`` is ``edge``, ``gather``, ``slot``, ``block`` or ``grid`` (else the environment
     variable ``FVSWE_GPU_VARIANT``, else :func:`resolve_variant`'s default); ``block`` the
     threads per block (default :data:`DEFAULT_BLOCK`, the ``block`` variant's
-    :func:`block_shape`); ``cells`` the cells a thread block owns in the ``block`` variant
-    (default its :func:`block_shape`);
+    :func:`block_shape`, the ``grid`` variant's :func:`grid_block`); ``cells`` the cells a
+    thread block owns in the ``block`` variant (default its :func:`block_shape`);
     ``batch`` the most steps one CUDA graph replays; ``fast_math`` compiles a float32 run's
     modules with :data:`FAST_MATH` (a ConfigError for float64). ``threads`` (the CPU
     backend's) is accepted for a uniform constructor and unused: the device runs the steps.
@@ -718,7 +732,7 @@ class GpuBackend:
         shape = block_shape(scheme, layout.model.layers, layout.dtype, layout.k)
         cells = cells or shape.cells
         block_asked = block
-        block = block or DEFAULT_BLOCK
+        block = block or grid_block(layout.model.layers, layout.dtype)
         grid = grid_arrays(layout) if requested_variant(variant) in (None, GRID_VARIANT) else None
         need = grid_shared_bytes(layout.model.layers, layout.dtype, block)
         if grid is not None and need > SHARED_MAX:  # the tile does not fit: another variant
@@ -731,7 +745,8 @@ class GpuBackend:
         variant = resolve_variant(
             variant, scheme, layout.n_cells, layout.edge_cells, cells, grid is not None
         )
-        block = block_asked or (shape.threads if variant == "block" else DEFAULT_BLOCK)
+        defaults = {"block": shape.threads, GRID_VARIANT: block}
+        block = block_asked or defaults.get(variant, DEFAULT_BLOCK)
         if block % 32 or not 32 <= block <= 1024:
             raise ConfigError(f"block: a multiple of 32 in [32, 1024], got {block}")
         lay = layout
