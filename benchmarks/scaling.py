@@ -37,6 +37,8 @@ from pathlib import Path
 #: Members of the paper's mesh family (fvswe.mesh.family: square-4k ...).
 SIZES = ("4k", "16k", "64k", "130k", "256k", "1m", "2m", "8m")
 ROOT = Path(__file__).resolve().parent.parent
+#: The prefix of rank 0's result line (a launch's other output, MPI's or NCCL's, may follow).
+RESULT = "scaling result: "
 
 
 def worker(args) -> None:
@@ -67,14 +69,14 @@ def worker(args) -> None:
     if sim.is_root:
         wall = statistics.median(times)
         part = getattr(sim.backend, "part", None)
-        print(json.dumps({
+        print(RESULT + json.dumps({
             "ranks": sim.ranks, "setup_s": setup, "wall_s": wall, "runs_s": times,
             "cell_steps_per_s": mesh.n_cells * args.steps / wall,
             "us_per_step": wall / args.steps * 1e6,
             "rank0_owned": None if part is None else part.n_owned,
             "rank0_halo": None if part is None else part.n_halo,
             "halo_us": halo * 1e6, "halo_share": halo * args.steps / wall,
-        }))  # fmt: skip
+        }), flush=True)  # fmt: skip
 
 
 def halo_seconds(sim, rounds: int) -> float:
@@ -132,9 +134,11 @@ def launch(n: int, cells: str, args) -> dict:
     path = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
     env = {**os.environ, "PYTHONPATH": path, "NUMBA_NUM_THREADS": str(args.threads)}
     done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
-    if done.returncode != 0:
-        sys.exit(f"scaling: {n} ranks failed: {done.stderr.strip().splitlines()[-1]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    found = [line for line in done.stdout.splitlines() if line.startswith(RESULT)]
+    if done.returncode != 0 or not found:
+        tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-6:])
+        sys.exit(f"scaling: {n} ranks failed (exit {done.returncode}): {tail}")
+    return json.loads(found[-1][len(RESULT) :])
 
 
 def main() -> None:
