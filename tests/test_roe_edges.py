@@ -273,15 +273,16 @@ def sonic_cell_edges(seed, r, E):
 
 def fix_both_ways(edges, r):
     """The Roe state, the edge's cells' (u, c^2), and the entropy fix's ``(D-_4, speed)``
-    with the skip (:func:`roe.sonic_edges`) and without it (EIG4 of every wet edge's cells)."""
+    with the skip (:func:`roe.sonic_edges`) and without it (the rule before the skip: EIG4 of
+    every wet edge's cells)."""
     Wi, Wj, Hi, Hj, n = edges
     L1, L2, DH = common.edge2(Wi, Wj, Hi, Hj, n[:, 0], n[:, 1], h.G, 5e-3)
     v = common.total_fluctuation(L1, L2, DH, r)
     Dm, lam, near, _ = roe.normal_split2(v, L1, L2, r)
+    wet = (L1.hi >= 5e-3) & (L1.hj >= 5e-3) & (L2.hi >= 5e-3) & (L2.hj >= 5e-3)
     with np.errstate(all="ignore"):
-        out = [roe.entropy_fix2(Dm, lam, near, L1, L2, r, h.G,
-                                roe.sonic_edges(L1, L2, r, h.G, 5e-3, skip))
-               for skip in (True, False)]  # fmt: skip
+        out = [roe.entropy_fix2(Dm, lam, near, L1, L2, r, h.G, fix)
+               for fix in (roe.sonic_edges(L1, L2, r, h.G, 5e-3), wet)]  # fmt: skip
     return L1, L2, v, (Dm, lam, near), [(np.stack(d, 1), s) for d, s in out]
 
 

@@ -86,17 +86,12 @@ def placeholder2(L, thin):
     return L._replace(u=np.where(thin, 0.0, L.u), c2=np.where(thin, 1.0, L.c2))
 
 
-def sonic_edges(L1, L2, r: float, g: float, eps_h: float, skip: bool = True):
-    """Edges the entropy fix looks at (§3.6): all four cell depths reach ``eps_h`` and,
-    with ``skip``, some wave may be transonic: fewer than four of cell j's eigenvalues
-    ``<= 0`` and cell i's ``>= 0`` together (:func:`nonpositive`), else no field has
-    ``lambda_i < 0 < lambda_j``.
-
-    ``skip=False`` is the rule before that test (every wet edge), kept for the tests.
+def sonic_edges(L1, L2, r: float, g: float, eps_h: float):
+    """Edges the entropy fix looks at (§3.6): all four cell depths reach ``eps_h`` and some
+    wave may be transonic: fewer than four of cell j's eigenvalues ``<= 0`` and cell i's
+    ``>= 0`` together (:func:`nonpositive`), else no field has ``lambda_i < 0 < lambda_j``.
     """
     wet = (L1.hi >= eps_h) & (L1.hj >= eps_h) & (L2.hi >= eps_h) & (L2.hj >= eps_h)
-    if not skip:
-        return wet
     j = nonpositive(L1.unj, L2.unj, g * L1.hj, g * L2.hj, r)
     return wet & (j + nonpositive(-L1.uni, -L2.uni, g * L1.hi, g * L2.hi, r) < 4)
 
