@@ -33,7 +33,7 @@ def numpy_shoelace(nodes, cells):
 def test_shoelace_and_longest_edge_equal_numpy(k):
     nodes = RNG.normal(size=(500, 2)) * 1e3 + 7.0
     cells = np.stack([RNG.permutation(500)[:k] for _ in range(2000)])
-    area, longest2 = core._shoelace(nodes, cells)
+    area, longest2 = core.shoelace(nodes, cells)
     ref_area, ref_longest2 = numpy_shoelace(nodes, cells)
     assert np.array_equal(area, ref_area) and np.array_equal(longest2, ref_longest2)
 

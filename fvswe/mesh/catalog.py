@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, MeshError
-from .core import Mesh, _shoelace
+from .core import Mesh, shoelace
 from .generate import square
 from .io import read_mesh, write_mesh
 
@@ -80,7 +80,7 @@ def refine(mesh: Mesh) -> Mesh:
     # and the midpoints of distinct edges distinct nodes: Mesh.from_arrays's checks (a sort
     # of all nodes among them) would find nothing, so only the areas are computed.
     cells = np.concatenate([centre, corners])
-    area = _shoelace(nodes, cells)[0]
+    area = shoelace(nodes, cells)[0]
     return Mesh._assembled(nodes, cells, area, tags, depth, f"{mesh.source} refined")
 
 

@@ -264,7 +264,7 @@ def _validated(nodes: np.ndarray, cells: np.ndarray, source: str) -> tuple[np.nd
 
 
 @njit(cache=True, parallel=True)
-def _shoelace(nodes, cells):
+def shoelace(nodes, cells):
     """Signed (shoelace) area of each cell, positive when counter-clockwise, and the square
     of its longest edge; relative to the cell's first vertex, terms summed in vertex order."""
     n_cells, k = cells.shape
@@ -290,7 +290,7 @@ def _shoelace(nodes, cells):
 
 def _oriented(nodes: np.ndarray, cells: np.ndarray, source: str) -> tuple[np.ndarray, np.ndarray]:
     """Flip clockwise cells; reject degenerate ones (and non-convex quads)."""
-    area, longest2 = _shoelace(nodes, cells)
+    area, longest2 = shoelace(nodes, cells)
     bad = np.flatnonzero(np.abs(2.0 * area) <= DEGENERATE_RTOL * longest2)
     if bad.size:
         raise MeshError(f"{source}: cells {_ids(bad)} have zero area (degenerate)")
