@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import math
 import platform
 from pathlib import Path
 
 import numpy as np
 from block_sweep import kernel_info, patched
+from cgrid import write
 from throughput import GpuTimer
 
 from fvswe.backends import gpu
@@ -86,8 +86,7 @@ def main() -> None:
               f"{row['us_per_step']:7.1f} us a step, "
               f"{row['cell_steps_per_s'] / 1e9:.3f} G cell-steps/s", flush=True)  # fmt: skip
         if args.out:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(doc, indent=2) + "\n")
+            write(doc, args.out)
 
 
 if __name__ == "__main__":
