@@ -25,6 +25,9 @@ Every row carries the kernel's registers, local (spill) bytes and resident block
 JSON is rewritten after each row, so a cut-off run keeps what it measured. ``--budget-s``
 bounds the whole call (the RCM stage keeps ``RCM_RESERVE_S``).
 
+``--shapes`` and ``--caps`` replace stage 1's shapes and stage 2's caps (a follow-up sweep of
+a few shapes at more caps, e.g. ``--shapes 256x224,256x256 --caps 768,1024,1280,1344,1536``).
+
 ``--profile SCHEME:DTYPE`` instead runs 24 block steps without CUDA graphs, for Nsight
 Compute (docs/GPU.md gives the command).
 """
@@ -154,6 +157,18 @@ def main(argv=None) -> None:
     ap.add_argument("--profile", default=None, metavar="SCHEME:DTYPE")
     ap.add_argument("--cells", type=int, default=128, help="with --profile")
     ap.add_argument("--threads", type=int, default=128, help="with --profile")
+    ap.add_argument(
+        "--shapes",
+        default=None,
+        metavar="CELLSxTHREADS,...",
+        help="stage 1's shapes (default SHAPES), e.g. 256x224,256x256",
+    )
+    ap.add_argument(
+        "--caps",
+        default=None,
+        metavar="THREADS,...",
+        help="stage 2's register caps as resident threads (default RESIDENT)",
+    )
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     if args.profile:
@@ -190,10 +205,14 @@ def main(argv=None) -> None:
         return time.perf_counter() - t0 < args.budget_s - reserve
 
     reserve = 0.0 if args.no_rcm else RCM_RESERVE_S
+    shapes = (
+        [tuple(map(int, x.split("x"))) for x in args.shapes.split(",")] if args.shapes else SHAPES
+    )
+    caps = [int(x) for x in args.caps.split(",")] if args.caps else None
     layouts = {dtype: case_layout(case, mesh, np.dtype(dtype)) for dtype in dtypes}
     combos = [(dtype, scheme) for dtype in dtypes for scheme in schemes]
     for dtype, scheme in combos:  # stage 1 of every combination first, then stage 2
-        for cells, threads in SHAPES:
+        for cells, threads in shapes:
             if left(reserve):
                 record(run_config(layouts[dtype], case, scheme, "block", timer, args, cells,
                                   threads), "hilbert", mesh)  # fmt: skip
@@ -203,7 +222,7 @@ def main(argv=None) -> None:
             continue
         shape = (top["cells_per_block"], top["threads"])
         double = np.dtype(dtype) == np.float64
-        stage2 = [{"resident": r} for r in RESIDENT[double]] + [{"task_order": "interior"}]
+        stage2 = [{"resident": r} for r in caps or RESIDENT[double]] + [{"task_order": "interior"}]
         stage2 += [] if double else [{"fast_math": True}]
         for knobs in stage2:
             if left(reserve):
