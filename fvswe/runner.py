@@ -147,26 +147,28 @@ def advance(
     note = sim.backend.cold_start_note() if say is not None else None
     if note is not None:
         say(note)
-    compile_s = warm_up(sim, times[-1]) if sim.t < times[-1] else 0.0
-    setup_s = None if started is None else time.perf_counter() - started
-    t_start = sim.t
-    every = checkpoint_every
-    next_checkpoint = (math.floor(t_start / every) + 1) * every if every else math.inf
-    look = 10  # steps between looks; adapted to LOOK_EVERY_S after each chunk
-    steps, wall, last = 0, 0.0, None
-    bar = _Progress(progress, sim, times[-1], label)
+    # the flag from the warm-up on: a Ctrl-C while Numba compiles would raise inside its C
+    # callbacks, which drop the exception
+    with _sigint() as flag:
+        compile_s = warm_up(sim, times[-1]) if sim.t < times[-1] else 0.0
+        setup_s = None if started is None else time.perf_counter() - started
+        t_start = sim.t
+        every = checkpoint_every
+        next_checkpoint = (math.floor(t_start / every) + 1) * every if every else math.inf
+        look = 10  # steps between looks; adapted to LOOK_EVERY_S after each chunk
+        steps, wall, last = 0, 0.0, None
+        bar = _Progress(progress, sim, times[-1], label)
 
-    def callback(s) -> None:
-        nonlocal next_checkpoint
-        bar.update(s)
-        if s.t >= next_checkpoint:
-            on_checkpoint(s)
-            next_checkpoint = (math.floor(s.t / every) + 1) * every
-        if flag.requested:
-            raise RunInterruptedError(f"interrupted at t = {s.t:.6g} s (step {s.steps})")
+        def callback(s) -> None:
+            nonlocal next_checkpoint
+            bar.update(s)
+            if s.t >= next_checkpoint:
+                on_checkpoint(s)
+                next_checkpoint = (math.floor(s.t / every) + 1) * every
+            if flag.requested:
+                raise RunInterruptedError(f"interrupted at t = {s.t:.6g} s (step {s.steps})")
 
-    try:
-        with _sigint() as flag:
+        try:
             for t_out in (0.0, *times):
                 if t_out < t_start:
                     continue
@@ -178,8 +180,8 @@ def advance(
                     look = max(1, min(1000, int(LOOK_EVERY_S / max(per_step, 1e-9))))
                 if on_output is not None:
                     on_output(sim)
-    finally:
-        bar.close()
+        finally:
+            bar.close()
     if last is None:
         last = sim.run(sim.t)
     return dataclasses.replace(last, steps=steps, wall_s=wall, compile_s=compile_s, setup_s=setup_s)

@@ -56,13 +56,27 @@ class Interrupted(KeyboardInterrupt):
 
 
 #: Whether a Ctrl-C arrived: any error after it (an import that the interrupt broke...)
-#: is reported as the interrupt.
-_interrupted = threading.Event()
+#: is reported as the interrupt, and a command that returns after it does not succeed. Its
+#: exception may never reach the command: raised inside a C callback (Numba's compiler
+#: notifying its cache), it is printed as "Exception ignored" and dropped, and the work goes
+#: on; commands look at this flag where they can stop cleanly.
+interrupted = threading.Event()
 
 
 def _interrupt(signum, frame) -> None:
-    _interrupted.set()
+    interrupted.set()
     raise Interrupted
+
+
+def _dropped(hook):
+    """``sys.unraisablehook`` that keeps quiet about an Interrupted that C code dropped (the
+    flag carries it) and passes anything else to ``hook``."""
+
+    def unraisable(info) -> None:
+        if not isinstance(info.exc_value, Interrupted):
+            hook(info)
+
+    return unraisable
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -70,22 +84,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     become one line on stderr and a non-zero exit (2, 1 and 130), never a traceback."""
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _interrupt) if main_thread else None
-    _interrupted.clear()
+    hook, sys.unraisablehook = sys.unraisablehook, _dropped(sys.unraisablehook)
+    interrupted.clear()
     try:
         args = build_parser().parse_args(argv)
         status = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in Python's exit handler
-        return status
+        return _interrupted_exit() if interrupted.is_set() and status == 0 else status
     except BrokenPipeError:
         return _closed_pipe()
     except Exception as exc:
-        if _interrupted.is_set() and not isinstance(exc, FvsweError):
+        if interrupted.is_set() and not isinstance(exc, FvsweError):
             return _interrupted_exit()
         print(f"fvswe: error: {_one_line(exc)}", file=sys.stderr)
         return 2 if isinstance(exc, FvsweError) else 1
     except KeyboardInterrupt:
         return _interrupted_exit()
     finally:
+        sys.unraisablehook = hook
         if main_thread:
             signal.signal(signal.SIGINT, previous)
 

@@ -20,6 +20,7 @@ from .. import casefile, output, parallel, probes, runner, ugrid
 from ..cases import CASES
 from ..errors import ConfigError, FvsweError
 from ..schemes import registry as schemes
+from . import Interrupted, interrupted
 from .mesh import BATHYMETRY_HELP
 
 #: The most output times a run may have (``t_end / output_every``).
@@ -423,6 +424,8 @@ def _advance(args, spec, sim, times, series, identity, probe=None, started=None)
             output.atomic_write(path, lambda p: pictures.draw(s, p, title=spec.name))
 
     checkpoint = None if out is None else out / output.CHECKPOINT
+    if interrupted.is_set():  # a Ctrl-C whose exception C code dropped while setting up
+        raise Interrupted
     try:
         return runner.advance(
             sim,
