@@ -1127,15 +1127,16 @@ def test_block_shapes_are_the_sweeps_fastest():
         assert gpu.BLOCK_SHAPES[key] == want, (key, row["cell_steps_per_s"])
 
 
+def min_blocks(*args) -> int:
+    """The ``__launch_bounds__`` minimum blocks of ``gpu.compile_options(*args)``."""
+    opts = gpu.compile_options(*args)
+    return int(next(o for o in opts if o.startswith("-DFVSWE_MIN_BLOCKS=")).split("=")[1])
+
+
 def test_block_shape_register_cap_and_shared_memory():
     """A block module's __launch_bounds__ minimum is its shape's resident threads over its
     threads (two layers; the one-layer modules have no cap); a shape whose slots exceed
     what a block may hold (two-layer float64 in blocks of 256) is halved to fit."""
-
-    def min_blocks(*args) -> int:
-        opts = gpu.compile_options(*args)
-        return int(next(o for o in opts if o.startswith("-DFVSWE_MIN_BLOCKS=")).split("=")[1])
-
     assert min_blocks("roe", 2, np.float32, "block", 3, 256, 256) == 1024 // 256
     assert min_blocks("pvm-ifcp", 2, np.float64, "block", 3, 128, 128) == 640 // 128
     assert min_blocks("pvm-ifcp", 2, np.float32, "block", 3, 224, 256) == 768 // 224

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
-from test_cuda_sources import CXX, emulated_run
+from test_cuda_sources import CXX, THROUGHPUT, emulated_run, min_blocks
 
 from fvswe.backends import gpu
 from fvswe.boundary import KINDS, Characteristic, Discharge, Level
@@ -23,7 +22,6 @@ from fvswe.grid import Grid
 from fvswe.mesh.generate import structured_square
 from fvswe.simulation import Simulation
 
-RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 #: Control block fields that a grid run and a gather run must share exactly.
 CTRL_FIELDS = ("t", "steps", "dt", "clipped", "thin", "thin_cells", "nonhyp", "level_inflow",
                "cfl_step", "courant")  # fmt: skip
@@ -213,21 +211,16 @@ def test_grid_launch_is_the_sweeps_fastest_and_caps_registers():
     H100 sweep (benchmarks/grid_sweep.py); its module is compiled for that many resident
     threads (``__launch_bounds__``'s minimum blocks), and a block asked for keeps the cap in
     threads; the two-layer and float64 grid modules keep DEFAULT_BLOCK and RESIDENT_THREADS."""
-    doc = json.loads((RESULTS / "grid_sweep_h100.json").read_text())
+    doc = json.loads(THROUGHPUT.with_name("grid_sweep_h100.json").read_text())
     rows = [r for r in doc["rows"] if r["dt_mode"] == "nonlagged" and not r["fast_math"]]
     best = max(rows, key=lambda r: r["cell_steps_per_s"])
     assert gpu.GRID_LAUNCH[1, False] == (best["threads"], best["resident"])
 
-    def min_blocks(layers, dtype, block) -> int:
-        scheme = "hll-wd" if layers == 1 else "roe"
-        opts = gpu.compile_options(scheme, layers, dtype, "grid", 4, block)
-        return int(next(o for o in opts if o.startswith("-DFVSWE_MIN_BLOCKS=")).split("=")[1])
-
     threads, resident = gpu.GRID_LAUNCH[1, False]
     assert gpu.grid_block(1, np.float32) == threads
-    assert min_blocks(1, np.float32, threads) == resident // threads
-    assert min_blocks(1, np.float32, 128) == resident // 128
+    assert min_blocks("hll-wd", 1, np.float32, "grid", 4, threads) == resident // threads
+    assert min_blocks("hll-wd", 1, np.float32, "grid", 4, 128) == resident // 128
     assert gpu.grid_block(1, np.float64) == gpu.grid_block(2, np.float32) == gpu.DEFAULT_BLOCK
-    assert min_blocks(1, np.float64, 128) == 1
-    assert min_blocks(2, np.float32, 128) == gpu.RESIDENT_THREADS[2, False] // 128
+    assert min_blocks("hll-wd", 1, np.float64, "grid", 4, 128) == 1
+    assert min_blocks("roe", 2, np.float32, "grid", 4, 128) == gpu.RESIDENT_THREADS[2, False] // 128
     assert gpu.grid_shared_bytes(1, np.float32, threads) <= gpu.SHARED_MAX
