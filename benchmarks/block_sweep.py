@@ -28,6 +28,10 @@ bounds the whole call (the RCM stage keeps ``RCM_RESERVE_S``).
 ``--shapes`` and ``--caps`` replace stage 1's shapes and stage 2's caps (a follow-up sweep of
 a few shapes at more caps, e.g. ``--shapes 256x224,256x256 --caps 768,1024,1280,1344,1536``).
 
+``--ab CAPS --rounds N`` instead times the library's default shape of each scheme and dtype
+at these register caps, interleaved, ``N`` rounds (a cap whose gain in the sweep is within
+the run-to-run spread; tests hold ``gpu.BLOCK_SHAPES`` to the best median).
+
 ``--profile SCHEME:DTYPE`` instead runs 24 block steps without CUDA graphs, for Nsight
 Compute (docs/GPU.md gives the command).
 """
@@ -169,6 +173,13 @@ def main(argv=None) -> None:
         metavar="THREADS,...",
         help="stage 2's register caps as resident threads (default RESIDENT)",
     )
+    ap.add_argument(
+        "--ab",
+        default=None,
+        metavar="THREADS,...",
+        help="interleaved A/B of these register caps at the default shapes",
+    )
+    ap.add_argument("--rounds", type=int, default=3, help="with --ab")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     if args.profile:
@@ -204,6 +215,18 @@ def main(argv=None) -> None:
     def left(reserve: float) -> bool:
         return time.perf_counter() - t0 < args.budget_s - reserve
 
+    if args.ab:
+        for dtype in dtypes:
+            layout = case_layout(case, mesh, np.dtype(dtype))
+            for scheme in schemes:
+                shape = gpu.block_shape(scheme, 2, dtype)
+                order = "interior" if shape.interior_first else "edge"
+                for r in range(1, args.rounds + 1):
+                    for cap in map(int, args.ab.split(",")):
+                        row = run_config(layout, case, scheme, "block", timer, args, shape.cells,
+                                         shape.threads, cap, order)  # fmt: skip
+                        record({**row, "round": r}, "hilbert", mesh)
+        return
     reserve = 0.0 if args.no_rcm else RCM_RESERVE_S
     shapes = (
         [tuple(map(int, x.split("x"))) for x in args.shapes.split(",")] if args.shapes else SHAPES
