@@ -455,6 +455,16 @@ def save_checkpoint(path: str | Path, sim, identity: Mapping[str, Any]) -> None:
     )
 
 
+#: Identity keys added after checkpoints and series had been written, and their value in
+#: those (fast math was recorded from 2026-11-24; a run without it ran IEEE).
+IDENTITY_ADDED = {"fast_math": False}
+
+
+def completed_identity(saved: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored run identity with the keys added since it was written (:data:`IDENTITY_ADDED`)."""
+    return {**IDENTITY_ADDED, **saved}
+
+
 def load_checkpoint(path: str | Path, sim, identity: Mapping[str, Any]) -> dict[str, Any]:
     """Read a checkpoint and check it is whole and belongs to ``sim``'s run (``identity``)."""
     src = f"--restart: {path}"
@@ -464,7 +474,7 @@ def load_checkpoint(path: str | Path, sim, identity: Mapping[str, Any]) -> dict[
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             snap = {"W": z["W"], "t": z["t"][()], "steps": z["steps"][()], "dt": z["dt"][()]}
-        saved = meta["identity"]
+        saved = completed_identity(meta["identity"])
         snap["counters"] = dict(meta["counters"])
         snap["mass_initial"] = [float(m) for m in meta["mass_initial"]]
     except Exception as exc:  # zip, key, type and JSON errors all mean "not a checkpoint"

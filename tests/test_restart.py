@@ -12,6 +12,7 @@ from meshio.xdmf import TimeSeriesReader
 
 from fvswe import casefile, output, runner
 from fvswe.cli import main
+from fvswe.errors import ConfigError
 from fvswe.mesh import write_mesh
 from fvswe.mesh.generate import structured_square
 
@@ -73,6 +74,28 @@ def test_checkpoint_of_another_run_is_refused(tmp_path, mesh):
         output.load_checkpoint(tmp_path / "bad.npz", sim, identity(sim))
 
 
+def test_checkpoint_of_another_arithmetic_is_refused(tmp_path, mesh):
+    """Fast math changes float32 results, so `fvswe run`'s checkpoint identity holds it: a
+    restart must use the arithmetic of the run that wrote the checkpoint (and one written
+    before the identity held it ran IEEE)."""
+    from fvswe.cli.run import _identity
+
+    spec = casefile.from_case("test1").with_overrides(backend="cpu")
+    sim = spec.simulation(mesh)
+    sim.run(0.01)
+    ieee, fast = _identity(spec, sim), _identity(spec.with_overrides(fast_math=True), sim)
+    assert (ieee["fast_math"], fast["fast_math"]) == (False, True)
+    output.save_checkpoint(tmp_path / "c.npz", sim, fast)
+    with pytest.raises(ConfigError, match=r"with fast_math = True, this run has False"):
+        output.load_checkpoint(tmp_path / "c.npz", sim, ieee)
+    assert output.load_checkpoint(tmp_path / "c.npz", sim, fast)["t"] == sim.t
+    older = {k: v for k, v in ieee.items() if k != "fast_math"}
+    output.save_checkpoint(tmp_path / "old.npz", sim, older)
+    assert output.load_checkpoint(tmp_path / "old.npz", sim, ieee)["t"] == sim.t
+    with pytest.raises(ConfigError, match=r"with fast_math = False, this run has True"):
+        output.load_checkpoint(tmp_path / "old.npz", sim, fast)
+
+
 def series(path):
     with TimeSeriesReader(path) as reader:
         reader.read_points_cells()
@@ -131,11 +154,35 @@ def test_restart_with_different_settings_is_a_one_line_error(tmp_path, mesh, cap
     assert sorted(p.name for p in out.iterdir()) == before
 
 
+def test_a_run_recorded_before_its_identity_held_fast_math_restarts_in_place(tmp_path, mesh):
+    """An output folder whose series and checkpoint name no fast_math (written before it was
+    part of the identity) is an IEEE run: `fvswe run --restart` continues it in place."""
+    import json
+
+    import h5py
+
+    write_mesh(mesh, tmp_path / "square.npz")
+    common = ["test1", "--mesh", str(tmp_path / "square.npz"), "--t-end", "0.4",
+              "--output-every", "0.2", "--backend", "cpu", "-q"]  # fmt: skip
+    out = tmp_path / "out"
+    assert main(["run", *common, "-o", str(out), "--checkpoint-every", "0.15"]) == 0
+    checkpoint = out / "checkpoint.npz"
+    with h5py.File(out / f"{output.SERIES}.h5", "r+") as f:
+        ident = json.loads(f.attrs["identity"])
+        assert ident.pop("fast_math") is False
+        f.attrs["identity"] = json.dumps(ident, sort_keys=True)
+    with np.load(checkpoint) as z:
+        arrays = dict(z)
+    meta = json.loads(str(arrays["meta"]))
+    assert meta["identity"].pop("fast_math") is False
+    np.savez(checkpoint, **{**arrays, "meta": json.dumps(meta)})
+    assert main(["run", *common, "-o", str(out), "--restart", str(checkpoint)]) == 0
+
+
 def test_checkpoint_of_a_run_with_other_source_terms_is_refused(tmp_path, mesh):
     """Friction, interfacial friction, Coriolis and wind are part of a run's identity: a
     checkpoint restarts only a run with the same source terms (the CLI checks them too)."""
     from fvswe.cli.run import _identity
-    from fvswe.errors import ConfigError
     from fvswe.forcing import Wind
 
     spec = casefile.from_case("test1").with_overrides(backend="cpu")

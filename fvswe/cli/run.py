@@ -265,7 +265,7 @@ def _identity(spec: casefile.RunSpec, sim) -> dict:
     return {"cells": sim.mesh.n_cells, "mesh": output.mesh_fingerprint(sim.mesh),
             "layers": m.layers, "g": m.g, "r": m.r, "eps_h": m.eps_h, "scheme": sim.scheme,
             "dtype": sim.dtype, "order": sim.order, "cfl": s.get("cfl"),
-            "dt_mode": s.get("dt_mode"), "dt": s.get("dt"),
+            "dt_mode": s.get("dt_mode"), "dt": s.get("dt"), "fast_math": bool(s.get("fast_math")),
             "boundary": output.boundary_fingerprint(sim),
             "forcing": output.forcing_fingerprint(sim)}  # fmt: skip
 
@@ -384,7 +384,10 @@ def _claim(args, out: Path, identity: dict) -> None:
         return
     mine = json.dumps(identity, sort_keys=True)
     series_h5 = out / f"{output.SERIES}.h5"
-    if restart is not None and (not series_h5.exists() or output.Series.identity_of(out) == mine):
+    theirs = output.Series.identity_of(out)
+    if theirs is not None:
+        theirs = json.dumps(output.completed_identity(json.loads(theirs)), sort_keys=True)
+    if restart is not None and (not series_h5.exists() or theirs == mine):
         return
     raise ConfigError(
         f"--output: {out} holds another run's results ({', '.join(present)}); "
