@@ -28,9 +28,10 @@ bounds the whole call (the RCM stage keeps ``RCM_RESERVE_S``).
 ``--shapes`` and ``--caps`` replace stage 1's shapes and stage 2's caps (a follow-up sweep of
 a few shapes at more caps, e.g. ``--shapes 256x224,256x256 --caps 768,1024,1280,1344,1536``).
 
-``--ab CAPS --rounds N`` instead times the library's default shape of each scheme and dtype
-at these register caps, interleaved, ``N`` rounds (a cap whose gain in the sweep is within
-the run-to-run spread; tests hold ``gpu.BLOCK_SHAPES`` to the best median).
+``--ab CONFIGS --rounds N`` instead times each scheme and dtype at these configurations,
+interleaved, ``N`` rounds: a register cap at the library's default shape (``1280``) or cells x
+threads x cap (``256x256x1280``), in the default shape's task order (candidates whose gain in a
+sweep is within the run-to-run spread; tests hold ``gpu.BLOCK_SHAPES`` to the best median).
 
 ``--profile SCHEME:DTYPE`` instead runs 24 block steps without CUDA graphs, for Nsight
 Compute (docs/GPU.md gives the command).
@@ -176,8 +177,8 @@ def main(argv=None) -> None:
     ap.add_argument(
         "--ab",
         default=None,
-        metavar="THREADS,...",
-        help="interleaved A/B of these register caps at the default shapes",
+        metavar="CAP|CELLSxTHREADSxCAP,...",
+        help="interleaved A/B of these configurations (a cap alone: at the default shape)",
     )
     ap.add_argument("--rounds", type=int, default=3, help="with --ab")
     ap.add_argument("--out", type=Path, default=None)
@@ -221,10 +222,13 @@ def main(argv=None) -> None:
             for scheme in schemes:
                 shape = gpu.block_shape(scheme, 2, dtype)
                 order = "interior" if shape.interior_first else "edge"
+                default = (shape.cells, shape.threads)
+                configs = [(*default, int(x)) if "x" not in x else tuple(map(int, x.split("x")))
+                           for x in args.ab.split(",")]  # fmt: skip
                 for r in range(1, args.rounds + 1):
-                    for cap in map(int, args.ab.split(",")):
-                        row = run_config(layout, case, scheme, "block", timer, args, shape.cells,
-                                         shape.threads, cap, order)  # fmt: skip
+                    for config in configs:
+                        row = run_config(layout, case, scheme, "block", timer, args, *config,
+                                         order)  # fmt: skip
                         record({**row, "round": r}, "hilbert", mesh)
         return
     reserve = 0.0 if args.no_rcm else RCM_RESERVE_S
