@@ -338,14 +338,16 @@ class Series:
 
     @staticmethod
     def identity_of(directory: str | Path) -> str | None:
-        """The identity stored in ``directory``'s series (None: none, or unreadable)."""
+        """The identity stored in ``directory``'s series, with the keys added since
+        (:func:`completed_identity`), as JSON with sorted keys (None: none, or unreadable)."""
         import h5py
 
         try:
             with h5py.File(Path(directory) / f"{SERIES}.h5", "r") as f:
-                return str(f.attrs["identity"])
-        except (OSError, KeyError):
+                saved = json.loads(str(f.attrs["identity"]))
+        except (OSError, KeyError, ValueError):
             return None
+        return json.dumps(completed_identity(saved), sort_keys=True)
 
     def write(self) -> None:
         """Append the simulation's current fields at its current time (once per time)."""

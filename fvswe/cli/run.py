@@ -384,10 +384,7 @@ def _claim(args, out: Path, identity: dict) -> None:
         return
     mine = json.dumps(identity, sort_keys=True)
     series_h5 = out / f"{output.SERIES}.h5"
-    theirs = output.Series.identity_of(out)
-    if theirs is not None:
-        theirs = json.dumps(output.completed_identity(json.loads(theirs)), sort_keys=True)
-    if restart is not None and (not series_h5.exists() or theirs == mine):
+    if restart is not None and (not series_h5.exists() or output.Series.identity_of(out) == mine):
         return
     raise ConfigError(
         f"--output: {out} holds another run's results ({', '.join(present)}); "
