@@ -51,11 +51,11 @@ from pathlib import Path
 import numpy as np
 from throughput import SIZES, GpuTimer, case_layout, measure
 
+from fvswe import registry
 from fvswe.backends import gpu
 from fvswe.backends.layout import twice_evaluated
 from fvswe.cases import get_case
 from fvswe.mesh import family
-from fvswe.schemes import registry
 
 #: (cells a thread block owns, threads per block) of stage 1.
 SHAPES = ((64, 64), (64, 128), (128, 128), (128, 224), (128, 256), (256, 224), (256, 256))

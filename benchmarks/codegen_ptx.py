@@ -28,7 +28,7 @@ import json, sys
 import numpy as np
 from fvswe.backends import gpu
 try:
-    from fvswe.schemes.registry import cases
+    from fvswe.registry import cases
     pairs = cases()
 except ImportError:  # a tree from before the scheme registry
     pairs = sorted(gpu.SCHEME_DEFINES)

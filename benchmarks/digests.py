@@ -124,7 +124,9 @@ def simulation(spec: dict, comm, driver):
     if spec["case"].startswith("boundaries"):
         from test_boundaries import _emulated_case
 
-        return _emulated_case(int(spec["case"][-1]), **options, **driver.backend_options(spec, comm))
+        return _emulated_case(
+            int(spec["case"][-1]), **options, **driver.backend_options(spec, comm)
+        )
     if "dt" in spec or spec["case"] in ("slope-surge", "pulled-apart"):
         return _with_options(spec, comm, driver, options)
     return driver.simulation(spec, comm)

@@ -7,7 +7,7 @@ A case file (``fvswe run path/to/case.toml``) names every choice of a run::
     layers = 2
     g = 9.81
     r = 0.5
-    scheme = "ir-roe"     # one of fvswe.schemes.registry (`fvswe run --help` lists them)
+    scheme = "ir-roe"     # one of fvswe.registry (`fvswe run --help` lists them)
     order = "rcm"         # none, rcm, gps, random, hilbert, morton, auto
     cfl = 0.9
     dtype = "float64"     # or float32
@@ -57,8 +57,8 @@ from typing import Any
 
 import numpy as np
 
+from . import registry as schemes
 from .errors import ConfigError
-from .schemes import registry as schemes
 
 try:
     import tomllib

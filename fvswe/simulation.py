@@ -22,7 +22,7 @@ from .errors import BlowUpError, ConfigError
 from .forcing import Coriolis, Wind, WindTable
 from .mesh.orderings import resolve as resolve_order
 from .model import Model, thin_layer_threshold
-from .schemes.common import refuse_dry_cells
+from .registry import refuse_dry_cells
 
 Field = np.ndarray | float | Callable[[np.ndarray, np.ndarray], np.ndarray]
 DTYPES = {"float64": np.float64, "float32": np.float32}

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+from fvswe import registry
 from fvswe.cases import get_case
 from fvswe.errors import BlowUpError
-from fvswe.schemes import registry
 
 
 def chezy_field(x, y):

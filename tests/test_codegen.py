@@ -21,11 +21,10 @@ from numba import njit
 from test_cuda_sources import host_flux, random_edges
 from test_schemes_numba import run_numba
 
-from fvswe import codegen
+from fvswe import codegen, registry
 from fvswe.backends import cuda_header, gpu
 from fvswe.codegen import CodegenError
 from fvswe.physics import common
-from fvswe.schemes import registry
 
 CXX = shutil.which("g++") or shutil.which("c++")
 needs_cxx = pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")

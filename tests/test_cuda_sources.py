@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fvswe import registry
 from fvswe.backends import cuda_header, gpu
-from fvswe.schemes import registry
 from fvswe.simulation import Simulation
 
 NVCC = shutil.which("nvcc")
@@ -234,7 +234,7 @@ HARNESS_HEAD = r"""
 typedef REAL real;  // -DREAL=double or float; input and output stay float64
 typedef int (*Flux)(const real*, const real*, real, real, real, real, real, real, real, real*,
                     real*, real&);
-// Indexed by kernel id (fvswe.schemes.registry.KERNEL_IDS)
+// Indexed by kernel id (fvswe.registry.KERNEL_IDS)
 Flux kernels[] = {{{kernels}}};
 """
 HARNESS = (

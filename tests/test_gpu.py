@@ -17,13 +17,14 @@ from test_cuda_sources import (
 )
 from test_vanishing import pulled_apart_simulation, slope_surge_simulation, surge_window
 
+from fvswe import registry
 from fvswe.backends import gpu
 from fvswe.backends.layout import Layout
 from fvswe.boundary import edge_conditions
 from fvswe.cases import get_case
 from fvswe.mesh.generate import structured_square
 from fvswe.model import Model
-from fvswe.schemes import get_flux, registry
+from fvswe.schemes import get_flux
 from fvswe.simulation import Simulation
 
 OK, WHY = gpu.available()

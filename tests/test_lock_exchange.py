@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fvswe.schemes import registry
+from fvswe import registry
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "lock_exchange.py"
 _spec = importlib.util.spec_from_file_location("lock_exchange", SCRIPT)

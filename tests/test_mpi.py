@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fvswe import registry
 from fvswe.cases import get_case
-from fvswe.schemes import registry
 
 try:
     import mpi4py  # noqa: F401

@@ -1,6 +1,6 @@
 """The scheme registry reaches everything that lists schemes, and every backend is a Backend.
 
-Each test runs over :func:`fvswe.schemes.registry.cases`, so a new registry entry is
+Each test runs over :func:`fvswe.registry.cases`, so a new registry entry is
 checked here (and in the scheme, simulation and GPU tests) without editing a list.
 """
 
@@ -14,13 +14,13 @@ import subprocess
 import numpy as np
 import pytest
 
-from fvswe import casefile
+from fvswe import casefile, registry
 from fvswe.backends import cuda_header, gpu
 from fvswe.backends.base import Backend
 from fvswe.backends.cpu.pipeline import CpuBackend
 from fvswe.mesh.generate import square
 from fvswe.parallel import DistributedBackend
-from fvswe.schemes import get_flux, reference, registry
+from fvswe.schemes import get_flux, reference
 from fvswe.simulation import Simulation
 
 CXX = shutil.which("g++") or shutil.which("c++")

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import schemes_helpers as h
 
-from fvswe import exact
+from fvswe import exact, registry
 from fvswe.errors import ConfigError
 from fvswe.mesh.generate import strip
 from fvswe.physics import common as ncommon
 from fvswe.physics import roe as nroe
-from fvswe.schemes import common, get_flux, registry, roe
+from fvswe.schemes import common, get_flux, roe
 from fvswe.simulation import Simulation
 
 EPS = np.finfo(np.float64).eps

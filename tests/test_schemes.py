@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import schemes_helpers as h
 
+from fvswe import registry
 from fvswe.errors import ConfigError
-from fvswe.schemes import common, get_flux, hll, pvm_ifcp, registry, roe
+from fvswe.schemes import common, get_flux, hll, pvm_ifcp, roe
 
 pytestmark = pytest.mark.filterwarnings("error")
 

@@ -7,10 +7,11 @@ import pytest
 import schemes_helpers as h
 from numba import njit
 
+from fvswe import registry
 from fvswe.backends.cpu import get_edge_flux
 from fvswe.errors import ConfigError
 from fvswe.physics import common as ncommon
-from fvswe.schemes import common, get_flux, registry
+from fvswe.schemes import common, get_flux
 
 pytestmark = pytest.mark.filterwarnings("error")  # the special-case edges raise no warnings
 

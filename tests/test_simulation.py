@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fvswe import registry
 from fvswe.boundary import WALL, edge_conditions
 from fvswe.cases import get_case
 from fvswe.errors import BlowUpError, ConfigError
 from fvswe.mesh.generate import strip, structured_square
-from fvswe.schemes import get_flux, registry
+from fvswe.schemes import get_flux
 from fvswe.simulation import Simulation
 
 TWO_LAYER_SCHEMES = registry.names(2)

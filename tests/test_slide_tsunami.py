@@ -10,9 +10,10 @@ import pytest
 from test_cuda_sources import CXX, host_flux
 from test_strait import ROOT, _script
 
+from fvswe import registry
 from fvswe.backends.cpu import get_edge_flux
 from fvswe.cli import main
-from fvswe.schemes import get_flux, registry
+from fvswe.schemes import get_flux
 
 slide = _script("run_slide_tsunami")
 G = 9.81

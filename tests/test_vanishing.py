@@ -18,6 +18,7 @@ import pytest
 from test_cuda_sources import CXX, emulated_run, host_flux
 from test_wetdry import WALLS, dam_break_exact, without_limiter
 
+from fvswe import registry
 from fvswe.backends import gpu
 from fvswe.backends.cpu import get_edge_flux
 from fvswe.cli import main
@@ -25,7 +26,7 @@ from fvswe.errors import BlowUpError
 from fvswe.grid import Grid
 from fvswe.mesh.generate import strip
 from fvswe.model import thin_layer_threshold
-from fvswe.schemes import get_flux, registry
+from fvswe.schemes import get_flux
 from fvswe.simulation import Simulation
 
 SCHEMES = registry.names(2)

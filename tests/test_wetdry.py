@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
+from fvswe import registry
 from fvswe.backends.cpu import get_edge_flux
 from fvswe.backends.cpu.pipeline import CpuBackend
 from fvswe.boundary import Level
@@ -22,7 +23,7 @@ from fvswe.cases import get_case
 from fvswe.errors import BlowUpError, ConfigError
 from fvswe.exact import dam_break
 from fvswe.grid import Grid
-from fvswe.schemes import get_flux, hll, registry
+from fvswe.schemes import get_flux, hll
 from fvswe.simulation import Simulation
 
 G = 9.81

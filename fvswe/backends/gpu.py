@@ -53,9 +53,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import registry
 from ..boundary import INFLOW_KEYS, KINDS
 from ..errors import BackendUnavailable, ConfigError
-from ..schemes import registry
 from . import cuda_header
 from .cuda_header import CTRL_DTYPE, NO_CELL, OP_COUNT, OP_DT, OP_UPDATE
 from .layout import BLOCK_CELLS, Layout, block_edges, twice_evaluated

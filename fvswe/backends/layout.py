@@ -13,7 +13,7 @@ import numpy as np
 from ..boundary import LevelTables
 from ..forcing import WindTable
 from ..model import Model
-from ..schemes.friction import FRICTION_KINDS
+from ..physics.constants import FRICTION_KINDS
 
 __all__ = ["FRICTION_KINDS", "Layout"]
 

@@ -17,9 +17,9 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from .. import casefile, output, parallel, probes, runner, ugrid
+from .. import registry as schemes
 from ..cases import CASES
 from ..errors import ConfigError, FvsweError
-from ..schemes import registry as schemes
 from . import Interrupted, interrupted
 from .mesh import BATHYMETRY_HELP
 

@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..schemes.common import (
+from .constants import (
     FLAG_NEAR_COINCIDENT,
     FLAG_NONHYPERBOLIC,
     FLAG_THIN,

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 
-from ..schemes.forcing import LP_BREAK, LP_CAP
 from .common import jit_inline
+from .constants import LP_BREAK, LP_CAP
 
 
 @jit_inline

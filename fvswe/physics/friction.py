@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from ..schemes.friction import CHEZY
 from .common import inverse_depth, jit
+from .constants import CHEZY
 
 
 @jit

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 
-from ..schemes.ghosts import DISCHARGE_MAXIT, DISCHARGE_TOL
 from .common import inverse_depth, jit, rotate, rotate_back
+from .constants import DISCHARGE_MAXIT, DISCHARGE_TOL
 
 
 @jit

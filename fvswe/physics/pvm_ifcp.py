@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 
-from ..schemes.pvm_ifcp import DRY_DEPTH, RUSANOV_GAP
 from . import hll
 from .common import (
     FLAG_NONHYPERBOLIC,
@@ -23,6 +22,7 @@ from .common import (
     total_fluctuation,
     upwind_tangential,
 )
+from .constants import DRY_DEPTH, RUSANOV_GAP
 
 
 @jit

@@ -3,7 +3,7 @@
 Each scheme module exposes ``flux(Wi, Wj, Hi, Hj, normal, g=9.81, r=0.5,
 eps_h=5e-3, return_flags=False) -> (F-, F+, ||D||_inf[, flags])`` taking (E, 6)
 two-layer or (E, 3) one-layer states. :func:`get_flux` picks one by name; which
-schemes exist, and their kernels, is :mod:`fvswe.schemes.registry`'s. A kernel
+schemes exist, and their kernels, is :mod:`fvswe.registry`'s. A kernel
 without a module here has its Numba physics looped over the edges as its reference
 (:mod:`fvswe.schemes.looped`).
 """
@@ -15,18 +15,7 @@ import importlib.util
 from collections.abc import Callable
 from functools import cache
 
-from .registry import KERNEL_LAYERS, KERNELS, kernel
-
-
-def resolve(package: str, ref: str) -> Callable:
-    """The function ``"module.function"`` of ``package``, importing its module."""
-    module, function = ref.split(".")
-    return getattr(importlib.import_module(f"{package}.{module}"), function)
-
-
-def kernel_table(package: str) -> dict[tuple[str, int], Callable]:
-    """:data:`KERNELS` resolved to the functions of ``package`` (a backend's physics)."""
-    return {key: resolve(package, ref) for key, ref in KERNELS.items()}
+from ..registry import KERNEL_LAYERS, KERNELS, kernel, resolve
 
 
 @cache
@@ -50,4 +39,4 @@ def get_flux(name: str, layers: int) -> Callable:
     return FLUXES[(name, layers)]
 
 
-__all__ = ["FLUXES", "KERNELS", "get_flux", "kernel", "kernel_table", "reference", "resolve"]
+__all__ = ["FLUXES", "KERNELS", "get_flux", "kernel", "reference"]

@@ -15,49 +15,17 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import ConfigError
-from . import registry
-
-#: Flag bits reported per edge (interface contract).
-FLAG_NONHYPERBOLIC = 1
-FLAG_NEAR_COINCIDENT = 2
-FLAG_THIN = 4
-
-#: EIG4 (§3.4): Newton stopping rule |dx| <= NEWTON_TOL (|x| + cext), at most NEWTON_MAXIT steps.
-NEWTON_TOL = 1e-14
-NEWTON_MAXIT = 30
-#: Newton steps polishing each deflated internal root (§3.4 step 2).
-POLISH_STEPS = 2
-#: Near-coincident internal pair: lambda3 - lambda2 < NEAR_COINCIDENT (lambda4 - lambda1) (§3.5).
-NEAR_COINCIDENT = 1e-6
-
-SQRT2 = float(np.sqrt(2.0))
-
-
-class Layer(NamedTuple):
-    """One layer seen from an edge, rotated to (normal, tangent) (§0, §3.1, §8).
-
-    ``*i``/``*j`` are the two sides; ``un*``/``ut*`` desingularised velocities;
-    ``hbar, u, w, c2`` the Roe averages ``hbar``, ``ubar.eta``, ``ubar.tau``,
-    ``g hbar``; ``dh, dqn, dqt`` the jumps ``j - i``.
-    """
-
-    hi: np.ndarray
-    hj: np.ndarray
-    qni: np.ndarray
-    qnj: np.ndarray
-    qti: np.ndarray
-    qtj: np.ndarray
-    uni: np.ndarray
-    unj: np.ndarray
-    uti: np.ndarray
-    utj: np.ndarray
-    hbar: np.ndarray
-    u: np.ndarray
-    w: np.ndarray
-    c2: np.ndarray
-    dh: np.ndarray
-    dqn: np.ndarray
-    dqt: np.ndarray
+from ..physics.constants import (  # noqa: F401  (the reference uses them; tests read them here)
+    FLAG_NEAR_COINCIDENT,
+    FLAG_NONHYPERBOLIC,
+    FLAG_THIN,
+    NEAR_COINCIDENT,
+    NEWTON_MAXIT,
+    NEWTON_TOL,
+    POLISH_STEPS,
+    SQRT2,
+    Layer,
+)
 
 
 def s_minus(x: np.ndarray) -> np.ndarray:
@@ -481,23 +449,3 @@ def by_layers(name: str, flux2, flux1):
 
     flux.__doc__ = f"{name} for (E, 6) two-layer or (E, 3) one-layer states. {FLUX_RETURNS}"
     return flux
-
-
-def refuse_dry_cells(scheme: str, layers: int, h: np.ndarray, eps_h: float, source: str) -> None:
-    """One-line ConfigError where a one-layer run of a scheme without wet/dry treatment
-    (not :attr:`~fvswe.schemes.registry.Scheme.dry`) starts with a cell thinner than ``eps_h``.
-
-    Roe, IR-Roe and HLL (one-layer PVM-IFCP) have no wet/dry treatment: at a dry front
-    their depths go negative and the clip of §8 creates mass. ``hll-wd`` (hydrostatic
-    reconstruction) is the one-layer scheme for dry cells.
-    """
-    known = registry.BY_NAME.get(scheme)
-    if layers != 1 or (known is not None and known.dry):
-        return
-    dry = np.flatnonzero(~(h >= eps_h))
-    if dry.size:
-        raise ConfigError(
-            f"initial h: cell {dry[0]} of {source} is dry or thinner than eps_h = {eps_h:g} "
-            f"({dry.size} cells): one-layer {scheme!r} has no wet/dry treatment, "
-            f"use scheme {' or '.join(repr(s.name) for s in registry.SCHEMES if s.dry)}"
-        )

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-#: Large & Pond (1981): C_d = 1.2e-3 below this 10 m wind speed (m/s) ...
-LP_BREAK = 11.0
-#: ... and (0.49 + 0.065 U10) 1e-3 above it, U10 held at this speed beyond it.
-LP_CAP = 25.0
+from ..physics.constants import LP_BREAK, LP_CAP
 
 
 def drag_coefficient(speed: np.ndarray, law: int, cd: float) -> np.ndarray:

@@ -24,12 +24,8 @@ import math
 
 import numpy as np
 
+from ..physics.constants import CHEZY, FRICTION_KINDS  # noqa: F401
 from .common import inverse_depth
-
-#: Bottom-friction laws: the ``kind`` codes of every backend (0: none).
-FRICTION_KINDS = {"chezy": 1, "manning": 2}
-CHEZY = FRICTION_KINDS["chezy"]
-
 
 #: The C library's ``pow`` element by element, as Numba's ``**`` calls it (NumPy's SIMD
 #: ``power`` may differ in the last bit).

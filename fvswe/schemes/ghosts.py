@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..physics.constants import DISCHARGE_MAXIT, DISCHARGE_TOL
 from .common import inverse_depth, rotate, rotate_back
-
-#: Newton on the discharge ghost's celerity (§7.5): at most this many steps, stopping once a
-#: step is below ``DISCHARGE_TOL`` times the celerity; mirrored by the backends.
-DISCHARGE_MAXIT = 60
-DISCHARGE_TOL = 1e-15
 
 
 def level_ghost(W, H, eta, eta2, layers: int, eps_h: float) -> np.ndarray:

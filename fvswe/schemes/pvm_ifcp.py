@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..physics.constants import DRY_DEPTH, RUSANOV_GAP
 from . import hll
 from .common import (
     FLAG_NONHYPERBOLIC,
@@ -27,13 +28,6 @@ from .common import (
     total_fluctuation,
     upwind_tangential,
 )
-
-#: Rusanov safeguard (§5.2): a node gap <= RUSANOV_GAP (|lambda1| + |lambda4|).
-RUSANOV_GAP = 1e-12
-#: Below this total depth (and ``(1 - r) g`` times it) an edge's approximate eigenvalues take
-#: the dry limit (§5.1): the smallest normal float64, so that ``1/(h1 + h2)`` stays finite on
-#: the denormal films a wetting front leaves (a reciprocal of one overflowed to inf, 0 inf = NaN).
-DRY_DEPTH = float(np.finfo(np.float64).tiny)
 
 
 def approx_eigenvalues(L1, L2, r: float):

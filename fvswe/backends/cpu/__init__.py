@@ -13,7 +13,7 @@ import functools
 import os
 import time
 
-from ...schemes import kernel, kernel_table
+from ...registry import kernel, kernel_table
 
 # Numba's OpenMP layer (libgomp) spins at its barriers; a spinning thread that shares a
 # core with another process steals the time the late thread needs. Passive waiting made
@@ -21,7 +21,7 @@ from ...schemes import kernel, kernel_table
 # the first parallel loop loads libgomp; a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-#: (name, layers) -> Numba per-edge kernel, from :data:`fvswe.schemes.registry.KERNELS`.
+#: (name, layers) -> Numba per-edge kernel, from :data:`fvswe.registry.KERNELS`.
 EDGE_FLUXES = kernel_table("fvswe.physics")
 
 

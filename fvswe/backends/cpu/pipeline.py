@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit, prange
 from numba.core.dispatcher import Dispatcher
 
-from ... import physics
+from ... import physics, registry
 from ...boundary import CHARACTERISTIC, DISCHARGE, INFLOW_KEYS, LEVEL, WALL
 from ...errors import ConfigError
 from ...forcing import WindTable
@@ -34,7 +34,7 @@ from ...physics.ghosts import (
     discharge_ghost,
     level_ghost,
 )
-from ...schemes import registry, resolve
+from ...registry import resolve
 from ..base import EPS_U_RATIO, LAST_STEP_RTOL, LIMIT_MARGIN, LIMIT_SLACK
 from ..layout import Layout
 from . import default_threads
@@ -45,7 +45,7 @@ CHUNKS = 256
 
 
 def scheme_id(name: str, layers: int) -> int:
-    """The compiled dispatch id of a scheme (:data:`fvswe.schemes.registry.KERNEL_IDS`), or a
+    """The compiled dispatch id of a scheme (:data:`fvswe.registry.KERNEL_IDS`), or a
     one-line error naming the choices."""
     return registry.kernel_id(name, layers)
 
@@ -96,7 +96,7 @@ def _on_six(flux1):
 
 def _dispatch():
     """``edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)``: the kernel of dispatch id
-    ``scheme`` on 6-tuples, built from :data:`fvswe.schemes.registry.KERNEL_IDS` as a chain
+    ``scheme`` on 6-tuples, built from :data:`fvswe.registry.KERNEL_IDS` as a chain
     of branches (one per kernel; the last one takes any other id) that Numba inlines."""
     kernels = []
     for ref, kid in registry.KERNEL_IDS.items():

@@ -17,9 +17,13 @@ docs/ARCHITECTURE.md).
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import ConfigError
+import numpy as np
+
+from .errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -27,7 +31,7 @@ class Scheme:
     """One scheme: ``kernels`` maps a layer count (1, 2) to its ``"module.function"``.
 
     ``dry``: it starts from and handles dry cells (hydrostatic reconstruction);
-    the others refuse a dry one-layer start (:func:`fvswe.schemes.common.refuse_dry_cells`).
+    the others refuse a dry one-layer start (:func:`refuse_dry_cells`).
     ``costly``: a flux expensive enough that the GPU's ``edge`` variant (each edge
     evaluated once) is its default on large meshes (:func:`fvswe.backends.gpu.default_variant`).
     ``upwind``: on a supercritical edge (every wave speed positive) the whole fluctuation
@@ -133,3 +137,34 @@ def distinct_kernels(layers: int | None = None) -> list[tuple[str, int]]:
         if ref not in best or len(BY_NAME[key[0]].kernels) < len(BY_NAME[best[ref][0]].kernels):
             best[ref] = key
     return list(best.values())
+
+
+def resolve(package: str, ref: str) -> Callable:
+    """The function ``"module.function"`` of ``package``, importing its module."""
+    module, function = ref.split(".")
+    return getattr(importlib.import_module(f"{package}.{module}"), function)
+
+
+def kernel_table(package: str) -> dict[tuple[str, int], Callable]:
+    """:data:`KERNELS` resolved to the functions of ``package`` (a backend's physics)."""
+    return {key: resolve(package, ref) for key, ref in KERNELS.items()}
+
+
+def refuse_dry_cells(scheme: str, layers: int, h: np.ndarray, eps_h: float, source: str) -> None:
+    """One-line ConfigError where a one-layer run of a scheme without wet/dry treatment
+    (not :attr:`Scheme.dry`) starts with a cell thinner than ``eps_h``.
+
+    Roe, IR-Roe and HLL (one-layer PVM-IFCP) have no wet/dry treatment: at a dry front
+    their depths go negative and the clip of §8 creates mass. ``hll-wd`` (hydrostatic
+    reconstruction) is the one-layer scheme for dry cells.
+    """
+    known = BY_NAME.get(scheme)
+    if layers != 1 or (known is not None and known.dry):
+        return
+    dry = np.flatnonzero(~(h >= eps_h))
+    if dry.size:
+        raise ConfigError(
+            f"initial h: cell {dry[0]} of {source} is dry or thinner than eps_h = {eps_h:g} "
+            f"({dry.size} cells): one-layer {scheme!r} has no wet/dry treatment, "
+            f"use scheme {' or '.join(repr(s.name) for s in SCHEMES if s.dry)}"
+        )
