@@ -162,6 +162,21 @@ def run(spec: dict, comm, driver) -> dict:
     return driver.results(sim)
 
 
+def _host_gpu() -> None:
+    """Runs asking for the GPU get the GPU backend on the host runtime of the tests."""
+    import functools
+
+    from host_runtime import HostRuntime
+
+    import fvswe.simulation
+    from fvswe.backends import gpu
+
+    host = functools.partial(gpu.GpuBackend, runtime=HostRuntime())
+    host.name = "gpu"
+    real = fvswe.simulation.backend_class
+    fvswe.simulation.backend_class = lambda name: host if name == "gpu" else real(name)
+
+
 def digest(results: dict) -> str:
     """sha256 of the state's bytes, steps and counters (not the masses: one GPU sums them on
     the device, ranks on the host)."""
@@ -173,7 +188,12 @@ def digest(results: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--backend", default="cpu", choices=("cpu", "gpu"))
+    ap.add_argument(
+        "--backend",
+        default="cpu",
+        choices=("cpu", "gpu", "host-gpu"),
+        help="host-gpu: the GPU backend on the host (tests/host_runtime.py)",
+    )
     ap.add_argument("-o", "--output", type=Path)
     ap.add_argument("-k", "--only", default="", help="run the names containing this text")
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
@@ -185,8 +205,10 @@ def main(argv=None) -> int:
 
     comm = world()
     driver = _driver()
+    if args.backend == "host-gpu":
+        _host_gpu()
     out = {}
-    for spec in specs(args.backend):
+    for spec in specs("gpu" if args.backend == "host-gpu" else args.backend):
         if args.only not in spec["name"]:
             continue
         start = time.perf_counter()

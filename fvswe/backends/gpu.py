@@ -295,13 +295,15 @@ def source(variant: str) -> str:
 _MODULES: dict[tuple[str, ...], object] = {}
 
 
-def module(options: tuple[str, ...], variant: str):
-    """The compiled RawModule of ``variant`` for these options (compiled once per process)."""
-    import cupy
+def module(options: tuple[str, ...], variant: str, runtime=None):
+    """The compiled RawModule of ``variant`` for these options (compiled once per process and
+    runtime; ``runtime``: CuPy, or a stand-in of its API such as the tests' host runtime)."""
+    if runtime is None:
+        import cupy as runtime
 
-    key = (variant, *options)
+    key = (id(runtime), variant, *options)
     if key not in _MODULES:
-        _MODULES[key] = cupy.RawModule(code=source(variant), options=options)
+        _MODULES[key] = runtime.RawModule(code=source(variant), options=options)
     return _MODULES[key]
 
 
@@ -722,11 +724,14 @@ class GpuBackend:
         graphs: bool = True,
         fast_math: bool = False,
         threads: int | None = None,
+        runtime=None,
     ) -> None:
-        ok, reason = available()
-        if not ok:
-            raise BackendUnavailable(f"backend 'gpu' is unavailable: {reason}")
-        import cupy
+        if runtime is None:
+            ok, reason = available()
+            if not ok:
+                raise BackendUnavailable(f"backend 'gpu' is unavailable: {reason}")
+            import cupy as runtime
+        cupy = runtime
 
         if dt_mode not in DT_MODES:
             raise ConfigError(f"dt_mode: unknown {dt_mode!r} (choose from {', '.join(DT_MODES)})")
@@ -770,7 +775,7 @@ class GpuBackend:
         opts = compile_options(
             scheme, self.model.layers, self.dtype, variant, lay.k, block, cells, fast_math
         )
-        mod = module(opts, variant)
+        mod = module(opts, variant, runtime)
         names = ("find_invalid", "debug_flux", "level_inflow") + (
             ("edge_pass", "volume_pass") if variant == "edge" else (f"{variant}_step",)
         )
@@ -933,8 +938,7 @@ class GpuBackend:
     def layer_mass(self, area: np.ndarray) -> list[float]:
         """Volume of each layer, ``Σ area_i h_k,i`` in float64, reduced on the device: an
         output time or the end of a ``run()`` costs a few launches, not a copy of the state."""
-        import cupy
-
+        cupy = self._cp
         if self._area64 is None or self._area64.size != area.size:
             self._area64 = cupy.asarray(area, dtype=np.float64)
         with self.stream:

@@ -1,0 +1,175 @@
+"""The GPU backend on the host: the part of CuPy that fvswe's GPU code uses, for tests with no GPU.
+
+:class:`HostRuntime` stands in for the ``cupy`` module (``GpuBackend(..., runtime=HostRuntime())``):
+arrays are NumPy arrays with CuPy's ``get``/``set``/``data.ptr``; a ``RawModule`` is the module's
+CUDA source compiled by the host C++ compiler with the emulator of tests/cuda_host (shim.h: the
+blocks in turn, the threads of a block as fibers) into a shared library, whose kernels run
+through ``fv_launch`` (launch.h) with CuPy's calling convention; a stream records the launches
+of a graph capture and a graph replays them. So the backend's own Python (its plans, buffers,
+control block, batches and graphs) runs here as on the device, and its results can be held to
+the CPU backend bit for bit (float64: the emulator computes without FMA, as the float64 modules
+do on the device).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from types import SimpleNamespace
+
+import numpy as np
+from test_cuda_sources import CXX, host_binary
+
+_KERNEL = re.compile(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)\s*\(')
+#: NumPy scalar types -> the ctypes of a kernel's by-value parameter.
+_SCALARS = {np.int32: ctypes.c_int32, np.int64: ctypes.c_int64, np.float32: ctypes.c_float,
+            np.float64: ctypes.c_double}  # fmt: skip
+
+
+class HostArray(np.ndarray):
+    """A NumPy array with the device-array methods the GPU backend calls."""
+
+    def get(self, stream=None, out=None):
+        if out is not None:
+            np.copyto(out, self)
+            return out
+        return np.array(self)
+
+    def set(self, arr, stream=None) -> None:
+        np.copyto(self, np.asarray(arr).reshape(self.shape))
+
+    @property
+    def data(self):
+        return SimpleNamespace(ptr=self.ctypes.data)
+
+
+def _host(a: np.ndarray) -> HostArray:
+    return np.ascontiguousarray(a).view(HostArray)
+
+
+class _Graph:
+    """Recorded launches, replayed in order."""
+
+    def __init__(self, launches: list) -> None:
+        self._launches = launches
+
+    def launch(self, stream=None) -> None:
+        for run in self._launches:
+            run()
+
+
+class _Stream:
+    """A stream: a context that makes it current, and graph capture of its launches."""
+
+    current: _Stream | None = None
+
+    def __init__(self, non_blocking: bool = False) -> None:
+        self.ptr = id(self)
+        self._capture: list | None = None
+        self._outer: list[_Stream | None] = []
+
+    def __enter__(self) -> _Stream:
+        self._outer.append(_Stream.current)
+        _Stream.current = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _Stream.current = self._outer.pop()
+
+    def begin_capture(self) -> None:
+        self._capture = []
+
+    def end_capture(self) -> _Graph:
+        graph, self._capture = _Graph(self._capture), None
+        return graph
+
+    def synchronize(self) -> None:
+        pass
+
+    @staticmethod
+    def run(launch) -> None:
+        """Run ``launch`` now, or record it while the current stream captures."""
+        stream = _Stream.current
+        if stream is not None and stream._capture is not None:
+            stream._capture.append(launch)
+        else:
+            launch()
+
+
+class _Kernel:
+    """One kernel of a host module, called as CuPy's RawKernel: ``k((grid,), (block,), args)``."""
+
+    def __init__(self, lib, name: str) -> None:
+        self._lib, self._name = lib, name.encode()
+
+    def __call__(self, grid, block, args) -> None:
+        values = [self._value(a) for a in args]
+        ptrs = (ctypes.c_void_p * max(1, len(values)))(
+            *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values]
+        )
+        g, b = int(grid[0]), int(block[0])
+
+        def launch(values=values, ptrs=ptrs) -> None:  # the values live as long as the launch
+            if self._lib.fv_launch(self._name, g, b, ptrs) != 0:
+                raise RuntimeError(f"host module has no kernel {self._name.decode()}")
+
+        _Stream.run(launch)
+
+    @staticmethod
+    def _value(a):
+        if isinstance(a, np.ndarray):
+            return ctypes.c_void_p(a.ctypes.data)
+        for kind, ctype in _SCALARS.items():
+            if isinstance(a, kind):
+                return ctype(a)
+        raise TypeError(f"kernel argument of type {type(a).__name__}: pass NumPy scalars")
+
+
+class RawModule:
+    """A module's CUDA source built for the host (cached by tests/test_cuda_sources)."""
+
+    def __init__(self, code: str, options: tuple[str, ...] = ()) -> None:
+        names = _KERNEL.findall(code)
+        launcher = "\n".join(f"    FVSWE_KERNEL({n})" for n in names)
+        source = (
+            '#include "shim.h"\n' + code + '\n#include "launch.h"\n'
+            'extern "C" int fv_launch(const char* kernel, unsigned grid, unsigned block, '
+            f"void** args)\n{{\n{launcher}\n    return 1;\n}}\n"
+        )
+        flags = ["-std=c++17", "-O1", "-ffp-contract=off", "-Wno-psabi", "-shared", "-fPIC"]
+        flags += [o for o in options if o.startswith("-D")]
+        lib = ctypes.CDLL(str(host_binary("module", source, flags)))
+        lib.fv_launch.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p]
+        lib.fv_launch.restype = ctypes.c_int
+        self._lib = lib
+
+    def get_function(self, name: str) -> _Kernel:
+        return _Kernel(self._lib, name)
+
+
+class HostRuntime:
+    """The ``cupy`` names the GPU backend uses, on the host."""
+
+    RawModule = RawModule
+    cuda = SimpleNamespace(Stream=_Stream)
+    available = CXX is not None
+
+    @staticmethod
+    def asarray(a, dtype=None) -> HostArray:
+        return _host(np.array(a, dtype=dtype))
+
+    @staticmethod
+    def empty(shape, dtype=np.float64) -> HostArray:
+        return _host(np.empty(shape, dtype=dtype))
+
+    @staticmethod
+    def zeros(shape, dtype=np.float64) -> HostArray:
+        return _host(np.zeros(shape, dtype=dtype))
+
+    @staticmethod
+    def empty_like(a) -> HostArray:
+        return _host(np.empty_like(a))
+
+    @staticmethod
+    def dot(a, b):
+        return np.dot(np.asarray(a), np.asarray(b))
