@@ -24,13 +24,14 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ConfigError
+from .registry import BOUNDARY_CODES
 
-#: Edge condition codes stored in ``Layout.edge_bc`` (0 marks an interior edge).
-INTERIOR, WALL, OPEN, LEVEL, DISCHARGE, CHARACTERISTIC = 0, 1, 2, 3, 4, 5
-KINDS = {"wall": WALL, "open": OPEN, "level": LEVEL, "discharge": DISCHARGE,
-         "characteristic": CHARACTERISTIC}  # fmt: skip
-#: The codes whose edges read tables (their first table: ``LevelTables.edge_level``).
-TABLE_KINDS = (LEVEL, DISCHARGE, CHARACTERISTIC)
+#: Edge condition codes stored in ``Layout.edge_bc`` (0 marks an interior edge): the boundary
+#: registry's (:data:`fvswe.registry.BOUNDARIES`).
+KINDS = dict(BOUNDARY_CODES)
+INTERIOR = 0
+WALL, OPEN, LEVEL = KINDS["wall"], KINDS["open"], KINDS["level"]
+DISCHARGE, CHARACTERISTIC = KINDS["discharge"], KINDS["characteristic"]
 
 #: Backend counters of the volume (m^3) in through the edges with tables, per layer.
 INFLOW_KEYS = ("level_inflow", "level_inflow2")

@@ -51,6 +51,8 @@ CALLS = {min: "min_", max: "max_", abs: "fabs", math.sqrt: "sqrt", math.pow: "po
 CASTS = (float, np.float64)
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.BitOr: "|",
           ast.BitAnd: "&"}  # fmt: skip
+#: The operations of an ``@exact`` function (:func:`fvswe.physics.common.exact`), each rounded.
+EXACT = {ast.Add: "fv_add", ast.Sub: "fv_sub", ast.Mult: "fv_mul", ast.Div: "fv_div"}
 CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
 PRELUDE = """\
@@ -71,6 +73,45 @@ using std::sqrt;
 // Python's min(a, b) and max(a, b): a unless b is strictly smaller (larger).
 template <typename T> FVSWE_DEV T min_(T a, T b) { return b < a ? b : a; }
 template <typename T> FVSWE_DEV T max_(T a, T b) { return b > a ? b : a; }
+
+// The four operations rounded one by one, never contracted into an FMA: what the functions
+// marked @exact (fvswe.physics.common.exact) are emitted with.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+FVSWE_DEV float fv_rn_add(float a, float b) { return __fadd_rn(a, b); }
+FVSWE_DEV double fv_rn_add(double a, double b) { return __dadd_rn(a, b); }
+FVSWE_DEV float fv_rn_sub(float a, float b) { return __fsub_rn(a, b); }
+FVSWE_DEV double fv_rn_sub(double a, double b) { return __dsub_rn(a, b); }
+FVSWE_DEV float fv_rn_mul(float a, float b) { return __fmul_rn(a, b); }
+FVSWE_DEV double fv_rn_mul(double a, double b) { return __dmul_rn(a, b); }
+FVSWE_DEV float fv_rn_div(float a, float b) { return __fdiv_rn(a, b); }
+FVSWE_DEV double fv_rn_div(double a, double b) { return __ddiv_rn(a, b); }
+#else
+template <typename T> FVSWE_DEV T fv_rn_add(T a, T b) { return a + b; }
+template <typename T> FVSWE_DEV T fv_rn_sub(T a, T b) { return a - b; }
+template <typename T> FVSWE_DEV T fv_rn_mul(T a, T b) { return a * b; }
+template <typename T> FVSWE_DEV T fv_rn_div(T a, T b) { return a / b; }
+#endif
+// Mixed operands are promoted as C++ promotes them, then rounded once.
+template <typename A, typename B> FVSWE_DEV auto fv_add(A a, B b)
+{
+    using T = decltype(a + b);
+    return fv_rn_add(T(a), T(b));
+}
+template <typename A, typename B> FVSWE_DEV auto fv_sub(A a, B b)
+{
+    using T = decltype(a - b);
+    return fv_rn_sub(T(a), T(b));
+}
+template <typename A, typename B> FVSWE_DEV auto fv_mul(A a, B b)
+{
+    using T = decltype(a * b);
+    return fv_rn_mul(T(a), T(b));
+}
+template <typename A, typename B> FVSWE_DEV auto fv_div(A a, B b)
+{
+    using T = decltype(a / b);
+    return fv_rn_div(T(a), T(b));
+}
 
 // A constant whose float32 value differs (fvswe.physics.common.FLOAT32).
 template <typename real> FVSWE_DEV constexpr real fv_prec(double d, float f);
@@ -123,6 +164,7 @@ class _Function:
         self.tree = ast.parse(textwrap.dedent("".join(lines))).body[0]
         self.globals = self.py.__globals__
         self.float32 = float32
+        self.exact = getattr(self.py, "fvswe_exact", False)
         self.calls: list = []  # the @jit functions this one calls, in order
         self.structs: set = set()
         self.arities: set[int] = set()
@@ -220,10 +262,7 @@ class _Emitter:
                 return self.constant(node, ast.unparse(node), value)
             return f"{self.expr(node.value)}.{node.attr}"
         if isinstance(node, ast.BinOp):
-            op = BINOPS.get(type(node.op))
-            if op is None:
-                raise fn.error(node, f"operator {type(node.op).__name__}")
-            return f"({self.expr(node.left)} {op} {self.expr(node.right)})"
+            return self.binop(node.op, self.expr(node.left), self.expr(node.right), node)
         if isinstance(node, ast.UnaryOp):
             if isinstance(node.op, ast.USub):
                 return f"(-{self.expr(node.operand)})"
@@ -257,6 +296,14 @@ class _Emitter:
         if isinstance(node, ast.Call):
             return self.call(node)
         raise fn.error(node, f"expression {type(node).__name__}")
+
+    def binop(self, op: ast.operator, left: str, right: str, node: ast.AST) -> str:
+        """``left op right``, or ``fv_add(left, right)`` etc. in an ``@exact`` function."""
+        if self.fn.exact and type(op) in EXACT:
+            return f"{EXACT[type(op)]}({left}, {right})"
+        if type(op) not in BINOPS:
+            raise self.fn.error(node, f"operator {type(op).__name__}")
+        return f"({left} {BINOPS[type(op)]} {right})"
 
     def call(self, node: ast.Call) -> str:
         fn = self.fn
@@ -339,11 +386,10 @@ class _Emitter:
                 return
             raise fn.error(node, "assign to a name or unpack into names")
         if isinstance(node, ast.AugAssign):
-            op = BINOPS.get(type(node.op))
-            if not isinstance(node.target, ast.Name) or op is None:
+            if not isinstance(node.target, ast.Name) or type(node.op) not in BINOPS:
                 raise fn.error(node, "augmented assignment: name op= value, op one of + - * / |")
             name = self.expr(node.target)
-            out.append(f"{ind}{name} = ({name} {op} {self.expr(node.value)});")
+            out.append(f"{ind}{name} = {self.binop(node.op, name, self.expr(node.value), node)};")
             return
         if isinstance(node, ast.If):
             out.append(f"{ind}if ({self.expr(node.test)}) {{")

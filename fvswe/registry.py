@@ -1,4 +1,4 @@
-"""The one list of schemes: every other list of scheme names, ids and help derives from it.
+"""The registries: schemes, boundary kinds and reconstructions; every other list derives from them.
 
 A scheme is a name, one per-edge kernel per layer count it supports and a line of
 help. A kernel ``"module.function"`` names the same function three times, by
@@ -137,6 +137,74 @@ def distinct_kernels(layers: int | None = None) -> list[tuple[str, int]]:
         if ref not in best or len(BY_NAME[key[0]].kernels) < len(BY_NAME[best[ref][0]].kernels):
             best[ref] = key
     return list(best.values())
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """One boundary kind (docs/SCHEMES.md §7): what its ghost state is and which tables it reads.
+
+    ``ghost``: the ``"module.function"`` of :mod:`fvswe.physics` giving the ghost state, with
+    the signature ``ghost(Wi, Hi, a, b, ex, ey, g, layers, eps_h)`` (``a``, ``b``: the edge's
+    table values, its second table's in ``b``); None: the cell's own state. ``tables``: the
+    edge reads a time series (:class:`fvswe.boundary.LevelTables`), and with ``layered`` a
+    second one for two layers. ``fluctuation``: ``"module.function"`` replacing the edge's
+    ``F-`` after the flux (``fluctuation(Fm, Wi, a, b, ex, ey, layers)``: imposed fluxes).
+    ``real_ghost``: the GPU forms the ghost in the state's precision; the others in float64,
+    as the CPU. The CPU's and the GPU's dispatch over the kinds
+    (:mod:`fvswe.backends.cpu.dispatch`, ``boundaries.cuh``) are generated from these entries;
+    a kind's code is its place in :data:`BOUNDARIES` (0 is an interior edge).
+    """
+
+    name: str
+    ghost: str | None
+    help: str
+    tables: bool = False
+    layered: bool = False
+    fluctuation: str | None = None
+    real_ghost: bool = False
+
+
+#: Every boundary kind, in the order of their codes 1, 2, ... (docs/SCHEMES.md §7).
+BOUNDARIES: tuple[Boundary, ...] = (
+    Boundary("wall", "ghosts.wall", "reflects the normal discharge (§7.1)", real_ghost=True),
+    Boundary("open", None, "the cell's own state: waves pass, approximately (§7.2)"),
+    Boundary("level", "ghosts.level", "imposed surface (and interface) level (§7.4)",
+             tables=True, layered=True),
+    Boundary("discharge", "ghosts.discharge", "imposed discharge per layer (§7.5)",
+             tables=True, layered=True, fluctuation="ghosts.discharge_fluctuation"),
+    Boundary("characteristic", "ghosts.characteristic",
+             "non-reflecting far field at rest at a level (§7.6)", tables=True),
+)  # fmt: skip
+
+#: Boundary kind name -> its code (``Layout.edge_bc``, the GPU's boundary codes).
+BOUNDARY_CODES: dict[str, int] = {b.name: k + 1 for k, b in enumerate(BOUNDARIES)}
+#: Bit ``code`` set for the kinds whose edges read tables (with ``layered``: two for two layers).
+TABLE_MASK = sum(1 << BOUNDARY_CODES[b.name] for b in BOUNDARIES if b.tables)
+LAYERED_MASK = sum(1 << BOUNDARY_CODES[b.name] for b in BOUNDARIES if b.layered)
+
+
+def boundary_cases(field: str) -> list[tuple[int, Boundary]]:
+    """``(code, kind)`` of the kinds whose ``field`` (``ghost``, ``fluctuation``) is set."""
+    return [(BOUNDARY_CODES[b.name], b) for b in BOUNDARIES if getattr(b, field)]
+
+
+@dataclass(frozen=True)
+class Reconstruction:
+    """How an edge's two face states are formed from the cell states (docs/SCHEMES.md):
+    ``order`` its order in space; ``faces`` the ``"module.function"`` of :mod:`fvswe.physics`,
+    ``faces(Wi, Wj) -> (Wi, Wj)``, that both pipelines call in their one edge evaluation."""
+
+    name: str
+    order: int
+    faces: str
+    help: str
+
+
+#: Every reconstruction; the first is the default.
+RECONSTRUCTIONS: tuple[Reconstruction, ...] = (
+    Reconstruction("constant", 1, "common.constant_faces",
+                   "piecewise constant: the cell states themselves (first order)"),
+)  # fmt: skip
 
 
 def resolve(package: str, ref: str) -> Callable:

@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import ctypes
 import re
+import subprocess
 from types import SimpleNamespace
 
 import numpy as np
-from test_cuda_sources import CXX, host_binary
+from test_cuda_sources import CXX, EMU, generated_dir, host_binary
 
-_KERNEL = re.compile(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)\s*\(')
+from fvswe.backends import gpu
+
+#: A kernel's name in the preprocessed source (the shim defines __global__ away).
+_KERNEL = re.compile(r'extern "C"\s+void\s+(\w+)\s*\(')
 #: NumPy scalar types -> the ctypes of a kernel's by-value parameter.
 _SCALARS = {np.int32: ctypes.c_int32, np.int64: ctypes.c_int64, np.float32: ctypes.c_float,
             np.float64: ctypes.c_double}  # fmt: skip
@@ -125,11 +129,21 @@ class _Kernel:
         raise TypeError(f"kernel argument of type {type(a).__name__}: pass NumPy scalars")
 
 
+def _kernels(code: str, defines: list[str]) -> list[str]:
+    """The kernels that ``code`` compiles with ``defines`` (its preprocessed text's)."""
+    cmd = [CXX, "-std=c++17", "-E", "-P", *defines, "-x", "c++", "-"]
+    cmd += [f"-I{generated_dir()}", f"-I{gpu.CUDA_DIR}", f"-I{EMU}"]
+    text = subprocess.run(cmd, input='#include "shim.h"\n' + code, capture_output=True, text=True)
+    assert text.returncode == 0, text.stderr[-2000:]
+    return _KERNEL.findall(text.stdout)
+
+
 class RawModule:
     """A module's CUDA source built for the host (cached by tests/test_cuda_sources)."""
 
     def __init__(self, code: str, options: tuple[str, ...] = ()) -> None:
-        names = _KERNEL.findall(code)
+        defines = [o for o in options if o.startswith("-D")]
+        names = _kernels(code, defines)
         launcher = "\n".join(f"    FVSWE_KERNEL({n})" for n in names)
         source = (
             '#include "shim.h"\n' + code + '\n#include "launch.h"\n'
@@ -137,7 +151,7 @@ class RawModule:
             f"void** args)\n{{\n{launcher}\n    return 1;\n}}\n"
         )
         flags = ["-std=c++17", "-O1", "-ffp-contract=off", "-Wno-psabi", "-shared", "-fPIC"]
-        flags += [o for o in options if o.startswith("-D")]
+        flags += defines
         lib = ctypes.CDLL(str(host_binary("module", source, flags)))
         lib.fv_launch.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p]
         lib.fv_launch.restype = ctypes.c_int

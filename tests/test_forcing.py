@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fvswe.backends.cpu.pipeline import CHUNKS, volume_pass
+from fvswe.backends.cpu.kernels import CHUNKS, Mesh, Outputs, Stage, volume_pass
 from fvswe.errors import ConfigError
 from fvswe.forcing import OMEGA, Coriolis, Wind
 from fvswe.mesh.generate import structured_square
@@ -86,17 +86,20 @@ def test_volume_pass_forcing_is_the_reference(layers):
         W[:50, c] = rng.uniform(0.0, 2 * eps_h, 50)  # thin layers: damped, wet or not
     f = rng.uniform(-1e-4, 1.4e-4, L)
     times, u, v = np.array([0.0, 100.0, 400.0]), np.array([0.0, 12.0, 30.0]), np.array([3.0, -5, 2])
-    acc = np.zeros((3 * L, nvar + 1))
-    depth_cols = (0, 3) if layers == 2 else (0,)
-    out = np.empty(CHUNKS), np.empty((CHUNKS, 3), np.int64), np.empty(CHUNKS)
+    ints = np.full((L, 3), -1, dtype=np.int32)
+    mesh = Mesh(np.zeros(L), np.ones(L), *[np.zeros((0, 2))] * 5, np.zeros(1, np.int32), ints,
+                np.zeros((L, 3), np.int8), np.zeros((L, 3)))  # fmt: skip
+    out = Outputs(np.zeros((3 * L, nvar + 1)), np.zeros(0, np.int32), np.zeros((1, 2)),
+                  np.empty(CHUNKS), np.empty((CHUNKS, 3), np.int64), np.empty(CHUNKS),
+                  np.zeros(L, np.uint8))  # fmt: skip
+    base = uniform_flow(layers, 0.0, 1.0).backend._ctrl._replace(eps_h=np.float64(eps_h))
 
     def step(W, f, law):
         W = W.copy()
-        off = np.zeros(1)  # no friction
-        status = np.zeros(L, np.uint8)
-        volume_pass(W, W, acc, np.ones(L), np.ones(L), 3, dt, 0.9, depth_cols, True, eps_h, 0,
-                    off, False, off, G, 0.5, *out, status, t, f, times, u, v, law, 1.5e-3,
-                    1.2e-3)  # fmt: skip
+        ctrl = base._replace(coriolis_f=f, wind_times=times, wind_u=u, wind_v=v,
+                             n_wind=np.int32(3 if law else 0), wind_law=np.int32(law),
+                             wind_cd=np.float64(1.5e-3), wind_ratio=np.float64(1.2e-3))  # fmt: skip
+        volume_pass(W, W, mesh, ctrl, out, Stage(t, dt, True, 0, eps_h))
         return W
 
     damped = step(W, np.zeros(0), 0)  # the clip and thin-layer damping alone

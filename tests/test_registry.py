@@ -17,7 +17,8 @@ import pytest
 from fvswe import casefile, registry
 from fvswe.backends import cuda_header, gpu
 from fvswe.backends.base import Backend
-from fvswe.backends.cpu.pipeline import CpuBackend
+from fvswe.backends.cpu.pipeline import CpuBackend, _Step
+from fvswe.integrators import Op
 from fvswe.mesh.generate import square
 from fvswe.parallel import DistributedBackend
 from fvswe.schemes import get_flux, reference
@@ -82,7 +83,7 @@ def test_cpu_edge_pass_dispatches_to_the_registry_kernel(name, layers):
     H = rng.uniform(3.0, 3.2, n)
     sim = Simulation(mesh, layers=layers, scheme=name, H=H, initial=initial, backend="cpu")
     backend, lay = sim.backend, sim.layout
-    backend._edge_pass()
+    backend._residual(Op("residual", "U"), _Step(1.0, np.nan))
     inner = np.flatnonzero(lay.edge_cells[:, 1] >= 0)
     i, j = lay.edge_cells[inner].T
     W = lay.W0
@@ -128,7 +129,7 @@ def test_an_edited_physics_module_drops_the_cached_passes(tmp_path, monkeypatch)
     """Numba's cache sees a function's own file only: the CPU passes carry a checksum of the
     registry and of every physics module, and a changed one flushes the cached machine code
     before the first pass (instead of running the old formulas)."""
-    from fvswe.backends.cpu import pipeline as p
+    from fvswe.backends.cpu import kernels as p
 
     copies = []
     for path in p.PHYSICS_FILES:
@@ -156,11 +157,11 @@ def test_an_edited_physics_module_drops_the_cached_passes(tmp_path, monkeypatch)
 
     monkeypatch.setattr(p, "PHYSICS_FILES", [])
     monkeypatch.setattr(p, "_compiled_stamp", CachedStamp())
-    passes = ("edge_pass", "volume_pass", "limiter_thetas", "limited_update")
-    for name in passes:
-        monkeypatch.setattr(getattr(p, name), "_cache", Recorder(name))
-    p._fresh_cache.__wrapped__()  # the cached stamp matches: nothing flushed
+    passes = [f.py_func.__name__ for f in p.PASSES]
+    for f in p.PASSES:
+        monkeypatch.setattr(f, "_cache", Recorder(f.py_func.__name__))
+    p.fresh_cache.__wrapped__()  # the cached stamp matches: nothing flushed
     assert flushed == []
     monkeypatch.setattr(p, "_SOURCE_STAMP", p._SOURCE_STAMP + 1)
-    p._fresh_cache.__wrapped__()
+    p.fresh_cache.__wrapped__()
     assert sorted(flushed) == sorted(["_compiled_stamp", *passes])

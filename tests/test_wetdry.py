@@ -330,7 +330,8 @@ def test_level_boundary_holds_a_lake_and_ends_with_its_series(tmp_path):
 def without_limiter(monkeypatch):
     """The CPU backend with its positivity limiter (docs/SCHEMES.md §13.4) off: a stand-in
     for a bug that clips."""
-    monkeypatch.setattr(CpuBackend, "_limit", lambda self, dt: (0, 0, 0.0))
+    monkeypatch.setattr(CpuBackend, "_limit_theta", lambda self, op, step: None)
+    monkeypatch.setattr(CpuBackend, "_limit_update", lambda self, op, step: None)
 
 
 @pytest.mark.parametrize("scheme", registry.names(2))

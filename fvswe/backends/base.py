@@ -20,12 +20,10 @@ import numpy as np
 #: lands on ``t_end`` instead of leaving a round-off sliver (5000 fixed steps of 0.01 s reach
 #: t = 50 s).
 LAST_STEP_RTOL = 1e-9
-#: The positivity limiter of both pipelines (docs/SCHEMES.md §13.4): theta = h |V| / (dt out)
-#: (1 - margin), the margin (per dtype) keeping a limited depth >= 0 under round-off; a cell
-#: is a candidate when a bound of its outflow, taken (1 + LIMIT_SLACK) times, exceeds its
-#: content, so that rounding never drops a cell whose theta is < 1.
+#: The positivity limiter of both pipelines (docs/SCHEMES.md §13.4; its formulas:
+#: fvswe.physics.limiter): theta = h |V| / (dt out) (1 - margin), the margin (per dtype)
+#: keeping a limited depth >= 0 under round-off.
 LIMIT_MARGIN = {"float64": 2.0**-40, "float32": 2.0**-18}
-LIMIT_SLACK = 1e-3
 #: The depth below which the cells the limiter updates again damp a layer's discharge,
 #: ``eps_u = EPS_U_RATIO[dtype] * eps_h`` (1e-3 of the depth scale with the default
 #: ``eps_h``): a tip the limiter empties keeps no velocity its depth cannot carry

@@ -22,7 +22,7 @@ from .. import registry
 from ..boundary import CHARACTERISTIC, DISCHARGE, LEVEL, OPEN, WALL
 from ..physics import constants as common
 from ..registry import resolve
-from .base import EPS_U_RATIO, LAST_STEP_RTOL, LIMIT_MARGIN, LIMIT_SLACK
+from .base import EPS_U_RATIO, LAST_STEP_RTOL, LIMIT_MARGIN
 from .layout import FRICTION_KINDS
 
 #: A zeroed control block means "no cell": cells are stored as ``cell - NO_CELL``, which
@@ -57,7 +57,6 @@ CONSTANTS: dict[str, int | float] = {
     "LAST_STEP_RTOL": LAST_STEP_RTOL,
     "LIMIT_MARGIN64": LIMIT_MARGIN["float64"],
     "LIMIT_MARGIN32": LIMIT_MARGIN["float32"],
-    "LIMIT_SLACK": LIMIT_SLACK,
     "EPS_U_RATIO64": EPS_U_RATIO["float64"],
     "EPS_U_RATIO32": EPS_U_RATIO["float32"],
 }
@@ -199,8 +198,19 @@ def physics() -> str:
 
     fluxes = {resolve("fvswe.physics", ref): 3 * n for ref, n in registry.KERNEL_LAYERS.items()}
     ghosts, friction, forcing = physics.ghosts, physics.friction, physics.forcing
+    update, limiter = physics.update, physics.limiter
     extra = [
-        physics.common.inverse_depth,  # the volume pass's thin-layer damping
+        update.rate,  # the cell update (every variant's volume pass)
+        update.increment,
+        update.damped,
+        update.stable_dt,
+        update.combine,
+        limiter.outflow_term,  # the positivity limiter (two layers)
+        limiter.is_candidate,
+        limiter.mass_flux,
+        limiter.theta,
+        limiter.limited_mass,
+        limiter.donor_momentum,
         physics.common.wall_ghost,  # wall ghosts (two layers, one)
         physics.common.wall_ghost1,
         ghosts.level_ghost,  # boundary ghosts and the discharge edges' F- (edge and slot passes)

@@ -8,4 +8,16 @@ translated by :mod:`fvswe.codegen` into the GPU's device functions. Each edge fl
 the NumPy reference :mod:`fvswe.schemes` operation for operation.
 """
 
-from . import common, forcing, friction, ghosts, hll, ir_roe, pvm_ifcp, roe, wetdry  # noqa: F401
+from . import (  # noqa: F401
+    common,
+    forcing,
+    friction,
+    ghosts,
+    hll,
+    ir_roe,
+    limiter,
+    pvm_ifcp,
+    roe,
+    update,
+    wetdry,
+)

@@ -50,6 +50,15 @@ jit = njit(cache=True, error_model="numpy")
 jit_inline = njit(cache=True, inline="always", error_model="numpy")
 
 
+def exact(func):
+    """:data:`jit_inline`, and emitted for CUDA with every ``+ - * /`` rounded on its own
+    (``fv_add`` etc.: never contracted into an FMA, also in float32 modules): for the
+    formulas of the cell update and the limiter, whose sums must be the same in every GPU
+    variant (docs/CODEGEN.md)."""
+    func.fvswe_exact = True
+    return jit_inline(func)
+
+
 @jit
 def s_minus(x):
     """``(1 - sgn x)/2`` with ``sgn 0 = 0`` (§0)."""
@@ -409,6 +418,13 @@ def wall_ghost(W, ex, ey):
         W[0], W[1] - 2.0 * p1 * ex, W[2] - 2.0 * p1 * ey,
         W[3], W[4] - 2.0 * p2 * ex, W[5] - 2.0 * p2 * ey,
     )  # fmt: skip
+
+
+@jit_inline
+def constant_faces(Wi, Wj):
+    """The piecewise-constant reconstruction (:data:`fvswe.registry.RECONSTRUCTIONS`): an edge's
+    face states are its cells' states."""
+    return Wi, Wj
 
 
 @jit

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from .common import inverse_depth, jit, rotate, rotate_back
+from .common import inverse_depth, jit, jit_inline, rotate, rotate_back, wall_ghost
 from .constants import DISCHARGE_MAXIT, DISCHARGE_TOL
 
 
@@ -130,3 +130,31 @@ def characteristic_ghost(Wi, Hi, eta, ex, ey, g, layers, eps_h):
     qx1, qy1 = rotate_back(h1 * (qn1 * k1 + du), h1 * (qt1 * k1), ex, ey)
     qx2, qy2 = rotate_back(h2 * (qn2 * k2 + du), h2 * (qt2 * k2), ex, ey)
     return (h1, qx1, qy1, h2, qx2, qy2)
+
+
+# The ghosts in the one signature of the boundary registry (fvswe.registry.Boundary.ghost):
+# ``ghost(Wi, Hi, a, b, ex, ey, g, layers, eps_h)``, ``a`` and ``b`` the edge's table values.
+
+
+@jit_inline
+def wall(Wi, Hi, a, b, ex, ey, g, layers, eps_h):
+    """Wall (§7.1): :func:`fvswe.physics.common.wall_ghost`."""
+    return wall_ghost(Wi, ex, ey)
+
+
+@jit_inline
+def level(Wi, Hi, a, b, ex, ey, g, layers, eps_h):
+    """Imposed level ``a`` (interface ``b``): :func:`level_ghost`."""
+    return level_ghost(Wi, Hi, a, b, layers, eps_h)
+
+
+@jit_inline
+def discharge(Wi, Hi, a, b, ex, ey, g, layers, eps_h):
+    """Imposed unit discharges ``a`` (lower layer ``b``): :func:`discharge_ghost`."""
+    return discharge_ghost(Wi, a, b, ex, ey, g, layers, eps_h)
+
+
+@jit_inline
+def characteristic(Wi, Hi, a, b, ex, ey, g, layers, eps_h):
+    """Far field at level ``a``: :func:`characteristic_ghost`."""
+    return characteristic_ghost(Wi, Hi, a, ex, ey, g, layers, eps_h)

@@ -312,8 +312,7 @@ __device__ __forceinline__ void limit_sums(LimitSums& sums, const real* w, const
 #if FVSWE_LAYERS == 2
 #pragma unroll
     for (int l = 0; l < 2; ++l) {
-        const real q1 = add_rn(fabs(w[3 * l + 1]), fabs(w[3 * l + 2]));
-        const real o = add_rn(v[3 * l] > real(0) ? v[3 * l] : real(0), mul_rn(len, q1));
+        const real o = limiter::outflow_term<real>(v[3 * l], len, w[3 * l + 1], w[3 * l + 2]);
         sums.out[l] = first ? o : add_rn(sums.out[l], o);
     }
 #endif
@@ -576,16 +575,14 @@ __device__ __forceinline__ void apply_forcing(real* w, int c, const Ctrl* ctrl, 
 // at once when it listed none.
 
 // Whether cell c (old state w, area A) may have theta < 1 in a layer this step: a superset
-// of those cells, since max(Phi, 0) <= max(S_d, 0) + |Gamma| |q|_1 (LIMIT_SLACK covers the
+// of those cells, since max(Phi, 0) <= max(S_d, 0) + |Gamma| |q|_1 (limiter::LIMIT_WIDEN covers the
 // rounding of the sums).
 __device__ __forceinline__ bool limit_candidate(const real* w, real A, const LimitSums& sums, double dt)
 {
 #if FVSWE_LAYERS == 2
 #pragma unroll
-    for (int l = 0; l < 2; ++l) {
-        const real bound = mul_rn(sums.out[l], real(1 + LIMIT_SLACK));
-        if (mul_rn(real(dt), bound) > mul_rn(w[3 * l], A)) return true;
-    }
+    for (int l = 0; l < 2; ++l)
+        if (limiter::is_candidate<real>(sums.out[l], w[3 * l], A, real(dt))) return true;
 #endif
     return false;
 }
@@ -611,11 +608,11 @@ __device__ __forceinline__ void update_cell(real4* Wout, int c, real* w, real H,
                                             const real* acc, const Ctrl* ctrl, real eps_h, real eps_u,
                                             double t, double dt, int& clipped, int& thin)
 {
-    const real rdt = div_rn(real(dt), A);
+    const real rdt = update::rate<real>(real(dt), A);
     clipped = 0;
     thin = 0;
 #pragma unroll
-    for (int m = 0; m < NVAR; ++m) w[m] = add_rn(w[m], -mul_rn(rdt, acc[m]));
+    for (int m = 0; m < NVAR; ++m) w[m] = update::increment<real>(w[m], rdt, acc[m]);
 #pragma unroll
     for (int l = 0; l < FVSWE_LAYERS; ++l) {
         real* layer = w + 3 * l;
@@ -626,9 +623,9 @@ __device__ __forceinline__ void update_cell(real4* Wout, int c, real* w, real H,
             ++thin;
         }
         if (layer[0] < eps_u) {
-            const real damp = mul_rn(layer[0], common::inverse_depth<real>(layer[0], eps_u));
-            layer[1] = mul_rn(layer[1], damp);
-            layer[2] = mul_rn(layer[2], damp);
+            const auto q = update::damped<real>(layer[0], layer[1], layer[2], eps_u);
+            layer[1] = q.f0;
+            layer[2] = q.f1;
         }
     }
     if (ctrl->n_wind > 0 || ctrl->coriolis_f) apply_forcing(w, c, ctrl, t, dt, eps_h);
@@ -655,7 +652,7 @@ __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, 
                                           const LimitSums& sums, Ctrl* ctrl, real eps_h, int op)
 {
     real dti = REAL_INF;
-    if ((op & OP_DT) && acc[NVAR] > real(0)) dti = div_rn(mul_rn(real(2 * ctrl->cfl), A), acc[NVAR]);
+    if ((op & OP_DT) && acc[NVAR] > real(0)) dti = update::stable_dt<real>(real(2 * ctrl->cfl), A, acc[NVAR]);
     if (op & OP_UPDATE) {
         const double dt = step_dt(ctrl);
         // a fixed dt (the only update that also reduces dt with ctrl->fixed) above this
@@ -693,20 +690,11 @@ __device__ __forceinline__ int limit_slot(const real4* __restrict__ Win, const r
     const real nx = side_j ? -n.x : n.x, ny = side_j ? -n.y : n.y;
 #pragma unroll
     for (int l = 0; l < 2; ++l) {
-        const real qn = add_rn(mul_rn(w[3 * l + 1], nx), mul_rn(w[3 * l + 2], ny));
-        lqn[l] = mul_rn(len, qn);
-        phi[l] = add_rn(v[3 * l], lqn[l]);
+        const auto f = limiter::mass_flux<real>(v[3 * l], len, w[3 * l + 1], w[3 * l + 2], nx, ny);
+        phi[l] = f.f0;
+        lqn[l] = f.f1;
     }
     return cd;
-}
-
-// theta of a layer holding h (area A) whose outflow is `out` over dt: 1 unless dt out > h A,
-// then h A / (dt out) (1 - LIMIT_MARGIN), the margin keeping the depth >= 0 under round-off.
-__device__ __forceinline__ real limit_factor(real h, real A, double dt, real out)
-{
-    const real need = mul_rn(real(dt), out), have = mul_rn(h, A);
-    if (!(need > have)) return real(1);
-    return mul_rn(div_rn(have, need), real(1) - LIMIT_MARGIN);
 }
 
 // theta of candidate c from the old state (Win), into lim_theta where < 1 (and counted in
@@ -729,7 +717,7 @@ __device__ __forceinline__ void limit_cell_theta(const real4* __restrict__ Win,
     const real A = cell_area(Win, area, c);
 #pragma unroll
     for (int l = 0; l < 2; ++l) {
-        const real theta = limit_factor(w[3 * l], A, ctrl->dt_used, out[l]);
+        const real theta = limiter::theta<real>(w[3 * l], A, real(ctrl->dt_used), out[l], LIMIT_MARGIN);
         if (theta < real(1)) {
             ctrl->lim_theta[2 * c + l] = theta;
             atomicAdd(&ctrl->limited, 1ULL);
@@ -739,16 +727,16 @@ __device__ __forceinline__ void limit_cell_theta(const real4* __restrict__ Win,
 }
 
 // The momentum that a limited slot's mass no longer carries out, kept by the donor (old state
-// wd, its depth column d): the slot's discharges v[d+1], v[d+2] += ((theta - 1) Phi) u_donor,
-// u = q inverse_depth(h, eps_h); theta, (theta - 1) Phi and the sums in double, as the CPU
-// backend's _limit_slots, each rounded to the slot's type.
+// wd, its depth column d): limiter::donor_momentum in double, as the CPU backend, each result
+// rounded to the slot's type.
 __device__ __forceinline__ void limit_momentum(real* v, int d, const real* wd, double th, real phi,
                                                real eps_h)
 {
-    const double kept = mul_rn(add_rn(th, -1.0), double(phi));
-    const double inv = common::inverse_depth<double>(double(wd[d]), double(eps_h));
-    v[d + 1] = real(add_rn(double(v[d + 1]), mul_rn(kept, mul_rn(double(wd[d + 1]), inv))));
-    v[d + 2] = real(add_rn(double(v[d + 2]), mul_rn(kept, mul_rn(double(wd[d + 2]), inv))));
+    const auto q = limiter::donor_momentum<double>(double(v[d + 1]), double(v[d + 2]), th, double(phi),
+                                                   double(wd[d]), double(wd[d + 1]),
+                                                   double(wd[d + 2]), double(eps_h));
+    v[d + 1] = real(q.f0);
+    v[d + 2] = real(q.f1);
 }
 
 // Whether a layer of cell c has theta < 1 this step.
@@ -786,7 +774,7 @@ __device__ __forceinline__ void limit_cell_update(const real4* __restrict__ Win,
             const int donor = phi[l] > real(0) ? c : cd >= 0 ? cd >> 1 : -1;
             const double th = donor < 0 ? 1.0 : theta[2 * donor + l];
             if (th != 1.0 && phi[l] != real(0)) {
-                v[3 * l] = real(add_rn(mul_rn(th, double(phi[l])), -double(lqn[l])));
+                v[3 * l] = real(limiter::limited_mass<double>(th, double(phi[l]), double(lqn[l])));
                 if (donor == c) {
                     limit_momentum(v, 3 * l, w, th, phi[l], prm.eps_h);
                 } else {

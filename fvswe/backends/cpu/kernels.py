@@ -1,0 +1,512 @@
+"""The CPU's compiled passes (Numba): the edge pass into per-cell slots, the volume pass, the
+positivity limiter and the stages' combination, over structured arguments.
+
+Each kernel takes a few named tuples: :class:`Mesh` (the layout's arrays), the run's
+:data:`fvswe.backends.controls.Controls` (the rows of the one table the GPU's ``struct Ctrl``
+is generated from), :class:`Outputs` (what a pass writes besides the state) and
+:class:`Stage` (the stage being taken). One compiled pass serves every scheme, boundary
+kind and layer count (:mod:`.dispatch`; states travel as 6-tuples), so the machine code is
+cached once per dtype. Parallel loops write disjoint slots or cells, so results do not
+depend on the thread count. The formulas are :mod:`fvswe.physics`'s; what is here is the
+memory traffic.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import math
+import zlib
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit, prange
+from numba.core.dispatcher import Dispatcher
+
+from ... import physics, registry
+from ...physics import friction, limiter
+from ...physics.common import jit_inline
+from ...physics.forcing import force_layer, rotation, wind_stress
+from ...physics.update import combine, damped, increment, rate, stable_dt
+from .dispatch import edge_flux, faces, ghost_of, has_tables, impose, second_table
+
+#: Cell chunks of the volume pass; fixed so partial results never depend on the thread count.
+CHUNKS = 256
+_kernel = njit(cache=True, error_model="numpy")
+_parallel = njit(parallel=True, cache=True, error_model="numpy")
+
+
+class Mesh(NamedTuple):
+    """The layout's arrays the passes read (:class:`fvswe.backends.layout.Layout`), plus each
+    slot's edge length and the first table of each edge (-1: none)."""
+
+    H: np.ndarray
+    area: np.ndarray
+    edge_cells: np.ndarray
+    edge_normal: np.ndarray
+    edge_length: np.ndarray
+    edge_slot: np.ndarray
+    edge_bc: np.ndarray
+    edge_level: np.ndarray
+    cell_edges: np.ndarray
+    cell_side: np.ndarray
+    slot_length: np.ndarray
+
+
+class Outputs(NamedTuple):
+    """What the passes write besides the state: the slots (``acc``: ``|Γ| F`` and ``|Γ| ‖D‖``
+    per slot), each edge's flags and outward mass flux per layer (edges with tables), the
+    volume pass's per-chunk minimum Δt, counts (clipped layers, thin layers, limiter
+    candidates) and clipped volume, and each cell's status (1 a candidate of the limiter,
+    plus 2 clipped)."""
+
+    acc: np.ndarray
+    flags: np.ndarray
+    level_flux: np.ndarray
+    chunk_dt: np.ndarray
+    chunk_counts: np.ndarray
+    chunk_clip_mass: np.ndarray
+    status: np.ndarray
+
+
+class Stage(NamedTuple):
+    """The stage being taken: its time (boundary tables, wind), the step's Δt, whether the
+    volume pass updates (else it computes the speeds only), the scheme's dispatch id and the
+    thin-layer depth below which the limiter's cells damp a layer's discharge."""
+
+    t: float
+    dt: float
+    update: bool
+    scheme: int
+    eps_u: float
+
+
+@jit_inline
+def _load(W, i, nvar):
+    """Cell i's state as a 6-tuple (one layer: the last three are zero)."""
+    if nvar == 6:
+        return (W[i, 0], W[i, 1], W[i, 2], W[i, 3], W[i, 4], W[i, 5])
+    z = W[i, 0] * 0
+    return (W[i, 0], W[i, 1], W[i, 2], z, z, z)
+
+
+@jit_inline
+def _scaled(ln, F):
+    """``|Γ| F`` of a 6-tuple."""
+    return (ln * F[0], ln * F[1], ln * F[2], ln * F[3], ln * F[4], ln * F[5])
+
+
+@_kernel
+def evaluate_edge(scheme, W, mesh, ctrl, level_now, level_flux, e):
+    """The one edge evaluation of the CPU: edge ``e``'s ``|Γ| F⁻``, ``|Γ| F⁺``, ``|Γ| ‖D‖``
+    and flags, from its cells' states or, on the boundary, the cell's and its kind's ghost
+    (tables at ``level_now``), through the reconstruction and the scheme's flux; a boundary
+    edge with tables imposes its kind's fluxes and records its outward mass flux per layer,
+    ``|Γ| (F⁻_h + q_i·η)``, in ``level_flux[e]`` (docs/SCHEMES.md §7)."""
+    nvar = W.shape[1]
+    layers = nvar // 3
+    i, j = mesh.edge_cells[e, 0], mesh.edge_cells[e, 1]
+    ex, ey = mesh.edge_normal[e, 0], mesh.edge_normal[e, 1]
+    Wi = _load(W, i, nvar)
+    bc = mesh.edge_bc[e]
+    a = 0.0
+    b = 0.0
+    if j >= 0:
+        Wj = _load(W, j, nvar)
+        Hj = mesh.H[j]
+    else:
+        if has_tables(bc):
+            m = mesh.edge_level[e]
+            a = level_now[m]
+            if second_table(bc, layers):
+                b = level_now[m + 1]
+        Wj = ghost_of(bc, Wi, mesh.H[i], a, b, ex, ey, ctrl.g, layers, ctrl.eps_h)
+        Hj = mesh.H[i]
+    Fi, Fj = faces(Wi, Wj)
+    Fm, Fp, dmax, flag = edge_flux(scheme, Fi, Fj, mesh.H[i], Hj, ex, ey, ctrl.g, ctrl.r,
+                                   ctrl.eps_h)  # fmt: skip
+    ln = mesh.edge_length[e]
+    if j < 0 and has_tables(bc):
+        Fm = impose(bc, Fm, Wi, a, b, ex, ey, layers)
+        level_flux[e, 0] = ln * (Fm[0] + (Wi[1] * ex + Wi[2] * ey))
+        if layers == 2:
+            level_flux[e, 1] = ln * (Fm[3] + (Wi[4] * ex + Wi[5] * ey))
+    return _scaled(ln, Fm), _scaled(ln, Fp), ln * dmax, flag
+
+
+@_parallel
+def edge_pass(scheme, W, mesh, ctrl, level_now, out):
+    """Every edge once (:func:`evaluate_edge`): ``|Γ| F⁻`` and ``|Γ| ‖D‖`` into i's slot,
+    ``|Γ| F⁺`` into j's, the flags into ``out.flags``. (The parallel passes write through
+    arrays taken out of the named tuples before their loops: Numba 0.6x loses writes through
+    a tuple's field inside ``prange``.)"""
+    nvar = W.shape[1]
+    acc, flags, level_flux = out.acc, out.flags, out.level_flux
+    for e in prange(mesh.edge_cells.shape[0]):
+        Fm, Fp, d, flag = evaluate_edge(scheme, W, mesh, ctrl, level_now, level_flux, e)
+        s = mesh.edge_slot[e, 0]
+        for v in range(nvar):
+            acc[s, v] = Fm[v]
+        acc[s, nvar] = d
+        if mesh.edge_cells[e, 1] >= 0:
+            s = mesh.edge_slot[e, 1]
+            for v in range(nvar):
+                acc[s, v] = Fp[v]
+            acc[s, nvar] = d
+        flags[e] = flag
+
+
+@jit_inline
+def table_value(t, times, values, lo, hi):
+    """A piecewise-linear table's value at ``t``, samples ``lo..hi`` (inclusive), end
+    values held outside: ``v[m] + (v[m+1] - v[m]) / (t[m+1] - t[m]) (t - t[m])`` with
+    ``m`` the last sample at or before ``t`` (binary search). It walks arrays, so it is
+    the pipeline's, written again in ``pipeline.cuh`` (docs/CODEGEN.md)."""
+    if t <= times[lo]:
+        return values[lo]
+    if t >= times[hi]:
+        return values[hi]
+    while hi - lo > 1:  # invariant: times[lo] <= t < times[hi]
+        mid = (lo + hi) // 2
+        if times[mid] <= t:
+            lo = mid
+        else:
+            hi = mid
+    slope = (values[hi] - values[lo]) / (times[hi] - times[lo])
+    return values[lo] + slope * (t - times[lo])
+
+
+@_kernel
+def level_values(t, ctrl, out):
+    """``out[k] = eta_k(t)``: table k linear between samples, end values held outside
+    (:func:`table_value`)."""
+    offsets = ctrl.level_offsets
+    for k in range(out.shape[0]):
+        out[k] = table_value(t, ctrl.level_times, ctrl.level_values, offsets[k],
+                             offsets[k + 1] - 1)  # fmt: skip
+
+
+@jit_inline
+def _wind(t, ctrl):
+    """The wind's ``tau / rho_w = (ax, ay)`` at time ``t`` (docs/SCHEMES.md §15; 0 without)."""
+    if ctrl.n_wind == 0:
+        return 0.0, 0.0
+    times, hi = ctrl.wind_times, ctrl.wind_times.shape[0] - 1
+    u = table_value(t, times, ctrl.wind_u, 0, hi)
+    v = table_value(t, times, ctrl.wind_v, 0, hi)
+    return wind_stress(u, v, ctrl.wind_law, ctrl.wind_cd, ctrl.wind_ratio)
+
+
+@jit_inline
+def _friction(W, i, ctrl, dt):
+    """Friction on updated cell i (docs/SCHEMES.md §14), in float64: two layers get the
+    interfacial exchange (where coefficients are given), then bottom friction on the lower
+    layer (``ctrl.friction`` 1 Chézy, 2 Manning, 0 none); one layer gets bottom friction.
+    The per-cell functions are :mod:`fvswe.physics.friction`'s."""
+    b = W.shape[1] - 3  # the layer on the bed
+    if ctrl.interfacial_coef.shape[0] > 0:
+        q1x, q1y, q2x, q2y = friction.interfacial(
+            float(W[i, 0]), float(W[i, 1]), float(W[i, 2]), float(W[i, 3]), float(W[i, 4]),
+            float(W[i, 5]), ctrl.interfacial_coef[i], ctrl.r, ctrl.eps_h, dt,
+        )  # fmt: skip
+        W[i, 1] = q1x
+        W[i, 2] = q1y
+        W[i, 4] = q2x
+        W[i, 5] = q2y
+    if ctrl.friction != 0:
+        coef = ctrl.friction_coef[i * ctrl.friction_stride]
+        qx, qy = friction.bottom(
+            float(W[i, b]), float(W[i, b + 1]), float(W[i, b + 2]), ctrl.friction, coef, ctrl.g, dt
+        )
+        W[i, b + 1] = qx
+        W[i, b + 2] = qy
+
+
+@jit_inline
+def _force(Wn, i, ctrl, dt, ax, ay):
+    """Wind ``(ax, ay)`` on the upper (or only) layer where wet, then every layer rotated by
+    cell i's Coriolis parameter (docs/SCHEMES.md §15)."""
+    cs, sn = 1.0, 0.0
+    if ctrl.coriolis_f.shape[0] > 0:
+        cs, sn = rotation(ctrl.coriolis_f[i], dt)
+    for v in range(0, Wn.shape[1], 3):
+        upper = ctrl.n_wind != 0 and v == 0  # the wind drives layer 1
+        qx, qy = force_layer(Wn[i, v], Wn[i, v + 1], Wn[i, v + 2], cs, sn, ax, ay, dt,
+                             ctrl.eps_h, upper)  # fmt: skip
+        Wn[i, v + 1] = qx
+        Wn[i, v + 2] = qy
+
+
+@jit_inline
+def _update_cell(W, Wn, i, mesh, ctrl, acc, stage, eps_u, ax, ay):
+    """Cell i's new state ``Wn[i]`` from its old one ``W[i]``: ``W_i - dt/|V_i| Σ_slots``
+    (slots summed in local order), the negative depths clipped to 0, the discharges of
+    layers thinner than ``eps_u`` damped (``eps_h`` but in the limiter's cells), the forcing
+    (the wind ``(ax, ay)``) and the friction. Returns (clipped layers, thin layers, m^3 the
+    clip added)."""
+    nvar, k = W.shape[1], mesh.cell_edges.shape[1]
+    dt, s0 = stage.dt, i * k
+    rdt = rate(dt, mesh.area[i])
+    for v in range(nvar):
+        total = acc[s0, v]
+        for m in range(1, k):
+            total += acc[s0 + m, v]
+        Wn[i, v] = increment(W[i, v], rdt, total)
+    clipped = 0
+    thin = 0
+    added = 0.0
+    for v in range(0, nvar, 3):
+        if Wn[i, v] < 0:
+            added -= float(Wn[i, v]) * mesh.area[i]
+            Wn[i, v] = 0
+            clipped += 1
+        elif Wn[i, v] < ctrl.eps_h and Wn[i, v] > 0:
+            thin += 1
+        if Wn[i, v] < eps_u:
+            qx, qy = damped(Wn[i, v], Wn[i, v + 1], Wn[i, v + 2], eps_u)
+            Wn[i, v + 1] = qx
+            Wn[i, v + 2] = qy
+    if ctrl.n_wind != 0 or ctrl.coriolis_f.shape[0] > 0:
+        _force(Wn, i, ctrl, dt, ax, ay)
+    if ctrl.friction != 0 or ctrl.interfacial_coef.shape[0] > 0:
+        _friction(Wn, i, ctrl, dt)
+    return clipped, thin, added
+
+
+@jit_inline
+def _candidate(W, i, mesh, acc, dt):
+    """Whether cell i may lose more of a layer than it holds in this step (docs/SCHEMES.md
+    §13.4): the bound of :func:`fvswe.physics.limiter.is_candidate` of the sum of its slots'
+    :func:`~fvswe.physics.limiter.outflow_term`, as the GPU forms it, so every cell with
+    ``theta < 1`` is one."""
+    k = mesh.cell_edges.shape[1]
+    s0, length = i * k, mesh.slot_length
+    for d in (0, 3):
+        bound = limiter.outflow_term(acc[s0, d], length[i, 0], W[i, d + 1], W[i, d + 2])
+        for m in range(1, k):
+            bound += limiter.outflow_term(acc[s0 + m, d], length[i, m], W[i, d + 1], W[i, d + 2])
+        if limiter.is_candidate(bound, W[i, d], mesh.area[i], dt):
+            return True
+    return False
+
+
+@jit_inline
+def _close_cell(W, Wn, i, mesh, ctrl, acc, status, stage, ax, ay):
+    """Cell i's stable step (inf without speeds) and, when the stage updates, its update:
+    ``(dt_i, candidate, clipped layers, thin layers, clipped m^3)``; its status is written."""
+    nvar, k = W.shape[1], mesh.cell_edges.shape[1]
+    speed = acc[i * k, nvar]
+    for m in range(1, k):
+        speed += acc[i * k + m, nvar]
+    dt_i = math.inf
+    if speed > 0:
+        dt_i = stable_dt(ctrl.cfl * 2, mesh.area[i], speed)
+    if not stage.update:
+        return dt_i, 0, 0, 0, 0.0
+    flag = 0
+    if nvar == 6 and _candidate(W, i, mesh, acc, stage.dt):
+        flag = 1
+    n_clip, n_thin, added = _update_cell(W, Wn, i, mesh, ctrl, acc, stage, ctrl.eps_h, ax, ay)
+    status[i] = flag | (2 if n_clip else 0)
+    return dt_i, flag, n_clip, n_thin, added
+
+
+@_parallel
+def volume_pass(W, Wn, mesh, ctrl, out, stage):
+    """Per owned cell (``W``, ``Wn``: the owned rows) its stable step ``2 cfl |V_i| / Σ |Γ| ‖D‖``
+    into the chunk minima and, if ``stage.update``, ``Wn_i = W_i - dt/|V_i| Σ_slots`` with the
+    clip of negative depths (counted, with the volume it adds; docs/SCHEMES.md §8), the
+    damping of thin layers' discharges, the forcing at the stage's time (§15) and the
+    friction (§14). The counts per chunk are (clipped layers, thin layers, candidates of the
+    limiter: two layers, :func:`_candidate`)."""
+    L = W.shape[0]
+    acc, status, chunk_dt, counts, clip_mass = (
+        out.acc,
+        out.status,
+        out.chunk_dt,
+        out.chunk_counts,
+        out.chunk_clip_mass,
+    )
+    nchunks = chunk_dt.shape[0]
+    ax, ay = _wind(stage.t, ctrl)
+    for c in prange(nchunks):
+        dt_min = math.inf
+        clipped = 0
+        thin = 0
+        candidates = 0
+        added = 0.0
+        for i in range(c * L // nchunks, (c + 1) * L // nchunks):
+            dt_i, flag, n_clip, n_thin, a = _close_cell(
+                W, Wn, i, mesh, ctrl, acc, status, stage, ax, ay
+            )
+            dt_min = min(dt_min, dt_i)
+            candidates += flag
+            clipped += n_clip
+            thin += n_thin
+            if n_clip:
+                added += a
+        chunk_dt[c] = dt_min
+        counts[c, 0] = clipped
+        counts[c, 1] = thin
+        counts[c, 2] = candidates
+        clip_mass[c] = added
+
+
+@jit_inline
+def _mass_flux(W, i, m, d, mesh, acc):
+    """Layer ``d``'s mass flux out of cell i through its slot m, ``Phi = S_s[d] + L_s q_i.n_s``
+    (``n_s`` pointing out of i), and ``L_s q_i.n_s`` (docs/SCHEMES.md §13.4)."""
+    e = mesh.cell_edges[i, m]
+    ex = mesh.edge_normal[e, 0]
+    ey = mesh.edge_normal[e, 1]
+    if mesh.cell_side[i, m] == 1:
+        ex = -ex
+        ey = -ey
+    k = mesh.cell_edges.shape[1]
+    return limiter.mass_flux(acc[i * k + m, d], mesh.edge_length[e], W[i, d + 1], W[i, d + 2],
+                             ex, ey)  # fmt: skip
+
+
+@jit_inline
+def _theta(W, i, d, mesh, acc, dt, margin):
+    """Layer ``d``'s outflow factor of cell i (:func:`fvswe.physics.limiter.theta` of
+    ``out_i = Σ_s max(Phi_s, 0)`` in slot order)."""
+    out = 0.0
+    for m in range(mesh.cell_edges.shape[1]):
+        if mesh.cell_edges[i, m] >= 0:
+            phi, _ = _mass_flux(W, i, m, d, mesh, acc)
+            if phi > 0:
+                out += phi
+    return limiter.theta(W[i, d], mesh.area[i], dt, out, margin)
+
+
+@_parallel
+def limiter_thetas(cells, W, mesh, acc, dt, margin, theta):
+    """``theta[i] = (theta_1, theta_2)`` (:func:`_theta`) of the ``cells`` (the candidates of
+    :func:`volume_pass`); returns the number of cell-layers with ``theta < 1``."""
+    limited = 0
+    for c in prange(cells.shape[0]):
+        i = cells[c]
+        for layer in range(2):
+            th = _theta(W, i, 3 * layer, mesh, acc, dt, margin)
+            theta[i, layer] = th
+            if th < 1.0:
+                limited += 1
+    return limited
+
+
+@jit_inline
+def _limit_slots(W, i, mesh, acc, theta, level_flux, eps_h):
+    """Cell i's slots with each layer's mass flux scaled by its donor's theta
+    (docs/SCHEMES.md §13.4; :func:`fvswe.physics.limiter.limited_mass` and
+    :func:`~fvswe.physics.limiter.donor_momentum`), the donor being i where ``Phi_s > 0``,
+    else the neighbour (a ghost: theta = 1); unchanged where ``theta == 1`` or ``Phi_s == 0``.
+    A boundary edge's recorded flux is scaled alike."""
+    k = mesh.cell_edges.shape[1]
+    for layer in range(2):
+        d = 3 * layer
+        for m in range(k):
+            e = mesh.cell_edges[i, m]
+            if e < 0:
+                continue
+            phi, lqn = _mass_flux(W, i, m, d, mesh, acc)
+            j = mesh.edge_cells[e, 1 - mesh.cell_side[i, m]]
+            th = 1.0
+            donor = i
+            if phi > 0:
+                th = theta[i, layer]
+            elif j >= 0:
+                th = theta[j, layer]
+                donor = j
+            if th == 1.0 or phi == 0:
+                continue
+            s = i * k + m
+            acc[s, d] = limiter.limited_mass(th, phi, lqn)
+            q1, q2 = limiter.donor_momentum(
+                acc[s, d + 1], acc[s, d + 2], th, phi, W[donor, d], W[donor, d + 1],
+                W[donor, d + 2], eps_h,
+            )  # fmt: skip
+            acc[s, d + 1] = q1
+            acc[s, d + 2] = q2
+            if j < 0 and has_tables(mesh.edge_bc[e]):
+                level_flux[e, layer] = th * level_flux[e, layer]
+
+
+@_kernel
+def limited_update(cells, W, Wn, mesh, ctrl, out, theta, stage):
+    """The update of ``cells`` (those with a layer's ``theta < 1`` and their neighbours) again
+    from the old state ``W``, with the limited slots of :func:`_limit_slots`
+    (docs/SCHEMES.md §13.4) and the discharges of layers thinner than ``stage.eps_u``
+    damped; returns the change of (clipped layers, thin layers, clipped m^3) from
+    :func:`volume_pass`'s counts of these cells, and updates their clip flag (2) in
+    ``out.status``."""
+    ax, ay = _wind(stage.t, ctrl)
+    clipped = 0
+    thin = 0
+    added = 0.0
+    for i in cells:
+        # volume_pass's result again (the same bits), for the counts it contributed
+        c0, t0, a0 = _update_cell(W, Wn, i, mesh, ctrl, out.acc, stage, ctrl.eps_h, ax, ay)
+        _limit_slots(W, i, mesh, out.acc, theta, out.level_flux, ctrl.eps_h)
+        c1, t1, a1 = _update_cell(W, Wn, i, mesh, ctrl, out.acc, stage, stage.eps_u, ax, ay)
+        clipped += c1 - c0
+        thin += t1 - t0
+        added += a1 - a0
+        out.status[i] = (out.status[i] & 1) | (2 if c1 else 0)
+    return clipped, thin, added
+
+
+@_parallel
+def combined(U, S, D, a, b):
+    """``D = a U + b S`` cell by cell (:func:`fvswe.physics.update.combine`; ``D`` may be ``U``
+    or ``S``): a stage of a multi-stage integrator, ``a`` and ``b`` in the state's type."""
+    for i in prange(U.shape[0]):
+        for v in range(U.shape[1]):
+            D[i, v] = combine(a, U[i, v], b, S[i, v])
+
+
+#: The physics modules' sources (fvswe/physics/*.py), which the cached passes inline.
+PHYSICS_FILES = sorted(Path(physics.__file__).parent.glob("*.py"))
+
+
+def _source_stamp() -> int:
+    """A checksum of what the cached passes inline: the registries and the physics."""
+    inlined = (sorted(registry.KERNEL_IDS.items()), registry.BOUNDARIES, registry.RECONSTRUCTIONS)
+    stamp = zlib.crc32(repr(inlined).encode())
+    for path in PHYSICS_FILES:
+        stamp = zlib.crc32(path.read_bytes(), stamp)
+    return stamp
+
+
+_SOURCE_STAMP = _source_stamp()
+
+
+@njit(cache=True)
+def _compiled_stamp():
+    """The source stamp of this module's cached machine code."""
+    return _SOURCE_STAMP
+
+
+#: The passes, cached with the physics and the dispatch inlined.
+PASSES = (edge_pass, volume_pass, limiter_thetas, limited_update, combined, level_values)
+
+
+@functools.cache
+def fresh_cache() -> None:
+    """Drop Numba's cached passes and physics when they were compiled from other sources.
+
+    The dispatch and the physics are inlined into the cached passes, and Numba's cache
+    sees changes to a function's own file only: after an edit of a registry or of a
+    physics module (a package upgrade, a kernel edit) it would load machine code of the old
+    formulas. Checked once per process, before the first pass.
+    """
+    if _compiled_stamp() == _SOURCE_STAMP:
+        return
+    stale = [*PASSES, _compiled_stamp]
+    for path in PHYSICS_FILES:
+        name = physics.__name__ if path.stem == "__init__" else f"{physics.__name__}.{path.stem}"
+        module = importlib.import_module(name)
+        stale += [f for f in vars(module).values() if isinstance(f, Dispatcher)]
+    for dispatcher in stale:
+        dispatcher._cache.flush()  # the next call compiles afresh and caches that
