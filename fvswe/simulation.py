@@ -309,7 +309,7 @@ class Simulation:
             self.backend = DistributedBackend(mesh, self.layout, comm, cls, scheme, **options)
         self.mass_initial = self.mass()
         self._closed = not np.any(edge_bc == OPEN)  # every volume change is counted
-        self._identity: dict[str, Any] | None = None
+        self._identity: tuple[dict[str, Any], dict[str, Any]] | None = None
 
     def _initial_state(self, mesh, H: Field, initial) -> tuple[np.ndarray, np.ndarray]:
         """``(W0, H)`` per cell in the mesh's order: the packed initial state, checked for
@@ -385,9 +385,9 @@ class Simulation:
         """What a run continuing from this one's snapshots must share with it: the mesh, the
         identity settings, fingerprints of the boundaries and source terms
         (:func:`fvswe.restart.identity`; JSON values)."""
-        if self._identity is None:
-            self._identity = restart.identity(self)
-        return dict(self._identity)
+        if self._identity is None:  # fixed for the run's life: computed once
+            self._identity = restart.identity(self), restart.details(self)
+        return dict(self._identity[0])
 
     def snapshot(self) -> dict[str, Any]:
         """Everything a bit-for-bit restart needs: the backend's state and clock (``W``, ``t``,
@@ -395,11 +395,12 @@ class Simulation:
         ``identity_details`` (readable values behind its fingerprints, for the message of a
         mismatch). Collective on several ranks; :func:`fvswe.output.save_checkpoint` writes
         it."""
+        identity = self.identity()  # and its details, cached with it
         return {
             **self.backend.snapshot(),
             "mass_initial": list(self.mass_initial),
-            "identity": self.identity(),
-            "identity_details": restart.details(self),
+            "identity": identity,
+            "identity_details": {key: dict(d) for key, d in self._identity[1].items()},
         }
 
     def restore(self, snap: Mapping[str, Any]) -> None:
