@@ -57,8 +57,9 @@ from typing import Any
 
 import numpy as np
 
-from . import registry as schemes
+from . import settings as run_settings
 from .errors import ConfigError
+from .settings import NUMBER
 
 try:
     import tomllib
@@ -76,8 +77,6 @@ FUNCTIONS: dict[str, Callable] = {
     )
 }  # fmt: skip
 CONSTANTS = {"pi": math.pi, "e": math.e}
-
-NUMBER = (int, float)
 
 
 @dataclass(frozen=True)
@@ -116,23 +115,8 @@ SCHEMA: tuple[Key, ...] = (
     Key("", "case", str, "start from a named case (`fvswe cases`); the file overrides it",
         '"test1"', active=False),
     Key("", "t_end", NUMBER, "simulated end time (s)", "60.0"),
-    Key("", "layers", int, "1 or 2", "1"),
-    Key("", "g", NUMBER, "gravity (m/s²)", "9.81"),
-    Key("", "r", NUMBER, "two layers: density ratio ρ1/ρ2 in (0, 1)", "0.5"),
-    Key("", "eps_h", NUMBER, "desingularisation depth of velocities (m, docs/SCHEMES.md §8)",
-        "5e-3"),
-    Key("", "scheme", str, schemes.describe(), '"hll-wd"'),
-    Key("", "order", str, "cell ordering: none, rcm, gps, random, hilbert, morton, auto",
-        '"rcm"'),
-    Key("", "cfl", NUMBER, "CFL number in (0, 1]", "0.9"),
-    Key("", "dtype", str, "float64 or float32", '"float64"'),
-    Key("", "backend", str, "cpu, gpu or auto (the GPU when CuPy sees one)", '"auto"'),
-    Key("", "fast_math", bool, "float32 on the GPU: approximate division and square root, "
-        "denormals flushed (faster, not IEEE; docs/GPU.md)", "true", active=False),
-    Key("", "dt_mode", str, "lagged, nonlagged or fixed (then give dt)", '"lagged"'),
-    Key("", "dt", NUMBER, "time step of dt_mode = fixed (s)", "0.05", active=False),
-    Key("", "threads", int, "CPU threads (default: the cores left idle, at least 1)", "1",
-        active=False),
+    *(Key("", s.name, s.types, s.help, s.toml_example(), s.active)
+      for s in run_settings.SETTINGS),  # the run settings: one table, fvswe/settings.py
     Key("friction", "law", str, "bottom friction law (one layer, or the lower of two), chezy or "
         "manning", '"manning"'),
     Key("friction", "coefficient", (*NUMBER, dict), "Chézy C (m^½/s) or Manning n (s/m^⅓): a "
@@ -283,9 +267,6 @@ def reference_markdown() -> str:
     return "\n".join(rows) + "\n"
 
 
-#: Top-level keys that are Simulation settings.
-SETTINGS = ("layers", "g", "r", "eps_h", "scheme", "order", "cfl", "dtype", "backend",
-            "fast_math", "dt_mode", "dt", "threads")  # fmt: skip
 #: Tables and arrays of tables of a case file.
 TABLES = ("mesh", "boundary", "initial", "output", "friction", "coriolis", "wind")
 ARRAYS = ("gauges", "sections")
@@ -298,26 +279,13 @@ VELOCITIES = {
     "u": ("qx", "h"), "v": ("qy", "h"),
 }  # fmt: skip
 
-#: Defaults of a run that neither the case nor the file sets.
-DEFAULTS: dict[str, Any] = {
-    "layers": 2,
-    "g": 9.81,
-    "r": 0.5,
-    "scheme": "ir-roe",
-    "order": "none",
-    "cfl": 0.9,
-    "dtype": "float64",
-    "backend": "auto",
-    "dt_mode": "lagged",
-}
-
 
 @dataclass(frozen=True)
 class RunSpec:
     """Everything one run needs except the mesh object, from a named case or a case file.
 
-    ``settings`` holds the :class:`~fvswe.simulation.Simulation` keywords (layers,
-    g, r, scheme, order, cfl, dtype, backend, fast_math, dt_mode, dt, eps_h, threads);
+    ``settings`` holds the :class:`~fvswe.simulation.Simulation` keywords: every run
+    setting (:data:`fvswe.settings.SETTINGS`), and friction, Coriolis and wind where set;
     ``initial`` maps ``H`` and state fields to numbers, expressions or functions
     of ``(x, y)``; ``mesh`` is ``{"file": path}``, ``{"generator": name, ...}``
     or None for the named case's bundled mesh.
@@ -345,7 +313,10 @@ class RunSpec:
     def with_overrides(self, **values: Any) -> RunSpec:
         """A copy with the given settings or fields replaced; ``None`` values are ignored."""
         values = {k: v for k, v in values.items() if v is not None}
-        settings = {**self.settings, **{k: values.pop(k) for k in list(values) if k in SETTINGS}}
+        settings = {
+            **self.settings,
+            **{k: values.pop(k) for k in list(values) if k in run_settings.BY_NAME},
+        }
         return replace(self, settings=settings, **values)
 
     # -- mesh --------------------------------------------------------------------------------
@@ -418,7 +389,7 @@ def from_case(name: str) -> RunSpec:
 
     case = get_case(name)
     settings = {
-        **DEFAULTS,
+        **run_settings.defaults(),
         "layers": case.layers,
         "g": case.g,
         "r": case.r,
@@ -460,8 +431,8 @@ def load(path: str | Path) -> RunSpec:
         else:
             _check(key, value, keys(""), src)
     base = from_case(data["case"]) if "case" in data else None
-    settings = dict(DEFAULTS if base is None else base.settings)
-    settings.update({k: data[k] for k in SETTINGS if k in data})
+    settings = dict(run_settings.defaults() if base is None else base.settings)
+    settings.update({k: data[k] for k in run_settings.NAMES if k in data})
     if "friction" in data:
         settings.update(_friction(data["friction"], path))
     if "coriolis" in data:

@@ -16,6 +16,7 @@ import numpy as np
 from .boundary import Level
 from .errors import ConfigError
 from .grid import Grid
+from .settings import default
 from .simulation import Simulation
 
 Fn = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -36,10 +37,10 @@ class Case:
     H: Fn
     initial: Mapping[str, Fn]
     t_end: float
-    r: float = 0.5
-    g: float = 9.81
-    cfl: float = 0.9
-    scheme: str = "ir-roe"
+    r: float = default("r")
+    g: float = default("g")
+    cfl: float = default("cfl")
+    scheme: str = default("scheme")
     mesh_cells: int = 4000
     boundary: Mapping[str, object] | None = field(default=None)
     extent: tuple[float, float] | None = None

@@ -10,9 +10,7 @@ one owner at a time (:func:`folder_lock`).
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
-import math
 import os
 import re
 import shutil
@@ -337,9 +335,9 @@ class Series:
         return out
 
     @staticmethod
-    def identity_of(directory: str | Path) -> str | None:
-        """The identity stored in ``directory``'s series, with the keys added since
-        (:func:`completed_identity`), as JSON with sorted keys (None: none, or unreadable)."""
+    def identity_of(directory: str | Path) -> dict[str, Any] | None:
+        """The run identity stored in ``directory``'s series as written (None: none, or
+        unreadable); :func:`fvswe.restart.mismatch` compares it with a run's."""
         import h5py
 
         try:
@@ -347,7 +345,7 @@ class Series:
                 saved = json.loads(str(f.attrs["identity"]))
         except (OSError, KeyError, ValueError):
             return None
-        return json.dumps(completed_identity(saved), sort_keys=True)
+        return saved if isinstance(saved, dict) else None
 
     def write(self) -> None:
         """Append the simulation's current fields at its current time (once per time)."""
@@ -404,51 +402,12 @@ class Series:
 
 
 # -- checkpoints ------------------------------------------------------------------------------
-def _digest(*arrays: np.ndarray) -> str:
-    h = hashlib.sha1()
-    for a in arrays:
-        h.update(str(a.dtype).encode())
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()[:16]
-
-
-def mesh_fingerprint(mesh) -> str:
-    """A short hash of the nodes and of the cells in original order: same mesh, same hash."""
-    return _digest(np.asarray(mesh.nodes, dtype=np.float64),
-                   np.asarray(original_cells(mesh), dtype=np.int64))  # fmt: skip
-
-
-def boundary_fingerprint(sim) -> str:
-    """A short hash of each boundary edge's condition and of the imposed-level tables."""
-    layout = sim.layout
-    arrays = [np.asarray(layout.edge_bc)]
-    levels = getattr(layout, "levels", None)
-    if levels is not None:
-        arrays += [levels.edge_level, levels.offsets, levels.times, levels.values,
-                   np.array(levels.names, dtype=str)]  # fmt: skip
-    return _digest(*arrays)
-
-
-def forcing_fingerprint(sim) -> str:
-    """A short hash of the source terms: the friction law and its coefficients per cell, the
-    interfacial coefficients, the Coriolis parameter per cell and the wind table."""
-    lay = sim.layout
-    arrays = [np.array([lay.friction_kind])]
-    for values in (lay.friction_coef, lay.interfacial_coef, lay.coriolis):
-        arrays.append(np.zeros(0) if values is None else np.asarray(values))
-    if lay.wind is not None:
-        w = lay.wind
-        arrays += [w.times, w.u, w.v, np.array([w.law, w.cd, w.ratio])]
-    return _digest(*arrays)
-
-
-def save_checkpoint(path: str | Path, sim, identity: Mapping[str, Any]) -> None:
-    """The backend's snapshot plus what the run must match to continue from it."""
-    snap = sim.backend.snapshot()
-    meta = {"version": CHECKPOINT_VERSION, "identity": dict(identity),
-            "counters": snap["counters"], "mass_initial": list(sim.mass_initial)}  # fmt: skip
-    if not _writes(sim):
-        return
+def save_checkpoint(path: str | Path, snap: Mapping[str, Any]) -> None:
+    """Write a :meth:`Simulation.snapshot <fvswe.simulation.Simulation.snapshot>` to ``path``,
+    atomically and flushed to disk (under MPI, rank 0 writes: ``if sim.is_root``)."""
+    meta = {"version": CHECKPOINT_VERSION, "identity": dict(snap["identity"]),
+            "identity_details": dict(snap.get("identity_details") or {}),
+            "counters": snap["counters"], "mass_initial": list(snap["mass_initial"])}  # fmt: skip
     atomic_write(
         path,
         lambda p: np.savez(
@@ -457,74 +416,24 @@ def save_checkpoint(path: str | Path, sim, identity: Mapping[str, Any]) -> None:
     )
 
 
-#: Identity keys added after checkpoints and series had been written, and their value in
-#: those (fast math was recorded from 2026-11-24; a run without it ran IEEE).
-IDENTITY_ADDED = {"fast_math": False}
-
-
-def completed_identity(saved: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored run identity with the keys added since it was written (:data:`IDENTITY_ADDED`)."""
-    return {**IDENTITY_ADDED, **saved}
-
-
-def load_checkpoint(path: str | Path, sim, identity: Mapping[str, Any]) -> dict[str, Any]:
-    """Read a checkpoint and check it is whole and belongs to ``sim``'s run (``identity``)."""
-    src = f"--restart: {path}"
+def load_checkpoint(path: str | Path, label: str | None = None) -> dict[str, Any]:
+    """The snapshot in the checkpoint file ``path``, for :meth:`Simulation.restore
+    <fvswe.simulation.Simulation.restore>`, which checks it belongs to the run. A file that
+    is missing or no fvswe checkpoint is a one-line ConfigError naming ``label`` (default: the
+    path), which the snapshot also carries as its ``source``."""
+    src = label or str(path)
     if not Path(path).is_file():
         raise ConfigError(f"{src}: no such checkpoint")
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             snap = {"W": z["W"], "t": z["t"][()], "steps": z["steps"][()], "dt": z["dt"][()]}
-        saved = completed_identity(meta["identity"])
+        snap["identity"] = dict(meta["identity"])
+        snap["identity_details"] = dict(meta.get("identity_details") or {})
         snap["counters"] = dict(meta["counters"])
         snap["mass_initial"] = [float(m) for m in meta["mass_initial"]]
     except Exception as exc:  # zip, key, type and JSON errors all mean "not a checkpoint"
         raise ConfigError(f"{src}: not a fvswe checkpoint ({exc})") from None
     if meta.get("version") != CHECKPOINT_VERSION:
         raise ConfigError(f"{src}: checkpoint version {meta.get('version')!r} unknown")
-    for key, value in identity.items():
-        if saved.get(key) != value:
-            raise ConfigError(
-                f"{src} was written by a run with {key} = {saved.get(key)!r}, "
-                f"this run has {value!r}"
-            )
-    _check_snapshot(src, snap, sim)
-    snap["t"], snap["steps"], snap["dt"] = float(snap["t"]), int(snap["steps"]), float(snap["dt"])
-    return snap
-
-
-def _check_snapshot(src: str, snap: Mapping[str, Any], sim) -> None:
-    """Shape, dtype and finite non-negative depths of W; time, step count and Δt; masses."""
-    W, model = snap["W"], sim.model
-    shape = (sim.mesh.n_cells, model.nvar)
-    if W.shape != shape or W.dtype != np.dtype(sim.dtype):
-        raise ConfigError(f"{src}: state W is {W.dtype}{list(W.shape)}, "
-                          f"this run needs {sim.dtype}{list(shape)}")  # fmt: skip
-    bad = ~np.isfinite(W)
-    for c in model.depth_components:
-        bad[:, c] |= W[:, c] < 0
-    if bad.any():
-        cell, c = np.argwhere(bad)[0]
-        raise ConfigError(
-            f"{src}: invalid {model.fields[c]} = {float(W[cell, c])!r} in cell {cell}"
-        )
-    checks = {
-        "t": (np.issubdtype(np.asarray(snap["t"]).dtype, np.floating)
-              and math.isfinite(snap["t"]) and snap["t"] >= 0),
-        "steps": np.issubdtype(np.asarray(snap["steps"]).dtype, np.integer) and snap["steps"] >= 0,
-        "dt": (np.issubdtype(np.asarray(snap["dt"]).dtype, np.floating)
-               and (math.isnan(snap["dt"]) or 0 < snap["dt"] < math.inf)),
-        "mass_initial": (len(snap["mass_initial"]) == model.layers
-                         and all(math.isfinite(m) for m in snap["mass_initial"])),
-    }  # fmt: skip
-    for key, ok in checks.items():
-        if not ok:
-            value = snap[key].item() if isinstance(snap[key], np.generic) else snap[key]
-            raise ConfigError(f"{src}: invalid {key} = {value!r}")
-
-
-def restore_checkpoint(sim, snap: Mapping[str, Any]) -> None:
-    """Put ``sim`` where the checkpoint left it, initial masses included (for drift reports)."""
-    sim.backend.restore({k: snap[k] for k in ("W", "t", "steps", "dt", "counters")})
-    sim.mass_initial = list(snap["mass_initial"])
+    return {**snap, "source": src}

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from . import restart
+from . import settings as run_settings
 from .backends import backend_class
 from .backends.layout import FRICTION_KINDS, Layout
 from .boundary import OPEN, edge_conditions, inflows, level_tables
@@ -25,7 +27,7 @@ from .model import Model, thin_layer_threshold
 from .registry import refuse_dry_cells
 
 Field = np.ndarray | float | Callable[[np.ndarray, np.ndarray], np.ndarray]
-DTYPES = {"float64": np.float64, "float32": np.float32}
+DTYPES = {name: np.dtype(name).type for name in run_settings.BY_NAME["dtype"].choices}
 #: Largest ``|m - m0 - inflow| / m0`` of a layer that is still round-off, by precision.
 MASS_TOLERANCE = {"float64": 1e-12, "float32": 1e-5}
 
@@ -182,6 +184,11 @@ def _agreed(callback: Callable, comm) -> Callable:
 class Simulation:
     """A shallow-water run on any mesh: ``Simulation(mesh, ...).run(t_end)``.
 
+    The run settings (``layers``, ``scheme``, ``cfl``, ``dtype``, ``backend``, ...: every
+    row of :data:`fvswe.settings.SETTINGS`) are keywords whose defaults, meanings and checks
+    are that table's, as for the case file's top-level keys (docs/guide/case-files.md); an
+    unknown keyword is a TypeError. :attr:`settings` holds them as the run resolved them.
+
     Per-cell arrays in ``initial`` and ``H`` are in the order of ``mesh`` as
     given; functions are evaluated at the cell barycentres. ``order`` renumbers
     the cells internally (``none``, ``rcm``, ``gps``, ``random``, ``hilbert``,
@@ -209,8 +216,8 @@ class Simulation:
     ``eps_h`` is the thin-layer threshold (docs/SCHEMES.md §8); by default
     :func:`fvswe.model.thin_layer_threshold` of the largest initial total depth.
 
-    ``backend`` is ``cpu``, ``gpu`` or ``auto``; ``threads`` the CPU threads (the GPU
-    runs none); ``backend_options`` the backend's own keywords (the GPU's ``variant``,
+    ``backend`` is ``cpu`` (the default), ``gpu`` or ``auto``; ``threads`` the CPU threads
+    (the GPU runs none); ``backend_options`` the backend's own keywords (the GPU's ``variant``,
     ``block``, ``cells``, ``batch``, ``graphs``: :class:`fvswe.backends.gpu.GpuBackend`).
     ``fast_math`` compiles a float32 GPU run with approximate division and square root and
     denormals flushed (faster, no longer IEEE: docs/GPU.md, "Fast math"); a ConfigError on
@@ -234,10 +241,6 @@ class Simulation:
         self,
         mesh,
         *,
-        layers: int = 2,
-        scheme: str = "ir-roe",
-        g: float = 9.81,
-        r: float = 0.5,
         H: Field = 0.0,
         initial: Mapping[str, Field] | None = None,
         boundary: Mapping[str, object] | None = None,
@@ -245,58 +248,34 @@ class Simulation:
         interfacial_friction: Field | None = None,
         coriolis: Coriolis | float | None = None,
         wind: Wind | None = None,
-        cfl: float = 0.9,
-        dtype: str = "float64",
-        dt_mode: str = "lagged",
-        dt: float | None = None,
-        order: str = "none",
-        backend: str = "cpu",
-        eps_h: float | None = None,
-        threads: int | None = None,
         allow_mass_error: bool = False,
         comm=None,
         backend_options: Mapping[str, Any] | None = None,
-        fast_math: bool = False,
+        **settings: Any,
     ) -> None:
-        if dtype not in DTYPES:
-            raise ConfigError(f"dtype: unknown {dtype!r} (choose from {', '.join(DTYPES)})")
+        s = run_settings.resolve(settings)
+        layers, scheme, dtype, fast_math = s["layers"], s["scheme"], s["dtype"], s["fast_math"]
         if fast_math and dtype != "float32":
             raise ConfigError(f"fast_math: float32 only, got dtype {dtype!r}")
-        if not 0 < cfl <= 1:
-            raise ConfigError(f"cfl: must lie in (0, 1], got {cfl!r}")
-        self.model = Model(layers=layers, g=g, r=r, eps_h=1.0 if eps_h is None else eps_h)
+        eps_h = s["eps_h"]
+        self.model = Model(layers=layers, g=s["g"], r=s["r"], eps_h=1.0 if eps_h is None else eps_h)
         self.allow_mass_error = allow_mass_error
         distributed = comm is not None and comm.size > 1
-        cls = backend_class("cpu" if distributed and backend == "auto" else backend)
+        cls = backend_class("cpu" if distributed and s["backend"] == "auto" else s["backend"])
         if fast_math and cls.name != "gpu":
             raise ConfigError(f"fast_math: the GPU backend only, this run is on the {cls.name}")
-        order = resolve_order(order, cls.name)  # "auto": the study's best for this backend
+        order = resolve_order(s["order"], cls.name)  # "auto": the study's best for this backend
         self.scheme, self.dtype, self.order = scheme, dtype, order
-        n = mesh.n_cells
-        Hc = _cell_values(H, mesh.centroid, n, "initial H")
-        values = {
-            name: _cell_values(v, mesh.centroid, n, f"initial {name}")
-            for name, v in (initial or {}).items()
-        }
+        W0, Hc = self._initial_state(mesh, H, initial)
         kind, bottom = _friction(friction, mesh.centroid)
         interfacial = _interfacial(interfacial_friction, layers, mesh.centroid)
-        unknown = sorted(set(values) - set(self.model.fields))
-        if unknown:
-            raise ConfigError(
-                f"initial: unknown field {unknown[0]!r} (fields: {', '.join(self.model.fields)})"
-            )
-        W0 = self.model.pack(values, n)
-        for c in self.model.depth_components:
-            bad = np.flatnonzero(~(W0[:, c] >= 0))
-            if bad.size:
-                raise ConfigError(
-                    f"initial {self.model.fields[c]}: negative or NaN depth in cell {bad[0]} "
-                    f"of {mesh.source} ({bad.size} cells)"
-                )
         if eps_h is None:
             depth = W0[:, list(self.model.depth_components)].sum(axis=1)
             scale = float(depth.max()) if depth.size else 0.0
             self.model = replace(self.model, eps_h=thin_layer_threshold(scale, dtype))
+        #: The run settings (:mod:`fvswe.settings`) as this run resolved them.
+        self.settings = {**s, "order": order, "eps_h": self.model.eps_h,
+                         "fast_math": bool(fast_math)}  # fmt: skip
         refuse_dry_cells(scheme, layers, W0[:, 0], self.model.eps_h, mesh.source)
         if order != "none":
             mesh, perm = mesh.reordered(order)
@@ -317,7 +296,7 @@ class Simulation:
             friction=(kind, bottom), interfacial=interfacial,
             levels=levels if levels.count else None, coriolis=f, wind=wind_table,
         )  # fmt: skip
-        options = dict(cfl=cfl, dt_mode=dt_mode, dt_fixed=dt, threads=threads)
+        options = dict(cfl=s["cfl"], dt_mode=s["dt_mode"], dt_fixed=s["dt"], threads=s["threads"])
         if fast_math:
             options["fast_math"] = True
         options.update(backend_options or {})
@@ -330,6 +309,31 @@ class Simulation:
             self.backend = DistributedBackend(mesh, self.layout, comm, cls, scheme, **options)
         self.mass_initial = self.mass()
         self._closed = not np.any(edge_bc == OPEN)  # every volume change is counted
+        self._identity: tuple[dict[str, Any], dict[str, Any]] | None = None
+
+    def _initial_state(self, mesh, H: Field, initial) -> tuple[np.ndarray, np.ndarray]:
+        """``(W0, H)`` per cell in the mesh's order: the packed initial state, checked for
+        unknown fields and negative or NaN depths, and the bed."""
+        n = mesh.n_cells
+        Hc = _cell_values(H, mesh.centroid, n, "initial H")
+        values = {
+            name: _cell_values(v, mesh.centroid, n, f"initial {name}")
+            for name, v in (initial or {}).items()
+        }
+        unknown = sorted(set(values) - set(self.model.fields))
+        if unknown:
+            raise ConfigError(
+                f"initial: unknown field {unknown[0]!r} (fields: {', '.join(self.model.fields)})"
+            )
+        W0 = self.model.pack(values, n)
+        for c in self.model.depth_components:
+            bad = np.flatnonzero(~(W0[:, c] >= 0))
+            if bad.size:
+                raise ConfigError(
+                    f"initial {self.model.fields[c]}: negative or NaN depth in cell {bad[0]} "
+                    f"of {mesh.source} ({bad.size} cells)"
+                )
+        return W0, Hc
 
     # -- state -------------------------------------------------------------------------------
     @property
@@ -375,6 +379,42 @@ class Simulation:
     def mass(self) -> list[float]:
         """Volume of each layer, ``Σ |V_i| h_k,i``, summed in float64."""
         return self.backend.layer_mass(self.mesh.area)
+
+    # -- restarts ----------------------------------------------------------------------------
+    def identity(self) -> dict[str, Any]:
+        """What a run continuing from this one's snapshots must share with it: the mesh, the
+        identity settings, fingerprints of the boundaries and source terms
+        (:func:`fvswe.restart.identity`; JSON values)."""
+        if self._identity is None:  # fixed for the run's life: computed once
+            self._identity = restart.identity(self), restart.details(self)
+        return dict(self._identity[0])
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything a bit-for-bit restart needs: the backend's state and clock (``W``, ``t``,
+        ``steps``, ``dt``, ``counters``), ``mass_initial``, the run's :meth:`identity` and
+        ``identity_details`` (readable values behind its fingerprints, for the message of a
+        mismatch). Collective on several ranks; :func:`fvswe.output.save_checkpoint` writes
+        it."""
+        identity = self.identity()  # and its details, cached with it
+        return {
+            **self.backend.snapshot(),
+            "mass_initial": list(self.mass_initial),
+            "identity": identity,
+            "identity_details": {key: dict(d) for key, d in self._identity[1].items()},
+        }
+
+    def restore(self, snap: Mapping[str, Any]) -> None:
+        """Continue from ``snap`` (:meth:`snapshot`, or :func:`fvswe.output.load_checkpoint`):
+        the state, clock, counters and initial masses of that moment, so the run goes on bit
+        for bit. A one-line ConfigError, before anything changes, when the snapshot belongs
+        to another run (naming the first setting that differs and both values) or holds an
+        invalid state. Collective on several ranks (every rank passes the same ``snap``)."""
+        restart.check(self, snap)
+        self.backend.restore(
+            {"W": snap["W"], "t": float(snap["t"]), "steps": int(snap["steps"]),
+             "dt": float(snap["dt"]), "counters": dict(snap["counters"])}
+        )  # fmt: skip
+        self.mass_initial = [float(m) for m in snap["mass_initial"]]
 
     # -- running -----------------------------------------------------------------------------
     def run(

@@ -2,7 +2,8 @@
 
 ``mpiexec -n P python tests/mpi_driver.py RUNS.json OUT.npz``: RUNS.json is a list of
 ``{"name", "case", "t_end", "scheme", "order", "dtype", "nx", "backend", "variant",
-"dt_mode"}`` (from "scheme" on optional; backend "cpu" by default; the cases ``slope-surge``
+"dt_mode", "restart_at"}`` (from "scheme" on optional; backend "cpu" by default; with
+"restart_at", the run is continued from a checkpoint written at that time; the cases ``slope-surge``
 and ``pulled-apart`` are tests/test_vanishing.py's, on ``nx`` x 2 triangles); OUT.npz
 gets, per run, ``NAME.state`` (the global state in the original cell order), ``NAME.mass``,
 ``NAME.steps``, ``NAME.counters`` (sorted by name), ``NAME.inflow`` (the counter
@@ -112,10 +113,41 @@ def simulation(spec: dict, comm=None):
 
 
 def run_case(spec: dict, comm=None) -> dict[str, np.ndarray]:
-    """One run of ``spec`` (on ``comm``'s ranks, or alone) and its final results."""
+    """One run of ``spec`` (on ``comm``'s ranks, or alone) and its final results; with
+    ``restart_at``, continued from a checkpoint file (:func:`restarted`)."""
+    if "restart_at" in spec:
+        return results(restarted(spec, comm))
     sim = simulation(spec, comm)
     sim.run(spec["t_end"])
     return results(sim)
+
+
+def restarted(spec: dict, comm=None):
+    """``spec`` run to ``restart_at``, its snapshot written as a checkpoint (by rank 0), and
+    a new Simulation of ``spec`` restored from the file and run to ``t_end``: the library's
+    checkpoint path, as ``Simulation.snapshot``/``restore`` document it."""
+    import shutil
+    import tempfile
+
+    from fvswe import output
+
+    first = simulation(spec, comm)
+    first.run(spec["restart_at"])
+    snap = first.snapshot()  # collective
+    folder = tempfile.mkdtemp() if first.is_root else None
+    folder = Path(folder if comm is None else comm.bcast(folder))
+    if first.is_root:
+        output.save_checkpoint(folder / "c.npz", snap)
+    if comm is not None:
+        comm.Barrier()
+    again = simulation(spec, comm)
+    again.restore(output.load_checkpoint(folder / "c.npz"))
+    if comm is not None:
+        comm.Barrier()
+    if again.is_root:
+        shutil.rmtree(folder)
+    again.run(spec["t_end"])
+    return again
 
 
 def results(sim) -> dict[str, np.ndarray]:
@@ -190,25 +222,26 @@ def gpu_check(comm) -> dict[str, bool]:
 
 def gpu_restart(comm, spec: dict) -> dict[str, bool]:
     """The ranks' snapshot of ``spec`` at half time continued by one GPU, and one GPU's
-    continued by the ranks, both against the straight single-GPU run (on rank 0)."""
+    continued by the ranks, both against the straight single-GPU run (on rank 0), through
+    ``Simulation.snapshot``/``restore`` (which also check the run identity)."""
     equal = {}
     half = spec["t_end"] / 2
     ranks = simulation(spec, comm)
     ranks.run(half)
-    snap = ranks.backend.snapshot()  # collective: the global state on every rank
+    snap = ranks.snapshot()  # collective: the global state on every rank
     one_snap = None
     if comm.rank == 0:
         one = simulation(spec)
         one.run(half)
-        one_snap = one.backend.snapshot()
+        one_snap = one.snapshot()
         one.run(spec["t_end"])
         alone = simulation(spec)
-        alone.backend.restore(snap)
+        alone.restore(snap)
         alone.run(spec["t_end"])
         equal[f"{spec['name']}: restart {comm.size} ranks -> 1"] = same(
             results(one), results(alone)
         )
-    ranks.backend.restore(comm.bcast(one_snap))
+    ranks.restore(comm.bcast(one_snap))
     ranks.run(spec["t_end"])
     continued = results(ranks)
     if comm.rank == 0:

@@ -404,7 +404,10 @@ def test_restart_refuses_another_boundary_set_up(tmp_path):
     assert first.returncode == 0, first.stderr
     proc = fvswe("run", str(tmp_path / "walls.toml"), "--backend", "cpu", "-q",
                  "--restart", str(out / "checkpoint.npz"))  # fmt: skip
-    one_line_error(proc, "was written by a run with boundary = ")
+    one_line_error(
+        proc,
+        "was written by another run: boundary.west: 'open' in the checkpoint's run, 'wall' now",
+    )
 
 
 def test_restart_into_a_folder_of_another_run_is_refused(case, tmp_path):

@@ -61,6 +61,8 @@ RUNS = [
      "wind": {"u": 20.0, "v": -5.0, "rho_water": 50.0}},
     {"name": "surge", "case": "slope-surge", "scheme": "pvm-ifcp", "nx": 200, "t_end": 4.0},
     {"name": "pulled-apart", "case": "pulled-apart", "nx": 100, "t_end": 0.5},
+    {"name": "tide-restarted", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0,
+     "restart_at": 900.0},
 ]  # fmt: skip
 
 
@@ -98,6 +100,21 @@ def test_ranks_give_the_single_process_bits(launched, reference, name):
     assert ref["steps"] > 1
     for key in ("state", "mass", "steps", "counters", "inflow", "limited"):
         assert np.array_equal(launched[f"{name}.{key}"], ref[key]), key
+
+
+def test_a_library_checkpoint_continues_the_run_bit_for_bit(reference):
+    """``tide-restarted`` (on the ranks and alone, compared above): checkpointed with
+    ``save_checkpoint(path, sim.snapshot())`` at 900 s and continued by a new Simulation's
+    ``restore(load_checkpoint(path))``, it is the run that stopped at 900 s and went on."""
+    from mpi_driver import simulation
+
+    spec = next(s for s in RUNS if s["name"] == "tide-restarted")
+    straight = simulation(spec)
+    straight.run(spec["restart_at"])
+    straight.run(spec["t_end"])
+    ref = reference["tide-restarted"]
+    assert np.array_equal(ref["state"], straight.state()) and ref["steps"] == straight.steps
+    assert ref["inflow"] == straight.backend.counters()["level_inflow"] != 0
 
 
 def test_wetting_and_drying_case_dries_cells_and_feels_the_level(reference):

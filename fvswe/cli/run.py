@@ -18,8 +18,10 @@ from pathlib import Path
 
 from .. import casefile, output, parallel, probes, runner, ugrid
 from .. import registry as schemes
+from .. import settings as run_settings
 from ..cases import CASES
 from ..errors import ConfigError, FvsweError
+from ..restart import mismatch
 from . import Interrupted, interrupted
 from .mesh import BATHYMETRY_HELP
 
@@ -50,7 +52,8 @@ PNG snapshots included, so none of an earlier run is left beside the new ones).
 
 EXAMPLES = """\
 examples:
-  fvswe run test1                              the bundled 4000-cell mesh, GPU if there is one
+  fvswe run test1                              the bundled 4000-cell mesh, on the CPU
+  fvswe run test1 --backend auto               on the GPU if CuPy sees one
   fvswe run test2 --scheme pvm-ifcp --order rcm --backend cpu
   fvswe run examples/test1.toml -o out --output-every 0.025 --png h1,eta2
   fvswe run test1 --mesh my.msh -o out --checkpoint-every 0.02
@@ -73,28 +76,13 @@ def register(sub) -> None:
                    help="mesh file, or a member of the paper's family: square-4k (the default), "
                    "square-16k, -64k, -256k, -1m, -130k, -2m")  # fmt: skip
     p.add_argument("--bathymetry", metavar="SOURCE:SIGN", help=BATHYMETRY_HELP)
-    p.add_argument("--scheme", help=schemes.describe())
-    p.add_argument("--order", help="cell ordering: none, rcm, gps, random, hilbert, morton, auto")
-    p.add_argument("--dtype", choices=("float64", "float32"), help="precision (default float64)")
-    p.add_argument("--backend", choices=("cpu", "gpu", "auto"),
-                   help="auto (default): the GPU when CuPy sees one, else the CPU")  # fmt: skip
-    p.add_argument("--fast-math", action="store_const", const=True,
-                   help="float32 on the GPU: approximate division and square root, denormals "
-                   "flushed (faster, not IEEE; docs/GPU.md)")  # fmt: skip
+    _setting_flags(p)
     p.add_argument("--t-end", type=float, metavar="S", help="simulated end time in seconds")
     p.add_argument("--nx", type=int, metavar="N",
                    help="grid cases (cgrid-*, mjos-drop): cells along x (--ny: along y; "
                    "one alone keeps the cells square); a fixed dt scales with the cell size "
                    "(same Courant number), t_end stays; DIR/grid.npz holds 2-D fields")  # fmt: skip
     p.add_argument("--ny", type=int, metavar="N", help="grid cases: cells along y")
-    p.add_argument("--cfl", type=float, help="CFL number gamma in (0, 1]")
-    p.add_argument("--dt-mode", choices=("lagged", "nonlagged", "fixed"),
-                   help="time step from the previous step's speeds (lagged, default), "
-                   "the current ones, or fixed (--dt)")  # fmt: skip
-    p.add_argument("--dt", type=float, metavar="S", help="time step for --dt-mode fixed")
-    p.add_argument("--threads", type=int,
-                   help="CPU threads (default: the cores other processes leave idle, at least 1; "
-                   "NUMBA_NUM_THREADS when set)")  # fmt: skip
     p.add_argument("--allow-mass-error", action="store_true",
                    help="continue a run that clipped a negative depth or lost mass beyond "
                    "round-off (the summary still counts it) instead of stopping")  # fmt: skip
@@ -139,6 +127,20 @@ def register(sub) -> None:
     c.set_defaults(func=list_cases)
 
 
+def _setting_flags(p) -> None:
+    """``--name`` for every run setting with a flag (:data:`fvswe.settings.SETTINGS`)."""
+    for s in run_settings.SETTINGS:
+        if not s.flag:
+            continue
+        flag, text = "--" + s.name.replace("_", "-"), s.flag_help().replace("%", "%%")
+        if s.types is bool:  # a switch: given, it overrides the case file's value
+            p.add_argument(flag, action="store_const", const=True, help=text)
+            continue
+        kinds = s.types if isinstance(s.types, tuple) else (s.types,)
+        kind = float if float in kinds else int if int in kinds else str
+        p.add_argument(flag, type=kind, choices=s.choices or None, help=text)
+
+
 def list_cases(args) -> int:
     width = max(map(len, CASES))
     for name, case in CASES.items():
@@ -159,15 +161,7 @@ def _spec(args) -> casefile.RunSpec:
             settings["dt"] = new.dt
         spec = dataclasses.replace(spec, case=new, settings=settings)
     return spec.with_overrides(
-        scheme=args.scheme,
-        order=args.order,
-        dtype=args.dtype,
-        backend=args.backend,
-        fast_math=args.fast_math,
-        cfl=args.cfl,
-        dt_mode=args.dt_mode,
-        dt=args.dt,
-        threads=args.threads,
+        **{s.name: getattr(args, s.name) for s in run_settings.SETTINGS if s.flag},
         t_end=args.t_end,
         mesh=_mesh_override(args, spec),
         output_every=args.output_every,
@@ -258,18 +252,6 @@ class _Series(ExitStack):
             writer.write()
 
 
-def _identity(spec: casefile.RunSpec, sim) -> dict:
-    """What a checkpoint must share with the run that continues from it."""
-    m = sim.model
-    s = spec.settings
-    return {"cells": sim.mesh.n_cells, "mesh": output.mesh_fingerprint(sim.mesh),
-            "layers": m.layers, "g": m.g, "r": m.r, "eps_h": m.eps_h, "scheme": sim.scheme,
-            "dtype": sim.dtype, "order": sim.order, "cfl": s.get("cfl"),
-            "dt_mode": s.get("dt_mode"), "dt": s.get("dt"), "fast_math": bool(s.get("fast_math")),
-            "boundary": output.boundary_fingerprint(sim),
-            "forcing": output.forcing_fingerprint(sim)}  # fmt: skip
-
-
 def run(args) -> int:
     started = time.perf_counter()  # the summary's time to the first step counts from here
     spec = _spec(args)
@@ -306,16 +288,16 @@ def run(args) -> int:
 
         check_fields(spec.png, output.FIELD_NAMES[sim.model.layers])
         check_title(spec.name, f"{spec.source}: title")
-    identity = _identity(spec, sim)
+    identity = sim.identity()
     if args.restart:
-        load = functools.partial(output.load_checkpoint, args.restart, sim, identity)
-        output.restore_checkpoint(sim, load() if comm is None else parallel.on_root(comm, load))
+        load = functools.partial(output.load_checkpoint, args.restart, f"--restart: {args.restart}")
+        sim.restore(load() if comm is None else parallel.on_root(comm, load))
         if sim.t > times[-1]:
             raise ConfigError(f"--restart: the checkpoint is at t = {sim.t:g} s, past t_end")
     probe = probes.Probes(sim, spec.gauges, spec.sections) if spec.gauges or spec.sections else None
     sim.run(times[-1], max_steps=0)  # no step: checks t_end (e.g. against level series) now
     if out is None:
-        summary = _advance(args, spec, sim, times, None, identity, started=started)
+        summary = _advance(args, spec, sim, times, None, started=started)
         return _finish(args, spec, sim, summary, None)
     # All inputs are valid: from here on files may be written.
     with ExitStack() as held:
@@ -332,7 +314,7 @@ def run(args) -> int:
         claim() if comm is None else parallel.on_root(comm, claim)
         resume = sim.t if args.restart else None
         with _Series(fmt, out, sim, resume, spec, identity) as series:
-            summary = _advance(args, spec, sim, times, series, identity, probe, started)
+            summary = _advance(args, spec, sim, times, series, probe, started)
         try:
             if probe is not None and sim.is_root:
                 probe.write(out, netcdf=probes.netcdf_available())
@@ -344,7 +326,7 @@ def run(args) -> int:
             return _finish(args, spec, sim, summary, out, series.times)
         except KeyboardInterrupt:  # the run is done: keep its end state for a --restart
             where = f"interrupted at t = {sim.t:.6g} s (step {sim.steps})"
-            raise _interrupted(where, sim, out / output.CHECKPOINT, identity) from None
+            raise _interrupted(where, sim, out / output.CHECKPOINT) from None
 
 
 def _check_threads(args, spec: casefile.RunSpec) -> None:
@@ -382,9 +364,10 @@ def _claim(args, out: Path, identity: dict) -> None:
     if args.overwrite:
         output.remove_results(out, keep=restart)
         return
-    mine = json.dumps(identity, sort_keys=True)
     series_h5 = out / f"{output.SERIES}.h5"
-    if restart is not None and (not series_h5.exists() or output.Series.identity_of(out) == mine):
+    saved = output.Series.identity_of(out)
+    mine = saved is not None and mismatch(saved, identity) is None
+    if restart is not None and (not series_h5.exists() or mine):
         return
     raise ConfigError(
         f"--output: {out} holds another run's results ({', '.join(present)}); "
@@ -392,7 +375,7 @@ def _claim(args, out: Path, identity: dict) -> None:
     )
 
 
-def _advance(args, spec, sim, times, series, identity, probe=None, started=None):
+def _advance(args, spec, sim, times, series, probe=None, started=None):
     """Run through the output times, writing the series, PNGs and checkpoints on the way;
     gauges and sections are sampled at the output times and every --probe-every seconds."""
     out = None if series is None else series.directory
@@ -432,22 +415,29 @@ def _advance(args, spec, sim, times, series, identity, probe=None, started=None)
             times,
             on_output=None if series is None else on_output,
             checkpoint_every=spec.checkpoint_every,
-            on_checkpoint=lambda s: output.save_checkpoint(checkpoint, s, identity),
+            on_checkpoint=lambda s: _checkpoint(checkpoint, s),
             progress=sim.is_root and runner.show_progress(args.quiet),
             label=spec.name,
             say=None if args.quiet else lambda text: print(f"fvswe: {text}", file=sys.stderr),
             started=started,
         )
     except runner.RunInterruptedError as exc:
-        raise _interrupted(str(exc), sim, checkpoint, identity) from None
+        raise _interrupted(str(exc), sim, checkpoint) from None
 
 
-def _interrupted(where: str, sim, checkpoint, identity) -> runner.RunInterruptedError:
+def _checkpoint(path: Path, sim) -> None:
+    """The run's snapshot (collective under MPI) written to ``path`` by rank 0."""
+    snap = sim.snapshot()
+    if sim.is_root:
+        output.save_checkpoint(path, snap)
+
+
+def _interrupted(where: str, sim, checkpoint) -> runner.RunInterruptedError:
     """The error for a Ctrl-C at a whole step, after writing a checkpoint there (with -o)."""
     if checkpoint is None:
         tail = "no checkpoint written (give --output DIR to keep one)"
     else:
-        output.save_checkpoint(checkpoint, sim, identity)
+        _checkpoint(checkpoint, sim)
         tail = f"checkpoint written to {checkpoint}; continue with --restart {checkpoint}"
     return runner.RunInterruptedError(f"{where}; {tail}")
 

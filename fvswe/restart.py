@@ -1,0 +1,212 @@
+"""What a restart needs of a Simulation: the identity a continuing run must share, and the
+check that a snapshot fits the run it is restored into.
+
+The identity (:func:`identity`) holds the mesh (cell count and a fingerprint), the settings
+of :data:`fvswe.settings.SETTINGS` marked ``identity`` and fingerprints of the boundary
+conditions and of the source terms. The fingerprints are short hashes, exact and small;
+:func:`details` gives the readable values behind them (a Manning coefficient, a boundary
+tag's kind), which a snapshot carries to name what differs (:func:`mismatch`). Identities
+written before a setting joined the identity are completed with its ``older`` value
+(:data:`IDENTITY_ADDED`), so their checkpoints and series still restart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .boundary import KINDS
+from .errors import ConfigError
+from .forcing import DRAG_LAWS
+from .schemes.friction import FRICTION_KINDS
+from .settings import ALWAYS, SETTINGS
+
+#: Identity keys added after checkpoints and series had been written, and their value in
+#: those (fast math was recorded from 2026-11-24; a run without it ran IEEE).
+IDENTITY_ADDED = {s.name: s.older for s in SETTINGS if s.identity and s.older is not ALWAYS}
+#: What :meth:`Simulation.restore <fvswe.simulation.Simulation.restore>` needs in a snapshot.
+SNAPSHOT_KEYS = ("W", "t", "steps", "dt", "counters", "mass_initial", "identity")
+
+
+def _digest(*arrays: np.ndarray) -> str:
+    h = hashlib.sha1()
+    for a in arrays:
+        h.update(str(a.dtype).encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:16]
+
+
+def mesh_fingerprint(mesh) -> str:
+    """A short hash of the nodes and of the cells in original order: same mesh, same hash."""
+    cells = mesh.cells[np.argsort(mesh.original_index)]
+    return _digest(np.asarray(mesh.nodes, dtype=np.float64), np.asarray(cells, dtype=np.int64))
+
+
+def boundary_fingerprint(sim) -> str:
+    """A short hash of each boundary edge's condition and of the boundaries' tables."""
+    layout = sim.layout
+    arrays = [np.asarray(layout.edge_bc)]
+    levels = getattr(layout, "levels", None)
+    if levels is not None:
+        arrays += [levels.edge_level, levels.offsets, levels.times, levels.values,
+                   np.array(levels.names, dtype=str)]  # fmt: skip
+    return _digest(*arrays)
+
+
+def forcing_fingerprint(sim) -> str:
+    """A short hash of the source terms: the friction law and its coefficients per cell, the
+    interfacial coefficients, the Coriolis parameter per cell and the wind table."""
+    lay = sim.layout
+    arrays = [np.array([lay.friction_kind])]
+    for values in (lay.friction_coef, lay.interfacial_coef, lay.coriolis):
+        arrays.append(np.zeros(0) if values is None else np.asarray(values))
+    if lay.wind is not None:
+        w = lay.wind
+        arrays += [w.times, w.u, w.v, np.array([w.law, w.cd, w.ratio])]
+    return _digest(*arrays)
+
+
+def identity(sim) -> dict[str, Any]:
+    """What a run continuing from ``sim``'s snapshots must share with it (JSON values)."""
+    settings = sim.settings
+    return {
+        "cells": sim.mesh.n_cells,
+        "mesh": mesh_fingerprint(sim.mesh),
+        **{s.name: settings[s.name] for s in SETTINGS if s.identity},
+        "boundary": boundary_fingerprint(sim),
+        "forcing": forcing_fingerprint(sim),
+    }
+
+
+def _value(values: np.ndarray | None, what: str, *given: np.ndarray) -> float | str | None:
+    """A readable stand-in for an array: its value where all are equal, else ``what`` and a
+    hash of it and of the arrays it is ``given`` at (a series' times)."""
+    if values is None:
+        return None
+    a = np.asarray(values, dtype=np.float64)
+    if a.size and np.all(a == a.flat[0]):
+        return float(a.flat[0])
+    return f"{what}, hash {_digest(*given, a)}"
+
+
+def _forcing_details(layout) -> dict[str, Any]:
+    laws = {code: name for name, code in FRICTION_KINDS.items()}
+    out = {
+        "friction.law": laws.get(layout.friction_kind),
+        "friction.coefficient": _value(layout.friction_coef, "per cell"),
+        "friction.interfacial": _value(layout.interfacial_coef, "per cell"),
+        "coriolis.f": _value(layout.coriolis, "per cell"),
+        "wind": None if layout.wind is None else "on",
+    }
+    w = layout.wind
+    if w is not None:
+        drag = {code: name for name, code in DRAG_LAWS.items()}[w.law]
+        out.update({"wind.u": _value(w.u, "a series", w.times),
+                    "wind.v": _value(w.v, "a series", w.times),
+                    "wind.drag": w.cd if drag == "constant" else drag,
+                    "wind.rho_air/rho_water": w.ratio})  # fmt: skip
+    return out
+
+
+def _boundary_details(mesh, layout) -> dict[str, Any]:
+    names = {code: name for name, code in KINDS.items()}
+    out = {}
+    for tag, tid in mesh.tags.items():
+        codes = np.unique(layout.edge_bc[(mesh.edge_tag == tid) & (mesh.edge_cells[:, 1] < 0)])
+        if codes.size:
+            out[f"boundary.{tag}"] = ", ".join(names.get(int(c), str(c)) for c in codes)
+    levels = layout.levels
+    for k, name in enumerate(levels.names if levels is not None else ()):
+        part = slice(levels.offsets[k], levels.offsets[k + 1])
+        out[f"boundary.{name} series"] = _value(levels.values[part], "a table", levels.times[part])
+    return out
+
+
+def details(sim) -> dict[str, dict[str, Any]]:
+    """The readable values behind the identity's fingerprints, by fingerprint key."""
+    return {
+        "boundary": _boundary_details(sim.mesh, sim.layout),
+        "forcing": _forcing_details(sim.layout),
+    }
+
+
+def completed(saved: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored identity with the keys added since it was written (:data:`IDENTITY_ADDED`)."""
+    return {**IDENTITY_ADDED, **saved}
+
+
+def mismatch(
+    saved: Mapping[str, Any],
+    now: Mapping[str, Any],
+    saved_details: Mapping[str, Any] | None = None,
+    now_details: Mapping[str, Any] | None = None,
+) -> str | None:
+    """``key: old in the checkpoint's run, new now`` for the first key of ``now`` whose value
+    differs in the stored identity ``saved`` (None: none differs). Behind a fingerprint, the
+    first readable value of ``details`` that differs is named, where both sides have them. A
+    key only ``saved`` has (written by a later fvswe) differs too."""
+    saved = completed(saved)
+    unknown = [key for key in saved if key not in now]
+    if unknown:
+        key = unknown[0]
+        return f"{key}: {saved[key]!r} in the checkpoint's run, unknown to this fvswe"
+    for key, value in now.items():
+        old = saved.get(key)
+        if old == value:
+            continue
+        before = (saved_details or {}).get(key) or {}
+        after = (now_details or {}).get(key) or {}
+        named = [k for k in after if k in before and before[k] != after[k]]
+        if named:
+            key, old, value = named[0], before[named[0]], after[named[0]]
+        return f"{key}: {old!r} in the checkpoint's run, {value!r} now"
+    return None
+
+
+def check(sim, snap: Mapping[str, Any]) -> None:
+    """A one-line ConfigError unless ``snap`` belongs to ``sim``'s run and holds a valid state.
+
+    Errors are named after ``snap["source"]`` (a checkpoint file), else "snapshot".
+    """
+    src = snap.get("source", "snapshot")
+    missing = [key for key in SNAPSHOT_KEYS if key not in snap]
+    if missing:
+        raise ConfigError(f"{src}: not a snapshot of a Simulation (no {missing[0]!r})")
+    differs = mismatch(snap["identity"], sim.identity(), snap.get("identity_details"), details(sim))
+    if differs is not None:
+        raise ConfigError(f"{src} was written by another run: {differs}")
+    _check_state(src, snap, sim)
+
+
+def _check_state(src: str, snap: Mapping[str, Any], sim) -> None:
+    """Shape, dtype and finite non-negative depths of W; time, step count and Δt; masses."""
+    W, model = snap["W"], sim.model
+    shape = (sim.mesh.n_cells, model.nvar)
+    if W.shape != shape or W.dtype != np.dtype(sim.dtype):
+        raise ConfigError(f"{src}: state W is {W.dtype}{list(W.shape)}, "
+                          f"this run needs {sim.dtype}{list(shape)}")  # fmt: skip
+    bad = ~np.isfinite(W)
+    for c in model.depth_components:
+        bad[:, c] |= W[:, c] < 0
+    if bad.any():
+        cell, c = np.argwhere(bad)[0]
+        raise ConfigError(
+            f"{src}: invalid {model.fields[c]} = {float(W[cell, c])!r} in cell {cell}"
+        )
+    checks = {
+        "t": (np.issubdtype(np.asarray(snap["t"]).dtype, np.floating)
+              and math.isfinite(snap["t"]) and snap["t"] >= 0),
+        "steps": np.issubdtype(np.asarray(snap["steps"]).dtype, np.integer) and snap["steps"] >= 0,
+        "dt": (np.issubdtype(np.asarray(snap["dt"]).dtype, np.floating)
+               and (math.isnan(snap["dt"]) or 0 < snap["dt"] < math.inf)),
+        "mass_initial": (len(snap["mass_initial"]) == model.layers
+                         and all(math.isfinite(m) for m in snap["mass_initial"])),
+    }  # fmt: skip
+    for key, ok in checks.items():
+        if not ok:
+            value = snap[key].item() if isinstance(snap[key], np.generic) else snap[key]
+            raise ConfigError(f"{src}: invalid {key} = {value!r}")

@@ -1,0 +1,155 @@
+"""The run settings: one table, and the one set of defaults, of a run's scalar choices.
+
+Each :class:`Setting` row is read by everything that names run settings, so a new
+setting is one row here plus the code that uses it:
+
+- the case file's top-level keys, their types, help and template lines
+  (:data:`fvswe.casefile.SCHEMA`, ``fvswe case --template``, docs/guide/case-files.md);
+- the flags of ``fvswe run`` and their override of the case file (:mod:`fvswe.cli.run`);
+- the keyword arguments of :class:`~fvswe.simulation.Simulation`: their defaults and
+  the checks of :func:`resolve` (choices, ranges);
+- the run identity that a restart must share (:func:`fvswe.restart.identity`).
+
+Structured inputs (mesh, initial state, boundaries, friction, Coriolis, wind) are not run
+settings: they have tables of their own in the case file and fingerprints in the identity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from . import registry as schemes
+from .backends import BACKENDS
+from .errors import ConfigError
+
+#: The TOML types of a number (an integer is a number too).
+NUMBER = (int, float)
+#: ``Setting.older`` of a key every recorded identity holds.
+ALWAYS = object()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One run setting.
+
+    ``types`` are its TOML types; ``default`` is its value when nobody sets it (None:
+    computed, see ``help``); ``choices`` its allowed values and ``check(value)`` the reason a
+    value is refused (None: accepted), both applied by :func:`resolve`. ``identity``: a run
+    continuing from a checkpoint must have the same value; ``older`` is then the value of
+    runs whose checkpoints and series were written before the key joined the identity
+    (:data:`ALWAYS`: it always belonged to it), so that they still restart. ``flag``: ``fvswe
+    run`` has ``--name`` (underscores as dashes), which overrides the case file.
+    ``example`` is the template's TOML value (default: the default's), ``active=False``
+    writes it commented out.
+    """
+
+    name: str
+    types: type | tuple[type, ...]
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    check: Callable[[Any], str | None] | None = None
+    identity: bool = False
+    older: Any = ALWAYS
+    flag: bool = True
+    example: str = ""
+    active: bool = True
+
+    def validate(self, value: Any) -> None:
+        """A one-line :class:`ConfigError` naming the setting for a value it refuses."""
+        if self.choices and value not in self.choices:
+            raise ConfigError(
+                f"{self.name}: unknown {value!r} (choose from {', '.join(self.choices)})"
+            )
+        unset = value is None and self.default is None  # computed later (see ``help``)
+        reason = None if self.check is None or unset else self.check(value)
+        if reason is not None:
+            raise ConfigError(f"{self.name}: {reason}, got {value!r}")
+
+    def toml_example(self) -> str:
+        """The template's value: ``example``, else the default written as TOML."""
+        return self.example or ("" if self.default is None else _toml(self.default))
+
+    def flag_help(self) -> str:
+        """The help of ``--name``: the case file's, with the default."""
+        plain = self.default is None or isinstance(self.default, bool)
+        return self.help if plain else f"{self.help} (default: {self.default})"
+
+
+def _toml(value: bool | int | float | str) -> str:
+    """``value`` as a TOML value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def _cfl(value) -> str | None:
+    return None if 0 < value <= 1 else "must lie in (0, 1]"
+
+
+#: Every run setting, in the order of the case file's template and key table.
+SETTINGS: tuple[Setting, ...] = (
+    Setting("layers", int, 2, "1 or 2", identity=True, flag=False, example="1"),
+    Setting("g", NUMBER, 9.81, "gravity (m/s²)", identity=True, flag=False),
+    Setting("r", NUMBER, 0.5, "two layers: density ratio ρ1/ρ2 in (0, 1)", identity=True,
+            flag=False),
+    Setting("eps_h", NUMBER, None, "desingularisation depth of velocities (m, docs/SCHEMES.md "
+            "§8)", identity=True, flag=False, example="5e-3"),
+    Setting("scheme", str, "ir-roe", schemes.describe(), identity=True, example='"hll-wd"'),
+    Setting("order", str, "none", "cell ordering: none, rcm, gps, random, hilbert, morton, auto",
+            identity=True, example='"rcm"'),
+    Setting("cfl", NUMBER, 0.9, "CFL number in (0, 1]", check=_cfl, identity=True),
+    Setting("dtype", str, "float64", "float64 or float32", choices=("float64", "float32"),
+            identity=True),
+    Setting("backend", str, "cpu", "cpu, gpu or auto (the GPU when CuPy sees one)",
+            choices=BACKENDS, example='"auto"'),
+    Setting("fast_math", bool, False, "float32 on the GPU: approximate division and square "
+            "root, denormals flushed (faster, not IEEE; docs/GPU.md)", identity=True,
+            older=False, example="true", active=False),
+    Setting("dt_mode", str, "lagged", "lagged, nonlagged or fixed (then give dt)",
+            choices=("lagged", "nonlagged", "fixed"), identity=True),
+    Setting("dt", NUMBER, None, "time step of dt_mode = fixed (s)", identity=True,
+            example="0.05", active=False),
+    Setting("threads", int, None, "CPU threads (default: the cores left idle, at least 1)",
+            example="1", active=False),
+)  # fmt: skip
+
+BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+NAMES: tuple[str, ...] = tuple(BY_NAME)
+
+
+def defaults() -> dict[str, Any]:
+    """Every setting at its default."""
+    return {s.name: s.default for s in SETTINGS}
+
+
+def default(name: str) -> Any:
+    """The default of one setting."""
+    return BY_NAME[name].default
+
+
+def resolve(given: Mapping[str, Any]) -> dict[str, Any]:
+    """Every setting: ``given`` values, checked (:meth:`Setting.validate`), else defaults.
+
+    A name that is no setting is a TypeError, as for any unknown keyword argument.
+    """
+    unknown = [name for name in given if name not in BY_NAME]
+    if unknown:
+        raise TypeError(f"Simulation() got an unexpected keyword argument {unknown[0]!r}")
+    values = {**defaults(), **given}
+    for setting in SETTINGS:
+        setting.validate(values[setting.name])
+    return values
+
+
+def reference_markdown() -> str:
+    """The table of the run settings, their defaults, flags and whether a restart must keep
+    them, for docs/guide/case-files.md."""
+    rows = ["| setting | default | `fvswe run` flag | a restart keeps it |", "|---|---|---|---|"]
+    for s in SETTINGS:
+        value = "–" if s.default is None else f"`{_toml(s.default)}`"
+        flag = f"`--{s.name.replace('_', '-')}`" if s.flag else ""
+        rows.append(f"| `{s.name}` | {value} | {flag} | {'yes' if s.identity else ''} |")
+    return "\n".join(rows) + "\n"
