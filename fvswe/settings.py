@@ -103,7 +103,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("cfl", NUMBER, 0.9, "CFL number in (0, 1]", check=_cfl, identity=True),
     Setting("dtype", str, "float64", "float64 or float32", choices=("float64", "float32"),
             identity=True),
-    Setting("backend", str, "cpu", "cpu, gpu or auto (the GPU when CuPy sees one)",
+    Setting("backend", str, "auto", "cpu, gpu or auto (the GPU when CuPy sees one)",
             choices=BACKENDS, example='"auto"'),
     Setting("fast_math", bool, False, "float32 on the GPU: approximate division and square "
             "root, denormals flushed (faster, not IEEE; docs/GPU.md)", identity=True,

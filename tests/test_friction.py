@@ -326,7 +326,7 @@ def test_case_file_friction_keys(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.skipif(not gpu.available()[0], reason="no GPU backend here")
 def test_gpu_two_layer_friction_matches_cpu():
-    cpu, dev = two_layer_flow(), two_layer_flow(backend="gpu")
+    cpu, dev = two_layer_flow(backend="cpu"), two_layer_flow(backend="gpu")
     for sim in (cpu, dev):
         sim.run(0.5)
     assert dev.steps == cpu.steps

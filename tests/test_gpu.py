@@ -49,7 +49,9 @@ def tiny_layout(layers: int, dtype, r: float) -> Layout:
 
 def cpu_and_gpu(case_name, mesh, scheme, dtype="float64", dt_mode="lagged", variant=None, dt=None):
     """A CPU Simulation of the case and a GpuBackend on its layout."""
-    sim = get_case(case_name).simulation(mesh, scheme=scheme, dtype=dtype, dt_mode=dt_mode, dt=dt)
+    sim = get_case(case_name).simulation(
+        mesh, scheme=scheme, dtype=dtype, dt_mode=dt_mode, dt=dt, backend="cpu"
+    )
     B = gpu.GpuBackend(sim.layout, scheme, cfl=0.9, dt_mode=dt_mode, dt_fixed=dt, variant=variant)
     return sim, B
 
@@ -112,7 +114,7 @@ def test_single_layer_run_matches_cpu_backend(scheme):
     mesh = structured_square(12)
     kw = dict(layers=1, scheme=scheme, H=2.0,
               initial={"h": lambda x, y: np.where(x < 0, 2.0, 1.0)})  # fmt: skip
-    cpu = Simulation(mesh, **kw)
+    cpu = Simulation(mesh, backend="cpu", **kw)
     cpu.run(0.2)
     sim = Simulation(mesh, backend="gpu", **kw)
     sim.run(0.2)
@@ -220,7 +222,7 @@ def test_variants_agree(scheme, dt_mode, dtype, sym_mesh):
 
 @pytest.mark.parametrize("variant", gpu.VARIANTS)
 def test_graphs_off_gives_the_same_run(variant, sym_mesh):
-    sim = get_case("test1").simulation(sym_mesh, scheme="pvm-ifcp")
+    sim = get_case("test1").simulation(sym_mesh, scheme="pvm-ifcp", backend="cpu")
     runs = []
     for graphs in (True, False):
         B = gpu.GpuBackend(sim.layout, "pvm-ifcp", variant=variant, graphs=graphs, batch=4)
@@ -278,7 +280,7 @@ def test_tide_with_level_and_friction_matches_cpu_backend(variant, friction, mon
               initial={"h": lambda x, y: np.maximum(H(x, y), 0.0)},
               boundary={"west": Level(eta, every=1.0, until=200.0), "east": "wall",
                         "wall": "wall"})  # fmt: skip
-    cpu, dev = Simulation(mesh, **kw), Simulation(mesh, backend="gpu", **kw)
+    cpu, dev = Simulation(mesh, backend="cpu", **kw), Simulation(mesh, backend="gpu", **kw)
     cpu.run(120.0)
     dev.run(120.0)
     assert (dev.t, dev.steps) == (cpu.t, cpu.steps)
@@ -328,7 +330,7 @@ def test_snapshot_and_restore_continue_bitwise(variant, sym_mesh):
 def test_grid_cases_match_cpu_backend(case_name, dtype):
     """The single-layer grid cases on quads (wetting and drying, levels, friction)."""
     case = get_case(case_name).with_grid(32, 32)
-    cpu = case.simulation(dtype=dtype)
+    cpu = case.simulation(dtype=dtype, backend="cpu")
     dev = case.simulation(dtype=dtype, backend="gpu")
     t_end = 50 * (cpu.backend.dt_fixed or 1.0)
     cpu.run(t_end, max_steps=50)
@@ -481,7 +483,8 @@ def test_block_variant_matches_gather_two_layers(scheme, dt_mode, dtype, cells):
     threads: two cells a thread), every dt mode."""
     dt = 2e-3 if dt_mode == "fixed" else None
     sim = get_case("test1").simulation(structured_square(16), scheme=scheme, dtype=dtype,
-                                       dt_mode=dt_mode, dt=dt, order="random")  # fmt: skip
+                                       dt_mode=dt_mode, dt=dt, order="random",
+                                       backend="cpu")  # fmt: skip
     block_and_gather(sim.layout, scheme, dtype, cells, dt_mode=dt_mode, dt_fixed=dt)
 
 
@@ -492,7 +495,7 @@ def test_block_variant_matches_gather_on_quads(case_name, dtype):
     64 x 64 cells the island's top stays dry for the 40 steps (on 32 x 32 it floods), and
     the block variant leaves the same cells dry."""
     case = get_case(case_name).with_grid(64, 64)
-    sim = case.simulation(dtype=dtype)
+    sim = case.simulation(dtype=dtype, backend="cpu")
     B = sim.backend
     W0, W = block_and_gather(sim.layout, case.scheme, dtype, 32, dt_mode=B.dt_mode,
                              dt_fixed=B.dt_fixed)  # fmt: skip

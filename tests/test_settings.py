@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from fvswe import casefile, restart, settings
+from fvswe.backends import backend_class
 from fvswe.cli import build_parser
 from fvswe.cli.run import _spec
 from fvswe.errors import ConfigError
@@ -31,7 +32,10 @@ def test_simulation_takes_its_defaults_from_the_table(sim):
     for s in settings.SETTINGS:
         if s.default is not None:
             assert sim.settings[s.name] == s.default, s.name
-    assert sim.backend.name == "cpu" and sim.settings["eps_h"] == sim.model.eps_h > 0
+    assert (
+        sim.backend.name == backend_class("auto").name
+        and sim.settings["eps_h"] == sim.model.eps_h > 0
+    )
     assert (sim.model.layers, sim.model.g, sim.model.r) == (2, 9.81, 0.5)
     assert (sim.backend.cfl, sim.backend.dt_mode) == (0.9, "lagged")
 
