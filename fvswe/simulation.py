@@ -216,7 +216,8 @@ class Simulation:
     ``eps_h`` is the thin-layer threshold (docs/SCHEMES.md §8); by default
     :func:`fvswe.model.thin_layer_threshold` of the largest initial total depth.
 
-    ``backend`` is ``auto`` (the default: the GPU when CuPy sees one), ``cpu`` or ``gpu``; ``threads`` the CPU threads
+    ``backend`` is ``auto`` (the default: the GPU when CuPy sees one), ``cpu`` or ``gpu``;
+    ``threads`` the CPU threads
     (the GPU runs none); ``backend_options`` the backend's own keywords (the GPU's ``variant``,
     ``block``, ``cells``, ``batch``, ``graphs``: :class:`fvswe.backends.gpu.GpuBackend`).
     ``fast_math`` compiles a float32 GPU run with approximate division and square root and

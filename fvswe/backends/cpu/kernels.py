@@ -142,7 +142,9 @@ def edge_pass(scheme, W, mesh, ctrl, level_now, out):
     arrays taken out of the named tuples before their loops: Numba 0.6x loses writes through
     a tuple's field inside ``prange``.)"""
     nvar = W.shape[1]
-    acc, flags, level_flux = out.acc, out.flags, out.level_flux
+    acc = out.acc
+    flags = out.flags
+    level_flux = out.level_flux
     for e in prange(mesh.edge_cells.shape[0]):
         Fm, Fp, d, flag = evaluate_edge(scheme, W, mesh, ctrl, level_now, level_flux, e)
         s = mesh.edge_slot[e, 0]
@@ -321,13 +323,11 @@ def volume_pass(W, Wn, mesh, ctrl, out, stage):
     friction (§14). The counts per chunk are (clipped layers, thin layers, candidates of the
     limiter: two layers, :func:`_candidate`)."""
     L = W.shape[0]
-    acc, status, chunk_dt, counts, clip_mass = (
-        out.acc,
-        out.status,
-        out.chunk_dt,
-        out.chunk_counts,
-        out.chunk_clip_mass,
-    )
+    acc = out.acc
+    status = out.status
+    chunk_dt = out.chunk_dt
+    counts = out.chunk_counts
+    clip_mass = out.chunk_clip_mass
     nchunks = chunk_dt.shape[0]
     ax, ay = _wind(stage.t, ctrl)
     for c in prange(nchunks):
