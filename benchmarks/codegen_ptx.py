@@ -30,8 +30,12 @@ from fvswe.backends import gpu
 try:
     from fvswe.registry import cases
     pairs = cases()
-except ImportError:  # a tree from before the scheme registry
-    pairs = sorted(gpu.SCHEME_DEFINES)
+except ImportError:  # a tree with the registry among the schemes, or from before it
+    try:
+        from fvswe.schemes.registry import cases
+        pairs = cases()
+    except ImportError:
+        pairs = sorted(gpu.SCHEME_DEFINES)
 out = {}
 for variant in sys.argv[1:]:
     out[variant] = {"source": gpu.source(variant), "options": {}}

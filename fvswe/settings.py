@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import integrators
 from . import registry as schemes
 from .backends import BACKENDS
 from .errors import ConfigError
@@ -112,6 +113,9 @@ SETTINGS: tuple[Setting, ...] = (
             choices=("lagged", "nonlagged", "fixed"), identity=True),
     Setting("dt", NUMBER, None, "time step of dt_mode = fixed (s)", identity=True,
             example="0.05", active=False),
+    Setting("integrator", str, "euler", "time integration: euler, ssp-rk2 or ssp-rk3 "
+            "(docs/SCHEMES.md §2.5)", choices=tuple(integrators.BY_NAME), identity=True,
+            older="euler"),
     Setting("threads", int, None, "CPU threads (default: the cores left idle, at least 1)",
             example="1", active=False),
 )  # fmt: skip

@@ -297,7 +297,8 @@ class Simulation:
             friction=(kind, bottom), interfacial=interfacial,
             levels=levels if levels.count else None, coriolis=f, wind=wind_table,
         )  # fmt: skip
-        options = dict(cfl=s["cfl"], dt_mode=s["dt_mode"], dt_fixed=s["dt"], threads=s["threads"])
+        options = dict(cfl=s["cfl"], dt_mode=s["dt_mode"], dt_fixed=s["dt"], threads=s["threads"],
+                       integrator=s["integrator"])  # fmt: skip
         if fast_math:
             options["fast_math"] = True
         options.update(backend_options or {})

@@ -161,11 +161,23 @@ class RawModule:
         return _Kernel(self._lib, name)
 
 
+class _Device:
+    """The one device of the host."""
+
+    def __init__(self, device: int = 0) -> None:
+        self.id = device
+
+    def use(self) -> None:
+        pass
+
+
 class HostRuntime:
     """The ``cupy`` names the GPU backend uses, on the host."""
 
     RawModule = RawModule
-    cuda = SimpleNamespace(Stream=_Stream)
+    cuda = SimpleNamespace(
+        Stream=_Stream, Device=_Device, runtime=SimpleNamespace(getDeviceCount=lambda: 1)
+    )
     available = CXX is not None
 
     @staticmethod

@@ -86,9 +86,18 @@ GPU_RESTARTS = [run for run in GPU_RUNS if run["name"] in ("test1-roe-float64", 
 
 
 def backend_options(spec: dict, comm=None) -> dict:
-    """The Simulation's backend arguments of ``spec``: backend, comm, GPU variant."""
-    variant = {"variant": spec["variant"]} if "variant" in spec else None
-    return {"backend": spec.get("backend", "cpu"), "comm": comm, "backend_options": variant}
+    """The Simulation's backend arguments of ``spec``: backend (``host-gpu``: the GPU backend
+    on the host runtime of tests/host_runtime.py), comm, GPU variant, integrator, whether a
+    mass error may pass (a run made wrong on purpose)."""
+    options = {"variant": spec["variant"]} if "variant" in spec else {}
+    backend = spec.get("backend", "cpu")
+    if backend == "host-gpu":
+        from host_runtime import HostRuntime
+
+        backend, options["runtime"] = "gpu", HostRuntime()
+    return {"backend": backend, "comm": comm, "backend_options": options or None,
+            "integrator": spec.get("integrator", "euler"),
+            "allow_mass_error": spec.get("allow_mass_error", False)}  # fmt: skip
 
 
 def simulation(spec: dict, comm=None):
@@ -114,10 +123,13 @@ def simulation(spec: dict, comm=None):
 
 def run_case(spec: dict, comm=None) -> dict[str, np.ndarray]:
     """One run of ``spec`` (on ``comm``'s ranks, or alone) and its final results; with
-    ``restart_at``, continued from a checkpoint file (:func:`restarted`)."""
+    ``restart_at``, continued from a checkpoint file (:func:`restarted`); with
+    ``no_theta_exchange``, GPU ranks that skip the exchange of the limiter's theta."""
     if "restart_at" in spec:
         return results(restarted(spec, comm))
     sim = simulation(spec, comm)
+    if spec.get("no_theta_exchange") and comm is not None:
+        sim.backend.local.halo.exchange_theta = lambda: None
     sim.run(spec["t_end"])
     return results(sim)
 

@@ -409,115 +409,22 @@ def test_emulator_keeps_barrier_shuffle_and_atomic_semantics():
         assert res.returncode == 3 and message in res.stderr and res.stderr.count("\n") == 1
 
 
-KERNELS = (
-    "edge_pass", "volume_pass", "gather_step", "slot_step", "limit_theta", "limit_update",
-    "block_step", "grid_step",
-)  # fmt: skip
-
-
-def plan_rows(plan) -> np.ndarray:
-    """A kernel plan of gpu.py as the driver reads it: a count, then int32 rows."""
-    rows = [(KERNELS.index(k), op, src, dst) for k, op, src, dst in plan]
-    return np.array([len(rows), *np.ravel(rows)], dtype=np.int32)
-
-
-def forcing_blobs(layout) -> list[np.ndarray]:
-    """The forcing part of the driver's input: wind header and table, f per cell."""
-    wind, f = layout.wind, gpu.pointed_arrays(layout).get("coriolis_f", np.zeros(0))
-    if wind is None:
-        return [np.array([0, 0, f.size > 0], dtype=np.int32), np.zeros(2), f]
-    head = np.array([wind.times.size, wind.law, f.size > 0], dtype=np.int32)
-    return [head, np.array([wind.cd, wind.ratio]), wind.times, wind.u, wind.v, f]
-
-
-def block_blobs(layout, cells: int, interior_first: bool = False) -> list[np.ndarray]:
-    """The block variant's part of the driver's input: counts, then gpu.block_arrays."""
-    start, task, normal, length = gpu.block_arrays(layout, cells, interior_first)
-    return [np.array([start.size - 1, len(task)], dtype=np.int32), start, task, normal, length]
-
-
-def grid_blobs(layout, variant: str) -> list[np.ndarray]:
-    """The grid part of the driver's input: grid.cu's arrays for the grid variant."""
-    if variant != gpu.GRID_VARIANT:
-        return [np.zeros(3, dtype=np.int32)]
-    grid = gpu.grid_arrays(layout)
-    head = np.array([grid.nx, grid.ny, grid.area_stride], dtype=np.int32)
-    return [head, grid.length, grid.side_code, grid.area]
-
-
 def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=None, cells=None,
-                 block=gpu.DEFAULT_BLOCK, interior_first=False):  # fmt: skip
-    """(state, control block) after the device pipeline ran on the host; ``block``: threads
-    per block, ``cells``: the block variant's cells per thread block (default ``block``),
-    ``interior_first`` its task order."""
-    model, dtype = layout.model, np.dtype(layout.dtype)
-    opts = gpu.compile_options(scheme, model.layers, dtype, variant, layout.k, block, cells)
-    flags = ["-std=c++17", "-O1", "-ffp-contract=off", "-Wno-psabi"]
-    flags += [o for o in opts if o.startswith("-D")]  # every variant: one build
-    exe = host_binary("emu", (EMU / "driver.cpp").read_text(), flags)
-    fixed = dt_mode == "fixed"
-    e = layout.cell_edges.ravel()
-    lv, m = layout.levels, gpu.level_edges(layout)
-    if lv is None:
-        table, offsets, times, values = np.zeros(0, np.int32), np.zeros(1, np.int64), [], []
-    else:
-        table, offsets, times, values = lv.edge_level[m], lv.offsets, lv.times, lv.values
-    coefs = [c for c in (layout.friction_coef, layout.interfacial_coef) if c is not None]
-    blobs = [
-        np.array(
-            [
-                layout.n_cells,
-                layout.n_edges,
-                max_steps,
-                4,
-                layout.friction_kind,
-                m.size,
-                len(offsets) - 1,
-                len(times),
-                layout.interfacial_coef is not None,
-            ],
-            dtype=np.int32,
-        ),
-        np.array(
-            [
-                t_end,
-                dt_fixed if fixed else np.nan,
-                fixed,
-                0.9,
-                model.g,
-                model.r,
-                model.eps_h,
-            ]
-        ),
-        plan_rows(gpu.initial_dt_plan(variant) if dt_mode == "lagged" else []),
-        plan_rows(gpu.step_plan(variant, dt_mode, 0, model.layers)),
-        plan_rows(gpu.step_plan(variant, dt_mode, 1, model.layers)),
-        np.array([gpu.LIMIT_BLOCKS], dtype=np.int32),
-        np.asarray(table, dtype=np.int32),
-        np.asarray(offsets, dtype=np.int64),
-        np.asarray(times, dtype=np.float64),
-        np.asarray(values, dtype=np.float64),
-        *coefs,
-        gpu.pack_state(layout.W0, layout.H, layout.area, model.layers),
-        layout.area,
-        gpu.edge_arrays(layout),
-        layout.edge_normal,
-        layout.edge_length,
-        gpu.slot_codes(layout),
-        layout.edge_normal[e],
-        layout.edge_length[e],
-        *forcing_blobs(layout),
-        *block_blobs(layout, cells or block, interior_first),
-        *grid_blobs(layout, variant),
-    ]
-    stdin = b"".join(np.ascontiguousarray(b).tobytes() for b in blobs)
-    res = subprocess.run([str(exe)], input=stdin, capture_output=True)
-    assert res.returncode == 0, res.stderr.decode()[-4000:]
-    out = res.stdout
-    nstate = layout.n_cells * (2 if model.layers == 2 else 1) * 4 * dtype.itemsize
-    P = np.frombuffer(out[:nstate], dtype=dtype).reshape(layout.n_cells, -1, 4)
-    ctrl = np.frombuffer(out[nstate:], dtype=gpu.CTRL_DTYPE)[0]
-    return gpu.unpack_state(P, model.layers), ctrl
+                 block=gpu.DEFAULT_BLOCK, interior_first=None, integrator="euler",
+                 cfl=0.9):  # fmt: skip
+    """(state, control block) after the GPU backend ran on the host (tests/host_runtime.py):
+    its own plans, launches, graphs and control block, the CUDA kernels built by g++ with the
+    emulator; ``block``: threads per block, ``cells``: the block variant's cells per thread
+    block (default ``block``), ``interior_first`` its task order."""
+    from host_runtime import HostRuntime
+
+    backend = gpu.GpuBackend(
+        layout, scheme, cfl, dt_mode, dt_fixed, variant=variant, block=block,
+        cells=cells or block, interior_first=interior_first, integrator=integrator,
+        runtime=HostRuntime(),
+    )  # fmt: skip
+    backend.advance(t_end, max_steps)
+    return backend.get_state(), backend._read_ctrl()
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")

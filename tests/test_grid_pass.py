@@ -190,11 +190,14 @@ def test_grid_step_on_host_is_gather_bitwise(name, dtype, dt_mode):
 def test_uniform_friction_coefficient_is_uploaded_once():
     """The tide's one Chezy C goes to the device as one value (friction_stride 0: read once
     per cell from one address), a coefficient varying by cell as the per-cell array."""
+    from fvswe.backends.controls import Setup, values
+
     lay = get_case("cgrid-tide").with_grid(8, 3).simulation().layout
-    assert np.array_equal(gpu.pointed_arrays(lay)["friction_coef"], [65.0])
+    uniform = values(Setup(lay, 0.9, "lagged", None))
+    assert np.array_equal(uniform["friction_coef"], [65.0]) and uniform["friction_stride"] == 0
     coef = np.linspace(60.0, 70.0, lay.n_cells)
-    varying = gpu.pointed_arrays(replace(lay, friction_coef=coef))["friction_coef"]
-    assert np.array_equal(varying, coef)
+    varying = values(Setup(replace(lay, friction_coef=coef), 0.9, "lagged", None))
+    assert np.array_equal(varying["friction_coef"], coef) and varying["friction_stride"] == 1
 
 
 def test_grid_shared_bytes_is_the_kernels():

@@ -120,14 +120,18 @@ def test_checkpoint_of_another_arithmetic_is_refused(tmp_path, mesh):
     older = {k: v for k, v in ieee["identity"].items() if k != "fast_math"}
     output.save_checkpoint(tmp_path / "old.npz", {**ieee, "identity": older})
     sim.restore(output.load_checkpoint(tmp_path / "old.npz"))
-    assert restart.IDENTITY_ADDED == {"fast_math": False}
+    assert restart.IDENTITY_ADDED == {"fast_math": False, "integrator": "euler"}
     fast_now = {**sim.identity(), "fast_math": True}
     assert restart.mismatch(older, fast_now) == (
         "fast_math: False in the checkpoint's run, True now"
     )
-    later = {**ieee["identity"], "integrator": "ssp-rk3"}  # a key of a later fvswe
+    later = {**ieee["identity"], "limiter": "vk"}  # a key of a later fvswe
     assert restart.mismatch(later, sim.identity()) == (
-        "integrator: 'ssp-rk3' in the checkpoint's run, unknown to this fvswe"
+        "limiter: 'vk' in the checkpoint's run, unknown to this fvswe"
+    )
+    rk3 = {**sim.identity(), "integrator": "ssp-rk3"}  # the integrator belongs to the run
+    assert restart.mismatch(rk3, sim.identity()) == (
+        "integrator: 'ssp-rk3' in the checkpoint's run, 'euler' now"
     )
 
 

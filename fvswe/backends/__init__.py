@@ -6,7 +6,7 @@ rest of the package may use of a backend is :class:`fvswe.backends.base.Backend`
 
 from __future__ import annotations
 
-from ..errors import BackendUnavailable, ConfigError
+from ..errors import ConfigError
 
 BACKENDS = ("cpu", "gpu", "auto")
 
@@ -18,11 +18,8 @@ def backend_class(name: str):
     if name in ("gpu", "auto"):
         from . import gpu
 
-        ok, reason = gpu.available()
-        if ok:
+        if name == "gpu" or gpu.available()[0]:  # the GPU backend says why it cannot run
             return gpu.GpuBackend
-        if name == "gpu":
-            raise BackendUnavailable(f"backend 'gpu' is unavailable: {reason}")
     from .cpu.pipeline import CpuBackend
 
     return CpuBackend

@@ -16,6 +16,12 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ..errors import ConfigError
+
+#: The time-step rules of every backend: Δt from the previous step's speeds (the paper's),
+#: from the current speeds, or fixed.
+DT_MODES = ("lagged", "nonlagged", "fixed")
+
 #: Both pipelines: a step within this fraction of itself of ``t_end`` is the last one: it
 #: lands on ``t_end`` instead of leaving a round-off sliver (5000 fixed steps of 0.01 s reach
 #: t = 50 s).
@@ -29,6 +35,14 @@ LIMIT_MARGIN = {"float64": 2.0**-40, "float32": 2.0**-18}
 #: ``eps_h``): a tip the limiter empties keeps no velocity its depth cannot carry
 #: (docs/SCHEMES.md §13.4).
 EPS_U_RATIO = {"float64": 1e3, "float32": 10.0}
+
+
+def check_dt_mode(dt_mode: str, dt_fixed: float | None) -> None:
+    """A one-line ConfigError for an unknown Δt rule or a fixed one without a positive dt."""
+    if dt_mode not in DT_MODES:
+        raise ConfigError(f"dt_mode: unknown {dt_mode!r} (choose from {', '.join(DT_MODES)})")
+    if dt_mode == "fixed" and not (dt_fixed and dt_fixed > 0):
+        raise ConfigError("dt: a fixed time step needs a positive dt")
 
 
 @runtime_checkable

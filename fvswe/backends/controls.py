@@ -18,17 +18,19 @@ from typing import Any
 
 import numpy as np
 
+from ..integrators import INTEGRATORS, Integrator
 from .layout import Layout
 
 
 @dataclass(frozen=True)
 class Setup:
-    """What a backend is built from: the layout and the time-step rule."""
+    """What a backend is built from: the layout, the time-step rule and the integrator."""
 
     layout: Layout
     cfl: float
     dt_mode: str
     dt_fixed: float | None
+    integrator: Integrator = INTEGRATORS[0]
 
 
 @dataclass(frozen=True)
@@ -159,8 +161,14 @@ CONTROLS: tuple[Control, ...] = (
     Control("wind_ratio", "double", "rho_air / rho_water", lambda s: _wind(s, "ratio", 0.0)),
     # The positivity limiter (docs/SCHEMES.md §13.4; two layers), on the device: the normal
     # pass lists its candidate cells, limit_theta and limit_update act on them and reset.
-    Control("t_step", "double", "the time of the stage being taken (its boundary tables, forcing)"),
+    Control("t_step", "double", "start time of the step being taken"),
+    Control("t_stage", "double", "time of the stage being taken (its boundary tables, forcing)"),
     Control("weight", "double", "the stage's weight in the step's counters"),
+    Control("step_no", "long long", "1 + the index of the step being taken"),
+    Control("updates", "long long", "stage updates taken (each adds its inflow once)"),
+    Control("stages", "const double*", "per stage of the integrator: c, a, weight",
+            lambda s: np.array([[g.c, g.a, g.weight] for g in s.integrator.stages]).ravel(),
+            cpu=False),
     Control("limited", "unsigned long long", "layers of cells limited (theta < 1)"),
     Control("lim_cells", "int*", "the step's candidates (n_cells long)",
             lambda s: _limiter(s, 1, 0, np.int32), cpu=False),

@@ -19,11 +19,13 @@ from pathlib import Path
 import numpy as np
 
 from .. import registry
-from ..boundary import CHARACTERISTIC, DISCHARGE, LEVEL, OPEN, WALL
 from ..physics import constants as common
 from ..registry import resolve
 from .base import EPS_U_RATIO, LAST_STEP_RTOL, LIMIT_MARGIN
+from .controls import CONTROLS, CTRL_DTYPE
 from .layout import FRICTION_KINDS
+
+__all__ = ["CTRL_DTYPE", "CTRL_FIELDS", "HEADERS", "constants", "physics", "schemes", "write"]
 
 #: A zeroed control block means "no cell": cells are stored as ``cell - NO_CELL``, which
 #: atomicMin lowers to the smallest cell index (see ``Ctrl::clip_cell``).
@@ -31,10 +33,12 @@ NO_CELL = 2**31 - 1
 #: A boundary code is ``bc | m << BC_BITS``: ``bc`` the condition (fvswe.boundary), ``m``
 #: the edge's index among the edges with tables (levels, discharges, characteristics).
 BC_BITS = 3
-#: Kernel op bits: ``OP_UPDATE`` W -= dt/|V| sum(slots), then t += dt, steps += 1;
-#: ``OP_DT`` dt = min_i dt_i (after the update when both); ``OP_COUNT`` count flagged
-#: edges (edge passes that feed an update).
-OP_UPDATE, OP_DT, OP_COUNT = 1, 2, 4
+#: Kernel op bits: ``OP_UPDATE`` W -= dt/|V| sum(slots) (a stage's update); ``OP_DT``
+#: dt = min_i dt_i, of the next step where the step goes on (``dt_next``); ``OP_COUNT`` count
+#: flagged edges (edge passes that feed an update); ``OP_ADVANCE`` t += dt, steps += 1 (the
+#: step's last kernel that closes it); the stage's index from bit ``OP_STAGE_SHIFT`` on.
+OP_UPDATE, OP_DT, OP_COUNT, OP_ADVANCE = 1, 2, 4, 8
+OP_STAGE_SHIFT = 4
 #: ``constexpr`` integers and doubles of ``constants.cuh`` (name -> value).
 CONSTANTS: dict[str, int | float] = {
     "FLAG_NONHYPERBOLIC": common.FLAG_NONHYPERBOLIC,
@@ -46,11 +50,11 @@ CONSTANTS: dict[str, int | float] = {
     "OP_UPDATE": OP_UPDATE,
     "OP_DT": OP_DT,
     "OP_COUNT": OP_COUNT,
-    "BC_WALL": WALL,
-    "BC_OPEN": OPEN,
-    "BC_LEVEL": LEVEL,
-    "BC_DISCHARGE": DISCHARGE,
-    "BC_CHARACTERISTIC": CHARACTERISTIC,
+    "OP_ADVANCE": OP_ADVANCE,
+    "OP_STAGE_SHIFT": OP_STAGE_SHIFT,
+    **{f"BC_{name.upper()}": code for name, code in registry.BOUNDARY_CODES.items()},
+    "BC_TABLES": registry.TABLE_MASK,
+    "BC_LAYERED": registry.LAYERED_MASK,
     "BC_BITS": BC_BITS,
     "FRICTION_CHEZY": FRICTION_KINDS["chezy"],
     "FRICTION_MANNING": FRICTION_KINDS["manning"],
@@ -61,91 +65,8 @@ CONSTANTS: dict[str, int | float] = {
     "EPS_U_RATIO32": EPS_U_RATIO["float32"],
 }
 
-#: C type -> NumPy field type (pointers are 8-byte device addresses).
-_NUMPY = {"double": "f8", "long long": "i8", "unsigned long long": "u8",
-          "unsigned int": "u4", "int": "i4"}  # fmt: skip
-
-#: ``struct Ctrl``, the step control block, one per GPU backend in device memory: the host
-#: reads it every few steps. (name, C type, meaning).
-CTRL_FIELDS: tuple[tuple[str, str, str], ...] = (
-    ("t", "double", "simulated time"),
-    ("dt", "double", "time step of the next step (lagged: from the previous speeds)"),
-    ("t_end", "double", "stop time of the current advance()"),
-    ("dt_fixed", "double", 'the step of dt_mode "fixed"'),
-    ("cfl", "double", "gamma of docs/SCHEMES.md (3)"),
-    ("dt_used", "double", "the (possibly clipped) step last taken"),
-    ("steps", "long long", "steps taken since construction"),
-    ("max_steps", "long long", "stop when steps reaches this"),
-    ("clipped", "unsigned long long", "depths clipped to 0"),
-    ("nonhyp", "unsigned long long", "FLAG_NONHYPERBOLIC edge evaluations"),
-    ("degenerate", "unsigned long long", "FLAG_NEAR_COINCIDENT: near-coincident internal pair"),
-    ("thin", "unsigned long long", "FLAG_THIN: thin-layer fallback"),
-    ("blocks_done", "unsigned int", "ticket of the last-block reduction (reset by it)"),
-    ("fixed", "int", '1: dt_mode "fixed" (the reduction leaves dt alone)'),
-    ("stalled", "int", "1: the reduction gave no positive dt (NaN or 0): stop stepping"),
-    (
-        "friction",
-        "int",
-        "bottom friction (one layer, or the lower of two): 0 none, "
-        "FRICTION_CHEZY, FRICTION_MANNING",
-    ),
-    ("friction_coef", "const double*", "per cell: Chezy C or Manning n"),
-    ("g", "double", "gravity, for the friction"),
-    ("r", "double", "density ratio, for the interfacial friction"),
-    ("eps_h", "double", "thin-layer depth of the desingularised velocities, likewise"),
-    ("interfacial_coef", "const double*", "per cell: c_i of two layers (null: none)"),
-    ("level_inflow", "double", "m^3 that entered through the edges with tables (upper layer)"),
-    ("level_inflow2", "double", "the same for the lower of two layers"),
-    # Boundaries with tables (fvswe.boundary.LevelTables), on the device: edge m with tables
-    # (in edge order) uses table level_table[m] (and the next one), whose samples are
-    # level_times/values[level_offsets[k] .. level_offsets[k+1]); each step writes its
-    # outward mass flux per layer |Gamma| (F-_h + q_i.eta) into level_flux[2 m + layer].
-    ("level_table", "const int*", "first table of each edge with tables"),
-    ("level_offsets", "const long long*", "first sample of each table"),
-    ("level_times", "const double*", "sample times"),
-    ("level_values", "const double*", "sample values"),
-    ("level_flux", "double*", "outward mass flux per layer of each edge with tables"),
-    ("n_level", "int", "edges with tables"),
-    ("friction_stride", "int", "friction_coef's stride: 1 per cell, 0 one value for all"),
-    ("thin_cells", "unsigned long long", "layers left with 0 < h < eps_h after an update"),
-    ("clip_t", "double", "time of the first step that clipped a depth"),
-    ("cfl_t", "double", "time of the first fixed step above the stable one"),
-    ("courant", "double", "its largest Courant number dt sum(|Gamma| ||D||) / (2 |V|)"),
-    ("clip_step", "long long", "1 + that step (0: none)"),
-    ("cfl_step", "long long", "1 + that step (0: none)"),
-    ("clip_cell", "int", "smallest cell clipped in that step, as cell - NO_CELL (0: none)"),
-    ("cfl_cell", "int", "smallest cell with Courant number > 1 in it, likewise"),
-    # Coriolis and wind (fvswe/physics/forcing.py, docs/SCHEMES.md §15), on the device:
-    ("coriolis_f", "const double*", "the Coriolis parameter f of each cell (1/s); null: none"),
-    ("wind_times", "const double*", "the wind table (fvswe.forcing.WindTable): times (s)"),
-    ("wind_u", "const double*", "u10 (m/s)"),
-    ("wind_v", "const double*", "v10 (m/s)"),
-    ("n_wind", "int", "samples (0: no wind)"),
-    ("wind_law", "int", "drag law: 1 constant, 2 Large & Pond, 3 Wu"),
-    ("wind_cd", "double", "the constant law's C_d"),
-    ("wind_ratio", "double", "rho_air / rho_water"),
-    # The positivity limiter (docs/SCHEMES.md §13.4; two layers), on the device: the normal
-    # pass lists its candidate cells, limit_theta and limit_update act on them and reset.
-    ("t_step", "double", "start time of the step last taken (t before finish_step advanced it)"),
-    ("limited", "unsigned long long", "layers of cells limited (theta < 1)"),
-    ("lim_cells", "int*", "the step's candidates (n_cells long)"),
-    ("lim_theta", "double*", "theta per cell and layer: 1 but in a step's limit kernels"),
-    ("lim_claim", "int*", "per cell: 0 but in a step's limit kernels (LIM_* marks)"),
-    ("listed", "unsigned long long", "candidates listed in all steps (the limiter's work)"),
-    ("candidates", "int", "cells in lim_cells (0: the limit kernels return at once)"),
-    # GPU ranks (docs/PARALLEL.md): limit_update recomputes owned cells only, and also the
-    # owned neighbours of the halo cells listed after the candidates (theta < 1 at their owner).
-    ("owned", "int", "cells [0, owned) are this part's (all cells on one device)"),
-    ("halo_listed", "int", "halo cells in lim_cells after the candidates"),
-    ("pad2", "int", "alignment"),
-)
-
-#: Host view of ``struct Ctrl`` (same fields, same offsets: both are written from
-#: :data:`CTRL_FIELDS`, with C's alignment rules, which NumPy's ``align=True`` follows).
-CTRL_DTYPE = np.dtype(
-    [(name, "u8" if ctype.endswith("*") else _NUMPY[ctype]) for name, ctype, _ in CTRL_FIELDS],
-    align=True,
-)
+#: ``struct Ctrl``: the controls of :mod:`fvswe.backends.controls` (one table for both backends).
+CTRL_FIELDS = tuple((c.name, c.ctype, c.doc) for c in CONTROLS)
 
 
 def _literal(value: int | float, ctype: str) -> str:
@@ -188,6 +109,74 @@ def schemes() -> str:
     return "\n".join([*lines, "#endif", ""])
 
 
+def _ghost_case(code: int, kind: registry.Boundary) -> list[str]:
+    """``ghost_of``'s branch for one boundary kind: its ghost in the state's real type or in
+    double, as the kind says (``real_ghost``)."""
+    fn = kind.ghost.replace(".", "::")
+    if kind.real_ghost:
+        call = f"{fn}<real>(pad6(w), H, real(a), real(b), ex, ey, grav, FVSWE_LAYERS, eps_h)"
+        value = "fv_at(g6, m)"
+    else:
+        call = (f"{fn}<double>(widen(w), double(H), a, b, double(ex), double(ey), double(grav), "
+                "FVSWE_LAYERS, double(eps_h))")  # fmt: skip
+        value = "real(fv_at(g6, m))"
+    return [f"    if (bc == {code}) {{  // {kind.name}", f"        const auto g6 = {call};",
+            "#pragma unroll", f"        for (int m = 0; m < NVAR; ++m) g[m] = {value};",
+            "        return;", "    }"]  # fmt: skip
+
+
+def _fluctuation_case(code: int, kind: registry.Boundary) -> list[str]:
+    """``impose``'s branch for one boundary kind with imposed fluxes (in double)."""
+    fn = kind.fluctuation.replace(".", "::")
+    call = f"{fn}<double>(widen(Fm), widen(w), a, b, double(ex), double(ey), FVSWE_LAYERS)"
+    return [f"    if (bc == {code}) {{  // {kind.name}", f"        const auto F6 = {call};",
+            "#pragma unroll", "        for (int m = 0; m < NVAR; ++m) Fm[m] = real(fv_at(F6, m));",
+            "    }"]  # fmt: skip
+
+
+def dispatch() -> str:
+    """The text of ``dispatch.cuh``: the GPU's dispatch over the registries, as the CPU's
+    :mod:`fvswe.backends.cpu.dispatch` builds its own: a boundary kind's tables
+    (``has_tables``, ``second_table``), ghost state (``ghost_of``) and imposed fluxes
+    (``impose``), and the reconstruction's face states (``faces``). Included by
+    ``pipeline.cuh`` where ``real``, ``NVAR``, ``widen`` and ``pad6`` are defined."""
+    lines = [
+        "// Generated by fvswe/backends/cuda_header.py from fvswe/registry.py.",
+        "#pragma once",
+        "__device__ __forceinline__ bool has_tables(int bc) { return (BC_TABLES >> bc) & 1; }",
+        "__device__ __forceinline__ bool second_table(int bc)",
+        "{",
+        "    return FVSWE_LAYERS == 2 && ((BC_LAYERED >> bc) & 1);",
+        "}",
+        "__device__ __forceinline__ void ghost_of(int bc, const real* w, real H, double a, "
+        "double b, real ex, real ey, real grav, real eps_h, real* g)",
+        "{",
+    ]  # fmt: skip
+    for code, kind in registry.boundary_cases("ghost"):
+        lines += _ghost_case(code, kind)
+    lines += ["#pragma unroll", "    for (int m = 0; m < NVAR; ++m) g[m] = w[m];  // own state",
+              "}", "__device__ __forceinline__ void impose(int bc, real* Fm, const real* w, "
+              "double a, double b, real ex, real ey)", "{"]  # fmt: skip
+    for code, kind in registry.boundary_cases("fluctuation"):
+        lines += _fluctuation_case(code, kind)
+    faces = registry.RECONSTRUCTIONS[0].faces.replace(".", "::")
+    lines += [
+        "}",
+        "__device__ __forceinline__ void faces(const real* wi, const real* wj, real* fi, real* fj)",
+        "{",
+        "#if FVSWE_LAYERS == 2",
+        f"    const auto f = {faces}<real>(fv_load6(wi), fv_load6(wj));",
+        "#else",
+        f"    const auto f = {faces}<real>(fv_load3(wi), fv_load3(wj));",
+        "#endif",
+        "    fv_store(f.f0, fi);",
+        "    fv_store(f.f1, fj);",
+        "}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 @cache
 def physics() -> str:
     """The text of ``physics.cuh``: the device physics emitted from the Numba modules
@@ -197,9 +186,18 @@ def physics() -> str:
     from .. import codegen, physics
 
     fluxes = {resolve("fvswe.physics", ref): 3 * n for ref, n in registry.KERNEL_LAYERS.items()}
-    ghosts, friction, forcing = physics.ghosts, physics.friction, physics.forcing
+    friction, forcing = physics.friction, physics.forcing
     update, limiter = physics.update, physics.limiter
+    faces = resolve("fvswe.physics", registry.RECONSTRUCTIONS[0].faces)
+    ghosts_and_fluxes = [
+        resolve("fvswe.physics", ref)
+        for kind in registry.BOUNDARIES
+        for ref in (kind.ghost, kind.fluctuation)
+        if ref is not None
+    ]
     extra = [
+        faces,  # the reconstruction (the one edge evaluation)
+        *ghosts_and_fluxes,  # the boundary kinds (dispatch.cuh)
         update.rate,  # the cell update (every variant's volume pass)
         update.increment,
         update.damped,
@@ -211,12 +209,6 @@ def physics() -> str:
         limiter.theta,
         limiter.limited_mass,
         limiter.donor_momentum,
-        physics.common.wall_ghost,  # wall ghosts (two layers, one)
-        physics.common.wall_ghost1,
-        ghosts.level_ghost,  # boundary ghosts and the discharge edges' F- (edge and slot passes)
-        ghosts.discharge_ghost,
-        ghosts.characteristic_ghost,
-        ghosts.discharge_fluctuation,
         forcing.wind_stress,  # forcing, then friction (volume pass)
         forcing.rotation,
         forcing.force_layer,
@@ -227,7 +219,8 @@ def physics() -> str:
 
 
 #: Generated header name -> its text.
-HEADERS = {"constants.cuh": constants, "schemes.cuh": schemes, "physics.cuh": physics}
+HEADERS = {"constants.cuh": constants, "schemes.cuh": schemes, "physics.cuh": physics,
+           "dispatch.cuh": dispatch}  # fmt: skip
 
 
 def write(directory: str | Path) -> Path:

@@ -17,9 +17,8 @@ import numpy as np
 
 from ... import integrators, registry
 from ...boundary import INFLOW_KEYS
-from ...errors import ConfigError
 from ...integrators import Op, U
-from ..base import EPS_U_RATIO, LAST_STEP_RTOL, LIMIT_MARGIN
+from ..base import EPS_U_RATIO, LAST_STEP_RTOL, LIMIT_MARGIN, check_dt_mode
 from ..controls import Setup, cpu_controls
 from ..layout import Layout
 from . import default_threads
@@ -37,7 +36,6 @@ from .kernels import (
     volume_pass,
 )
 
-DT_MODES = ("lagged", "nonlagged", "fixed")
 #: Event counters of the CPU (the boundary inflow and the clipped volume come on top).
 EVENTS = ("clipped_cells", "nonhyperbolic_edges", "degenerate_edges", "thin_layer_edges",
           "thin_layer_cells", "limited")  # fmt: skip
@@ -47,14 +45,6 @@ def scheme_id(name: str, layers: int) -> int:
     """The compiled dispatch id of a scheme (:data:`fvswe.registry.KERNEL_IDS`), or a
     one-line error naming the choices."""
     return registry.kernel_id(name, layers)
-
-
-def check_dt_mode(dt_mode: str, dt_fixed: float | None) -> None:
-    """A one-line ConfigError for an unknown Δt rule or a fixed one without a positive dt."""
-    if dt_mode not in DT_MODES:
-        raise ConfigError(f"dt_mode: unknown {dt_mode!r} (choose from {', '.join(DT_MODES)})")
-    if dt_mode == "fixed" and not (dt_fixed and dt_fixed > 0):
-        raise ConfigError("dt: a fixed time step needs a positive dt")
 
 
 @dataclass

@@ -23,34 +23,28 @@
 
 // Edge task t: id = (i, j, local slot of side i, local slot of side j), j minus the boundary
 // code on the boundary, a slot -1 where that side belongs to another block. The edge is
-// evaluated as the edge pass does (global orientation i -> j, scheme_flux, boundary_flux,
-// |Gamma| F rounded by mul_rn) and its sides of this block are written to `slots`.
+// evaluated as every variant does (evaluate_edge, in its global orientation i -> j) and its
+// sides of this block are written to `slots`; side i's block counts its flags.
 __device__ __forceinline__ void block_edge(const real4* __restrict__ Win, const int4 id, const real2 n,
                                            const real len, const Params& prm, Ctrl* ctrl, int op,
-                                           real (*slots)[SLOT_COLS])
+                                           double t, real (*slots)[SLOT_COLS])
 {
-    real Wi[NVAR], Wj[NVAR], Hi, Hj;
+    real Wi[NVAR], Wj[NVAR], Hi, Hj = real(0);
     load_cell(Win, id.x, Wi, Hi);
-    if (id.y >= 0) {
-        load_cell(Win, id.y, Wj, Hj);
-    } else {
-        ghost_state(Wi, Hi, -id.y, n.x, n.y, ctrl, ctrl->t, prm.g, prm.eps_h, Wj);
-        Hj = Hi;
-    }
-    real Fm[NVAR], Fp[NVAR], dmax;
-    const int flags = scheme_flux(Wi, Wj, Hi, Hj, n.x, n.y, prm, Fm, Fp, dmax);
-    if (id.z >= 0) {  // side i here (else only side j: i's block counts and records the edge)
-        if ((op & OP_COUNT) && flags) count_flags(ctrl, flags);
-        if (id.y < 0) boundary_flux(ctrl, ctrl->t, -id.y, Wi, n.x, n.y, len, Fm);
+    if (id.y >= 0) load_cell(Win, id.y, Wj, Hj);
+    EdgeFlux f;
+    evaluate_edge(Wi, Hi, Wj, Hj, id.y < 0 ? -id.y : 0, n, len, prm, ctrl, t, f);
+    if (id.z >= 0) {  // side i here (else only side j: i's block counts the edge)
+        if ((op & OP_COUNT) && f.flags) count_flags(ctrl, f.flags);
 #pragma unroll
-        for (int m = 0; m < NVAR; ++m) slots[id.z][m] = mul_rn(len, Fm[m]);
-        slots[id.z][NVAR] = mul_rn(len, dmax);
+        for (int m = 0; m < NVAR; ++m) slots[id.z][m] = f.Fm[m];
+        slots[id.z][NVAR] = f.d;
         if (FVSWE_LAYERS == 2) slots[id.z][SLOT_LEN] = len;
     }
     if (id.w < 0) return;
 #pragma unroll
-    for (int m = 0; m < NVAR; ++m) slots[id.w][m] = mul_rn(len, Fp[m]);
-    slots[id.w][NVAR] = mul_rn(len, dmax);
+    for (int m = 0; m < NVAR; ++m) slots[id.w][m] = f.Fp[m];
+    slots[id.w][NVAR] = f.d;
     if (FVSWE_LAYERS == 2) slots[id.w][SLOT_LEN] = len;
 }
 
@@ -70,9 +64,11 @@ block_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__
         return;
     }
     const Params prm{g, r, eps_h};
+    const double ts = stage_time(ctrl, op);
     const int end = __ldg(start + blockIdx.x + 1);
     for (int t = __ldg(start + blockIdx.x) + threadIdx.x; t < end; t += FVSWE_BLOCK)
-        block_edge(Win, __ldg(task + t), __ldg(normal + t), __ldg(length + t), prm, ctrl, op, slots);
+        block_edge(Win, __ldg(task + t), __ldg(normal + t), __ldg(length + t), prm, ctrl, op, ts,
+                   slots);
     __syncthreads();
     real dti = REAL_INF;
     for (int l = threadIdx.x; l < cells; l += FVSWE_BLOCK) {

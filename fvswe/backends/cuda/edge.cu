@@ -16,22 +16,16 @@ edge_pass(const int n_edges, const real4* __restrict__ W, const int4* __restrict
     const int e = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
     if (e >= n_edges) return;
     const int4 id = __ldg(idx + e);
-    const real2 n = __ldg(normal + e);
     const real len = __ldg(length + e);
-    real Wi[NVAR], Wj[NVAR], Hi, Hj;
+    real Wi[NVAR], Wj[NVAR], Hi, Hj = real(0);
     load_cell(W, id.x, Wi, Hi);
-    if (id.y >= 0) {
-        load_cell(W, id.y, Wj, Hj);
-    } else {
-        ghost_state(Wi, Hi, -id.y, n.x, n.y, ctrl, ctrl->t, g, eps_h, Wj);
-        Hj = Hi;
-    }
-    real Fm[NVAR], Fp[NVAR], dmax;
-    const int flags = scheme_flux(Wi, Wj, Hi, Hj, n.x, n.y, Params{g, r, eps_h}, Fm, Fp, dmax);
-    if (id.y < 0) boundary_flux(ctrl, ctrl->t, -id.y, Wi, n.x, n.y, len, Fm);
-    store_slot(S, id.z, len, Fm, dmax);
-    if (id.y >= 0) store_slot(S, id.w, len, Fp, dmax);
-    if ((op & OP_COUNT) && flags) count_flags(ctrl, flags);
+    if (id.y >= 0) load_cell(W, id.y, Wj, Hj);
+    EdgeFlux f;
+    evaluate_edge(Wi, Hi, Wj, Hj, id.y < 0 ? -id.y : 0, __ldg(normal + e), len, Params{g, r, eps_h},
+                  ctrl, stage_time(ctrl, op), f);
+    store_slot(S, id.z, f.Fm, f.d, len);
+    if (id.y >= 0) store_slot(S, id.w, f.Fp, f.d, len);
+    if ((op & OP_COUNT) && f.flags) count_flags(ctrl, f.flags);
 }
 
 // Cell c: W_c -= dt/|V_c| sum(slots), clip, thin-layer damping, friction (op & OP_UPDATE;

@@ -121,6 +121,31 @@ __device__ __forceinline__ double step_dt(const Ctrl* c)
     return last_step(c) ? c->t_end - c->t : c->dt;
 }
 
+// The stage of a kernel's op (fvswe.integrators; its c, a and weight in c->stages).
+__device__ __forceinline__ int stage_of(int op) { return op >> OP_STAGE_SHIFT; }
+
+// The time of the stage of `op`, t + c dt: its boundary tables and forcing.
+__device__ __forceinline__ double stage_time(const Ctrl* c, int op)
+{
+    const double cs = c->stages[3 * stage_of(op)];
+    return cs == 0.0 ? c->t : c->t + cs * step_dt(c);
+}
+
+// The share of the step that the stage of `op` adds to the counters: its weight times dt.
+__device__ __forceinline__ double stage_share(const Ctrl* c, int op)
+{
+    return c->stages[3 * stage_of(op) + 2] * step_dt(c);
+}
+
+// Close the step (thread 0 of the kernel that ends it): t += dt (landing on t_end at the
+// last step), steps += 1.
+__device__ __forceinline__ void advance(Ctrl* ctrl)
+{
+    const bool clip = last_step(ctrl);
+    ctrl->t = clip ? ctrl->t_end : ctrl->t + ctrl->dt;
+    ctrl->steps += 1;
+}
+
 __device__ __forceinline__ void count_flags(Ctrl* c, int flags)
 {
     if (flags & FLAG_NONHYPERBOLIC) atomicAdd(&c->nonhyp, 1ULL);
@@ -200,10 +225,12 @@ __device__ __forceinline__ void record_clip(Ctrl* ctrl, long long step, double t
     }
 }
 
-// Block-wide min of dt_i, then the last block to finish reduces the per-block minima
-// and closes the step (advance t, set the next dt). All threads of the block call it.
-// A step with limiter candidates (docs/SCHEMES.md §13.4) leaves the level inflow and the
-// clip record to limit_update, which runs after it and may change both.
+// Block-wide min of dt_i, then the last block to finish reduces the per-block minima and,
+// for an update, records its stage (dt_used, t_step, t_stage, weight, step_no) and the
+// step's records; OP_ADVANCE closes the step (advance); OP_DT sets dt (the next step's once
+// the update is in, or dt_next while a multi-stage step goes on). All threads of the block
+// call it. A step with limiter candidates (docs/SCHEMES.md §13.4) leaves the level inflow and
+// the clip record to limit_update, which runs after it and may change both.
 __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
 {
     __shared__ real warp_min[FVSWE_BLOCK / 32];
@@ -224,7 +251,7 @@ __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
     if (lane == 0) warp_min[warp] = m;
     __syncthreads();
     const bool limited = FVSWE_LAYERS == 2 && fresh(ctrl->candidates) > 0;
-    if ((op & OP_UPDATE) && ctrl->n_level > 0 && !limited) add_level_inflow(ctrl, step_dt(ctrl));
+    if ((op & OP_UPDATE) && ctrl->n_level > 0 && !limited) add_level_inflow(ctrl, stage_share(ctrl, op));
     if (threadIdx.x == 0) {
         for (int w = 1; w < FVSWE_BLOCK / 32; ++w) m = min_dt(m, warp_min[w]);
         m = min_dt(warp_min[0], m);
@@ -236,13 +263,18 @@ __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
             ctrl->stalled = 1;
         }
         if (op & OP_UPDATE) {
-            const bool clip = last_step(ctrl);
             ctrl->dt_used = step_dt(ctrl);
             ctrl->t_step = ctrl->t;
-            ctrl->t = clip ? ctrl->t_end : ctrl->t + ctrl->dt;
-            ctrl->steps += 1;
+            ctrl->t_stage = stage_time(ctrl, op);
+            ctrl->weight = ctrl->stages[3 * stage_of(op) + 2];
+            ctrl->step_no = ctrl->steps + 1;
+            ctrl->updates += 1;
         }
-        if ((op & OP_DT) && !ctrl->fixed) ctrl->dt = (double)m;
+        if (op & OP_ADVANCE) advance(ctrl);
+        if ((op & OP_DT) && !ctrl->fixed) {
+            if ((op & OP_UPDATE) && !(op & OP_ADVANCE)) ctrl->dt_next = (double)m;
+            else ctrl->dt = (double)m;
+        }
         if (!(ctrl->dt > 0.0)) ctrl->stalled = 1;
         ctrl->blocks_done = 0;
         __threadfence();
@@ -280,16 +312,14 @@ __device__ __forceinline__ void store_cell(real4* W, int c, const real* w, real 
 #endif
 }
 
-__device__ __forceinline__ void store_slot(real4* S, int s, real len, const real* F, real dmax)
+// Slot s: the edge's |Gamma| F (F), |Gamma| ||D|| (d) and, two layers, its length.
+__device__ __forceinline__ void store_slot(real4* S, int s, const real* F, real d, real len)
 {
 #if FVSWE_LAYERS == 2
-    st4(S + (size_t)s * NVEC, real4{mul_rn(len, F[0]), mul_rn(len, F[1]), mul_rn(len, F[2]),
-                                    mul_rn(len, F[3])});
-    st4(S + (size_t)s * NVEC + 1, real4{mul_rn(len, F[4]), mul_rn(len, F[5]), mul_rn(len, dmax),
-                                        len});
+    st4(S + (size_t)s * NVEC, real4{F[0], F[1], F[2], F[3]});
+    st4(S + (size_t)s * NVEC + 1, real4{F[4], F[5], d, len});
 #else
-    st4(S + (size_t)s, real4{mul_rn(len, F[0]), mul_rn(len, F[1]), mul_rn(len, F[2]),
-                             mul_rn(len, dmax)});
+    st4(S + (size_t)s, real4{F[0], F[1], F[2], d});
 #endif
 }
 
@@ -373,16 +403,6 @@ __device__ __forceinline__ double level_value(const Ctrl* c, int k, double t)
                        (int)c->level_offsets[k + 1] - 1);
 }
 
-// The table values at the step's start t of a boundary edge with tables (mirrors the CPU's
-// edge_pass): a, and b from the next table for a two-layer level or discharge (0 otherwise).
-__device__ __forceinline__ void table_values(const Ctrl* ctrl, double t, int code, double& a, double& b)
-{
-    const int k = ctrl->level_table[code >> BC_BITS];
-    a = level_value(ctrl, k, t);
-    const bool second = FVSWE_LAYERS == 2 && bc_kind(code) != BC_CHARACTERISTIC;
-    b = second ? level_value(ctrl, k + 1, t) : 0.0;
-}
-
 // A cell state as the CPU's 6-tuple (one layer: the last three zero), in double.
 __device__ __forceinline__ fv_tuple6<double, double, double, double, double, double> widen(const real* w)
 {
@@ -392,61 +412,27 @@ __device__ __forceinline__ fv_tuple6<double, double, double, double, double, dou
     return fv_load6(w6);
 }
 
-// Ghost state of a boundary edge of cell state w (depth H) for boundary code `code`:
-// wall: qn -> -qn (q - 2 (q.eta) eta), h and H unchanged (common::wall_ghost, in real);
-// open: a copy of the cell; level, discharge, characteristic: ghosts:: in double. H_g = H
-// in every case. t: the step's start.
-__device__ __forceinline__ void ghost_state(const real* w, real H, int code, real ex, real ey,
-                                            const Ctrl* ctrl, double t, real grav, real eps_h, real* g)
+// A cell state as a 6-tuple of reals (one layer: the last three zero).
+__device__ __forceinline__ fv_tuple6<real, real, real, real, real, real> pad6(const real* w)
 {
-    const int bc = bc_kind(code);
+    real w6[6];
 #pragma unroll
-    for (int m = 0; m < NVAR; ++m) g[m] = w[m];
-    if (bc >= BC_LEVEL) {
-        double a, b;
-        table_values(ctrl, t, code, a, b);
-        const auto w6 = widen(w);
-        const double h = H, x = ex, y = ey, gr = grav, eps = eps_h;
-        const auto g6 = bc == BC_LEVEL
-            ? ghosts::level_ghost<double>(w6, h, a, b, FVSWE_LAYERS, eps)
-            : bc == BC_DISCHARGE
-            ? ghosts::discharge_ghost<double>(w6, a, b, x, y, gr, FVSWE_LAYERS, eps)
-            : ghosts::characteristic_ghost<double>(w6, h, a, x, y, gr, FVSWE_LAYERS, eps);
-#pragma unroll
-        for (int m = 0; m < NVAR; ++m) g[m] = real(fv_at(g6, m));
-        return;
-    }
-    if (bc != BC_WALL) return;
-#if FVSWE_LAYERS == 2
-    fv_store(common::wall_ghost<real>(fv_load6(w), ex, ey), g);
-#else
-    fv_store(common::wall_ghost1<real>(fv_load3(w), ex, ey), g);
-#endif
+    for (int m = 0; m < 6; ++m) w6[m] = m < NVAR ? w[m] : real(0);
+    return fv_load6(w6);
 }
 
-// After a boundary edge's flux: a discharge edge imposes its mass fluxes
-// (ghosts::discharge_fluctuation), and every edge with tables records its outward mass flux per
-// layer, |Gamma| (F-_h + q_i.eta), in level_flux[2 m + layer] for the inflow counters.
-__device__ __forceinline__ void boundary_flux(Ctrl* ctrl, double t, int code, const real* w, real ex,
-                                              real ey, real len, real* Fm)
+// The dispatch over the registries (fvswe.registry), generated: has_tables and second_table
+// (a boundary kind's tables), ghost_of (its ghost state), impose (its fluxes), faces (the
+// reconstruction).
+#include "dispatch.cuh"
+
+// The table values at time t of a boundary edge with tables (mirrors the CPU's level_values):
+// a, and b from the next table where the kind reads a second one (second_table; else 0).
+__device__ __forceinline__ void table_values(const Ctrl* ctrl, double t, int code, double& a, double& b)
 {
-    const int bc = bc_kind(code);
-    if (bc < BC_LEVEL) return;
-    const int m = code >> BC_BITS;
-    if (bc == BC_DISCHARGE) {
-        double a, b;
-        table_values(ctrl, t, code, a, b);
-        const auto F6 = ghosts::discharge_fluctuation<double>(widen(Fm), widen(w), a, b, double(ex),
-                                                              double(ey), FVSWE_LAYERS);
-        Fm[0] = real(F6.f0);
-#if FVSWE_LAYERS == 2
-        Fm[3] = real(F6.f3);
-#endif
-    }
-    ctrl->level_flux[2 * m] = len * (Fm[0] + (w[1] * ex + w[2] * ey));
-#if FVSWE_LAYERS == 2
-    ctrl->level_flux[2 * m + 1] = len * (Fm[3] + (w[4] * ex + w[5] * ey));
-#endif
+    const int k = ctrl->level_table[code >> BC_BITS];
+    a = level_value(ctrl, k, t);
+    b = second_table(bc_kind(code)) ? level_value(ctrl, k + 1, t) : 0.0;
 }
 
 // ---------------------------------------------------------------- scheme dispatch
@@ -461,6 +447,55 @@ __device__ __forceinline__ int scheme_flux(const real* Wi, const real* Wj, real 
     return SCHEME_FLUX<real>(Wi, Wj, Hi, Hj, ex, ey, p.g, p.r, p.eps_h, Fm, Fp, dmax);
 }
 
+// ---------------------------------------------------------------- the one edge evaluation
+// What an edge gives its two cells: |Gamma| F- (side i), |Gamma| F+ (side j), |Gamma| ||D|| and
+// the flags of docs/SCHEMES.md §3.5.
+struct EdgeFlux {
+    real Fm[NVAR], Fp[NVAR], d;
+    int flags;
+};
+
+// The edge between cell state wi (depth Hi; side i) and wj (Hj), or on the boundary (code > 0:
+// its boundary code) the ghost of code's kind, with the edge's table values at time t: the
+// face states (faces: the reconstruction), the scheme's flux, and on a boundary edge with
+// tables its kind's imposed fluxes and its outward mass flux per layer, |Gamma| (F-_h +
+// q_i.eta), recorded in level_flux[2 m + layer] for the inflow counters. Every variant
+// evaluates its edges with it and keeps only its loads and stores; the CPU's twin is
+// fvswe.backends.cpu.kernels.evaluate_edge.
+__device__ __forceinline__ void evaluate_edge(const real* wi, real Hi, const real* wj, real Hj, int code,
+                                              real2 n, real len, const Params& prm, Ctrl* ctrl,
+                                              double t, EdgeFlux& out)
+{
+    real fi[NVAR], fj[NVAR], Fm[NVAR];
+    const int bc = bc_kind(code);
+    const bool tables = code && has_tables(bc);
+    double a = 0.0, b = 0.0;
+    if (tables) table_values(ctrl, t, code, a, b);
+    if (code) {
+        real g[NVAR];
+        ghost_of(bc, wi, Hi, a, b, n.x, n.y, prm.g, prm.eps_h, g);
+        faces(wi, g, fi, fj);
+        Hj = Hi;
+    } else {
+        faces(wi, wj, fi, fj);
+    }
+    out.flags = scheme_flux(fi, fj, Hi, Hj, n.x, n.y, prm, Fm, out.Fp, out.d);
+    if (tables) {
+        impose(bc, Fm, wi, a, b, n.x, n.y);
+        const int m = code >> BC_BITS;
+        ctrl->level_flux[2 * m] = len * (Fm[0] + (wi[1] * n.x + wi[2] * n.y));
+#if FVSWE_LAYERS == 2
+        ctrl->level_flux[2 * m + 1] = len * (Fm[3] + (wi[4] * n.x + wi[5] * n.y));
+#endif
+    }
+#pragma unroll
+    for (int m = 0; m < NVAR; ++m) {
+        out.Fm[m] = mul_rn(len, Fm[m]);
+        out.Fp[m] = mul_rn(len, out.Fp[m]);
+    }
+    out.d = mul_rn(len, out.d);
+}
+
 // ---------------------------------------------------------------- per-cell pieces of the steps
 // |Gamma| F and |Gamma| ||D|| (out[0..NVAR]) that a slot contributes to its cell (state w,
 // depth H): the edge (unit normal n, length len) evaluated with its own orientation,
@@ -471,26 +506,21 @@ __device__ __forceinline__ void edge_contribution(const real4* __restrict__ Win,
                                                   int cd, real2 n, real len, const Params& prm,
                                                   Ctrl* ctrl, double t, int op, real* out)
 {
-    real wn[NVAR], Hn;
+    real wn[NVAR], Hn = H;
     const bool side_j = cd >= 0 && (cd & 1);
-    if (cd >= 0) {
-        load_cell(Win, cd >> 1, wn, Hn);
-    } else {
-        ghost_state(w, H, -cd, n.x, n.y, ctrl, t, prm.g, prm.eps_h, wn);
-        Hn = H;
-    }
-    real Wi[NVAR], Wj[NVAR], Fm[NVAR], Fp[NVAR], dmax;
+    if (cd >= 0) load_cell(Win, cd >> 1, wn, Hn);
+    real Wi[NVAR], Wj[NVAR];
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) {
         Wi[m] = side_j ? wn[m] : w[m];
         Wj[m] = side_j ? w[m] : wn[m];
     }
-    const int flags = scheme_flux(Wi, Wj, side_j ? Hn : H, side_j ? H : Hn, n.x, n.y, prm, Fm, Fp, dmax);
-    if (!side_j && flags && (op & OP_COUNT)) count_flags(ctrl, flags);  // each edge once
-    if (cd < 0) boundary_flux(ctrl, t, -cd, w, n.x, n.y, len, Fm);
+    EdgeFlux f;
+    evaluate_edge(Wi, side_j ? Hn : H, Wj, side_j ? H : Hn, cd < 0 ? -cd : 0, n, len, prm, ctrl, t, f);
+    if (!side_j && f.flags && (op & OP_COUNT)) count_flags(ctrl, f.flags);  // each edge once
 #pragma unroll
-    for (int m = 0; m < NVAR; ++m) out[m] = mul_rn(len, side_j ? Fp[m] : Fm[m]);
-    out[NVAR] = mul_rn(len, dmax);
+    for (int m = 0; m < NVAR; ++m) out[m] = side_j ? f.Fp[m] : f.Fm[m];
+    out[NVAR] = f.d;
 }
 
 // edge_contribution of slot s in the current step, its code, normal and length read from the
@@ -502,7 +532,8 @@ __device__ __forceinline__ real slot_contribution(const real4* __restrict__ Win,
                                                   Ctrl* ctrl, int op, real* out)
 {
     const real len = __ldg(length + s);
-    edge_contribution(Win, w, H, __ldg(code + s), __ldg(normal + s), len, prm, ctrl, ctrl->t, op, out);
+    edge_contribution(Win, w, H, __ldg(code + s), __ldg(normal + s), len, prm, ctrl,
+                      stage_time(ctrl, op), op, out);
     return len;
 }
 
@@ -661,7 +692,8 @@ __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, 
             atomicMin(&ctrl->cfl_cell, c - NO_CELL);
         const bool candidate = limit_mark(ctrl, c, w, A, sums, dt);
         int clipped, thin;
-        update_cell(Wout, c, w, H, A, acc, ctrl, eps_h, eps_h, ctrl->t, dt, clipped, thin);
+        update_cell(Wout, c, w, H, A, acc, ctrl, eps_h, eps_h, stage_time(ctrl, op), dt, clipped,
+                    thin);
         if (!candidate) count_cell(ctrl, c, clipped, thin);
     }
     return dti;
@@ -685,7 +717,7 @@ __device__ __forceinline__ int limit_slot(const real4* __restrict__ Win, const r
     const int cd = __ldg(code + s);
     const real2 n = __ldg(normal + s);
     const real len = __ldg(length + s);
-    edge_contribution(Win, w, H, cd, n, len, prm, ctrl, ctrl->t_step, 0, v);
+    edge_contribution(Win, w, H, cd, n, len, prm, ctrl, ctrl->t_stage, 0, v);
     const bool side_j = cd >= 0 && (cd & 1);
     const real nx = side_j ? -n.x : n.x, ny = side_j ? -n.y : n.y;
 #pragma unroll
@@ -798,7 +830,7 @@ __device__ __forceinline__ void limit_cell_update(const real4* __restrict__ Win,
     }
     const real eps_u = around ? real(EPS_U_RATIO * double(prm.eps_h)) : prm.eps_h;
     int clipped, thin;
-    update_cell(Wout, c, w, H, cell_area(Win, area, c), acc, ctrl, prm.eps_h, eps_u, ctrl->t_step,
+    update_cell(Wout, c, w, H, cell_area(Win, area, c), acc, ctrl, prm.eps_h, eps_u, ctrl->t_stage,
                 ctrl->dt_used, clipped, thin);
     count_cell(ctrl, c, clipped, thin - thin_before);
 }

@@ -24,17 +24,54 @@ find_invalid(const int n_cells, const real4* __restrict__ W, int* first)
 // A distributed run's inflow counters (fvswe.parallel.GpuHalo; docs/PARALLEL.md): after a
 // step's update, the outward fluxes of every rank's edges with tables, gathered in the single
 // device's edge order (lf, n edges), summed and added as finish_step does on one device, so
-// the counters keep its bits. A step the ranks skipped (steps == *seen) adds nothing. One
+// the counters keep its bits. An update the ranks skipped (updates == *seen) adds nothing. One
 // block of FVSWE_BLOCK threads.
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
 level_inflow(Ctrl* ctrl, const double* lf, const int n, long long* seen)
 {
     double inflow[FVSWE_LAYERS] = {};
     sum_inflow(lf, n, inflow);
-    if (threadIdx.x == 0 && ctrl->steps != *seen) {
-        *seen = ctrl->steps;
-        add_inflow(ctrl, ctrl->dt_used, inflow);
+    if (threadIdx.x == 0 && ctrl->updates != *seen) {
+        *seen = ctrl->updates;
+        add_inflow(ctrl, ctrl->weight * ctrl->dt_used, inflow);
     }
+}
+
+// Close the step (the last block of the kernel that ends it; every thread calls it): advance,
+// and with OP_DT the next step's dt from dt_next (a multi-stage step's first stage left it
+// there); no positive dt stops the stepping.
+__device__ void close_step(Ctrl* ctrl, int op)
+{
+    if (!last_block(ctrl)) return;
+    if (threadIdx.x == 0) {
+        advance(ctrl);
+        if ((op & OP_DT) && !ctrl->fixed) ctrl->dt = ctrl->dt_next;
+        if (!(ctrl->dt > 0.0)) ctrl->stalled = 1;
+        ctrl->blocks_done = 0;
+        __threadfence();
+    }
+}
+
+// A multi-stage integrator's combination (fvswe.integrators, op "combine"): D = a U + b S cell
+// by cell (update::combine on the state's components; the depth and area stay U's), in a step
+// that runs; D may be U or S (each thread reads, then writes, its own cell: plain loads). With
+// OP_ADVANCE it closes the step (close_step).
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
+combine_step(const int n_cells, const real4* U, const real4* S, real4* D, const real a, const real b,
+             Ctrl* ctrl, const int op)
+{
+    if (!step_active(ctrl)) return;
+    const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
+    if (c < n_cells) {
+#pragma unroll
+        for (int v = 0; v < NVEC; ++v) {
+            const size_t k = (size_t)c * NVEC + v;
+            const real4 x = U[k], y = S[k];
+            st4(D + k, real4{update::combine<real>(a, x.x, b, y.x), update::combine<real>(a, x.y, b, y.y),
+                             update::combine<real>(a, x.z, b, y.z), x.w});
+        }
+    }
+    if (op & OP_ADVANCE) close_step(ctrl, op);
 }
 
 // Row e of the arrays: Fm, Fp (n x NVAR), dmax, flags of flux(Wi[e], Wj[e], Hi[e], Hj[e], nrm[e]).
@@ -114,9 +151,9 @@ limit_update(const real4* __restrict__ Win, real4* Wout, const real* __restrict_
             if (cd >= 0) ctrl->lim_claim[cd >> 1] = 0;
         }
     }
-    if (ctrl->n_level > 0 && own > 0) add_level_inflow(ctrl, ctrl->dt_used);
+    if (ctrl->n_level > 0 && own > 0) add_level_inflow(ctrl, ctrl->weight * ctrl->dt_used);
     if (threadIdx.x == 0) {
-        record_clip(ctrl, ctrl->steps, ctrl->t_step);
+        record_clip(ctrl, ctrl->step_no, ctrl->t_step);
         ctrl->listed += n;
         ctrl->candidates = 0;
         ctrl->halo_listed = 0;

@@ -1,0 +1,537 @@
+"""The GPU backend: a step plan's launches on the device, replayed in CUDA graphs.
+
+Everything stays on the device for the whole run, ``t`` and ``dt`` included: the kernels
+read the control block (:data:`fvswe.backends.controls.CTRL_DTYPE`), skip themselves once
+``t_end`` or ``max_steps`` is reached, and the kernel that ends a step advances ``t`` and
+sets the next ``dt``. :meth:`GpuBackend.advance` replays CUDA graphs of a batch of steps and
+reads the control block once per batch, so no host synchronisation happens per step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from functools import cached_property
+
+import numpy as np
+
+from ... import integrators
+from ...boundary import INFLOW_KEYS
+from ...errors import BackendUnavailable, ConfigError
+from ...integrators import U
+from ..base import check_dt_mode
+from ..controls import CTRL_DTYPE, Setup, host_block, values
+from ..cuda_header import NO_CELL, OP_COUNT
+from ..layout import Layout
+from .build import available, compile_options, module
+from .device import grid_arrays, pack_state, unpack_state, upload
+from .plan import HOOKS, Launch, batch_size, compile_plan, steps_left
+from .tuning import (
+    BLOCK_SHARED_MAX,
+    DEFAULT_BLOCK,
+    GRID_VARIANT,
+    SHARED_MAX,
+    block_shape,
+    block_shared,
+    grid_block,
+    grid_shared_bytes,
+    requested_variant,
+    resolve_variant,
+)
+
+#: Most steps one CUDA graph replays.
+DEFAULT_BATCH = 64
+#: Most steps launched between two looks at the control block.
+SYNC_EVERY = 256
+#: Default steps between two blow-up checks of Simulation.run, in units of the backend's
+#: sync_every: each check syncs the device (1024 steps: a whole number of 64-step graphs).
+CHECK_EVERY_SYNCS = 4
+INT32_MAX = 2**31 - 1
+#: counters() keys -> control block fields.
+COUNTERS = {
+    "clipped_cells": "clipped",
+    "nonhyperbolic_edges": "nonhyp",
+    "degenerate_edges": "degenerate",
+    "thin_layer_edges": "thin",
+    "thin_layer_cells": "thin_cells",
+    "limited": "limited",
+}
+
+
+def runtime_of(runtime):
+    """CuPy, or the stand-in given (the tests' host runtime); a one-line error without CuPy."""
+    if runtime is not None:
+        return runtime
+    ok, reason = available()
+    if not ok:
+        raise BackendUnavailable(f"backend 'gpu' is unavailable: {reason}")
+    import cupy
+
+    return cupy
+
+
+def _grid_of(layout: Layout, variant: str | None, block: int):
+    """The grid's arrays where ``layout`` is a Cartesian grid the ``grid`` variant may run
+    (None otherwise, or where its tile would not fit in shared memory and none was asked)."""
+    if requested_variant(variant) not in (None, GRID_VARIANT):
+        return None
+    grid = grid_arrays(layout)
+    need = grid_shared_bytes(layout.model.layers, layout.dtype, block)
+    if grid is not None and need > SHARED_MAX:
+        if requested_variant(variant) == GRID_VARIANT:
+            raise ConfigError(
+                f"variant: 'grid' with block {block} needs {need} B of shared memory a block "
+                f"(at most {SHARED_MAX}); use a smaller block"
+            )
+        return None
+    return grid
+
+
+def launch_shape(layout: Layout, scheme: str, variant, block, cells, interior_first=None):
+    """``(variant, threads a block, cells a block, interior-first order, grid arrays)`` of a run:
+    the variant asked for, else the default of :func:`.tuning.resolve_variant`, and its
+    launch shape (:func:`.tuning.block_shape`, :func:`.tuning.grid_block`), checked."""
+    layers, dtype = layout.model.layers, layout.dtype
+    shape = block_shape(scheme, layers, dtype, layout.k)
+    if interior_first is not None:
+        shape = replace(shape, interior_first=interior_first)
+    cells = cells or shape.cells
+    grid = _grid_of(layout, variant, block or grid_block(layers, dtype))
+    variant = resolve_variant(variant, scheme, layout.n_cells, layout.edge_cells, cells,
+                              grid is not None)  # fmt: skip
+    defaults = {"block": shape.threads, GRID_VARIANT: grid_block(layers, dtype)}
+    block = block or defaults.get(variant, DEFAULT_BLOCK)
+    if block % 32 or not 32 <= block <= 1024:
+        raise ConfigError(f"block: a multiple of 32 in [32, 1024], got {block}")
+    if variant == "block" and layout.owned_cells != layout.n_cells:
+        raise ConfigError("variant: 'block' does not run on GPU ranks yet; use gather or edge")
+    shared = block_shared(cells, layout.k, layers, dtype)
+    if variant == "block" and shared > BLOCK_SHARED_MAX:
+        raise ConfigError(f"cells: {cells} cells need {shared} B of shared memory (> 48 KiB)")
+    return variant, block, cells, shape.interior_first, grid
+
+
+class GpuBackend:
+    """The pipeline on a CUDA GPU (a :class:`~fvswe.backends.base.Backend`).
+
+    ``variant`` is ``edge``, ``gather``, ``slot``, ``block`` or ``grid`` (else the environment
+    variable ``FVSWE_GPU_VARIANT``, else :func:`.tuning.resolve_variant`'s default); ``block``
+    the threads per block; ``cells`` the cells a thread block owns in the ``block`` variant and
+    ``interior_first`` its task order (:func:`launch_shape`); ``batch`` the most steps one CUDA
+    graph replays; ``fast_math`` compiles a float32 run's modules with approximate division and
+    square root (a ConfigError for float64); ``integrator`` one of
+    :data:`fvswe.integrators.INTEGRATORS`; ``runtime`` CuPy (default) or a stand-in of its
+    API. ``threads`` (the CPU backend's) is accepted for a uniform constructor and unused: the
+    device runs the steps.
+    """
+
+    name = "gpu"
+    #: No CPU threads run the steps.
+    threads = None
+
+    def __init__(
+        self,
+        layout: Layout,
+        scheme: str,
+        cfl: float = 0.9,
+        dt_mode: str = "lagged",
+        dt_fixed: float | None = None,
+        *,
+        variant: str | None = None,
+        block: int | None = None,
+        cells: int | None = None,
+        interior_first: bool | None = None,
+        batch: int = DEFAULT_BATCH,
+        graphs: bool = True,
+        fast_math: bool = False,
+        threads: int | None = None,
+        integrator: str = "euler",
+        runtime=None,
+    ) -> None:
+        self._cp = self.runtime = runtime_of(runtime)
+        check_dt_mode(dt_mode, dt_fixed)
+        self.layout, self.model = layout, layout.model
+        self.integrator = integrators.get(integrator)
+        self.dtype = np.dtype(layout.dtype)
+        self.scheme, self.dt_mode, self.cfl, self.dt_fixed = scheme, dt_mode, float(cfl), dt_fixed
+        shape = launch_shape(layout, scheme, variant, block, cells, interior_first)
+        self.variant, self.block, self.cells, self.interior_first, grid = shape
+        self.graphs, self.fast_math = graphs, fast_math
+        self.batch = 2 ** max(1, int(math.log2(max(batch, 2))))  # a power of two: even steps
+        self.sync_every = max(SYNC_EVERY, self.batch)
+        opts = compile_options(scheme, self.model.layers, self.dtype, self.variant, layout.k,
+                               self.block, self.cells, fast_math)  # fmt: skip
+        self._module = module(opts, self.variant, self._cp)
+        self._k = {n: self._module.get_function(n) for n in self._kernel_names()}
+        self.stream = self._cp.cuda.Stream(non_blocking=True)
+        real = self.dtype.type
+        self._params = (real(self.model.g), real(self.model.r), real(self.model.eps_h))
+        with self.stream:
+            self._dev = upload(self._cp, layout, self.variant, self.block,
+                               (self.cells, self.interior_first), grid)  # fmt: skip
+            self._allocate()
+        self._setup_ctrl()
+        self._compile_plans()
+        self._graphs: dict[int, object] = {}
+        self._area64 = None  # float64 cell areas on the device, for layer_mass
+        #: A distributed run's halo (fvswe.backends.gpu.halo.GpuHalo): the plans' exchange,
+        #: exchange_theta, reduce_dt and tally ops call it on this stream. None on one device.
+        self.halo = None
+        self.set_state(layout.W0)
+
+    # -- construction ------------------------------------------------------------------------
+    def _kernel_names(self) -> tuple[str, ...]:
+        names = ("find_invalid", "debug_flux", "level_inflow", "combine_step")
+        names += (
+            ("edge_pass", "volume_pass") if self.variant == "edge" else (f"{self.variant}_step",)
+        )
+        return names + (("limit_theta", "limit_update") if self.model.layers == 2 else ())
+
+    def _allocate(self) -> None:
+        """The state buffers (two; a multi-stage integrator's stages need a third), the
+        per-block partial minima, the control block and the blow-up finder's result."""
+        cp, lay = self._cp, self.layout
+        shape = (lay.n_cells, 2 if self.model.layers == 2 else 1, 4)
+        count = 3 if len(self.integrator.stages) > 1 else 2
+        self._bufs = [cp.empty(shape, dtype=self.dtype) for _ in range(count)]
+        self._partial = cp.empty(self._dev.cell_grid, dtype=self.dtype)
+        self._ctrl = cp.zeros(CTRL_DTYPE.itemsize, dtype=np.uint8)
+        self._first = cp.empty(1, dtype=np.int32)
+
+    def _setup_ctrl(self) -> None:
+        """The control block: the run's controls (:mod:`fvswe.backends.controls`), its arrays
+        uploaded and pointed to."""
+        setup = Setup(self.layout, self.cfl, self.dt_mode, self.dt_fixed, self.integrator)
+        with self.stream:
+            self._pointed = {
+                name: self._cp.asarray(v)
+                for name, v in values(setup).items()
+                if isinstance(v, np.ndarray)
+            }
+        ctrl = host_block(setup, {k: a.data.ptr for k, a in self._pointed.items()})
+        # every part of a distributed run counts the inflow, those without such edges too
+        self._has_levels = self.layout.levels is not None and self.layout.levels.count > 0
+        self._write_ctrl(ctrl)
+        self._host = ctrl[0]
+        self._need_dt = self.dt_mode == "lagged"
+
+    def _compile_plans(self) -> None:
+        """The launches of a step and of the initial Δt (:func:`.plan.compile_plan`)."""
+        lagged = self.dt_mode == "lagged"
+        ops = integrators.step_plan(self.integrator, self.dt_mode, self.model.layers)
+        self._step_launches = compile_plan(ops, self.variant, lagged)
+        self._initial_launches = compile_plan(integrators.initial_dt_plan(), self.variant, lagged)
+
+    @property
+    def _W(self):
+        """The state on the device (it is in the first buffer between batches)."""
+        return self._bufs[0]
+
+    def buffers(self, parity: int) -> dict[str, object]:
+        """The device buffers a step of ``parity`` reads and writes by a plan's names: Euler
+        swaps two (the state alternates, and a batch takes an even number of steps), a
+        multi-stage integrator keeps its state in the first."""
+        names = integrators.BUFFERS[: len(self._bufs)]
+        order = self._bufs if len(self._bufs) > 2 else self._bufs[parity:] + self._bufs[:parity]
+        return dict(zip(names, order, strict=True))
+
+    # -- control block ---------------------------------------------------------------------------
+    def _write_ctrl(self, ctrl: np.ndarray, fields: tuple[str, ...] | None = None) -> None:
+        """Copy the named fields (all when None) of a host control block to the device."""
+        raw = ctrl.view(np.uint8)
+        with self.stream:
+            if fields is None:
+                self._ctrl.set(raw, stream=self.stream)
+                return
+            for f in fields:
+                off = CTRL_DTYPE.fields[f][1]
+                size = CTRL_DTYPE.fields[f][0].itemsize
+                self._ctrl[off : off + size].set(raw[off : off + size], stream=self.stream)
+
+    def _read_ctrl(self) -> np.void:
+        host = self._ctrl.get(stream=self.stream).view(CTRL_DTYPE)[0]
+        self._host = host
+        return host
+
+    # -- the halo hook's view (fvswe.backends.gpu.halo) ------------------------------------------
+    @property
+    def control_block(self):
+        """The control block on the device (CTRL_DTYPE's bytes)."""
+        return self._ctrl
+
+    def device_array(self, name: str):
+        """The device array the control block's pointer field ``name`` points to."""
+        return self._pointed[name]
+
+    def point(self, name: str, array) -> None:
+        """Point the control block's field ``name`` at the device ``array`` (kept alive here)."""
+        self._pointed[name] = array
+        ctrl = np.zeros(1, dtype=CTRL_DTYPE)
+        ctrl[name] = array.data.ptr
+        self._write_ctrl(ctrl, (name,))
+
+    def set_control(self, **fields) -> None:
+        """Set scalar fields of the control block on the device."""
+        ctrl = np.zeros(1, dtype=CTRL_DTYPE)
+        for name, value in fields.items():
+            ctrl[name] = value
+        self._write_ctrl(ctrl, tuple(fields))
+
+    def read_control(self, name: str):
+        """A field of the control block, read from the device."""
+        return self._read_ctrl()[name]
+
+    def kernel(self, name: str):
+        """A kernel of this backend's module (launched on :attr:`stream`)."""
+        return self._module.get_function(name)
+
+    def drop_graphs(self) -> None:
+        """Forget the captured graphs (before their NCCL communicators go)."""
+        self._graphs.clear()
+
+    # -- clock ---------------------------------------------------------------------------------
+    @property
+    def t(self) -> float:
+        return float(self._host["t"])
+
+    @t.setter
+    def t(self, value: float) -> None:
+        """Restart the clock (e.g. a benchmark repeating a run from its initial state)."""
+        self.set_control(t=value)
+        self._read_ctrl()
+
+    @property
+    def steps(self) -> int:
+        return int(self._host["steps"])
+
+    @property
+    def dt(self) -> float:
+        """The Δt of the next step as last read (NaN while a lagged one waits)."""
+        return math.nan if self._need_dt else float(self._host["dt"])
+
+    @property
+    def check_every(self) -> int:
+        """Steps between two blow-up checks of Simulation.run: each syncs the device."""
+        return CHECK_EVERY_SYNCS * self.sync_every
+
+    def cold_start_note(self) -> str | None:
+        """None: the modules were compiled (or loaded from CuPy's cache) by the constructor."""
+        return None
+
+    # -- state ---------------------------------------------------------------------------------
+    def set_state(self, W: np.ndarray) -> None:
+        """Upload ``W (L, nvar)``; a lagged dt is then recomputed from the new state."""
+        lay = self.layout
+        P = pack_state(np.asarray(W, dtype=self.dtype), lay.H, lay.area, self.model.layers)
+        self._W.set(P, stream=self.stream)
+        self.set_control(dt=self.dt_fixed if self.dt_mode == "fixed" else math.nan, stalled=0)
+        self._need_dt = self.dt_mode == "lagged"
+
+    def get_state(self) -> np.ndarray:
+        """A host copy ``(L, nvar)`` of the current state, current cell order."""
+        return unpack_state(self._W.get(stream=self.stream), self.model.layers)
+
+    def layer_mass(self, area: np.ndarray) -> list[float]:
+        """Volume of each layer, ``Σ area_i h_k,i`` in float64, reduced on the device: an
+        output time or the end of a ``run()`` costs a few launches, not a copy of the state."""
+        cp = self._cp
+        if self._area64 is None or self._area64.size != area.size:
+            self._area64 = cp.asarray(area, dtype=np.float64)
+        with self.stream:
+            return [
+                float(cp.dot(self._W[:, vec, 0].astype(np.float64), self._area64))
+                for vec in range(self._W.shape[1])
+            ]
+
+    def counters(self) -> dict[str, int | float]:
+        """Event counts; with level, discharge or characteristic boundaries also the inflow
+        counters :data:`fvswe.boundary.INFLOW_KEYS` (m^3 in through them, per layer)."""
+        c = self._read_ctrl()
+        out = {key: int(c[field]) for key, field in COUNTERS.items()}
+        if self._has_levels:
+            for key in INFLOW_KEYS[: self.model.layers]:
+                out[key] = float(c[key])
+        return out
+
+    @property
+    def first_clip(self) -> tuple[int, int, float] | None:
+        """``(cell, step, t)`` of the first step that clipped a depth (its smallest cell)."""
+        c = self._host
+        if not c["clip_step"]:
+            return None
+        return int(c["clip_cell"]) + NO_CELL, int(c["clip_step"]) - 1, float(c["clip_t"])
+
+    @property
+    def courant_violation(self) -> tuple[int, int, float, float] | None:
+        """``(cell, step, t, Courant number)`` of the first fixed step above the stable one:
+        its smallest cell with a Courant number > 1 and the step's largest one."""
+        c = self._host
+        if not c["cfl_step"]:
+            return None
+        cell = int(c["cfl_cell"]) + NO_CELL
+        return cell, int(c["cfl_step"]) - 1, float(c["cfl_t"]), float(c["courant"])
+
+    def snapshot(self) -> dict:
+        """Everything a bit-for-bit restart needs: state, time, steps, pending dt, counters."""
+        c = self._read_ctrl()
+        dt = math.nan if self._need_dt else float(c["dt"])
+        return {"W": self.get_state(), "t": float(c["t"]), "steps": int(c["steps"]), "dt": dt,
+                "counters": self.counters()}  # fmt: skip
+
+    def restore(self, snap: dict) -> None:
+        """The inverse of :meth:`snapshot`."""
+        self.set_state(snap["W"])
+        fields = {"t": snap["t"], "steps": snap["steps"]}
+        if self.dt_mode == "lagged" and math.isfinite(snap["dt"]):
+            fields["dt"] = snap["dt"]
+            self._need_dt = False
+        counts = snap["counters"]
+        fields.update({field: counts.get(key, 0) for key, field in COUNTERS.items()})
+        fields.update({key: counts.get(key, 0.0) for key in INFLOW_KEYS})
+        self.set_control(**fields)
+        self._read_ctrl()
+
+    def first_invalid(self) -> tuple[int, int] | None:
+        """The first cell (and component) holding NaN/inf or a negative depth, else None."""
+        with self.stream:
+            self._first.fill(INT32_MAX)
+            grid = (int(self.layout.n_cells) + self.block - 1) // self.block  # a thread a cell
+            n = np.int32(self.layout.owned_cells)
+            self._k["find_invalid"]((grid,), (self.block,), (n, self._W, self._first))
+            v = int(self._first.get(stream=self.stream)[0])
+        return None if v == INT32_MAX else divmod(v, 8)
+
+    # -- steps ---------------------------------------------------------------------------------
+    def _cell_args(self, kernel: str, win, wout) -> tuple:
+        """The arguments of a cell kernel (the variants' steps, the volume pass, the limiter)
+        before its op."""
+        d, ctrl, prm = self._dev, self._ctrl, self._params
+        if kernel == "volume_pass":
+            return (d.L, win, wout, d.area, d.slots, ctrl, self._partial, prm[2])
+        if kernel == "limit_theta":
+            return (win, d.area, *d.slot_tables, ctrl, *prm)
+        if kernel == "limit_update":
+            return (win, wout, d.area, *d.slot_tables, ctrl, *prm)
+        if self.variant == GRID_VARIANT:  # the grid's shape, widths, heights, side codes
+            return (d.L, *d.cell_args, win, wout, *d.grid_args, ctrl, self._partial, *prm)
+        tables = d.cell_args if self.variant == "block" else d.slot_tables  # block: per task
+        return (d.L, win, wout, d.area, *tables, ctrl, self._partial, *prm)
+
+    def _launch_kernel(self, launch: Launch, bufs: dict) -> None:
+        """One kernel of a compiled plan on the buffers it names."""
+        d, k = self._dev, self._k[launch.kernel]
+        win, wout = bufs.get(launch.src), bufs.get(launch.dst)
+        op = np.int32(launch.op)
+        if launch.kernel == "edge_pass":  # a part's edges from a halo cell: not counted
+            passes = ((d.E, *d.edges, d.edge_grid, op), (*d.halo_edges, op & ~OP_COUNT))
+            for n, idx, normal, length, grid, o in passes:
+                if n:
+                    args = (idx, normal, length, d.slots, self._ctrl, *self._params, np.int32(o))
+                    k((grid,), (self.block,), (n, win, *args))
+            return
+        if launch.kernel == "combine_step":
+            a = self.integrator.stages[launch.stage].a
+            real = self.dtype.type
+            grid = (int(d.L) + self.block - 1) // self.block
+            k((grid,), (self.block,),
+              (d.L, bufs[U], win, wout, real(a), real(1.0 - a), self._ctrl, op))  # fmt: skip
+            return
+        limiter = launch.kernel.startswith("limit_")
+        grid = d.limit_grid if limiter else d.cell_grid
+        args = self._cell_args(launch.kernel, win, wout)
+        k((grid,), (self.block,), args if limiter else (*args, op))
+
+    def _run(self, launches: tuple[Launch, ...], parity: int) -> None:
+        """Launch a compiled plan (the halo hook's calls where there is a halo)."""
+        bufs = self.buffers(parity)
+        for launch in launches:
+            if launch.kernel not in HOOKS:
+                self._launch_kernel(launch, bufs)
+            elif self.halo is not None:
+                self.halo.call(launch, bufs)
+
+    def _launch(self, n: int) -> None:
+        """Launch ``n`` (even) steps, as one CUDA graph replay when graphs are on."""
+        if not self.graphs:
+            for s in range(n):
+                self._run(self._step_launches, s % 2)
+            return
+        if n not in self._graphs:
+            with self.stream:
+                self.stream.begin_capture()
+                try:
+                    for s in range(n):
+                        self._run(self._step_launches, s % 2)
+                finally:
+                    self._graphs[n] = self.stream.end_capture()
+        self._graphs[n].launch(stream=self.stream)
+
+    def advance(self, t_end: float, max_steps: int) -> tuple[float, int]:
+        """Whole steps until ``t == t_end`` (last step clipped) or ``max_steps`` steps.
+
+        Launches graphs of up to ``batch`` steps back to back while more steps surely
+        remain (at most ``sync_every`` steps), then reads ``t``; steps past the goal are
+        skipped by the kernels themselves.
+        """
+        start = self.steps
+        if max_steps <= 0 or not self.t < t_end:
+            return self.t, 0
+        self.set_control(t_end=t_end, max_steps=start + max_steps)
+        with self.stream:
+            if self._need_dt:  # the speeds of the state: the lagged mode's first dt
+                self._run(self._initial_launches, 0)
+                self._need_dt = False
+            c = self._read_ctrl()
+            while True:
+                before, launched = int(c["steps"]), 0
+                while True:
+                    n = batch_size(c, t_end, self.batch, launched)
+                    self._launch(n)
+                    launched += n
+                    left, exact = steps_left(c, t_end, launched)
+                    if launched >= self.sync_every or left < (1 if exact else 2):
+                        break
+                c = self._read_ctrl()
+                if (c["steps"] >= c["max_steps"] or c["t"] >= t_end or c["stalled"]
+                        or c["steps"] == before):  # fmt: skip
+                    break
+        return self.t, self.steps - start
+
+    @cached_property
+    def _state_bytes(self) -> int:
+        return self._W.nbytes + (self._dev.area.nbytes if self.model.layers == 1 else 0)
+
+    def bytes_per_step(self) -> int:
+        """Compulsory device-memory traffic of one lagged Euler step, neighbour reads all cached.
+
+        grid: read and write the state and the grid's widths, heights and side codes. gather,
+        slot: read and write the state, read the per-slot edge data; block: read and write the
+        state, read the per-task edge data (each edge once or twice); edge: the edge pass
+        reads the state and edge data and writes the slots, the volume pass reads the slots
+        and the state and writes the state. The limiter's kernels add nothing compulsory:
+        they read one flag unless the step has candidates (a few cells).
+        """
+        state, d = self._state_bytes, self._dev
+        if self.variant == "edge":
+            return 3 * state + sum(a.nbytes for a in d.edges) + 2 * d.slots.nbytes
+        if self.variant == "block":
+            return 2 * state + sum(a.nbytes for a in d.cell_args)
+        if self.variant == GRID_VARIANT:  # the grid's widths, heights and side codes
+            return 2 * state + d.grid_args[2].nbytes + d.grid_args[3].nbytes
+        return 2 * state + sum(a.nbytes for a in d.slot_tables)
+
+    # -- tests -----------------------------------------------------------------------------------
+    def debug_flux(self, Wi, Wj, Hi, Hj, normal):
+        """The compiled scheme's per-edge flux on host arrays: ``(F-, F+, ||D||, flags)``."""
+        cp = self._cp
+        n, nvar = len(Wi), self.model.nvar
+        with self.stream:
+            inputs = (Wi, Wj, np.broadcast_to(Hi, (n,)), np.broadcast_to(Hj, (n,)), normal)
+            args = [cp.asarray(np.ascontiguousarray(a, dtype=self.dtype)) for a in inputs]
+            Fm, Fp = cp.empty((n, nvar), dtype=self.dtype), cp.empty((n, nvar), dtype=self.dtype)
+            d, flags = cp.empty(n, dtype=self.dtype), cp.empty(n, dtype=np.int32)
+            self._k["debug_flux"](
+                ((n + self.block - 1) // self.block,), (self.block,),
+                (np.int32(n), *args, *self._params, Fm, Fp, d, flags),
+            )  # fmt: skip
+            return Fm.get(), Fp.get(), d.get(), flags.get()

@@ -1,0 +1,147 @@
+"""Building the GPU's modules: CuPy's availability, the CUDA source NVRTC receives, its options.
+
+A module is compiled once per (variant, options) and runtime: :func:`module`. The CUDA sources
+are ``fvswe/backends/cuda/*.cu`` with the generated headers of
+:mod:`fvswe.backends.cuda_header` inlined (:func:`source`); the options (:func:`compile_options`)
+name the scheme's kernel, the layer count, the real type, the variant's shape and the register
+cap of :mod:`.tuning`. CuPy is imported lazily: ``import fvswe`` never needs it.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from ... import registry
+from ...errors import ConfigError
+from .. import cuda_header
+from .tuning import (
+    DEFAULT_BLOCK,
+    GRID_LAUNCH,
+    GRID_TILE_X,
+    GRID_VARIANT,
+    RESIDENT_THREADS,
+    VARIANTS,
+    block_shape,
+)
+
+CUDA_DIR = Path(__file__).parents[1] / "cuda"
+
+
+def available() -> tuple[bool, str]:
+    """Whether CuPy and a CUDA device are usable here, and a one-line reason (or the device)."""
+    try:
+        import cupy
+    except ImportError as e:
+        return False, f"CuPy is not installed ({e}); install fvswe[gpu]"
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # CUDARuntimeError: no driver, no device
+        return False, f"CuPy finds no usable CUDA device ({str(e).strip() or type(e).__name__})"
+    if n == 0:
+        return False, "CuPy finds no CUDA device"
+    return True, device_name()
+
+
+def device_name() -> str:
+    """Name of the current CUDA device."""
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    name = props["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+#: NVRTC options of ``fast_math`` (float32 only): division and square root approximate (at most
+#: 2 ulp off the rounded result instead of correctly rounded) and denormals flushed to zero,
+#: in the flux and everywhere else in the module (docs/GPU.md, "Fast math").
+FAST_MATH = ("--prec-div=false", "--prec-sqrt=false", "--ftz=true")
+
+
+def compile_options(
+    scheme: str,
+    layers: int,
+    dtype,
+    variant: str,
+    k: int = 3,
+    block: int = DEFAULT_BLOCK,
+    cells: int | None = None,
+    fast_math: bool = False,
+) -> tuple[str, ...]:
+    """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy.
+    ``cells``: the cells a thread block owns in the ``block`` variant (default ``block``),
+    whose register cap is its :func:`block_shape`'s; ``fast_math``: :data:`FAST_MATH`
+    (float32 only: a ConfigError for float64)."""
+    sid = registry.kernel_id(scheme, layers)
+    if variant not in (*VARIANTS, GRID_VARIANT):
+        choices = ", ".join((*VARIANTS, GRID_VARIANT))
+        raise ConfigError(f"variant: unknown {variant!r} (choose from {choices})")
+    double = np.dtype(dtype) == np.float64
+    if fast_math and double:
+        raise ConfigError("fast_math: float32 only (float64 keeps IEEE division and square root)")
+    resident = RESIDENT_THREADS.get((layers, double), 0)
+    if variant == "block" and resident:
+        resident = block_shape(scheme, layers, dtype, k).resident
+    elif variant == GRID_VARIANT:
+        resident = GRID_LAUNCH.get((layers, double), (0, resident))[1]
+    min_blocks = max(1, resident // block)
+    return (
+        (
+            "--std=c++17",
+            f"-DFVSWE_SCHEME={sid}",
+            f"-DFVSWE_LAYERS={layers}",
+            f"-DFVSWE_DOUBLE={int(double)}",
+            f"-DFVSWE_K={k}",
+            f"-DFVSWE_BLOCK={block}",
+            f"-DFVSWE_MIN_BLOCKS={min_blocks}",
+            f"-DFVSWE_TILE_X={GRID_TILE_X}",
+            "--fmad=false" if double else "--fmad=true",
+        )
+        + ((f"-DFVSWE_CELLS={cells or block}",) if variant == "block" else ())
+        + (FAST_MATH if fast_math else ())
+    )
+
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
+
+
+@cache
+def source(variant: str) -> str:
+    """``<variant>.cu`` with its local includes and the emitted physics inlined, as NVRTC
+    receives it.
+
+    The generated headers (:data:`fvswe.backends.cuda_header.HEADERS`) are inlined
+    from their Python text. ``#pragma once`` becomes an include guard, so headers
+    inlined inside ``#if`` branches stay correct; inlining makes CuPy's compile
+    cache key cover the headers too.
+    """
+
+    def expand(name: str) -> str:
+        generated = cuda_header.HEADERS.get(name)
+        text = generated() if generated else (CUDA_DIR / name).read_text()
+        guard = "FVSWE_INC_" + re.sub(r"\W", "_", name).upper()
+        if "#pragma once\n" in text:
+            text = (
+                text.replace("#pragma once\n", f"#ifndef {guard}\n#define {guard}\n") + "#endif\n"
+            )
+        return _INCLUDE.sub(lambda m: expand(m.group(1)), text)
+
+    return expand(f"{variant}.cu")
+
+
+_MODULES: dict[tuple[str, ...], object] = {}
+
+
+def module(options: tuple[str, ...], variant: str, runtime=None):
+    """The compiled RawModule of ``variant`` for these options (compiled once per process and
+    runtime; ``runtime``: CuPy, or a stand-in of its API such as the tests' host runtime)."""
+    if runtime is None:
+        import cupy as runtime
+
+    key = (id(runtime), variant, *options)
+    if key not in _MODULES:
+        _MODULES[key] = runtime.RawModule(code=source(variant), options=options)
+    return _MODULES[key]
