@@ -218,6 +218,23 @@ SCHEMA: tuple[Key, ...] = (
         '"weir"'),
     Key("sections", "points", list, "polyline [[x, y], ...] from boundary to boundary; "
         "discharge is positive to its right", "[[70.0, -1.0], [70.0, 5.0]]"),
+    Key("sources", "name", str, "source or sink name ([[sources]]: one table per source; "
+        "docs/SCHEMES.md §16)", '"outfall"'),
+    Key("sources", "point", list, "[x, y]: into the cell holding it", "[20.0, 2.0]"),
+    Key("sources", "polygon", list, "or [[x, y], ...]: spread over the cells inside by area",
+        "[[10.0, 0.0], [12.0, 0.0], [12.0, 4.0], [10.0, 4.0]]", active=False),
+    Key("sources", "discharge", (*NUMBER, str, dict), "Q into the domain (m³/s; negative: a "
+        "sink): a number, an expression of t, {file = ...} or {times, values}", "0.5"),
+    Key("sources", "lower", (*NUMBER, str, dict), "two layers: the lower layer's Q (the "
+        "discharge goes to the upper one)", "0.1", active=False),
+    Key("rain", "name", str, "rain or evaporation name ([[rain]]: one table each)", '"storm"'),
+    Key("rain", "rate", (*NUMBER, str, dict), "depth rate on the upper or only layer (m/s; 1 "
+        "mm/h = 2.778e-7; negative: evaporation): a number, an expression of t, {file} or "
+        "{times, values}", '"2.8e-6 * (t < 3600)"'),
+    Key("rain", "polygon", list, "[[x, y], ...]: where it falls (default: everywhere)",
+        "[[0.0, 0.0], [50.0, 0.0], [50.0, 4.0], [0.0, 4.0]]", active=False),
+    Key("rain", "field", (*NUMBER, str, dict), "its spatial factor (>= 0): a number, an "
+        "expression of x, y or a raster table as for initial.<field>", "1.0", active=False),
 )  # fmt: skip
 
 
@@ -269,7 +286,7 @@ def reference_markdown() -> str:
 
 #: Tables and arrays of tables of a case file.
 TABLES = ("mesh", "boundary", "initial", "output", "friction", "coriolis", "wind")
-ARRAYS = ("gauges", "sections")
+ARRAYS = ("gauges", "sections", "sources", "rain")
 #: Output formats of the field series.
 FORMATS = ("xdmf", "netcdf", "both")
 
@@ -439,6 +456,8 @@ def load(path: str | Path) -> RunSpec:
         settings["coriolis"] = _coriolis(data["coriolis"], src)
     if "wind" in data:
         settings["wind"] = _wind(data["wind"], path)
+    if "sources" in data or "rain" in data:
+        settings["sources"] = _sources(data, path)
     out = data.get("output", {})
     for key, value in out.items():
         _check(key, value, keys("output"), src, section="output")
@@ -545,6 +564,43 @@ def _wind(table: Mapping[str, Any], path: Path):
     except ConfigError as exc:
         raise ConfigError(f"{src}: {exc}") from None
     return wind
+
+
+def _sources(data: Mapping[str, Any], path: Path) -> list:
+    """``[[sources]]`` and ``[[rain]]``: :class:`fvswe.sources.Source` and
+    :class:`~fvswe.sources.Rain` (series as for the boundaries, :func:`_series`)."""
+    from .sources import Rain, Source
+
+    src, out = str(path), []
+    for k, table in enumerate(data.get("sources", [])):
+        _table(table, "sources", src)
+        where = f"sources[{k}]"
+        if "discharge" not in table:
+            raise ConfigError(f"{src}: missing key '{where}.discharge'")
+        lower = table.get("lower")
+        out.append(Source(
+            _series(table["discharge"], f"{where}.discharge", path), point=table.get("point"),
+            polygon=table.get("polygon"), name=table.get("name", f"source {k + 1}"),
+            lower=None if lower is None else _series(lower, f"{where}.lower", path),
+        ))  # fmt: skip
+    for k, table in enumerate(data.get("rain", [])):
+        _table(table, "rain", src)
+        where = f"rain[{k}]"
+        if "rate" not in table:
+            raise ConfigError(f"{src}: missing key '{where}.rate'")
+        out.append(Rain(_series(table["rate"], f"{where}.rate", path),
+                        polygon=table.get("polygon"), name=table.get("name", f"rain {k + 1}"),
+                        field=_field(table.get("field", 1.0), f"{where}.field", path)))  # fmt: skip
+    return out
+
+
+def _field(value: Any, where: str, path: Path):
+    """A number, an expression of x and y, or a raster table (:func:`_raster`)."""
+    if isinstance(value, dict):
+        return _raster(where, value, path)
+    if isinstance(value, str):
+        return lambda x, y: evaluate(value, {"x": x, "y": y}, f"{path}: {where}")
+    return value
 
 
 def _raster(where: str, table: Mapping[str, Any], path: Path) -> Callable:

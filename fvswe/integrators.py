@@ -80,6 +80,8 @@ class Op:
       are counted) at stage ``stage``'s time; a backend whose slots already hold that
       residual (an edge pass feeding both ``speeds`` and ``update``) skips it;
     - ``speeds``: the next Δt from the slots' speeds, now (non-lagged and initial Δt);
+    - ``sources``: the point sources' and rain's mean rates over the step (and their volume
+      counters), which every stage's update adds (a backend without sources skips it);
     - ``update``: ``dst = src - dt/|V| sum(slots)`` with the clip, damping, forcing and
       friction; with ``dt`` it also gives the next Δt from the slots' speeds (lagged) or
       checks a fixed Δt against them;
@@ -127,6 +129,7 @@ def step_plan(integrator: Integrator, dt_mode: str, layers: int) -> tuple[Op, ..
     ops: list[Op] = []
     if dt_mode == "nonlagged":  # the first stage's residual is this one
         ops += [Op("residual", U, count=True), Op("speeds", U), Op("reduce_dt")]
+    ops.append(Op("sources"))
     src, outs = U, (V, W)
     for s in range(len(integrator.stages)):
         out = outs[s % 2]

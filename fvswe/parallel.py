@@ -28,6 +28,7 @@ import numpy as np
 from .boundary import INFLOW_KEYS
 from .errors import ConfigError
 from .partition import Part, assign, split
+from .sources import RAIN_KEY, SOURCE_KEYS
 
 #: Environment variables in which launchers (Open MPI, MPICH/Hydra and Intel MPI, MVAPICH)
 #: announce the number of processes they started and the rank of each.
@@ -35,7 +36,7 @@ LAUNCH_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")
 LAUNCH_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
 #: Counters every rank holds whole (the ranks' level fluxes are summed in global order
 #: each step); the others are per-rank counts, summed when reported.
-WHOLE_COUNTERS = INFLOW_KEYS
+WHOLE_COUNTERS = (*INFLOW_KEYS, *SOURCE_KEYS, RAIN_KEY)
 
 
 def _launch_env(names: tuple[str, ...], default: int) -> int:

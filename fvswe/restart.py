@@ -67,6 +67,10 @@ def forcing_fingerprint(sim) -> str:
     if lay.wind is not None:
         w = lay.wind
         arrays += [w.times, w.u, w.v, np.array([w.law, w.cd, w.ratio])]
+    if lay.sources is not None:  # (absent: the hash of the runs from before sources)
+        src = lay.sources
+        arrays += [src.start, src.table, src.weight, src.offsets, src.times, src.values,
+                   src.layer, src.kind, np.array(src.names, dtype=str)]  # fmt: skip
     return _digest(*arrays)
 
 
@@ -101,6 +105,7 @@ def _forcing_details(layout) -> dict[str, Any]:
         "friction.interfacial": _value(layout.interfacial_coef, "per cell"),
         "coriolis.f": _value(layout.coriolis, "per cell"),
         "wind": None if layout.wind is None else "on",
+        "sources": None if layout.sources is None else ", ".join(layout.sources.names),
     }
     w = layout.wind
     if w is not None:

@@ -188,21 +188,26 @@ def advance(
 
 
 def mass_balance(sim, summary) -> list[dict[str, float | bool]]:
-    """Per layer, the volume balance in m^3: ``initial + net_in + rest = now``.
+    """Per layer, the volume balance in m^3: ``initial + net_in + sources + rest = now``.
 
     ``net_in`` is what the level, discharge and characteristic boundaries let in, net
-    (:func:`fvswe.boundary.inflows`; 0 otherwise); ``rest`` is what no counter
-    measured: round-off with walls, or what crossed the open boundaries
-    (``open_boundaries``) when there are any.
+    (:func:`fvswe.boundary.inflows`; 0 otherwise); ``sources`` what point sources, sinks and
+    rain put in (:func:`fvswe.sources.added`); ``rest`` is what no counter measured:
+    round-off with walls, or what crossed the open boundaries (``open_boundaries``) when
+    there are any.
     """
     from .boundary import OPEN, inflows
+    from .sources import added
 
     has_open = bool(np.any(sim.layout.edge_bc == OPEN))
-    inflow = inflows(summary.counters, len(summary.mass))
+    layers = len(summary.mass)
+    inflow, put = inflows(summary.counters, layers), added(summary.counters, layers)
+    rows = zip(summary.mass_initial, inflow, put, summary.mass, strict=True)
     return [
-        {"initial": m0, "net_in": q, "now": m, "rest": m - m0 - q, "open_boundaries": has_open}
-        for m0, q, m in zip(summary.mass_initial, inflow, summary.mass, strict=True)
-    ]
+        {"initial": m0, "net_in": q, "sources": p, "now": m, "rest": m - m0 - q - p,
+         "open_boundaries": has_open}
+        for m0, q, p, m in rows
+    ]  # fmt: skip
 
 
 def event_sentences(sim, counters: dict) -> list[str]:
@@ -250,6 +255,7 @@ def summary_text(name: str, sim, summary) -> str:
         else:
             rest = f"{b['rest']:+.2g} unaccounted ({abs(b['rest']) / scale:.1g} relative)"
         net_in = f" {b['net_in']:+.6g} in through boundaries," if b["net_in"] else ""
+        net_in += f" {b['sources']:+.6g} from sources and rain," if b["sources"] else ""
         lines.append(
             f"  {label} [m^3]: initial {b['initial']:.6g},{net_in} {rest}, now {b['now']:.6g}"
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,6 +25,7 @@ from .forcing import Coriolis, Wind, WindTable
 from .mesh.orderings import resolve as resolve_order
 from .model import Model, thin_layer_threshold
 from .registry import refuse_dry_cells
+from .sources import Rain, Source, added, source_tables
 
 Field = np.ndarray | float | Callable[[np.ndarray, np.ndarray], np.ndarray]
 DTYPES = {name: np.dtype(name).type for name in run_settings.BY_NAME["dtype"].choices}
@@ -61,8 +62,11 @@ class RunSummary:
     @property
     def mass_error(self) -> list[float]:
         """``|m - m0 - inflow|`` per layer (m^3); ``inflow`` is the volume that level, discharge
-        and characteristic boundaries let in (:func:`fvswe.boundary.inflows`), 0 with walls."""
-        inflow = inflows(self.counters, len(self.mass))
+        and characteristic boundaries let in (:func:`fvswe.boundary.inflows`), 0 with walls,
+        and that point sources and rain put in (:func:`fvswe.sources.added`)."""
+        layers = len(self.mass)
+        inflow = [a + b for a, b in zip(inflows(self.counters, layers),
+                                        added(self.counters, layers), strict=True)]  # fmt: skip
         return [
             abs(m - m0 - q) for m, m0, q in zip(self.mass, self.mass_initial, inflow, strict=True)
         ]
@@ -211,7 +215,9 @@ class Simulation:
     (e.g. :func:`fvswe.raster.raster_field`); SI units, semi-implicit.
     ``coriolis`` is None, an f-plane's ``f`` (1/s) or a :class:`fvswe.forcing.Coriolis`
     (f from a latitude, beta-plane); ``wind`` a :class:`fvswe.forcing.Wind` acting on the
-    upper (or only) layer (docs/SCHEMES.md §15).
+    upper (or only) layer (docs/SCHEMES.md §15). ``sources`` lists point sources and sinks
+    (:class:`fvswe.sources.Source`) and rain or evaporation (:class:`fvswe.sources.Rain`),
+    their volumes counted (docs/SCHEMES.md §16).
 
     ``eps_h`` is the thin-layer threshold (docs/SCHEMES.md §8); by default
     :func:`fvswe.model.thin_layer_threshold` of the largest initial total depth.
@@ -249,6 +255,7 @@ class Simulation:
         interfacial_friction: Field | None = None,
         coriolis: Coriolis | float | None = None,
         wind: Wind | None = None,
+        sources: Sequence[Source | Rain] | None = None,
         allow_mass_error: bool = False,
         comm=None,
         backend_options: Mapping[str, Any] | None = None,
@@ -296,6 +303,7 @@ class Simulation:
             mesh, self.model, W0, Hc, edge_bc, DTYPES[dtype],
             friction=(kind, bottom), interfacial=interfacial,
             levels=levels if levels.count else None, coriolis=f, wind=wind_table,
+            sources=source_tables(mesh, sources, layers),
         )  # fmt: skip
         options = dict(cfl=s["cfl"], dt_mode=s["dt_mode"], dt_fixed=s["dt"], threads=s["threads"],
                        integrator=s["integrator"])  # fmt: skip

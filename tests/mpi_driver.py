@@ -110,6 +110,10 @@ def simulation(spec: dict, comm=None):
         from test_vanishing import pulled_apart_simulation
 
         return pulled_apart_simulation(spec["nx"], **backend_options(spec, comm))
+    if spec["case"] == "rain-basin":
+        from test_sources import rain_basin_simulation
+
+        return rain_basin_simulation(spec.get("layers", 1), **backend_options(spec, comm))
     case = get_case(spec["case"])
     if "nx" in spec:
         case = case.with_grid(spec["nx"])

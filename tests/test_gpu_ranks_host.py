@@ -30,6 +30,8 @@ RUNS = [
      "dtype": "float32", "variant": "edge", "integrator": "ssp-rk3", **HOST},
     {"name": "tide-rk2", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0, "variant": "gather",
      "integrator": "ssp-rk2", **HOST},
+    {"name": "rain-basin-rk2", "case": "rain-basin", "t_end": 2.0, "variant": "gather",
+     "integrator": "ssp-rk2", **HOST},
     {"name": "unexchanged", "case": "pulled-apart", "nx": 100, "t_end": 0.5, "variant": "gather",
      "no_theta_exchange": True, "allow_mass_error": True, **HOST},
 ]  # fmt: skip

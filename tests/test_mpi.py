@@ -50,7 +50,8 @@ from mpi_driver import GPU_RESTARTS, GPU_RUNS, blowup_message, run_case  # noqa:
 #: Coriolis on a beta-plane (f per cell) and wind; two runs the positivity limiter acts in
 #: (docs/SCHEMES.md §13.4): the slope surge to t = 4 s (tests/test_vanishing.py; the donor's
 #: velocity of a limited slot may be a halo cell's) and an upper layer pulled apart beside the
-#: parts' borders.
+#: parts' borders; the multi-stage integrators (fvswe.integrators), also with the limiter and
+#: a level boundary; point sources, a sink and rain over wet and dry cells (tests/test_sources.py).
 RUNS = [
     *({"name": f"{case}-{scheme}", "case": case, "scheme": scheme, "t_end": 0.02}
       for case in ("test1", "test2") for scheme in registry.names(2)),
@@ -63,6 +64,15 @@ RUNS = [
     {"name": "pulled-apart", "case": "pulled-apart", "nx": 100, "t_end": 0.5},
     {"name": "tide-restarted", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0,
      "restart_at": 900.0},
+    {"name": "test1-rk2", "case": "test1", "scheme": "roe", "t_end": 0.02,
+     "integrator": "ssp-rk2"},
+    {"name": "tide-rk3", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0,
+     "integrator": "ssp-rk3"},
+    {"name": "pulled-apart-rk3", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
+     "integrator": "ssp-rk3"},
+    {"name": "rain-basin", "case": "rain-basin", "t_end": 4.0},
+    {"name": "rain-basin-2-rk2", "case": "rain-basin", "layers": 2, "t_end": 2.0,
+     "integrator": "ssp-rk2"},
 ]  # fmt: skip
 
 

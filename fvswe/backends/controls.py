@@ -85,6 +85,12 @@ def _per_cell(values) -> np.ndarray | None:
     return None if values is None else np.ascontiguousarray(values, dtype=np.float64)
 
 
+def _sources(setup: Setup, field: str, dtype) -> np.ndarray | None:
+    """An array of the run's point sources and rain (:class:`fvswe.sources.SourceTables`)."""
+    tables = setup.layout.sources
+    return None if tables is None else np.ascontiguousarray(getattr(tables, field), dtype=dtype)
+
+
 def _limiter(setup: Setup, size: int, fill, dtype) -> np.ndarray | None:
     """The GPU limiter's per-cell work arrays (two layers), as a step finds them."""
     lay = setup.layout
@@ -159,6 +165,34 @@ CONTROLS: tuple[Control, ...] = (
             lambda s: _wind(s, "law", 0)),
     Control("wind_cd", "double", "the constant law's C_d", lambda s: _wind(s, "cd", 0.0)),
     Control("wind_ratio", "double", "rho_air / rho_water", lambda s: _wind(s, "ratio", 0.0)),
+    # Point sources, sinks and rain (fvswe.sources, docs/SCHEMES.md §16): cell i adds
+    # source_weight[e] source_mean[source_table[e]] to the depth rate of the table's layer for
+    # e in [source_start[i], source_start[i+1]); source_mean holds each table's mean over the
+    # step (the step's sources op writes it), source_area its weights times the cells' areas.
+    Control("n_sources", "int", "source tables (0: no sources)",
+            lambda s: 0 if s.layout.sources is None else s.layout.sources.count),
+    Control("source_start", "const int*", "first entry of each cell (L + 1)",
+            lambda s: _sources(s, "start", np.int32)),
+    Control("source_table", "const int*", "the table of each entry",
+            lambda s: _sources(s, "table", np.int32)),
+    Control("source_weight", "const double*", "the weight of each entry",
+            lambda s: _sources(s, "weight", np.float64)),
+    Control("source_offsets", "const long long*", "first sample of each table",
+            lambda s: _sources(s, "offsets", np.int64)),
+    Control("source_times", "const double*", "sample times", lambda s: _sources(s, "times", float)),
+    Control("source_values", "const double*", "sample values",
+            lambda s: _sources(s, "values", float)),
+    Control("source_layer", "const int*", "the layer each table feeds (0 the upper or only)",
+            lambda s: _sources(s, "layer", np.int32)),
+    Control("source_kind", "const int*", "each table's counter: 0 sources, 1 rain",
+            lambda s: _sources(s, "kind", np.int32)),
+    Control("source_area", "const double*", "each table's weights times the cells' areas (m^2)",
+            lambda s: _sources(s, "volume", float)),
+    Control("source_mean", "double*", "each table's mean over the step being taken",
+            lambda s: None if s.layout.sources is None else np.zeros(s.layout.sources.count)),
+    Control("source_volume", "double", "m^3 the sources put in the upper (or only) layer"),
+    Control("source_volume2", "double", "the same for the lower of two layers"),
+    Control("rain_volume", "double", "m^3 the rain put in (evaporation took out)"),
     # The positivity limiter (docs/SCHEMES.md §13.4; two layers), on the device: the normal
     # pass lists its candidate cells, limit_theta and limit_update act on them and reset.
     Control("t_step", "double", "start time of the step being taken"),

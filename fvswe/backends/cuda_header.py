@@ -203,6 +203,8 @@ def physics() -> str:
         update.damped,
         update.stable_dt,
         update.combine,
+        physics.sources.segment_integral,  # point sources and rain
+        physics.sources.fed,
         limiter.outflow_term,  # the positivity limiter (two layers)
         limiter.is_candidate,
         limiter.mass_flux,

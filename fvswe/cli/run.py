@@ -113,6 +113,12 @@ def register(sub) -> None:
     p.add_argument("--section", action="append", metavar="X1,Y1,X2,Y2[,...]", default=[],
                    help="a cross-section polyline (repeatable): discharge per layer, positive "
                    "to its right, in DIR/sections.csv (+ .nc)")  # fmt: skip
+    p.add_argument("--source", action="append", metavar="X,Y,Q[,NAME]", default=[],
+                   help="a point source of Q m^3/s (negative: a sink) at (X, Y) (repeatable; "
+                   "docs/SCHEMES.md §16)")  # fmt: skip
+    p.add_argument("--rain", type=float, metavar="RATE",
+                   help="rain of RATE m/s on the whole mesh (1 mm/h = 2.778e-7; negative: "
+                   "evaporation)")  # fmt: skip
     p.add_argument("--probe-every", type=float, metavar="S",
                    help="sample gauges and sections every S simulated s (default: at output "
                    "times)")  # fmt: skip
@@ -160,6 +166,10 @@ def _spec(args) -> casefile.RunSpec:
         if old.dt is not None and settings.get("dt") == old.dt:
             settings["dt"] = new.dt
         spec = dataclasses.replace(spec, case=new, settings=settings)
+    sources = _sources(args)
+    if sources:  # a Simulation input the case file may hold too
+        settings = {**spec.settings, "sources": [*spec.settings.get("sources", []), *sources]}
+        spec = dataclasses.replace(spec, settings=settings)
     return spec.with_overrides(
         **{s.name: getattr(args, s.name) for s in run_settings.SETTINGS if s.flag},
         t_end=args.t_end,
@@ -194,6 +204,20 @@ def _numbers(text: str, flag: str, count: int | None = None) -> list[float]:
     if count is not None and len(values) != count:
         raise ConfigError(f"{flag}: expected {count} numbers, got {text!r}")
     return values
+
+
+def _sources(args) -> list:
+    """The point sources of --source X,Y,Q[,NAME] and the rain of --rain RATE."""
+    from ..sources import Rain, Source
+
+    out = []
+    for k, text in enumerate(args.source):
+        *values, name = text.split(",") if text.count(",") == 3 else (*text.split(","), "")
+        x, y, q = _numbers(",".join(values), "--source", 3)
+        out.append(Source(q, point=(x, y), name=name or f"source {k + 1}"))
+    if args.rain is not None:
+        out.append(Rain(args.rain))
+    return out
 
 
 def _gauges(args) -> tuple[probes.Gauge, ...]:

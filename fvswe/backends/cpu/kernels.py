@@ -28,6 +28,7 @@ from ... import physics, registry
 from ...physics import friction, limiter
 from ...physics.common import jit_inline
 from ...physics.forcing import force_layer, rotation, wind_stress
+from ...physics.sources import fed, segment_integral
 from ...physics.update import combine, damped, increment, rate, stable_dt
 from .dispatch import edge_flux, faces, ghost_of, has_tables, impose, second_table
 
@@ -179,6 +180,65 @@ def table_value(t, times, values, lo, hi):
     return values[lo] + slope * (t - times[lo])
 
 
+@jit_inline
+def table_integral(times, values, lo, hi, a, b):
+    """The integral over ``[a, b]`` of the piecewise-linear table of samples ``lo..hi`` (end
+    values held outside, :func:`table_value`): exact, piece by piece
+    (:func:`fvswe.physics.sources.segment_integral`). Walks arrays: written again in
+    ``pipeline.cuh``."""
+    m = lo  # the first sample after a
+    if a >= times[lo]:
+        top = hi + 1
+        while top - m > 1:  # invariant: times[m] <= a < times[top] (top = hi + 1: none)
+            mid = (m + top) // 2
+            if times[mid] <= a:
+                m = mid
+            else:
+                top = mid
+        m += 1
+    t0 = a
+    v0 = table_value(a, times, values, lo, hi)
+    total = 0.0
+    while m <= hi and times[m] < b:
+        total += segment_integral(t0, v0, times[m], values[m])
+        t0 = times[m]
+        v0 = values[m]
+        m += 1
+    return total + segment_integral(t0, v0, b, table_value(b, times, values, lo, hi))
+
+
+@_kernel
+def source_means(t, dt, ctrl, volumes):
+    """Each source table's mean over ``[t, t + dt]`` into ``ctrl.source_mean``, and the step's
+    volumes into ``volumes`` (sources in the upper, the lower layer; rain), in table order."""
+    o = ctrl.source_offsets
+    for k in range(ctrl.n_sources):
+        integral = table_integral(ctrl.source_times, ctrl.source_values, o[k], o[k + 1] - 1,
+                                  t, t + dt)  # fmt: skip
+        ctrl.source_mean[k] = integral / dt
+        slot = 2 if ctrl.source_kind[k] == 1 else ctrl.source_layer[k]
+        volumes[slot] += ctrl.source_area[k] * integral
+
+
+@jit_inline
+def _feed(Wn, i, ctrl, dt):
+    """Cell i's layers after the step's point sources and rain (docs/SCHEMES.md §16): each
+    layer's depth rate the sum of its entries' weight times their table's mean."""
+    r1 = 0.0
+    r2 = 0.0
+    for e in range(ctrl.source_start[i], ctrl.source_start[i + 1]):
+        k = ctrl.source_table[e]
+        if ctrl.source_layer[k] == 0:
+            r1 += ctrl.source_weight[e] * ctrl.source_mean[k]
+        else:
+            r2 += ctrl.source_weight[e] * ctrl.source_mean[k]
+    for v in range(0, Wn.shape[1], 3):
+        h, qx, qy = fed(Wn[i, v], Wn[i, v + 1], Wn[i, v + 2], r1 if v == 0 else r2, dt)
+        Wn[i, v] = h
+        Wn[i, v + 1] = qx
+        Wn[i, v + 2] = qy
+
+
 @_kernel
 def level_values(t, ctrl, out):
     """``out[k] = eta_k(t)``: table k linear between samples, end values held outside
@@ -255,6 +315,8 @@ def _update_cell(W, Wn, i, mesh, ctrl, acc, stage, eps_u, ax, ay):
         for m in range(1, k):
             total += acc[s0 + m, v]
         Wn[i, v] = increment(W[i, v], rdt, total)
+    if ctrl.n_sources > 0:
+        _feed(Wn, i, ctrl, dt)
     clipped = 0
     thin = 0
     added = 0.0
@@ -489,7 +551,8 @@ def _compiled_stamp():
 
 
 #: The passes, cached with the physics and the dispatch inlined.
-PASSES = (edge_pass, volume_pass, limiter_thetas, limited_update, combined, level_values)
+PASSES = (edge_pass, volume_pass, limiter_thetas, limited_update, combined, level_values,
+          source_means)  # fmt: skip
 
 
 @functools.cache

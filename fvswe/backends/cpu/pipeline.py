@@ -18,6 +18,7 @@ import numpy as np
 from ... import integrators, registry
 from ...boundary import INFLOW_KEYS
 from ...integrators import Op, U
+from ...sources import RAIN_KEY, SOURCE_KEYS, counter_keys
 from ..base import EPS_U_RATIO, LAST_STEP_RTOL, LIMIT_MARGIN, check_dt_mode
 from ..controls import Setup, cpu_controls
 from ..layout import Layout
@@ -33,6 +34,7 @@ from .kernels import (
     level_values,
     limited_update,
     limiter_thetas,
+    source_means,
     volume_pass,
 )
 
@@ -133,6 +135,8 @@ class CpuBackend:
             self._level_edges = np.flatnonzero(lv.edge_level >= 0)
             for key in INFLOW_KEYS[: self.model.layers]:  # m^3 in, per layer
                 self._counts[key] = 0.0
+        for key in counter_keys(layout.sources, self.model.layers):  # m^3 of sources and rain
+            self._counts[key] = 0.0
 
     # -- the state ------------------------------------------------------------------------
     @property
@@ -267,6 +271,16 @@ class CpuBackend:
 
     def _speeds(self, op: Op, step: _Step) -> None:
         step.dt = self._volume(op, self._stage(op, step, update=False))
+
+    def _sources(self, op: Op, step: _Step) -> None:
+        """The sources' and rain's mean rates over the step, and their volume counters."""
+        if self.layout.sources is None:
+            return
+        volumes = np.zeros(3)
+        source_means(self.t, step.step_dt(self.t), self._ctrl, volumes)
+        for key, volume in zip((*SOURCE_KEYS, RAIN_KEY), volumes, strict=True):
+            if key in self._counts:
+                self._counts[key] += float(volume)
 
     def _update(self, op: Op, step: _Step) -> None:
         stage = self._stage(op, step)

@@ -627,6 +627,28 @@ __device__ __forceinline__ bool limit_mark(Ctrl* ctrl, int c, const real* w, rea
     return true;
 }
 
+// Cell c's layers after the step's point sources and rain (docs/SCHEMES.md §16; mirrors the CPU's
+// _feed): each layer's depth rate the sum of its entries' weight times their table's mean over
+// the step (source_means), added by sources::fed in double.
+__device__ __forceinline__ void feed(real* w, int c, const Ctrl* ctrl, double dt)
+{
+    double rate[2] = {0.0, 0.0};
+    for (int e = ctrl->source_start[c]; e < ctrl->source_start[c + 1]; ++e) {
+        const int k = ctrl->source_table[e];
+        const int l = ctrl->source_layer[k];
+        rate[l] = rate[l] + ctrl->source_weight[e] * ctrl->source_mean[k];
+    }
+#pragma unroll
+    for (int l = 0; l < FVSWE_LAYERS; ++l) {
+        real* layer = w + 3 * l;
+        const auto f = sources::fed<double>(double(layer[0]), double(layer[1]), double(layer[2]),
+                                            rate[l], dt);
+        layer[0] = real(f.f0);
+        layer[1] = real(f.f1);
+        layer[2] = real(f.f2);
+    }
+}
+
 // The update of cell c (old state w, depth H, area A) given the sum of its slots, over the
 // step from t to t + dt: W_c -= dt/|V_c| sum(slots), then per layer a negative depth clipped
 // to 0 and the discharge of a layer thinner than eps_u (eps_h but in the cells the limiter
@@ -644,6 +666,7 @@ __device__ __forceinline__ void update_cell(real4* Wout, int c, real* w, real H,
     thin = 0;
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) w[m] = update::increment<real>(w[m], rdt, acc[m]);
+    if (ctrl->n_sources) feed(w, c, ctrl, dt);
 #pragma unroll
     for (int l = 0; l < FVSWE_LAYERS; ++l) {
         real* layer = w + 3 * l;

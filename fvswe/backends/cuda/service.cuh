@@ -37,6 +37,48 @@ level_inflow(Ctrl* ctrl, const double* lf, const int n, long long* seen)
     }
 }
 
+// The integral over [a, b] of the piecewise-linear table of samples lo..hi, end values held
+// outside, piece by piece (sources::segment_integral; mirrors the CPU's table_integral).
+__device__ double table_integral(const double* times, const double* values, int lo, int hi, double a,
+                                 double b)
+{
+    int m = lo;  // the first sample after a
+    if (a >= times[lo]) {
+        int top = hi + 1;
+        while (top - m > 1) {  // invariant: times[m] <= a < times[top] (top = hi + 1: none)
+            const int mid = (m + top) / 2;
+            if (times[mid] <= a) m = mid;
+            else top = mid;
+        }
+        m += 1;
+    }
+    double t0 = a, v0 = table_value(a, times, values, lo, hi), total = 0.0;
+    for (; m <= hi && times[m] < b; ++m) {
+        total += sources::segment_integral<double>(t0, v0, times[m], values[m]);
+        t0 = times[m];
+        v0 = values[m];
+    }
+    return total + sources::segment_integral<double>(t0, v0, b, table_value(b, times, values, lo, hi));
+}
+
+// Each source table's mean over the step being taken into source_mean, and its volume into the
+// counters, in table order (one thread; mirrors the CPU's source_means).
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK) source_means(Ctrl* ctrl)
+{
+    if (threadIdx.x != 0 || !step_active(ctrl)) return;
+    const double t = ctrl->t, dt = step_dt(ctrl);
+    for (int k = 0; k < ctrl->n_sources; ++k) {
+        const long long* o = ctrl->source_offsets;
+        const double integral = table_integral(ctrl->source_times, ctrl->source_values, (int)o[k],
+                                               (int)o[k + 1] - 1, t, t + dt);
+        ctrl->source_mean[k] = integral / dt;
+        const double volume = ctrl->source_area[k] * integral;
+        if (ctrl->source_kind[k] == 1) ctrl->rain_volume += volume;
+        else if (ctrl->source_layer[k] == 0) ctrl->source_volume += volume;
+        else ctrl->source_volume2 += volume;
+    }
+}
+
 // Close the step (the last block of the kernel that ends it; every thread calls it): advance,
 // and with OP_DT the next step's dt from dt_next (a multi-stage step's first stage left it
 // there); no positive dt stops the stepping.

@@ -19,6 +19,7 @@ from ... import integrators
 from ...boundary import INFLOW_KEYS
 from ...errors import BackendUnavailable, ConfigError
 from ...integrators import U
+from ...sources import counter_keys
 from ..base import check_dt_mode
 from ..controls import CTRL_DTYPE, Setup, host_block, values
 from ..cuda_header import NO_CELL, OP_COUNT
@@ -181,7 +182,7 @@ class GpuBackend:
 
     # -- construction ------------------------------------------------------------------------
     def _kernel_names(self) -> tuple[str, ...]:
-        names = ("find_invalid", "debug_flux", "level_inflow", "combine_step")
+        names = ("find_invalid", "debug_flux", "level_inflow", "combine_step", "source_means")
         names += (
             ("edge_pass", "volume_pass") if self.variant == "edge" else (f"{self.variant}_step",)
         )
@@ -211,6 +212,8 @@ class GpuBackend:
         ctrl = host_block(setup, {k: a.data.ptr for k, a in self._pointed.items()})
         # every part of a distributed run counts the inflow, those without such edges too
         self._has_levels = self.layout.levels is not None and self.layout.levels.count > 0
+        self._has_sources = self.layout.sources is not None
+        self._source_keys = counter_keys(self.layout.sources, self.model.layers)
         self._write_ctrl(ctrl)
         self._host = ctrl[0]
         self._need_dt = self.dt_mode == "lagged"
@@ -219,7 +222,7 @@ class GpuBackend:
         """The launches of a step and of the initial Δt (:func:`.plan.compile_plan`)."""
         lagged = self.dt_mode == "lagged"
         ops = integrators.step_plan(self.integrator, self.dt_mode, self.model.layers)
-        self._step_launches = compile_plan(ops, self.variant, lagged)
+        self._step_launches = compile_plan(ops, self.variant, lagged, self._has_sources)
         self._initial_launches = compile_plan(integrators.initial_dt_plan(), self.variant, lagged)
 
     @property
@@ -351,6 +354,7 @@ class GpuBackend:
         if self._has_levels:
             for key in INFLOW_KEYS[: self.model.layers]:
                 out[key] = float(c[key])
+        out.update({key: float(c[key]) for key in self._source_keys})
         return out
 
     @property
@@ -387,7 +391,7 @@ class GpuBackend:
             self._need_dt = False
         counts = snap["counters"]
         fields.update({field: counts.get(key, 0) for key, field in COUNTERS.items()})
-        fields.update({key: counts.get(key, 0.0) for key in INFLOW_KEYS})
+        fields.update({key: counts.get(key, 0.0) for key in (*INFLOW_KEYS, *self._source_keys)})
         self.set_control(**fields)
         self._read_ctrl()
 
@@ -428,6 +432,9 @@ class GpuBackend:
                 if n:
                     args = (idx, normal, length, d.slots, self._ctrl, *self._params, np.int32(o))
                     k((grid,), (self.block,), (n, win, *args))
+            return
+        if launch.kernel == "source_means":  # one thread works
+            k((1,), (32,), (self._ctrl,))
             return
         if launch.kernel == "combine_step":
             a = self.integrator.stages[launch.stage].a

@@ -57,9 +57,12 @@ def _advance(out: list[Launch], lagged: bool) -> None:
     out[last] = replace(out[last], op=out[last].op | OP_ADVANCE)
 
 
-def compile_plan(ops: tuple[Op, ...], variant: str, lagged: bool) -> tuple[Launch, ...]:
+def compile_plan(
+    ops: tuple[Op, ...], variant: str, lagged: bool, sources: bool = False
+) -> tuple[Launch, ...]:
     """The launches of a step plan (or of the initial Δt's) for ``variant`` (``lagged``: the
-    step's first update gave the next step's Δt)."""
+    step's first update gave the next step's Δt; ``sources``: the run has point sources or
+    rain, whose means the step computes first)."""
     step = "volume_pass" if variant == "edge" else f"{variant}_step"
     out: list[Launch] = []
     slots_of = None  # edge: the buffer whose residual the slots hold
@@ -71,6 +74,8 @@ def compile_plan(ops: tuple[Op, ...], variant: str, lagged: bool) -> tuple[Launc
                 slots_of = op.src
         elif op.kind == "residual":
             count = op.count
+        elif op.kind == "sources" and sources:
+            out.append(Launch("source_means"))
         elif op.kind == "speeds":
             out.append(_pass(op, step, OP_DT))
         elif op.kind == "update":
