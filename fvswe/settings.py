@@ -114,7 +114,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("dt", NUMBER, None, "time step of dt_mode = fixed (s)", identity=True,
             example="0.05", active=False),
     Setting("integrator", str, "euler", "time integration: euler, ssp-rk2 or ssp-rk3 "
-            "(docs/SCHEMES.md §2.5)", choices=tuple(integrators.BY_NAME), identity=True,
+            "(docs/SCHEMES.md §2.6)", choices=tuple(integrators.BY_NAME), identity=True,
             older="euler"),
     Setting("threads", int, None, "CPU threads (default: the cores left idle, at least 1)",
             example="1", active=False),
