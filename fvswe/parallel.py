@@ -137,7 +137,7 @@ class DistributedBackend:
         gpu = backend.name == "gpu"
         if gpu:
             from .backends.gpu import resolve_variant
-            from .backends.gpu.backend import runtime_of
+            from .backends.gpu.build import runtime_of
             from .backends.gpu.halo import GpuHalo, gpu_device, halo_mode
 
             runtime = options["runtime"] = runtime_of(options.get("runtime"))

@@ -27,8 +27,17 @@ from __future__ import annotations
 
 from ..controls import CTRL_DTYPE, level_edges
 from ..cuda_header import NO_CELL
-from .backend import COUNTERS, DEFAULT_BATCH, GpuBackend, launch_shape
-from .build import CUDA_DIR, FAST_MATH, available, compile_options, device_name, module, source
+from .backend import COUNTERS, DEFAULT_BATCH, GpuBackend
+from .build import (
+    CUDA_DIR,
+    FAST_MATH,
+    available,
+    compile_options,
+    device_name,
+    launch_shape,
+    module,
+    source,
+)
 from .device import (
     GridArrays,
     block_arrays,

@@ -10,34 +10,22 @@ reads the control block once per batch, so no host synchronisation happens per s
 from __future__ import annotations
 
 import math
-from dataclasses import replace
-from functools import cached_property
 
 import numpy as np
 
 from ... import integrators
 from ...boundary import INFLOW_KEYS
-from ...errors import BackendUnavailable, ConfigError
 from ...integrators import U
 from ...sources import counter_keys
 from ..base import check_dt_mode
 from ..controls import CTRL_DTYPE, Setup, host_block, values
 from ..cuda_header import NO_CELL, OP_COUNT
 from ..layout import Layout
-from .build import available, compile_options, module
-from .device import grid_arrays, pack_state, unpack_state, upload
+from .build import compile_options, launch_shape, module, runtime_of
+from .device import pack_state, step_bytes, unpack_state, upload
 from .plan import HOOKS, Launch, batch_size, compile_plan, steps_left
 from .tuning import (
-    BLOCK_SHARED_MAX,
-    DEFAULT_BLOCK,
     GRID_VARIANT,
-    SHARED_MAX,
-    block_shape,
-    block_shared,
-    grid_block,
-    grid_shared_bytes,
-    requested_variant,
-    resolve_variant,
 )
 
 #: Most steps one CUDA graph replays.
@@ -59,66 +47,13 @@ COUNTERS = {
 }
 
 
-def runtime_of(runtime):
-    """CuPy, or the stand-in given (the tests' host runtime); a one-line error without CuPy."""
-    if runtime is not None:
-        return runtime
-    ok, reason = available()
-    if not ok:
-        raise BackendUnavailable(f"backend 'gpu' is unavailable: {reason}")
-    import cupy
-
-    return cupy
-
-
-def _grid_of(layout: Layout, variant: str | None, block: int):
-    """The grid's arrays where ``layout`` is a Cartesian grid the ``grid`` variant may run
-    (None otherwise, or where its tile would not fit in shared memory and none was asked)."""
-    if requested_variant(variant) not in (None, GRID_VARIANT):
-        return None
-    grid = grid_arrays(layout)
-    need = grid_shared_bytes(layout.model.layers, layout.dtype, block)
-    if grid is not None and need > SHARED_MAX:
-        if requested_variant(variant) == GRID_VARIANT:
-            raise ConfigError(
-                f"variant: 'grid' with block {block} needs {need} B of shared memory a block "
-                f"(at most {SHARED_MAX}); use a smaller block"
-            )
-        return None
-    return grid
-
-
-def launch_shape(layout: Layout, scheme: str, variant, block, cells, interior_first=None):
-    """``(variant, threads a block, cells a block, interior-first order, grid arrays)`` of a run:
-    the variant asked for, else the default of :func:`.tuning.resolve_variant`, and its
-    launch shape (:func:`.tuning.block_shape`, :func:`.tuning.grid_block`), checked."""
-    layers, dtype = layout.model.layers, layout.dtype
-    shape = block_shape(scheme, layers, dtype, layout.k)
-    if interior_first is not None:
-        shape = replace(shape, interior_first=interior_first)
-    cells = cells or shape.cells
-    grid = _grid_of(layout, variant, block or grid_block(layers, dtype))
-    variant = resolve_variant(variant, scheme, layout.n_cells, layout.edge_cells, cells,
-                              grid is not None)  # fmt: skip
-    defaults = {"block": shape.threads, GRID_VARIANT: grid_block(layers, dtype)}
-    block = block or defaults.get(variant, DEFAULT_BLOCK)
-    if block % 32 or not 32 <= block <= 1024:
-        raise ConfigError(f"block: a multiple of 32 in [32, 1024], got {block}")
-    if variant == "block" and layout.owned_cells != layout.n_cells:
-        raise ConfigError("variant: 'block' does not run on GPU ranks yet; use gather or edge")
-    shared = block_shared(cells, layout.k, layers, dtype)
-    if variant == "block" and shared > BLOCK_SHARED_MAX:
-        raise ConfigError(f"cells: {cells} cells need {shared} B of shared memory (> 48 KiB)")
-    return variant, block, cells, shape.interior_first, grid
-
-
 class GpuBackend:
     """The pipeline on a CUDA GPU (a :class:`~fvswe.backends.base.Backend`).
 
     ``variant`` is ``edge``, ``gather``, ``slot``, ``block`` or ``grid`` (else the environment
     variable ``FVSWE_GPU_VARIANT``, else :func:`.tuning.resolve_variant`'s default); ``block``
     the threads per block; ``cells`` the cells a thread block owns in the ``block`` variant and
-    ``interior_first`` its task order (:func:`launch_shape`); ``batch`` the most steps one CUDA
+    ``interior_first`` its task order (:func:`.build.launch_shape`); ``batch`` the most steps one CUDA
     graph replays; ``fast_math`` compiles a float32 run's modules with approximate division and
     square root (a ConfigError for float64); ``integrator`` one of
     :data:`fvswe.integrators.INTEGRATORS`; ``runtime`` CuPy (default) or a stand-in of its
@@ -504,28 +439,10 @@ class GpuBackend:
                     break
         return self.t, self.steps - start
 
-    @cached_property
-    def _state_bytes(self) -> int:
-        return self._W.nbytes + (self._dev.area.nbytes if self.model.layers == 1 else 0)
-
     def bytes_per_step(self) -> int:
-        """Compulsory device-memory traffic of one lagged Euler step, neighbour reads all cached.
-
-        grid: read and write the state and the grid's widths, heights and side codes. gather,
-        slot: read and write the state, read the per-slot edge data; block: read and write the
-        state, read the per-task edge data (each edge once or twice); edge: the edge pass
-        reads the state and edge data and writes the slots, the volume pass reads the slots
-        and the state and writes the state. The limiter's kernels add nothing compulsory:
-        they read one flag unless the step has candidates (a few cells).
-        """
-        state, d = self._state_bytes, self._dev
-        if self.variant == "edge":
-            return 3 * state + sum(a.nbytes for a in d.edges) + 2 * d.slots.nbytes
-        if self.variant == "block":
-            return 2 * state + sum(a.nbytes for a in d.cell_args)
-        if self.variant == GRID_VARIANT:  # the grid's widths, heights and side codes
-            return 2 * state + d.grid_args[2].nbytes + d.grid_args[3].nbytes
-        return 2 * state + sum(a.nbytes for a in d.slot_tables)
+        """Compulsory device-memory traffic of one lagged Euler step (:func:`.step_bytes`)."""
+        state = self._W.nbytes + (self._dev.area.nbytes if self.model.layers == 1 else 0)
+        return step_bytes(self._dev, self.variant, state)
 
     # -- tests -----------------------------------------------------------------------------------
     def debug_flux(self, Wi, Wj, Hi, Hj, normal):

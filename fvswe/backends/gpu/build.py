@@ -10,22 +10,32 @@ cap of :mod:`.tuning`. CuPy is imported lazily: ``import fvswe`` never needs it.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 from ... import registry
-from ...errors import ConfigError
+from ...errors import BackendUnavailable, ConfigError
 from .. import cuda_header
+from ..layout import Layout
+from .device import grid_arrays
 from .tuning import (
+    BLOCK_SHARED_MAX,
     DEFAULT_BLOCK,
     GRID_LAUNCH,
     GRID_TILE_X,
     GRID_VARIANT,
     RESIDENT_THREADS,
+    SHARED_MAX,
     VARIANTS,
     block_shape,
+    block_shared,
+    grid_block,
+    grid_shared_bytes,
+    requested_variant,
+    resolve_variant,
 )
 
 CUDA_DIR = Path(__file__).parents[1] / "cuda"
@@ -145,3 +155,56 @@ def module(options: tuple[str, ...], variant: str, runtime=None):
     if key not in _MODULES:
         _MODULES[key] = runtime.RawModule(code=source(variant), options=options)
     return _MODULES[key]
+
+
+def runtime_of(runtime):
+    """CuPy, or the stand-in given (the tests' host runtime); a one-line error without CuPy."""
+    if runtime is not None:
+        return runtime
+    ok, reason = available()
+    if not ok:
+        raise BackendUnavailable(f"backend 'gpu' is unavailable: {reason}")
+    import cupy
+
+    return cupy
+
+
+def _grid_of(layout: Layout, variant: str | None, block: int):
+    """The grid's arrays where ``layout`` is a Cartesian grid the ``grid`` variant may run
+    (None otherwise, or where its tile would not fit in shared memory and none was asked)."""
+    if requested_variant(variant) not in (None, GRID_VARIANT):
+        return None
+    grid = grid_arrays(layout)
+    need = grid_shared_bytes(layout.model.layers, layout.dtype, block)
+    if grid is not None and need > SHARED_MAX:
+        if requested_variant(variant) == GRID_VARIANT:
+            raise ConfigError(
+                f"variant: 'grid' with block {block} needs {need} B of shared memory a block "
+                f"(at most {SHARED_MAX}); use a smaller block"
+            )
+        return None
+    return grid
+
+
+def launch_shape(layout: Layout, scheme: str, variant, block, cells, interior_first=None):
+    """``(variant, threads a block, cells a block, interior-first order, grid arrays)`` of a run:
+    the variant asked for, else the default of :func:`.tuning.resolve_variant`, and its
+    launch shape (:func:`.tuning.block_shape`, :func:`.tuning.grid_block`), checked."""
+    layers, dtype = layout.model.layers, layout.dtype
+    shape = block_shape(scheme, layers, dtype, layout.k)
+    if interior_first is not None:
+        shape = replace(shape, interior_first=interior_first)
+    cells = cells or shape.cells
+    grid = _grid_of(layout, variant, block or grid_block(layers, dtype))
+    variant = resolve_variant(variant, scheme, layout.n_cells, layout.edge_cells, cells,
+                              grid is not None)  # fmt: skip
+    defaults = {"block": shape.threads, GRID_VARIANT: grid_block(layers, dtype)}
+    block = block or defaults.get(variant, DEFAULT_BLOCK)
+    if block % 32 or not 32 <= block <= 1024:
+        raise ConfigError(f"block: a multiple of 32 in [32, 1024], got {block}")
+    if variant == "block" and layout.owned_cells != layout.n_cells:
+        raise ConfigError("variant: 'block' does not run on GPU ranks yet; use gather or edge")
+    shared = block_shared(cells, layout.k, layers, dtype)
+    if variant == "block" and shared > BLOCK_SHARED_MAX:
+        raise ConfigError(f"cells: {cells} cells need {shared} B of shared memory (> 48 KiB)")
+    return variant, block, cells, shape.interior_first, grid

@@ -232,3 +232,23 @@ def upload(
         out.grid_args = (dev(grid.area), np.int32(grid.area_stride), dev(grid.length),
                          dev(grid.side_code))  # fmt: skip
     return out
+
+
+def step_bytes(dev: DeviceLayout, variant: str, state: int) -> int:
+    """Compulsory device-memory traffic of one lagged Euler step of ``state`` bytes of state,
+    neighbour reads all cached.
+
+    grid: read and write the state and the grid's widths, heights and side codes. gather,
+    slot: read and write the state, read the per-slot edge data; block: read and write the
+    state, read the per-task edge data (each edge once or twice); edge: the edge pass reads
+    the state and edge data and writes the slots, the volume pass reads the slots and the
+    state and writes the state. The limiter's kernels add nothing compulsory: they read one
+    flag unless the step has candidates (a few cells).
+    """
+    if variant == "edge":
+        return 3 * state + sum(a.nbytes for a in dev.edges) + 2 * dev.slots.nbytes
+    if variant == "block":
+        return 2 * state + sum(a.nbytes for a in dev.cell_args)
+    if variant == GRID_VARIANT:  # the grid's widths, heights and side codes
+        return 2 * state + dev.grid_args[2].nbytes + dev.grid_args[3].nbytes
+    return 2 * state + sum(a.nbytes for a in dev.slot_tables)
