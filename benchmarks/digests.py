@@ -196,6 +196,12 @@ def main(argv=None) -> int:
     )
     ap.add_argument("-o", "--output", type=Path)
     ap.add_argument("-k", "--only", default="", help="run the names containing this text")
+    ap.add_argument(
+        "--shard",
+        default="0/1",
+        metavar="I/N",
+        help="run every N-th configuration from the I-th (processes sharing a GPU)",
+    )
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
     args = ap.parse_args(argv)
     if args.compare:
@@ -208,7 +214,9 @@ def main(argv=None) -> int:
     if args.backend == "host-gpu":
         _host_gpu()
     out = {}
-    for spec in specs("gpu" if args.backend == "host-gpu" else args.backend):
+    first, every = (int(x) for x in args.shard.split("/"))
+    chosen = specs("gpu" if args.backend == "host-gpu" else args.backend)[first::every]
+    for spec in chosen:
         if args.only not in spec["name"]:
             continue
         start = time.perf_counter()
@@ -226,9 +234,20 @@ def main(argv=None) -> int:
     return 0
 
 
+def _digests(path: Path) -> dict:
+    """The digests of a file, or of all files ``path*.json`` (the shards of one tree's run)."""
+    if path.exists():
+        return json.loads(path.read_text())
+    out = {}
+    for shard in sorted(path.parent.glob(path.name + "*.json")):
+        out.update(json.loads(shard.read_text()))
+    return out
+
+
 def compare(a: Path, b: Path) -> int:
-    """Print the configurations whose digests differ (or exist in one file only); exit 1 if any."""
-    da, db = json.loads(a.read_text()), json.loads(b.read_text())
+    """Print the configurations whose digests differ (or exist in one file only); exit 1 if any.
+    ``a`` and ``b`` are files, or prefixes of shard files."""
+    da, db = _digests(a), _digests(b)
     bad = sorted(k for k in da.keys() | db.keys() if da.get(k) != db.get(k))
     for k in bad:
         print(f"DIFFERS {k}: {da.get(k)} -> {db.get(k)}")

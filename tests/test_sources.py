@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fvswe.backends import gpu
 from fvswe.errors import BlowUpError, ConfigError
 from fvswe.mesh.generate import square, structured_square
 from fvswe.simulation import Simulation
@@ -88,6 +89,25 @@ def test_rain_fills_a_dry_basin_with_non_negative_depths(layers):
         assert s.counters["source_volume2"] == pytest.approx(0.05 * 8.0, rel=1e-14)
     balance = s.counters["source_volume"] + s.counters["rain_volume"]
     assert s.mass[0] - s.mass_initial[0] == pytest.approx(balance, rel=0, abs=1e-13 * s.mass[0])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", ["edge", "gather", "slot", "block"])
+def test_sources_on_the_gpu_are_the_cpus(variant):
+    """The two-layer basin (a source into the lower layer, a pump, rain) with SSP-RK2 on the
+    device: state, steps and time bit for bit the CPU backend's (float64), the counted
+    volumes to round-off."""
+    ok, why = gpu.available()
+    if not ok:
+        pytest.skip(f"no GPU backend here: {why}")
+    cpu = rain_basin_simulation(2, backend="cpu", integrator="ssp-rk2")
+    dev = rain_basin_simulation(2, backend="gpu", integrator="ssp-rk2",
+                                backend_options={"variant": variant})  # fmt: skip
+    s, sd = cpu.run(4.0), dev.run(4.0)
+    assert (dev.t, dev.steps) == (cpu.t, cpu.steps) and sd.counters["clipped_cells"] == 0
+    assert np.array_equal(dev.state(), cpu.state())
+    for key in ("source_volume", "source_volume2", "rain_volume"):
+        assert sd.counters[key] == pytest.approx(s.counters[key], rel=1e-14), key
 
 
 def test_a_sink_that_empties_its_cell_stops_the_run():
