@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from anuga_runs import anuga_run
 
 # fvswe's modules are imported where they are used: anuga_worker runs without fvswe.
 
@@ -305,15 +306,7 @@ def anuga_worker(alg: str, output: str) -> None:
 
 def run_anuga(python: str, alg: str) -> dict:
     """:func:`anuga_worker` in ``python``'s interpreter, read back as :func:`run`'s dict."""
-    import subprocess
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "anuga.npz"
-        code = (f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import monai;"
-                f" monai.anuga_worker({alg!r}, {str(out)!r})")  # fmt: skip
-        subprocess.run([python, "-c", code], check=True, cwd=tmp)
-        d = dict(np.load(out))
+    d = anuga_run(python, "monai", alg)
     top = {w: int(np.argmax(np.where(d["deepest"] > w, d["z"], -np.inf))) for w in WETS}
     return {
         "t": d["t"], "gauges": {name: d["gauges"][:, k] for k, name in enumerate(GAUGES)},

@@ -34,13 +34,12 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from anuga_runs import anuga_run
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data" / "runup_beach"
@@ -199,12 +198,7 @@ def anuga_worker(alg: str, output: str) -> None:
 
 def run_anuga(python: str, alg: str) -> dict:
     """:func:`anuga_worker` in ``python``'s interpreter, read back as :func:`run_fvswe`'s dict."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "anuga.npz"
-        code = (f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import runup_beach;"
-                f" runup_beach.anuga_worker({alg!r}, {str(out)!r})")  # fmt: skip
-        subprocess.run([python, "-c", code], check=True, cwd=tmp)
-        d = dict(np.load(out))
+    d = anuga_run(python, "runup_beach", alg)
     x, z = d["x"], d["elevation"]
     res = {"t": [], "shore": [], "profiles": {}, "wall_s": float(d["wall_s"]),
            "steps": int(d["steps"]), "cells": int(x.size), "backend": "cpu", "dx": 25.0,

@@ -22,8 +22,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from gmsh_mesh import available, generate
 
-from fvswe.mesh import read_mesh, write_mesh
+from fvswe.mesh import write_mesh
 from fvswe.mesh.core import Mesh
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,8 +70,6 @@ def size_grid(z: np.ndarray, x: np.ndarray, y: np.ndarray, size: float) -> np.nd
 
 def make(size: float, bathymetry: Path = BATHYMETRY, source: str = "<monai>") -> Mesh:
     """The Monai tank mesh with offshore edge length ``size`` (m), tags offshore and wall."""
-    import gmsh
-
     x, y, z = read_asc(bathymetry)
     h = size_grid(z, x, y, size)
     step = x[1] - x[0]
@@ -80,10 +79,7 @@ def make(size: float, bathymetry: Path = BATHYMETRY, source: str = "<monai>") ->
         j = min(max(int(round(py / step)), 0), y.size - 1)
         return float(h[j, i])
 
-    gmsh.initialize()
-    gmsh.option.setNumber("General.Terminal", 0)
-    try:
-        gmsh.model.add("monai")
+    def define(gmsh) -> None:
         geo = gmsh.model.geo
         corners = [geo.addPoint(px, py, 0.0) for px, py in ((0, 0), (LX, 0), (LX, LY), (0, LY))]
         lines = [geo.addLine(corners[k], corners[(k + 1) % 4]) for k in range(4)]
@@ -93,21 +89,8 @@ def make(size: float, bathymetry: Path = BATHYMETRY, source: str = "<monai>") ->
         gmsh.model.addPhysicalGroup(1, lines[:3], name="wall")
         gmsh.model.addPhysicalGroup(2, [1], name="water")
         gmsh.model.mesh.setSizeCallback(length)
-        for option in ("MeshSizeExtendFromBoundary", "MeshSizeFromPoints",
-                       "MeshSizeFromCurvature"):  # fmt: skip
-            gmsh.option.setNumber(f"Mesh.{option}", 0)
-        gmsh.option.setNumber("Mesh.Algorithm", 6)  # Frontal-Delaunay: well-shaped triangles
-        gmsh.model.mesh.generate(2)
-        tmp = Path(f"/tmp/monai-{size:g}-{id(h)}.msh")
-        gmsh.option.setNumber("Mesh.MshFileVersion", 2.2)
-        gmsh.write(str(tmp))
-    finally:
-        gmsh.finalize()
-    mesh = read_mesh(tmp)
-    tmp.unlink()
-    return Mesh.from_arrays(
-        mesh.nodes, mesh.cells, boundary_tags=mesh.boundary_tags(), source=source
-    )
+
+    return generate("monai", define, source)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,10 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bathymetry", type=Path, default=BATHYMETRY)
     parser.add_argument("-o", "--output", help="default meshes/monai-SIZE.npz")
     args = parser.parse_args(argv)
-    try:
-        import gmsh  # noqa: F401
-    except ImportError:
-        print("make_monai_mesh: needs gmsh (pip install 'fvswe[mesh]')", file=sys.stderr)
+    if not available("make_monai_mesh"):
         return 2
     if not args.bathymetry.is_file():
         print(f"make_monai_mesh: no bathymetry file {args.bathymetry}", file=sys.stderr)
