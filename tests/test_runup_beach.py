@@ -11,7 +11,7 @@ from fvswe.cli.bench import load
 beach = load("runup_beach.py")
 FILES = ("initial_condition.txt", "t160.csv", "t175.csv", "t220.csv", "Shoreline.csv")
 MISSING = [f for f in FILES if not (beach.DATA / f).is_file()]
-pytestmark = pytest.mark.skipif(
+needs_data = pytest.mark.skipif(
     bool(MISSING), reason=f"benchmark data {MISSING} not in {beach.DATA} (see its README.md)"
 )
 
@@ -37,6 +37,7 @@ def coarse():
     return {dx: beach.errors(beach.run_fvswe(dx, "cpu", "float64")) for dx in (8.0, 4.0)}
 
 
+@needs_data
 def test_profiles_near_the_analytic_and_closer_on_the_finer_strip(coarse):
     """The surface at 160, 175, 220 s within 0.6 m RMS of the analytic solution on the 4 m strip
     (seen 0.23, 0.16, 0.38 m; the wave is 16 m high there, ANUGA DE0 on its 25 m mesh 0.20,
@@ -47,6 +48,7 @@ def test_profiles_near_the_analytic_and_closer_on_the_finer_strip(coarse):
         assert fine[t]["eta_rms"] < rough[t]["eta_rms"], t
 
 
+@needs_data
 def test_shoreline_and_runup(coarse):
     """The shoreline from 100 to 280 s within 60 m RMS on the 4 m strip (seen 49 m; a shoreline
     that never moved: 116 m) and closer than on the 8 m strip; the highest runup within 12 % of
