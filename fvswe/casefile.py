@@ -133,6 +133,19 @@ SCHEMA: tuple[Key, ...] = (
     Key("", "dt", NUMBER, "time step of dt_mode = fixed (s)", "0.05", active=False),
     Key("", "threads", int, "CPU threads (default: the cores left idle, at least 1)", "1",
         active=False),
+    Key("", "method", str, "explicit (the finite volumes) or implicit (the C-grid thesis's "
+        "θ-scheme: one layer on a grid case, walls and levels; docs/IMPLICIT.md)", '"implicit"',
+        active=False),
+    Key("implicit", "theta", NUMBER, "method = implicit: θ in [0.5, 1] (0.5 Crank-Nicolson, 1 "
+        "backward Euler)", "0.5", active=False),
+    Key("implicit", "preconditioner", str, "the CG's preconditioner: rrb (repeated red-black), "
+        "jacobi, amg (pyamg) or none", '"rrb"', active=False),
+    Key("implicit", "tol", NUMBER, "CG stops at ||r||_2 < tol (m)", "1e-5", active=False),
+    Key("implicit", "dry_depth", NUMBER, "a face with a smaller upwind depth is dry (m)", "1e-3",
+        active=False),
+    Key("implicit", "max_wave_courant", NUMBER, "the step's largest gravity-wave Courant number "
+        "(cfl is the advective one)", "10.0", active=False),
+    Key("implicit", "dt_max", NUMBER, "the step's largest Δt (s)", "60.0", active=False),
     Key("friction", "law", str, "bottom friction law (one layer, or the lower of two), chezy or "
         "manning", '"manning"'),
     Key("friction", "coefficient", (*NUMBER, dict), "Chézy C (m^½/s) or Manning n (s/m^⅓): a "
@@ -285,9 +298,9 @@ def reference_markdown() -> str:
 
 #: Top-level keys that are Simulation settings.
 SETTINGS = ("layers", "g", "r", "eps_h", "scheme", "order", "cfl", "dtype", "backend",
-            "fast_math", "dt_mode", "dt", "threads")  # fmt: skip
+            "fast_math", "dt_mode", "dt", "threads", "method", "implicit")  # fmt: skip
 #: Tables and arrays of tables of a case file.
-TABLES = ("mesh", "boundary", "initial", "output", "friction", "coriolis", "wind")
+TABLES = ("mesh", "boundary", "initial", "output", "friction", "coriolis", "wind", "implicit")
 ARRAYS = ("gauges", "sections")
 #: Output formats of the field series.
 FORMATS = ("xdmf", "netcdf", "both")
@@ -317,7 +330,8 @@ class RunSpec:
     """Everything one run needs except the mesh object, from a named case or a case file.
 
     ``settings`` holds the :class:`~fvswe.simulation.Simulation` keywords (layers,
-    g, r, scheme, order, cfl, dtype, backend, fast_math, dt_mode, dt, eps_h, threads);
+    g, r, scheme, order, cfl, dtype, backend, fast_math, dt_mode, dt, eps_h, threads, method,
+    implicit);
     ``initial`` maps ``H`` and state fields to numbers, expressions or functions
     of ``(x, y)``; ``mesh`` is ``{"file": path}``, ``{"generator": name, ...}``
     or None for the named case's bundled mesh.
@@ -462,6 +476,8 @@ def load(path: str | Path) -> RunSpec:
     base = from_case(data["case"]) if "case" in data else None
     settings = dict(DEFAULTS if base is None else base.settings)
     settings.update({k: data[k] for k in SETTINGS if k in data})
+    if "implicit" in data:
+        _table(data["implicit"], "implicit", src)
     if "friction" in data:
         settings.update(_friction(data["friction"], path))
     if "coriolis" in data:

@@ -442,6 +442,11 @@ def forcing_fingerprint(sim) -> str:
     return _digest(*arrays)
 
 
+#: A snapshot's arrays beyond ``W``: the implicit method's staggered state (levels, face
+#: velocities), which ``W`` alone gives back only approximately.
+STAGGERED = ("zeta", "u", "v")
+
+
 def save_checkpoint(path: str | Path, sim, identity: Mapping[str, Any]) -> None:
     """The backend's snapshot plus what the run must match to continue from it."""
     snap = sim.backend.snapshot()
@@ -449,17 +454,25 @@ def save_checkpoint(path: str | Path, sim, identity: Mapping[str, Any]) -> None:
             "counters": snap["counters"], "mass_initial": list(sim.mass_initial)}  # fmt: skip
     if not _writes(sim):
         return
+    extra = {k: snap[k] for k in STAGGERED if k in snap}
     atomic_write(
         path,
         lambda p: np.savez(
-            p, W=snap["W"], t=snap["t"], steps=snap["steps"], dt=snap["dt"], meta=json.dumps(meta)
+            p,
+            W=snap["W"],
+            t=snap["t"],
+            steps=snap["steps"],
+            dt=snap["dt"],
+            meta=json.dumps(meta),
+            **extra,
         ),
     )
 
 
 #: Identity keys added after checkpoints and series had been written, and their value in
-#: those (fast math was recorded from 2026-11-24; a run without it ran IEEE).
-IDENTITY_ADDED = {"fast_math": False}
+#: those (fast math was recorded from 2026-11-24; a run without it ran IEEE; the method from
+#: the implicit method's arrival: every run before it was explicit).
+IDENTITY_ADDED = {"fast_math": False, "method": "explicit", "implicit": {}}
 
 
 def completed_identity(saved: Mapping[str, Any]) -> dict[str, Any]:
@@ -476,6 +489,7 @@ def load_checkpoint(path: str | Path, sim, identity: Mapping[str, Any]) -> dict[
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             snap = {"W": z["W"], "t": z["t"][()], "steps": z["steps"][()], "dt": z["dt"][()]}
+            snap.update({k: z[k] for k in STAGGERED if k in z.files})
         saved = completed_identity(meta["identity"])
         snap["counters"] = dict(meta["counters"])
         snap["mass_initial"] = [float(m) for m in meta["mass_initial"]]
@@ -526,5 +540,6 @@ def _check_snapshot(src: str, snap: Mapping[str, Any], sim) -> None:
 
 def restore_checkpoint(sim, snap: Mapping[str, Any]) -> None:
     """Put ``sim`` where the checkpoint left it, initial masses included (for drift reports)."""
-    sim.backend.restore({k: snap[k] for k in ("W", "t", "steps", "dt", "counters")})
+    keys = ("W", "t", "steps", "dt", "counters", *STAGGERED)
+    sim.backend.restore({k: snap[k] for k in keys if k in snap})
     sim.mass_initial = list(snap["mass_initial"])

@@ -216,6 +216,12 @@ class Simulation:
     denormals flushed (faster, no longer IEEE: docs/GPU.md, "Fast math"); a ConfigError on
     the CPU or in float64.
 
+    ``method="implicit"`` runs the C-grid thesis's semi-implicit θ-scheme instead of the
+    finite volumes (one layer, a Cartesian grid in row-major order, walls and levels;
+    docs/IMPLICIT.md): ``implicit`` holds its options
+    (:class:`fvswe.implicit.ImplicitOptions`: ``theta``, ``preconditioner``, ...), ``cfl``
+    is then the advective Courant number of its step and ``scheme`` is not used.
+
     A run stops with a :class:`~fvswe.errors.BlowUpError` (one line) when a depth
     had to be clipped, when a layer's mass drifts beyond round-off
     (:data:`MASS_TOLERANCE`; not checked with open boundaries, which have no
@@ -257,6 +263,8 @@ class Simulation:
         comm=None,
         backend_options: Mapping[str, Any] | None = None,
         fast_math: bool = False,
+        method: str = "explicit",
+        implicit: Mapping[str, Any] | None = None,
     ) -> None:
         if dtype not in DTYPES:
             raise ConfigError(f"dtype: unknown {dtype!r} (choose from {', '.join(DTYPES)})")
@@ -322,7 +330,18 @@ class Simulation:
             options["fast_math"] = True
         options.update(backend_options or {})
         self.comm = comm if distributed else None
-        if self.comm is None:
+        self.method = method
+        if implicit and method == "explicit":
+            raise ConfigError("implicit: options of method 'implicit', but the method is explicit")
+        if method != "explicit":  # the C-grid θ-scheme (fvswe/implicit, docs/IMPLICIT.md)
+            from . import implicit as implicit_method
+
+            implicit_method.check_method(method)
+            self.backend = implicit_method.make_backend(
+                self.layout, cls.name, implicit, options, distributed
+            )
+            self.scheme = self.backend.label
+        elif self.comm is None:
             self.backend = cls(self.layout, scheme, **options)
         else:
             from .parallel import DistributedBackend

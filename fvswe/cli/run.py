@@ -92,6 +92,12 @@ def register(sub) -> None:
                    help="time step from the previous step's speeds (lagged, default), "
                    "the current ones, or fixed (--dt)")  # fmt: skip
     p.add_argument("--dt", type=float, metavar="S", help="time step for --dt-mode fixed")
+    p.add_argument("--method", choices=("explicit", "implicit"),
+                   help="explicit (finite volumes, default) or implicit (the C-grid thesis's "
+                   "theta-scheme: grid cases, one layer; docs/IMPLICIT.md)")  # fmt: skip
+    p.add_argument("--theta", type=float, help="--method implicit: theta in [0.5, 1]")
+    p.add_argument("--preconditioner", choices=("rrb", "jacobi", "amg", "none"),
+                   help="--method implicit: the CG's preconditioner (default rrb)")  # fmt: skip
     p.add_argument("--threads", type=int,
                    help="CPU threads (default: the cores other processes leave idle, at least 1; "
                    "NUMBA_NUM_THREADS when set)")  # fmt: skip
@@ -168,6 +174,8 @@ def _spec(args) -> casefile.RunSpec:
         dt_mode=args.dt_mode,
         dt=args.dt,
         threads=args.threads,
+        method=args.method,
+        implicit=_implicit(args, spec),
         t_end=args.t_end,
         mesh=_mesh_override(args, spec),
         output_every=args.output_every,
@@ -179,6 +187,13 @@ def _spec(args) -> casefile.RunSpec:
         gauges=spec.gauges + _gauges(args) or None,
         sections=spec.sections + _sections(args) or None,
     )
+
+
+def _implicit(args, spec: casefile.RunSpec) -> dict | None:
+    """The spec's implicit options with --theta and --preconditioner (None: unchanged)."""
+    given = {"theta": args.theta, "preconditioner": args.preconditioner}
+    given = {k: v for k, v in given.items() if v is not None}
+    return {**(spec.settings.get("implicit") or {}), **given} if given else None
 
 
 def _mesh_override(args, spec: casefile.RunSpec) -> dict | None:
@@ -266,6 +281,7 @@ def _identity(spec: casefile.RunSpec, sim) -> dict:
             "layers": m.layers, "g": m.g, "r": m.r, "eps_h": m.eps_h, "scheme": sim.scheme,
             "dtype": sim.dtype, "order": sim.order, "cfl": s.get("cfl"),
             "dt_mode": s.get("dt_mode"), "dt": s.get("dt"), "fast_math": bool(s.get("fast_math")),
+            "method": s.get("method") or "explicit", "implicit": dict(s.get("implicit") or {}),
             "boundary": output.boundary_fingerprint(sim),
             "forcing": output.forcing_fingerprint(sim)}  # fmt: skip
 
