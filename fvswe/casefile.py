@@ -137,7 +137,7 @@ SCHEMA: tuple[Key, ...] = (
         "θ-scheme: one layer on a grid case, walls and levels; docs/IMPLICIT.md)", '"implicit"',
         active=False),
     Key("implicit", "theta", NUMBER, "method = implicit: θ in [0.5, 1] (0.5 Crank-Nicolson, 1 "
-        "backward Euler)", "0.5", active=False),
+        "backward Euler; default 0.55)", "0.55", active=False),
     Key("implicit", "preconditioner", str, "the CG's preconditioner: rrb (repeated red-black), "
         "jacobi, amg (pyamg) or none", '"rrb"', active=False),
     Key("implicit", "tol", NUMBER, "CG stops at ||r||_2 < tol (m)", "1e-5", active=False),

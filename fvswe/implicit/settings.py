@@ -15,15 +15,16 @@ METHODS = ("explicit", "implicit")
 
 @dataclass(frozen=True)
 class ImplicitOptions:
-    """``theta``: ½ (Crank-Nicolson, the default) to 1 (backward Euler) on the level in the
-    momentum equations and the velocities in continuity; ``preconditioner``: rrb, jacobi,
+    """``theta``: ½ (Crank-Nicolson) to 1 (backward Euler) on the level in the momentum
+    equations and the velocities in continuity; the default 0.55 damps what ½ lets grow at
+    large steps over wetting and drying (docs/IMPLICIT.md); ``preconditioner``: rrb, jacobi,
     amg or none; ``tol``: CG stops at ``||r||_2 < tol`` (m); ``dry_depth``: a face whose
     upwind depth is below it is dry (closed, Delft3D's threshold); ``max_wave_courant``:
     the step is at most this gravity-wave Courant number ``Δt √(g h_max) / min(Δx, Δy)``
     (the advective Courant number ``cfl`` sets it otherwise); ``dt_max``: an absolute cap
     (s), none by default."""
 
-    theta: float = 0.5
+    theta: float = 0.55
     preconditioner: str = "rrb"
     tol: float = TOL
     dry_depth: float = 1e-3

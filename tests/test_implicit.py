@@ -1,0 +1,183 @@
+"""The implicit method (the C-grid thesis's θ-scheme) on the C-grid cases: its properties, its
+order in time, its approach to the explicit finite volumes, and its user path."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from fvswe import output, runner
+from fvswe.cases import get_case
+from fvswe.cli import main
+from fvswe.errors import ConfigError
+from fvswe.grid import Grid
+from fvswe.simulation import Simulation
+
+IMPLICIT = {"method": "implicit", "dt_mode": "nonlagged"}
+
+
+def explicit_step(case, h_max: float) -> float:
+    """Δx / √(g h_max): the step of gravity-wave Courant number 1."""
+    (lx, _), (nx, _) = case.extent, case.grid_size
+    return (lx / nx) / math.sqrt(case.g * h_max)
+
+
+def eta(case, t_end: float, **options) -> np.ndarray:
+    sim = case.simulation(**options)
+    sim.run(t_end)
+    return sim.fields()["eta"]
+
+
+@pytest.mark.parametrize("preconditioner", ["none", "jacobi", "rrb"])
+def test_tide_stays_pseudo_one_dimensional(preconditioner):
+    """Plain CG keeps every iterate uniform along y (the operator in difference form meets
+    exactly 0 across the y faces): v = 0 exactly. A preconditioner is not uniform along y
+    (the diagonal of a row next to a wall lacks a y face; RRB's colouring alternates rows):
+    its rows differ by round-off (Jacobi) or up to the solver's tolerance (RRB), and where
+    a cell's depth crosses the drying threshold such a difference opens a face in one row
+    and not in the next, so v stays of the tolerance's order, not 0."""
+    case = get_case("cgrid-tide").with_grid(24, 4)
+    sim = case.simulation(**IMPLICIT, implicit={"preconditioner": preconditioner})
+    sim.run(8 * 3600.0)  # a high tide and most of the ebb
+    f = sim.fields()
+    h = Grid(24, 4, 25.0, 150.0).as_array(f["h"])
+    v = np.abs(sim.backend.state.v)
+    spread = np.abs(h - h[:1]).max()
+    assert h.min() >= 0 and (h < 1e-3).any() and (h > 1).any()  # a front, wet and dry
+    if preconditioner == "none":
+        assert v.max() == 0 and np.all(f["qy"] == 0) and spread == 0
+    else:
+        assert 0 < v.max() < 1e-4 and spread < 1e-4
+
+
+def test_volume_is_conserved_to_round_off():
+    """Walls: the volume is that of the start to round-off (the level comes from continuity
+    with the solved velocities, whatever CG's residual). A tide: the volume in through the
+    level boundary accounts for every change."""
+    drop = get_case("cgrid-island").with_grid(32, 32)
+    loose = {"tol": 1e-3, "max_wave_courant": 2.0}  # a loose solve: still exact
+    sim = drop.simulation(**IMPLICIT, implicit=loose)
+    s = sim.run(30.0)
+    assert s.mass_rel_drift[0] < 1e-13 and s.steps > 5
+    tide = get_case("cgrid-tide").with_grid(16, 4)
+    s = tide.simulation(**IMPLICIT).run(2 * 3600.0)
+    assert s.counters["level_inflow"] > 1e5
+    assert abs(s.mass[0] - s.mass_initial[0] - s.counters["level_inflow"]) < 1e-12 * s.mass[0]
+
+
+def test_depths_stay_non_negative_where_cells_dry_at_a_large_step():
+    """At 30 times the gravity-wave step the falling tide empties cells within a step: they
+    are taken out and the step repeated (Delft3D-FLOW's rule); no depth below 0, none
+    clipped, the volume balanced."""
+    case = get_case("cgrid-tide").with_grid(24, 2)
+    sim = case.simulation(**IMPLICIT, cfl=1.0, implicit={"max_wave_courant": 30.0})
+    s = sim.run(21 * 3600.0)  # through a high tide and down to the lowest level
+    assert s.counters["drying_repeats"] > 0
+    assert s.counters["gravity_courant_max"] > 30
+    assert sim.fields()["h"].min() >= 0.0 and sim.backend.first_invalid() is None
+    assert s.mass_rel_drift[0] < 1e-12
+
+
+def test_island_stays_dry_and_the_drop_keeps_its_symmetry():
+    case = get_case("cgrid-island").with_grid(40, 40)
+    sim = case.simulation(**IMPLICIT)
+    sim.run(40.0)
+    f = sim.fields()
+    summit = int(np.argmin(f["H"]))
+    assert f["h"][summit] < 1e-3 and f["h"].min() >= 0.0  # dry: below the threshold
+    drop = get_case("cgrid-drop").with_grid(20, 20)
+    e = Grid(20, 20, 10.0, 10.0).as_array(eta(drop, 30.0, **IMPLICIT))
+    # mirror in y and x <-> y to the solver's tolerance (RRB's colouring is not symmetric)
+    np.testing.assert_allclose(e, e[::-1], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(e, e.T, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize(("theta", "order"), [(0.5, 2.0), (1.0, 1.0)])
+def test_observed_order_in_time(theta, order):
+    """Against a run of 1/16 the finest step: θ = ½ second order, θ = 1 first order."""
+    case = get_case("cgrid-drop").with_grid(32, 32)
+    steps = (8, 16, 32) if theta == 0.5 else (16, 32, 64)
+
+    def run(n):
+        return eta(case, 12.0, method="implicit", dt_mode="fixed", dt=12.0 / n,
+                   implicit={"theta": theta, "tol": 1e-12})  # fmt: skip
+
+    ref = run(16 * steps[-1])
+    err = [np.sqrt(np.mean((run(n) - ref) ** 2)) for n in steps]
+    orders = [math.log2(err[k] / err[k + 1]) for k in range(2)]
+    assert err[0] > err[1] > err[2]
+    assert abs(orders[-1] - order) < 0.2 * order, orders
+
+
+def test_approaches_the_explicit_finite_volumes_as_the_step_shrinks():
+    """The drop at 64²: the difference from the explicit finite volumes falls as Δt goes down
+    to the explicit step, to what the two spatial discretisations leave."""
+    case = get_case("cgrid-drop").with_grid(64, 64)
+    ref = eta(case, 20.0)
+    dt1 = explicit_step(case, 1.1)
+    diff = [np.sqrt(np.mean((eta(case, 20.0, method="implicit", dt_mode="fixed", dt=k * dt1)
+                             - ref) ** 2)) for k in (16, 4, 1)]  # fmt: skip
+    assert diff[0] > 1.5 * diff[1] > 1.5 * diff[2]
+    assert diff[2] < 0.03 * 0.1  # 3 % of the drop's height
+
+
+def test_restart_from_a_checkpoint_is_bit_for_bit(tmp_path):
+    case = get_case("cgrid-tide").with_grid(16, 4)
+    whole = case.simulation(**IMPLICIT)
+    runner.advance(whole, [1800.0, 3600.0])
+    first = case.simulation(**IMPLICIT)
+    runner.advance(first, [1800.0])
+    ident = {"cells": 64}
+    output.save_checkpoint(tmp_path / "c.npz", first, ident)
+    again = case.simulation(**IMPLICIT)
+    output.restore_checkpoint(again, output.load_checkpoint(tmp_path / "c.npz", again, ident))
+    runner.advance(again, [1800.0, 3600.0])
+    assert again.steps == whole.steps
+    np.testing.assert_array_equal(again.state(), whole.state())
+    np.testing.assert_array_equal(again.backend.state.u, whole.backend.state.u)
+
+
+def test_cli_and_case_file_switch_with_one_key(tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["run", "cgrid-tide", "--nx", "12", "--method", "implicit", "--theta", "1",
+                 "--t-end", "1800", "-o", str(out), "--gauge", "100,300,g", "--quiet"])  # fmt: skip
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["scheme"] == "implicit-theta1-rrb" and summary["cg_iterations"] > 0
+    assert summary["t"] == 1800.0 and summary["mass_rel_drift"][0] < 1e-12
+    assert (out / "gauges.csv").read_text().count("\n") > 2
+    toml = tmp_path / "case.toml"
+    toml.write_text('case = "cgrid-drop"\nmethod = "implicit"\nt_end = 5.0\n\n'
+                    '[implicit]\ntheta = 0.5\npreconditioner = "jacobi"\n')  # fmt: skip
+    assert main(["run", str(toml), "--json", "--quiet"]) == 0
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert printed["scheme"] == "implicit-theta0.5-jacobi" and printed["t"] == 5.0
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"implicit": {"theta": 0.3}}, r"^theta: must lie in \[0.5, 1\], got 0.3$"),
+        ({"implicit": {"omega": 1}}, r"^implicit: unknown key 'omega'"),
+        ({"method": "explicit", "implicit": {"theta": 1}}, r"^implicit: options of method"),
+        ({"method": "semi"}, r"^method: unknown 'semi' \(choose from explicit, implicit\)$"),
+        ({"order": "rcm"}, r"^method 'implicit': needs a Cartesian grid in its row-major"),
+    ],
+)
+def test_bad_settings_are_one_line(options, message):
+    case = get_case("cgrid-drop").with_grid(8, 8)
+    with pytest.raises(ConfigError, match=message):
+        case.simulation(**{**IMPLICIT, **options})
+
+
+def test_what_the_method_cannot_run_is_one_line():
+    with pytest.raises(ConfigError, match=r"^method 'implicit': one layer only"):
+        get_case("test1").simulation(method="implicit")
+    g = Grid(6, 4, 1.0, 1.0)
+    open_east = {"west": "wall", "east": "open", "south": "wall", "north": "wall"}
+    with pytest.raises(ConfigError, match=r"^method 'implicit': boundary condition 'open'"):
+        Simulation(g.mesh(), layers=1, scheme="hll-wd", H=1.0, initial={"h": 1.0},
+                   boundary=open_east, method="implicit")  # fmt: skip
