@@ -17,7 +17,6 @@ from fvswe.implicit.operator import Stencil
 from fvswe.implicit.rrb import RRB
 
 
-
 def _cupy():
     try:
         import cupy
@@ -193,8 +192,8 @@ def test_rrb_beats_jacobi_and_matches_on_float32(xp):
         counts[name] = solve.iterations
     assert counts["rrb"] < counts["jacobi"] / 3
     s32 = Stencil(xp.asarray(st.cx, dtype=np.float32), xp.asarray(st.cy, dtype=np.float32))
-    x32, solve = pcg(lambda v: s32.apply(v, xp), precond.build("rrb", s32, xp),
-                     xp.asarray(b, dtype=np.float32), xp.zeros((64, 64), np.float32), xp, 1e-5)  # fmt: skip
+    b32, x0 = xp.asarray(b, dtype=np.float32), xp.zeros((64, 64), np.float32)
+    x32, solve = pcg(lambda v: s32.apply(v, xp), precond.build("rrb", s32, xp), b32, x0, xp, 1e-5)
     assert x32.dtype == np.float32 and solve.residual < 1e-5
     ref = spl.spsolve(st.csr().tocsc(), b.ravel()).reshape(64, 64)
     assert np.abs(host(x32) - ref).max() < 1e-5
