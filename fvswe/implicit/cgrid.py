@@ -66,9 +66,11 @@ class CGrid:
             )
         nx, ny = found.nx, found.ny
         width, height = found.length[:nx], found.length[nx:]
-        if not ((width == width[0]).all() and (height == height[0]).all()):
+        if not (
+            np.allclose(width, width[0], rtol=1e-9) and np.allclose(height, height[0], rtol=1e-9)
+        ):
             raise ConfigError("method 'implicit': needs a uniform grid (equal cell widths)")
-        dx, dy = float(width[0]), float(height[0])
+        dx, dy = float(np.mean(width)), float(np.mean(height))  # equal but for round-off
         H = np.asarray(layout.H, dtype=np.float64).reshape(ny, nx)
         codes, tables = _sides(layout, nx, ny)
         coef = layout.friction_coef
