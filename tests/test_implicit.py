@@ -181,3 +181,24 @@ def test_what_the_method_cannot_run_is_one_line():
     with pytest.raises(ConfigError, match=r"^method 'implicit': boundary condition 'open'"):
         Simulation(g.mesh(), layers=1, scheme="hll-wd", H=1.0, initial={"h": 1.0},
                    boundary=open_east, method="implicit")  # fmt: skip
+
+
+@pytest.mark.gpu
+def test_gpu_runs_the_cpu_code_to_round_off():
+    """The same array code on CuPy: cgrid-island (wetting and drying) and cgrid-tide (level
+    boundary) agree with the CPU run (a tight tolerance, so both stop at round-off)."""
+    from fvswe.backends import gpu
+
+    ok, reason = gpu.available()
+    if not ok:
+        pytest.skip(reason)
+    for name, t_end in (("cgrid-island", 20.0), ("cgrid-tide", 1800.0)):
+        case = get_case(name).with_grid(32, 32)
+        runs = [case.simulation(**IMPLICIT, backend=b, implicit={"tol": 1e-11})
+                for b in ("cpu", "gpu")]  # fmt: skip
+        for sim in runs:
+            sim.run(t_end)
+        cpu, dev = (s.fields() for s in runs)
+        assert runs[1].backend.name == "gpu" and runs[0].steps == runs[1].steps
+        np.testing.assert_allclose(dev["h"], cpu["h"], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(dev["qx"], cpu["qx"], rtol=0, atol=1e-9)
