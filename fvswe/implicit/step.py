@@ -131,7 +131,9 @@ class ThetaStep:
             b[:, 0] += T.c[:, 0] * R[:, 0]
             b[:, -1] += T.c[:, -1] * R[:, 1]
         M = precond.build(o.preconditioner, stencil, xp)
-        delta, solve = pcg(lambda v: stencil.apply(v, xp), M, rhs, xp.zeros_like(rhs), xp, o.tol)
+        diag = stencil.boundary_diagonal(xp)
+        apply = lambda v: stencil.apply(v, xp, diag)  # noqa: E731
+        delta, solve = pcg(apply, M, rhs, xp.zeros_like(rhs), xp, o.tol)
         u = self._velocity(X, fx, delta, rise[0], dt)
         v = self._velocity(Y, fy, delta.T, rise[1], dt)
         flux = self._fluxes(X, Y, u, v)
