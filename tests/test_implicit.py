@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from fvswe import output, runner
+from fvswe.boundary import Level
 from fvswe.cases import get_case
 from fvswe.cli import main
 from fvswe.errors import ConfigError
@@ -93,6 +94,26 @@ def test_island_stays_dry_and_the_drop_keeps_its_symmetry():
     # mirror in y and x <-> y to the solver's tolerance (RRB's colouring is not symmetric)
     np.testing.assert_allclose(e, e[::-1], rtol=0, atol=1e-5)
     np.testing.assert_allclose(e, e.T, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize(("law", "coef"), [("chezy", 20.0), ("manning", 0.05)])
+def test_steady_channel_flow_obeys_the_friction_law(law, coef):
+    """A 10 km channel 10 m deep between levels 0.01 m and 0: the steady discharge in its
+    middle is the uniform-flow one of the simulated surface slope S, ``C h^1.5 S^0.5``
+    (Chézy) or ``h^(5/3) S^0.5 / n`` (Manning), and the same along the channel."""
+    g = Grid(40, 1, 250.0, 250.0)
+    sides = {"west": Level(0.01), "east": Level(0.0), "south": "wall", "north": "wall"}
+    sim = Simulation(g.mesh(), layers=1, scheme="hll-wd", H=10.0, initial={"h": 10.0},
+                     boundary=sides, friction=(law, coef), method="implicit",
+                     dt_mode="fixed", dt=200.0)  # fmt: skip
+    sim.run(60000.0)
+    f = sim.fields()
+    mid = slice(10, 30)
+    slope = -np.polyfit(g.x[mid], f["eta"][mid], 1)[0]
+    h = f["h"][mid].mean()
+    uniform = coef * h**1.5 * slope**0.5 if law == "chezy" else h ** (5 / 3) * slope**0.5 / coef
+    q = f["qx"][mid]
+    assert abs(q.mean() / uniform - 1) < 1e-4 and np.ptp(q) < 1e-4 * q.mean()
 
 
 @pytest.mark.parametrize(("theta", "order"), [(0.5, 2.0), (1.0, 1.0)])

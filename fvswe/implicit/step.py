@@ -24,14 +24,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..schemes.friction import CHEZY, FRICTION_KINDS
+from ..schemes.friction import CHEZY
 from . import precond
-from .cg import pcg
+from .cg import NotConverged, pcg
 from .cgrid import CGrid, Faces
 from .operator import Stencil
 from .settings import ImplicitOptions
 
-MANNING = FRICTION_KINDS["manning"]
+#: A step repeated this often (cells taken out each time) has failed.
+MAX_REPEATS = 100
 
 
 @dataclass
@@ -107,6 +108,8 @@ class ThetaStep:
             dry = new.zeta + self.H < 0
             if not bool(dry.any()):
                 break
+            if solves > MAX_REPEATS:  # each repeat closes faces, so it cannot go on for ever
+                raise NotConverged(f"cells still drying below 0 after {MAX_REPEATS} repeats")
             for c, d in zip(closed, (dry, dry.T), strict=True):  # take the cells out
                 c[:, :-1] |= d
                 c[:, 1:] |= d
