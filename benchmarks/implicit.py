@@ -25,6 +25,7 @@ time error). The break-even ratio is the smallest ``k`` at which the implicit ru
 faster; a ``k`` is as accurate as the explicit method where its time error stays below the
 explicit-implicit difference at ``k = 1`` (what the choice of method costs anyway).
 
+The JSON is rewritten after every row, so a run cut short keeps what it measured.
 Timing: the host clock around ``Simulation.run`` (each implicit step synchronises the
 device at every CG iteration; the explicit GPU run at its checks and at the end).
 """
@@ -99,7 +100,7 @@ def _sync(xp) -> None:
         xp.cuda.Device().synchronize()
 
 
-def iterations(args) -> dict:
+def iterations(args, emit) -> dict:
     case = get_case("cgrid-drop").with_grid(args.n, args.n)
     dte = explicit_step(case, 1.1)
     spin = case.simulation(method="implicit", dt_mode="fixed", dt=dte, backend=args.backend)
@@ -122,6 +123,7 @@ def iterations(args) -> dict:
                    "advection_courant": c["advection_courant_max"],
                    "thesis_iterations": THESIS_ITERATIONS.get(name, (None,) * 4)[k]}  # fmt: skip
             rows.append(row)
+            emit({"rows": rows})
             print(f"{ratio:>5} {name:>7} {row['iterations_per_solve']:>8.1f} "
                   f"{row['thesis_iterations']!s:>7} {row['ms_per_step']:>10.1f}",
                   flush=True)  # fmt: skip
@@ -133,7 +135,7 @@ def iterations(args) -> dict:
             "rows": rows, "setup_ms": setups, "thesis_rrb_setup_ms_1536": 8.7}  # fmt: skip
 
 
-def tide(args) -> dict:
+def tide(args, emit) -> dict:
     case = get_case("cgrid-tide").with_grid(args.n, args.n)
     times = [3600.0 * h for h in range(1, int(args.hours) + 1)] or [3600.0 * args.hours]
     cells = gauge_cells(case, [(100.0, 300.0), (200.0, 300.0), (400.0, 300.0)])
@@ -172,6 +174,7 @@ def tide(args) -> dict:
         if "explicit" in out:
             row["speedup_vs_explicit"] = out["explicit"]["wall_s"] / wall
         out["rows"].append(row)
+        emit(out)
         print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
     return out
 
@@ -180,7 +183,7 @@ def _host(a):
     return a.get() if hasattr(a, "get") else a
 
 
-def basin(args) -> dict:
+def basin(args, emit) -> dict:
     case = get_case("tidal-basin").with_grid(args.n, max(1, args.n // 2))
     sample = 1800.0
     times = list(np.arange(sample, args.hours * 3600.0 + 1.0, sample))
@@ -192,6 +195,7 @@ def basin(args) -> dict:
     ex_wall, ex = timed_run(sim, times, cells)
     out = {"case": "tidal-basin", "grid": list(case.grid_size), "hours": args.hours,
            "explicit": {"wall_s": ex_wall, "steps": sim.steps}, "rows": []}  # fmt: skip
+    emit(out)
     print(f"explicit: {ex_wall:.3f} s, {sim.steps} steps", flush=True)
     dte = explicit_step(case, 100.0 + 1.0)
     first = None
@@ -210,6 +214,7 @@ def basin(args) -> dict:
                "gauge_rms_vs_explicit_m": rms(series, ex),
                "gauge_rms_vs_first_ratio_m": rms(series, first)}  # fmt: skip
         out["rows"].append(row)
+        emit(out)
         print({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
     rows = out["rows"]
     floor = rows[0]["gauge_rms_vs_explicit_m"]
@@ -243,10 +248,14 @@ def main(argv=None) -> None:
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "argv": sys.argv[1:] if argv is None else list(argv), "backend": args.backend,
            "dtype": args.dtype, "machine": machine_info(args.backend)}  # fmt: skip
-    doc.update({"iterations": iterations, "tide": tide, "basin": basin}[args.study](args))
-    doc["elapsed_s"] = time.perf_counter() - begin
     out = args.out or RESULTS / f"implicit_{args.study}_{args.backend}.json"
-    write(doc, out)
+
+    def emit(part: dict) -> None:  # the JSON so far, after every row (a killed run keeps it)
+        doc.update(part)
+        doc["elapsed_s"] = time.perf_counter() - begin
+        write(doc, out)
+
+    emit({"iterations": iterations, "tide": tide, "basin": basin}[args.study](args, emit))
     print(f"wrote {out} ({doc['elapsed_s']:.0f} s in all)")
 
 
