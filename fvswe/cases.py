@@ -154,9 +154,10 @@ def _tide(t):
 
 
 #: tidal-basin (ours): 100 km x 50 km, the bed falling from 50 m deep at the east wall to
-#: 100 m at the open west side, an M2 tide of 1 m amplitude there.
+#: 100 m at the open west side, an M2 tide of 1 m amplitude there, switched on smoothly over
+#: ``ramp`` seconds (Delft3D's smoothing time: a sudden start rings the basin's seiches).
 BASIN = {"length": 100e3, "width": 50e3, "deep": 100.0, "shallow": 50.0, "amplitude": 1.0,
-         "period": 44712.0}  # fmt: skip
+         "period": 44712.0, "ramp": 10800.0}  # fmt: skip
 
 
 def _basin_H(x, y):
@@ -166,7 +167,14 @@ def _basin_H(x, y):
 
 
 def _basin_tide(t):
-    return BASIN["amplitude"] * np.sin(2.0 * math.pi * np.asarray(t) / BASIN["period"])
+    """The M2 tide at the west side, ramped: ``A sin(2 pi t / T) (1 - exp(-(t / ramp)^2))``."""
+    t = np.asarray(t)
+    b = BASIN
+    return (
+        b["amplitude"]
+        * np.sin(2.0 * math.pi * t / b["period"])
+        * (1.0 - np.exp(-((t / b["ramp"]) ** 2)))
+    )
 
 
 #: cgrid-tide-islands (positions ours): two Gaussian islands, sigma 25 m, tops 6 m (always dry).
@@ -269,8 +277,9 @@ CASES: dict[str, Case] = {
         ),
         Case(
             name="tidal-basin",
-            summary="one layer, 100 km basin 100-50 m deep, M2 tide of 1 m at the west side, "
-            "Chezy 65, 24 h: gravity waves, not the flow, limit the explicit step",
+            summary="one layer, 100 km basin 100-50 m deep, M2 tide of 1 m at the west side "
+            "(ramped over 3 h), Chezy 65, 24 h: gravity waves, not the flow, limit the "
+            "explicit step",
             layers=1,
             scheme="hll-wd",
             H=_basin_H,
