@@ -195,8 +195,9 @@ def basin(args, emit) -> dict:
     warm.run(60.0, max_steps=3)  # compile before the clock
     sim = case.simulation(backend=args.backend, dtype=args.dtype, allow_mass_error=True)
     ex_wall, ex = timed_run(sim, times, cells)
-    out = {"case": "tidal-basin", "grid": list(case.grid_size), "hours": args.hours, "theta": args.theta,
-           "explicit": {"wall_s": ex_wall, "steps": sim.steps}, "rows": []}  # fmt: skip
+    out = {"case": "tidal-basin", "grid": list(case.grid_size), "hours": args.hours,
+           "theta": args.theta, "explicit": {"wall_s": ex_wall, "steps": sim.steps},
+           "rows": []}  # fmt: skip
     emit(out)
     print(f"explicit: {ex_wall:.3f} s, {sim.steps} steps", flush=True)
     dte = explicit_step(case, 100.0 + 1.0)
