@@ -48,6 +48,7 @@ from fvswe.cases import get_case
 from fvswe.implicit import precond
 from fvswe.implicit.backend import array_module
 from fvswe.implicit.operator import Stencil
+from fvswe.implicit.rrb import COARSE_CELLS
 
 RESULTS = Path("benchmarks/results")
 #: The thesis's CG iterations at 1536², ||r||_2 < 1e-5 (docs/IMPLICIT.md).
@@ -82,7 +83,7 @@ def rms(a, b) -> float:
     return float(np.sqrt(np.mean((np.asarray(a) - np.asarray(b)) ** 2)))
 
 
-def setup_ms(name: str, shape, c: float, backend: str) -> float:
+def setup_ms(name: str, shape, c: float, backend: str, coarse: int) -> float:
     """Milliseconds to build preconditioner ``name`` for a system of ``shape`` (median of 3)."""
     xp = array_module(backend)
     ny, nx = shape
@@ -91,7 +92,7 @@ def setup_ms(name: str, shape, c: float, backend: str) -> float:
     for _ in range(3):
         _sync(xp)
         t0 = time.perf_counter()
-        precond.build(name, st, xp)
+        precond.build(name, st, xp, coarse)
         _sync(xp)
         took.append(time.perf_counter() - t0)
     return 1e3 * sorted(took)[1]
@@ -113,7 +114,8 @@ def iterations(args, emit) -> dict:
         for name in args.preconditioners.split(","):
             sim = case.simulation(method="implicit", dt_mode="fixed", dt=ratio * dte,
                                   backend=args.backend,
-                                  implicit={"preconditioner": name})  # fmt: skip
+                                  implicit={"preconditioner": name,
+                                            "rrb_coarse": args.rrb_coarse})  # fmt: skip
             sim.backend.restore(snap)
             t0 = time.perf_counter()
             sim.backend.advance(math.inf, args.steps)
@@ -130,10 +132,11 @@ def iterations(args, emit) -> dict:
                   f"{row['thesis_iterations']!s:>7} {row['ms_per_step']:>10.1f}",
                   flush=True)  # fmt: skip
     c100 = 0.55**2 * 100**2  # θ² (Courant 100)²: the coefficient of a face at ratio 100
-    setups = {name: setup_ms(name, (args.n, args.n), c100, args.backend)
+    setups = {name: setup_ms(name, (args.n, args.n), c100, args.backend, args.rrb_coarse)
               for name in args.preconditioners.split(",")}  # fmt: skip
     print("set-up ms:", {k: round(v, 2) for k, v in setups.items()})
     return {"case": "cgrid-drop", "n": args.n, "spinup_s": args.spinup, "dt_explicit": dte,
+            "rrb_coarse": args.rrb_coarse,
             "rows": rows, "setup_ms": setups, "thesis_rrb_setup_ms_1536": 8.7}  # fmt: skip
 
 
@@ -249,6 +252,8 @@ def main(argv=None) -> None:
     ap.add_argument("--ratios", default="1,2,5,10,20,50", help="basin: Δt / explicit step")
     ap.add_argument("--theta", type=float, default=0.5,
                     help="basin: θ (default ½: no wetting and drying there to damp)")  # fmt: skip
+    ap.add_argument("--rrb-coarse", type=int, default=COARSE_CELLS,
+                    help="iterations: RRB's completely factored level (cells)")  # fmt: skip
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     begin = time.perf_counter()

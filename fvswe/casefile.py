@@ -146,6 +146,8 @@ SCHEMA: tuple[Key, ...] = (
     Key("implicit", "max_wave_courant", NUMBER, "the step's largest gravity-wave Courant number "
         "(cfl is the advective one)", "10.0", active=False),
     Key("implicit", "dt_max", NUMBER, "the step's largest Δt (s)", "60.0", active=False),
+    Key("implicit", "rrb_coarse", int, "RRB factors a level of at most this many cells "
+        "completely (Cholesky)", "64", active=False),
     Key("friction", "law", str, "bottom friction law (one layer, or the lower of two), chezy or "
         "manning", '"manning"'),
     Key("friction", "coefficient", (*NUMBER, dict), "Chézy C (m^½/s) or Manning n (s/m^⅓): a "

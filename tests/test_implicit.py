@@ -183,6 +183,7 @@ def test_cli_and_case_file_switch_with_one_key(tmp_path, capsys):
     [
         ({"implicit": {"theta": 0.3}}, r"^theta: must lie in \[0.5, 1\], got 0.3$"),
         ({"implicit": {"omega": 1}}, r"^implicit: unknown key 'omega'"),
+        ({"implicit": {"rrb_coarse": 2}}, r"^rrb_coarse: must be an integer in \[4, 65536\]"),
         ({"method": "explicit", "implicit": {"theta": 1}}, r"^implicit: options of method"),
         ({"method": "semi"}, r"^method: unknown 'semi' \(choose from explicit, implicit\)$"),
         ({"order": "rcm"}, r"^method 'implicit': needs a Cartesian grid in its row-major"),

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from .operator import Stencil
-from .rrb import RRB
+from .rrb import COARSE_CELLS, RRB
 
 PRECONDITIONERS = ("rrb", "jacobi", "amg", "none")
 
 
-def build(name: str, stencil: Stencil, xp):
-    """``M⁻¹`` of ``name`` for the system ``stencil`` (see the module's list)."""
+def build(name: str, stencil: Stencil, xp, coarse: int = COARSE_CELLS):
+    """``M⁻¹`` of ``name`` for the system ``stencil`` (see the module's list); ``coarse``:
+    RRB's largest completely factored level (cells)."""
     if name == "rrb":
-        return RRB(*stencil.five(xp), xp)
+        return RRB(*stencil.five(xp), xp, coarse=coarse)
     if name == "jacobi":
         inverse = 1.0 / stencil.five(xp)[0]
         return lambda r: r * inverse

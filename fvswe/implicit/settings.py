@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 from ..errors import ConfigError
 from .cg import TOL
 from .precond import PRECONDITIONERS
+from .rrb import COARSE_CELLS
 
 METHODS = ("explicit", "implicit")
 
@@ -22,7 +23,8 @@ class ImplicitOptions:
     upwind depth is below it is dry (closed, Delft3D's threshold); ``max_wave_courant``:
     the step is at most this gravity-wave Courant number ``Δt √(g h_max) / min(Δx, Δy)``
     (the advective Courant number ``cfl`` sets it otherwise); ``dt_max``: an absolute cap
-    (s), none by default."""
+    (s), none by default; ``rrb_coarse``: RRB stops at a level of at most this many cells
+    and factors it completely (the "k" of MARIN's RRB-k)."""
 
     theta: float = 0.55
     preconditioner: str = "rrb"
@@ -30,6 +32,7 @@ class ImplicitOptions:
     dry_depth: float = 1e-3
     max_wave_courant: float = 10.0
     dt_max: float | None = None
+    rrb_coarse: int = COARSE_CELLS
 
     def __post_init__(self) -> None:
         if not (isinstance(self.theta, (int, float)) and 0.5 <= self.theta <= 1):
@@ -43,6 +46,12 @@ class ImplicitOptions:
             value = getattr(self, key)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ConfigError(f"{key}: must be a positive number, got {value!r}")
+        if isinstance(self.rrb_coarse, bool) or not (
+            isinstance(self.rrb_coarse, int) and 4 <= self.rrb_coarse <= 65536
+        ):
+            raise ConfigError(
+                f"rrb_coarse: must be an integer in [4, 65536], got {self.rrb_coarse!r}"
+            )
         if self.dt_max is not None and not (
             isinstance(self.dt_max, (int, float)) and math.isfinite(self.dt_max) and self.dt_max > 0
         ):

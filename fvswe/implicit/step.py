@@ -133,7 +133,7 @@ class ThetaStep:
         for T, R, b in ((X, rise[0], rhs), (Y, rise[1], rhs.T)):  # known outside increments
             b[:, 0] += T.c[:, 0] * R[:, 0]
             b[:, -1] += T.c[:, -1] * R[:, 1]
-        M = precond.build(o.preconditioner, stencil, xp)
+        M = precond.build(o.preconditioner, stencil, xp, o.rrb_coarse)
         diag = stencil.boundary_diagonal(xp)
         apply = lambda v: stencil.apply(v, xp, diag)  # noqa: E731
         delta, solve = pcg(apply, M, rhs, xp.zeros_like(rhs), xp, o.tol)
