@@ -11,8 +11,9 @@ setting is one row here plus the code that uses it:
 - the run identity that a restart must share (:func:`fvswe.restart.identity`).
 
 A setting of one method only (``only``: the implicit method's θ, preconditioner, ...; the
-explicit method's integrator, threads, fast math) keeps its default under the other, and a
-run that sets it there is refused in one line rather than silently ignoring it.
+explicit method's integrator, threads, fast math, thin-layer depth) keeps its default under
+the other, and a run that sets it there is refused in one line rather than silently
+ignoring it.
 
 Structured inputs (mesh, initial state, boundaries, friction, Coriolis, wind) are not run
 settings: they have tables of their own in the case file and fingerprints in the identity.
@@ -128,7 +129,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("r", NUMBER, 0.5, "two layers: density ratio ρ1/ρ2 in (0, 1)", identity=True,
             flag=False),
     Setting("eps_h", NUMBER, None, "desingularisation depth of velocities (m, docs/SCHEMES.md "
-            "§8)", identity=True, flag=False, example="5e-3"),
+            "§8)", identity=True, flag=False, example="5e-3", only="explicit"),
     Setting("scheme", str, "ir-roe", schemes.describe(), identity=True, example='"hll-wd"'),
     Setting("order", str, "none", "cell ordering: none, rcm, gps, random, hilbert, morton, auto",
             identity=True, example='"rcm"'),

@@ -235,8 +235,9 @@ class Simulation:
     docs/IMPLICIT.md) with its own settings (``theta``, ``preconditioner``, ``cg_tol``, ...:
     the table's rows of that method); ``cfl`` is then the advective Courant number of its
     step and ``scheme`` is not used. A setting of the other method than the run's (the
-    explicit ``integrator``, ``threads``, ``fast_math``; the implicit ``theta``, ...) must
-    keep its default.
+    explicit ``integrator``, ``eps_h``, ``threads``, ``fast_math``; the implicit ``theta``,
+    ...) must keep its default, and the implicit method refuses ``sources``, ``wind`` and
+    ``coriolis``.
 
     A run stops with a :class:`~fvswe.errors.BlowUpError` (one line) when a depth
     had to be clipped, when a layer's mass drifts beyond round-off

@@ -14,8 +14,10 @@ from fvswe.boundary import Level
 from fvswe.cases import get_case
 from fvswe.cli import main
 from fvswe.errors import ConfigError
+from fvswe.forcing import Wind
 from fvswe.grid import Grid
 from fvswe.simulation import Simulation
+from fvswe.sources import Rain, Source
 
 IMPLICIT = {"method": "implicit", "dt_mode": "nonlagged"}
 
@@ -224,6 +226,7 @@ def test_cli_and_case_file_switch_with_one_key(tmp_path, capsys):
         ),
         ({"threads": 2}, r"^threads: 2 is a setting of method 'explicit'"),
         ({"fast_math": True}, r"^fast_math: True is a setting of method 'explicit'"),
+        ({"eps_h": 1e-3}, r"^eps_h: 0.001 is a setting of method 'explicit'"),
         ({"method": "semi"}, r"^method: unknown 'semi' \(choose from explicit, implicit\)$"),
         ({"order": "rcm"}, r"^method 'implicit': needs a Cartesian grid in its row-major"),
         (
@@ -236,6 +239,24 @@ def test_bad_settings_are_one_line(options, message):
     case = get_case("cgrid-drop").with_grid(8, 8)
     with pytest.raises(ConfigError, match=message):
         case.simulation(**{**IMPLICIT, **options})
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"sources": [Source(1.0, point=(1.0, 1.0))]}, "sources (point sources and rain)"),
+        ({"sources": [Rain(1e-6)]}, "sources (point sources and rain)"),
+        ({"wind": Wind(u=5.0, v=0.0)}, "wind"),
+        ({"coriolis": 1e-4}, "coriolis"),
+    ],
+)
+def test_source_terms_it_does_not_take_are_one_line(inputs, message):
+    """Point sources, rain, wind and Coriolis are the explicit method's: an implicit run with
+    them is refused rather than run without them."""
+    case = get_case("cgrid-drop").with_grid(8, 8)
+    with pytest.raises(ConfigError) as err:
+        case.simulation(**IMPLICIT, **inputs)
+    assert str(err.value) == f"method 'implicit': {message} is for the explicit method only"
 
 
 def test_what_the_method_cannot_run_is_one_line():

@@ -29,17 +29,25 @@ from .options import ImplicitOptions
 
 __all__ = ["ImplicitOptions", "make_backend"]
 
+#: A Layout's source terms the θ-scheme does not take: (attribute, Simulation input).
+NOT_TAKEN = (("sources", "sources (point sources and rain)"), ("wind", "wind"),
+             ("coriolis", "coriolis"))  # fmt: skip
+
 
 def make_backend(layout, device: str, settings: Mapping[str, Any],
                  backend_options: Mapping[str, Any] | None, distributed: bool):  # fmt: skip
     """The :class:`~fvswe.implicit.backend.ImplicitBackend` of a Simulation's ``layout`` on
     ``device`` (``cpu`` or ``gpu``) with the run's resolved ``settings``
     (:func:`fvswe.settings.resolve`); a one-line ConfigError for what the method does not
-    run (several ranks, the explicit backends' own options)."""
+    run (several ranks, the explicit backends' own options, the source terms of
+    :data:`NOT_TAKEN`) rather than a run without it."""
     from .backend import ImplicitBackend
 
     if distributed:
         raise ConfigError("method 'implicit': one process only (no MPI ranks)")
+    for attr, given in NOT_TAKEN:
+        if getattr(layout, attr) is not None:
+            raise ConfigError(f"method 'implicit': {given} is for the explicit method only")
     if backend_options:
         name = sorted(backend_options)[0]
         raise ConfigError(f"method 'implicit': {name} is an option of the explicit backends")
