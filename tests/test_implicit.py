@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from fvswe import output, runner
+from fvswe import output, runner, settings
 from fvswe.boundary import Level
 from fvswe.cases import get_case
 from fvswe.cli import main
@@ -187,6 +187,27 @@ def test_a_checkpoint_of_another_method_or_theta_is_refused(tmp_path):
     wrong = r"c.npz: state zeta is float64\[4, 7\], this run needs float64\[4, 8\]$"
     with pytest.raises(ConfigError, match=wrong):
         implicit.restore({**snap, "zeta": snap["zeta"][:, :7]})
+
+
+def test_an_explicit_checkpoint_from_before_the_implicit_method_restarts(tmp_path):
+    """Its identity lacks the method and the implicit settings: it was an explicit run at
+    their defaults, so an explicit run continues from it and an implicit one is refused."""
+    case = get_case("cgrid-tide").with_grid(8, 4)
+    whole = case.simulation(backend="cpu")
+    whole.run(300.0)  # the same steps as the run that stops there
+    whole.run(600.0)
+    first = case.simulation(backend="cpu")
+    first.run(300.0)
+    snap = first.snapshot()
+    added = {s.name for s in settings.SETTINGS if s.only == "implicit"} | {"method"}
+    older = {k: v for k, v in snap["identity"].items() if k not in added}
+    output.save_checkpoint(tmp_path / "old.npz", {**snap, "identity": older})
+    again = case.simulation(backend="cpu")
+    again.restore(output.load_checkpoint(tmp_path / "old.npz"))
+    again.run(600.0)
+    np.testing.assert_array_equal(again.state(), whole.state())
+    with pytest.raises(ConfigError, match=r"method: 'explicit' in the checkpoint's run, 'impl"):
+        case.simulation(**IMPLICIT).restore(output.load_checkpoint(tmp_path / "old.npz"))
 
 
 def test_cli_and_case_file_switch_with_one_key(tmp_path, capsys):
