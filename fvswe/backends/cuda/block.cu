@@ -37,14 +37,14 @@ __device__ __forceinline__ void block_edge(const real4* __restrict__ Win, const 
     if (id.z >= 0) {  // side i here (else only side j: i's block counts the edge)
         if ((op & OP_COUNT) && f.flags) count_flags(ctrl, f.flags);
 #pragma unroll
-        for (int m = 0; m < NVAR; ++m) slots[id.z][m] = f.Fm[m];
-        slots[id.z][NVAR] = f.d;
+        for (int m = 0; m < NVAR; ++m) slots[id.z][m] = mul_rn(len, f.Fm[m]);
+        slots[id.z][NVAR] = mul_rn(len, f.d);
         if (FVSWE_LAYERS == 2) slots[id.z][SLOT_LEN] = len;
     }
     if (id.w < 0) return;
 #pragma unroll
-    for (int m = 0; m < NVAR; ++m) slots[id.w][m] = f.Fp[m];
-    slots[id.w][NVAR] = f.d;
+    for (int m = 0; m < NVAR; ++m) slots[id.w][m] = mul_rn(len, f.Fp[m]);
+    slots[id.w][NVAR] = mul_rn(len, f.d);
     if (FVSWE_LAYERS == 2) slots[id.w][SLOT_LEN] = len;
 }
 

@@ -105,10 +105,10 @@ __device__ __forceinline__ void tile_edge(int e, int ix0, int iy0, int nx, int n
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) {
         if (SPEEDS) continue;
-        val[m * N_TE + e] = f.Fm[m];
-        val[(NVAR + m) * N_TE + e] = f.Fp[m];
+        val[m * N_TE + e] = mul_rn(len, f.Fm[m]);
+        val[(NVAR + m) * N_TE + e] = mul_rn(len, f.Fp[m]);
     }
-    val[2 * NVAR * N_TE + e] = f.d;
+    val[2 * NVAR * N_TE + e] = mul_rn(len, f.d);
 }
 
 // One step on the tile of this block: its edges evaluated once (tile_edge), then each cell

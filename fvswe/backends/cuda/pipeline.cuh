@@ -131,9 +131,10 @@ __device__ __forceinline__ double stage_time(const Ctrl* c, int op)
     return cs == 0.0 ? c->t : c->t + cs * step_dt(c);
 }
 
-// The time a pass with `op` reads boundary tables at: its stage's, or in a pass after the
-// stage's update (OP_AFTER: the limiter's) the stage just taken's.
-__device__ __forceinline__ double edge_time(const Ctrl* c, int op)
+// The time a pass with `op` reads boundary tables and forcing at: its stage's, or in a pass
+// after the stage's update (OP_AFTER: the limiter's) the stage just taken's. Computed only
+// where an edge has tables or a cell has forcing: held across a pass, it costs registers.
+__device__ __forceinline__ double pass_time(const Ctrl* c, int op)
 {
     return (op & OP_AFTER) ? c->t_stage : stage_time(c, op);
 }
@@ -319,14 +320,16 @@ __device__ __forceinline__ void store_cell(real4* W, int c, const real* w, real 
 #endif
 }
 
-// Slot s: the edge's |Gamma| F (F), |Gamma| ||D|| (d) and, two layers, its length.
+// Slot s: the edge's |Gamma| F and |Gamma| ||D|| (F and d per unit length, multiplied by len
+// here) and, two layers, its length.
 __device__ __forceinline__ void store_slot(real4* S, int s, const real* F, real d, real len)
 {
 #if FVSWE_LAYERS == 2
-    st4(S + (size_t)s * NVEC, real4{F[0], F[1], F[2], F[3]});
-    st4(S + (size_t)s * NVEC + 1, real4{F[4], F[5], d, len});
+    st4(S + (size_t)s * NVEC, real4{mul_rn(len, F[0]), mul_rn(len, F[1]), mul_rn(len, F[2]),
+                                    mul_rn(len, F[3])});
+    st4(S + (size_t)s * NVEC + 1, real4{mul_rn(len, F[4]), mul_rn(len, F[5]), mul_rn(len, d), len});
 #else
-    st4(S + (size_t)s, real4{F[0], F[1], F[2], d});
+    st4(S + (size_t)s, real4{mul_rn(len, F[0]), mul_rn(len, F[1]), mul_rn(len, F[2]), mul_rn(len, d)});
 #endif
 }
 
@@ -456,13 +459,13 @@ __device__ __forceinline__ int scheme_flux(const real* Wi, const real* Wj, real 
 
 // ---------------------------------------------------------------- the one edge evaluation
 // The ghost of boundary code `code` beside a cell of state wi (depth Hi), its kind's tables
-// read at the pass's time (edge_time).
+// read at the pass's time (pass_time).
 __device__ __forceinline__ void boundary_ghost(int code, const real* wi, real Hi, real2 n,
                                                const Params& prm, const Ctrl* ctrl, int op, real* g)
 {
     const int bc = bc_kind(code);
     double a = 0.0, b = 0.0;
-    if (has_tables(bc)) table_values(ctrl, edge_time(ctrl, op), code, a, b);
+    if (has_tables(bc)) table_values(ctrl, pass_time(ctrl, op), code, a, b);
     ghost_of(bc, wi, Hi, a, b, n.x, n.y, prm.g, prm.eps_h, g);
 }
 
@@ -475,7 +478,7 @@ __device__ __forceinline__ void boundary_impose(int code, real* Fm, const real* 
     const int bc = bc_kind(code);
     if (!has_tables(bc)) return;
     double a, b;
-    table_values(ctrl, edge_time(ctrl, op), code, a, b);
+    table_values(ctrl, pass_time(ctrl, op), code, a, b);
     impose(bc, Fm, wi, a, b, n.x, n.y);
     const int m = code >> BC_BITS;
     ctrl->level_flux[2 * m] = len * (Fm[0] + (wi[1] * n.x + wi[2] * n.y));
@@ -484,8 +487,9 @@ __device__ __forceinline__ void boundary_impose(int code, real* Fm, const real* 
 #endif
 }
 
-// What an edge gives its two cells: |Gamma| F- (side i), |Gamma| F+ (side j), |Gamma| ||D|| and
-// the flags of docs/SCHEMES.md §3.5.
+// What an edge gives its two cells, per unit of its length: F- (side i), F+ (side j), ||D|| and
+// the flags of docs/SCHEMES.md §3.5. The callers multiply by |Gamma| (mul_rn) what they keep:
+// the side they store, not both.
 struct EdgeFlux {
     real Fm[NVAR], Fp[NVAR], d;
     int flags;
@@ -518,12 +522,6 @@ __device__ __forceinline__ void evaluate_edge(const real* wa, real Ha, Neighbour
     out.flags = scheme_flux(fi, fj, swap ? Hb : Ha, swap ? Ha : Hb, n.x, n.y, prm, out.Fm, out.Fp,
                             out.d);
     if (code) boundary_impose(code, out.Fm, wa, n, len, ctrl, op);
-#pragma unroll
-    for (int m = 0; m < NVAR; ++m) {
-        out.Fm[m] = mul_rn(len, out.Fm[m]);
-        out.Fp[m] = mul_rn(len, out.Fp[m]);
-    }
-    out.d = mul_rn(len, out.d);
 }
 
 // ---------------------------------------------------------------- per-cell pieces of the steps
@@ -542,8 +540,8 @@ __device__ __forceinline__ void edge_contribution(const real4* __restrict__ Win,
                   cd < 0 ? -cd : 0, n, len, prm, ctrl, op, f);
     if (!side_j && f.flags && (op & OP_COUNT)) count_flags(ctrl, f.flags);  // each edge once
 #pragma unroll
-    for (int m = 0; m < NVAR; ++m) out[m] = side_j ? f.Fp[m] : f.Fm[m];
-    out[NVAR] = f.d;
+    for (int m = 0; m < NVAR; ++m) out[m] = mul_rn(len, side_j ? f.Fp[m] : f.Fm[m]);
+    out[NVAR] = mul_rn(len, f.d);
 }
 
 // edge_contribution of slot s in the current step, its code, normal and length read from the
@@ -649,9 +647,16 @@ __device__ __forceinline__ bool limit_mark(Ctrl* ctrl, int c, const real* w, rea
     return true;
 }
 
+#ifndef FVSWE_SOURCES
+#error "FVSWE_SOURCES (0 or 1) comes from fvswe.backends.gpu.compile_options"
+#endif
+
+#if FVSWE_SOURCES
 // Cell c's layers after the step's point sources and rain (docs/SCHEMES.md §16; mirrors the CPU's
 // _feed): each layer's depth rate the sum of its entries' weight times their table's mean over
-// the step (source_means), added by sources::fed in double.
+// the step (source_means), added by sources::fed in double. Compiled only into the modules of
+// runs with sources (FVSWE_SOURCES): inlined into every cell update, its double arithmetic
+// cost the PVM-IFCP float32 block step ~3 % even with none.
 __device__ __forceinline__ void feed(real* w, int c, const Ctrl* ctrl, double dt)
 {
     double rate[2] = {0.0, 0.0};
@@ -670,25 +675,28 @@ __device__ __forceinline__ void feed(real* w, int c, const Ctrl* ctrl, double dt
         layer[2] = real(f.f2);
     }
 }
+#endif
 
 // The update of cell c (old state w, depth H, area A) given the sum of its slots, over the
-// step from t to t + dt: W_c -= dt/|V_c| sum(slots), then per layer a negative depth clipped
-// to 0 and the discharge of a layer thinner than eps_u (eps_h but in the cells the limiter
-// updates again, limit_cell_update) damped to h u with the desingularised
-// u = q inverse_depth(h, eps_u) (docs/SCHEMES.md §8, §13.4; 0 on a dry layer); then wind and Coriolis
-// (apply_forcing), then friction (apply_friction); stored into Wout. The same operations in
-// the same order as the CPU backend's volume_pass. Returns the layers clipped and those left
-// thin (0 < h < eps_h), for count_cell.
+// step dt of the pass `op` (its forcing at pass_time): W_c -= dt/|V_c| sum(slots), feed,
+// then per layer a negative depth clipped to 0 and the discharge of a layer thinner than
+// eps_u (eps_h but in the cells the limiter updates again, limit_cell_update) damped to h u
+// with the desingularised u = q inverse_depth(h, eps_u) (docs/SCHEMES.md §8, §13.4; 0 on a
+// dry layer); then wind and Coriolis (apply_forcing), then friction (apply_friction);
+// stored into Wout. The same operations in the same order as the CPU backend's volume_pass.
+// Returns the layers clipped and those left thin (0 < h < eps_h), for count_cell.
 __device__ __forceinline__ void update_cell(real4* Wout, int c, real* w, real H, real A,
                                             const real* acc, const Ctrl* ctrl, real eps_h, real eps_u,
-                                            double t, double dt, int& clipped, int& thin)
+                                            int op, double dt, int& clipped, int& thin)
 {
     const real rdt = update::rate<real>(real(dt), A);
     clipped = 0;
     thin = 0;
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) w[m] = update::increment<real>(w[m], rdt, acc[m]);
+#if FVSWE_SOURCES
     if (ctrl->n_sources) feed(w, c, ctrl, dt);
+#endif
 #pragma unroll
     for (int l = 0; l < FVSWE_LAYERS; ++l) {
         real* layer = w + 3 * l;
@@ -704,7 +712,8 @@ __device__ __forceinline__ void update_cell(real4* Wout, int c, real* w, real H,
             layer[2] = q.f1;
         }
     }
-    if (ctrl->n_wind > 0 || ctrl->coriolis_f) apply_forcing(w, c, ctrl, t, dt, eps_h);
+    if (ctrl->n_wind > 0 || ctrl->coriolis_f)
+        apply_forcing(w, c, ctrl, pass_time(ctrl, op), dt, eps_h);
     if (ctrl->friction || ctrl->interfacial_coef) apply_friction(w, ctrl, c, dt);
     store_cell(Wout, c, w, H, A);
 }
@@ -737,8 +746,7 @@ __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, 
             atomicMin(&ctrl->cfl_cell, c - NO_CELL);
         const bool candidate = limit_mark(ctrl, c, w, A, sums, dt);
         int clipped, thin;
-        update_cell(Wout, c, w, H, A, acc, ctrl, eps_h, eps_h, stage_time(ctrl, op), dt, clipped,
-                    thin);
+        update_cell(Wout, c, w, H, A, acc, ctrl, eps_h, eps_h, op, dt, clipped, thin);
         if (!candidate) count_cell(ctrl, c, clipped, thin);
     }
     return dti;
@@ -858,7 +866,7 @@ __device__ __forceinline__ void limit_cell_update(const real4* __restrict__ Win,
                     load_cell(Win, donor, wd, Hd);
                     limit_momentum(v, 3 * l, wd, th, phi[l], prm.eps_h);
                 }
-                if (cd < 0 && bc_kind(-cd) >= BC_LEVEL)
+                if (cd < 0 && has_tables(bc_kind(-cd)))
                     ctrl->level_flux[2 * (-cd >> BC_BITS) + l] = mul_rn(th, double(phi[l]));
             }
         }
@@ -875,7 +883,7 @@ __device__ __forceinline__ void limit_cell_update(const real4* __restrict__ Win,
     }
     const real eps_u = around ? real(EPS_U_RATIO * double(prm.eps_h)) : prm.eps_h;
     int clipped, thin;
-    update_cell(Wout, c, w, H, cell_area(Win, area, c), acc, ctrl, prm.eps_h, eps_u, ctrl->t_stage,
+    update_cell(Wout, c, w, H, cell_area(Win, area, c), acc, ctrl, prm.eps_h, eps_u, OP_AFTER,
                 ctrl->dt_used, clipped, thin);
     count_cell(ctrl, c, clipped, thin - thin_before);
 }

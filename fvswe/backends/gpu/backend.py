@@ -96,7 +96,8 @@ class GpuBackend:
         self.batch = 2 ** max(1, int(math.log2(max(batch, 2))))  # a power of two: even steps
         self.sync_every = max(SYNC_EVERY, self.batch)
         opts = compile_options(scheme, self.model.layers, self.dtype, self.variant, layout.k,
-                               self.block, self.cells, fast_math)  # fmt: skip
+                               self.block, self.cells, fast_math,
+                               sources=layout.sources is not None)  # fmt: skip
         self._module = module(opts, self.variant, self._cp)
         self._k = {n: self._module.get_function(n) for n in self._kernel_names()}
         self.stream = self._cp.cuda.Stream(non_blocking=True)

@@ -80,11 +80,14 @@ def compile_options(
     block: int = DEFAULT_BLOCK,
     cells: int | None = None,
     fast_math: bool = False,
+    sources: bool = False,
 ) -> tuple[str, ...]:
     """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy.
     ``cells``: the cells a thread block owns in the ``block`` variant (default ``block``),
     whose register cap is its :func:`block_shape`'s; ``fast_math``: :data:`FAST_MATH`
-    (float32 only: a ConfigError for float64)."""
+    (float32 only: a ConfigError for float64); ``sources``: the run has point sources or
+    rain (``FVSWE_SOURCES``: the cell update of a module without them has no feed, whose
+    double arithmetic would cost every cell update registers)."""
     sid = registry.kernel_id(scheme, layers)
     if variant not in (*VARIANTS, GRID_VARIANT):
         choices = ", ".join((*VARIANTS, GRID_VARIANT))
@@ -108,6 +111,7 @@ def compile_options(
             f"-DFVSWE_BLOCK={block}",
             f"-DFVSWE_MIN_BLOCKS={min_blocks}",
             f"-DFVSWE_TILE_X={GRID_TILE_X}",
+            f"-DFVSWE_SOURCES={int(sources)}",
             "--fmad=false" if double else "--fmad=true",
         )
         + ((f"-DFVSWE_CELLS={cells or block}",) if variant == "block" else ())
