@@ -140,7 +140,6 @@ def test_wall_ghost_kernels():
     ref = common.wall_ghost(W, n)
     for e in range(50):
         assert ncommon.wall_ghost(tuple(W[e]), n[e, 0], n[e, 1]) == tuple(ref[e])
-        assert ncommon.wall_ghost1(tuple(W[e, :3]), n[e, 0], n[e, 1]) == tuple(ref[e, :3])
 
 
 def test_eig4_kernel_matches_reference():

@@ -425,10 +425,3 @@ def constant_faces(Wi, Wj):
     """The piecewise-constant reconstruction (:data:`fvswe.registry.RECONSTRUCTIONS`): an edge's
     face states are its cells' states."""
     return Wi, Wj
-
-
-@jit
-def wall_ghost1(W, ex, ey):
-    """Wall ghost of a one-layer 3-tuple (§7.1)."""
-    p = W[1] * ex + W[2] * ey
-    return (W[0], W[1] - 2.0 * p * ex, W[2] - 2.0 * p * ey)
