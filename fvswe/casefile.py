@@ -277,7 +277,7 @@ def reference_markdown() -> str:
     """The table of every case-file key, for docs/guide/case-files.md."""
     rows = ["| key | type | meaning |", "|---|---|---|"]
     for key in SCHEMA:
-        where = {"gauges": "[[gauges]] ", "sections": "[[sections]] "}.get(key.section, "")
+        where = f"[[{key.section}]] " if key.section in ARRAYS else ""
         name = f"{where}{key.name}" if where else key.dotted
         help_ = key.help.replace("|", "\\|")
         rows.append(f"| `{name}` | {key.type_names()} | {help_} |")

@@ -154,6 +154,30 @@ def _tide(t):
     return 3.0 + 2.0 * np.sin(2.0 * math.pi * np.asarray(t) / 43200.0)
 
 
+#: tidal-basin (ours): 100 km x 50 km, the bed falling from 50 m deep at the east wall to
+#: 100 m at the open west side, an M2 tide of 1 m amplitude there, switched on smoothly over
+#: ``ramp`` seconds (Delft3D's smoothing time: a sudden start rings the basin's seiches).
+BASIN = {"length": 100e3, "width": 50e3, "deep": 100.0, "shallow": 50.0, "amplitude": 1.0,
+         "period": 44712.0, "ramp": 10800.0}  # fmt: skip
+
+
+def _basin_H(x, y):
+    """tidal-basin: depth 100 m at x = 0 falling linearly to 50 m at the east wall."""
+    b = BASIN
+    return b["deep"] + (b["shallow"] - b["deep"]) * np.asarray(x) / b["length"] + 0.0 * y
+
+
+def _basin_tide(t):
+    """The M2 tide at the west side, ramped: ``A sin(2 pi t / T) (1 - exp(-(t / ramp)^2))``."""
+    t = np.asarray(t)
+    b = BASIN
+    return (
+        b["amplitude"]
+        * np.sin(2.0 * math.pi * t / b["period"])
+        * (1.0 - np.exp(-((t / b["ramp"]) ** 2)))
+    )
+
+
 #: cgrid-tide-islands (positions ours): two Gaussian islands, sigma 25 m, tops 6 m (always dry).
 ISLANDS = ((150.0, 200.0), (200.0, 420.0))
 
@@ -251,6 +275,22 @@ CASES: dict[str, Case] = {
             "cgrid-tide-islands",
             "cgrid-tide with two islands that stay dry (positions ours), 24 h",
             _islands_bed,
+        ),
+        Case(
+            name="tidal-basin",
+            summary="one layer, 100 km basin 100-50 m deep, M2 tide of 1 m at the west side "
+            "(ramped over 3 h), Chezy 65, 24 h: gravity waves, not the flow, limit the "
+            "explicit step",
+            layers=1,
+            scheme="hll-wd",
+            H=_basin_H,
+            initial={"h": _basin_H},
+            t_end=86400.0,
+            boundary={**WALLS, "west": Level(_basin_tide, every=60.0, until=10 * 86400.0)},
+            friction=("chezy", 65.0),
+            dt_mode="nonlagged",
+            extent=(BASIN["length"], BASIN["width"]),
+            grid_size=(200, 100),
         ),
         Case(
             name="mjos-drop",

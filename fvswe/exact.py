@@ -1,4 +1,5 @@
-"""Exact one-layer dam-break solutions (Ritter: dry bed; Stoker: wet bed), for verification.
+"""Exact one-layer solutions for verification: the dam breaks (Ritter: dry bed; Stoker: wet
+bed) and the linear long waves forced by a bed moving at constant speed.
 
 Flat frictionless bed, depth ``hl`` behind a dam at ``x0`` and ``hr`` beyond it, at rest at
 t = 0. The left state opens into a centred rarefaction ``h = (2 c_l - xi)^2 / (9 g)``,
@@ -10,6 +11,8 @@ rarefaction) equal to the shock's ``(h_m - h_r) sqrt(g (h_m + h_r) / (2 h_m h_r)
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 from scipy.optimize import brentq
@@ -50,3 +53,39 @@ def dam_break(
     if um - cm > 0:
         features["dam"] = x0
     return h, u, features
+
+
+def moving_bed(
+    x: np.ndarray,
+    t: float,
+    bump: Callable[[np.ndarray], np.ndarray],
+    speed: float,
+    depth: float,
+    g: float = 9.81,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Surface ``eta`` and velocity ``u`` at ``x`` and ``t >= 0`` of the linear long waves
+    made by a bed bump ``b(x - U t)`` (elevation above a flat floor ``depth`` deep, small)
+    that moves at the constant ``speed`` U from t = 0, the water at rest and flat before.
+
+    The linear equations ``eta_t + depth u_x = b_t``, ``u_t + g eta_x = 0`` give
+    ``eta_tt - c^2 eta_xx = b_tt`` (``c = sqrt(g depth)``). Their solution is the forced wave
+    riding on the bump, ``U^2 / (U^2 - c^2) b(x - U t)``, plus the two free waves that the
+    start leaves, ``-U / (2 (U - c)) b(x - c t)`` and ``-U / (2 (U + c)) b(x + c t)``
+    (their sum is 0 at t = 0, and so is ``eta_t - b_t``); ``u`` follows from the mass
+    equation of each travelling part (the forced wave of a landslide at constant speed,
+    e.g. Tinti, Bortolucci & Chiavettieri 2001, Pure Appl. Geophys. 158). A bump at the
+    long-wave speed (``U = c``) resonates and grows without bound: refused.
+    """
+    x = np.asarray(x, dtype=float)
+    c = np.sqrt(g * depth)
+    U = float(speed)
+    if abs(U * U - c * c) <= 1e-9 * c * c:
+        raise ValueError(f"moving_bed: a bump at the long-wave speed {c:g} m/s resonates")
+    forced, ahead, behind = bump(x - U * t), bump(x - c * t), bump(x + c * t)
+    eta = (U * U * forced - 0.5 * U * (U + c) * ahead - 0.5 * U * (U - c) * behind) / (
+        U * U - c * c
+    )
+    u = (U * c * c * forced - 0.5 * U * c * (U + c) * ahead + 0.5 * U * c * (U - c) * behind) / (
+        (U * U - c * c) * depth
+    )
+    return eta, u

@@ -404,14 +404,22 @@ class Series:
 # -- checkpoints ------------------------------------------------------------------------------
 def save_checkpoint(path: str | Path, snap: Mapping[str, Any]) -> None:
     """Write a :meth:`Simulation.snapshot <fvswe.simulation.Simulation.snapshot>` to ``path``,
-    atomically and flushed to disk (under MPI, rank 0 writes: ``if sim.is_root``)."""
+    atomically and flushed to disk (under MPI, rank 0 writes: ``if sim.is_root``). Its
+    arrays beyond ``W`` (the implicit method's staggered state) are stored beside it."""
     meta = {"version": CHECKPOINT_VERSION, "identity": dict(snap["identity"]),
             "identity_details": dict(snap.get("identity_details") or {}),
             "counters": snap["counters"], "mass_initial": list(snap["mass_initial"])}  # fmt: skip
+    extra = {k: v for k, v in snap.items() if isinstance(v, np.ndarray) and k != "W"}
     atomic_write(
         path,
         lambda p: np.savez(
-            p, W=snap["W"], t=snap["t"], steps=snap["steps"], dt=snap["dt"], meta=json.dumps(meta)
+            p,
+            W=snap["W"],
+            t=snap["t"],
+            steps=snap["steps"],
+            dt=snap["dt"],
+            meta=json.dumps(meta),
+            **extra,
         ),
     )
 
@@ -428,6 +436,7 @@ def load_checkpoint(path: str | Path, label: str | None = None) -> dict[str, Any
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             snap = {"W": z["W"], "t": z["t"][()], "steps": z["steps"][()], "dt": z["dt"][()]}
+            snap.update({k: z[k] for k in z.files if k not in (*snap, "meta")})
         snap["identity"] = dict(meta["identity"])
         snap["identity_details"] = dict(meta.get("identity_details") or {})
         snap["counters"] = dict(meta["counters"])

@@ -28,8 +28,15 @@ from .settings import ALWAYS, SETTINGS
 #: Identity keys added after checkpoints and series had been written, and their value in
 #: those (fast math was recorded from 2026-11-24; a run without it ran IEEE).
 IDENTITY_ADDED = {s.name: s.older for s in SETTINGS if s.identity and s.older is not ALWAYS}
-#: What :meth:`Simulation.restore <fvswe.simulation.Simulation.restore>` needs in a snapshot.
+#: What :meth:`Simulation.restore <fvswe.simulation.Simulation.restore>` needs in a snapshot
+#: (and the arrays of :func:`state_arrays`).
 SNAPSHOT_KEYS = ("W", "t", "steps", "dt", "counters", "mass_initial", "identity")
+
+
+def state_arrays(sim) -> dict[str, tuple[int, ...]]:
+    """The arrays beyond ``W`` that ``sim``'s backend keeps in a snapshot, by name, and their
+    shapes (the implicit method's staggered state; none for the explicit backends)."""
+    return dict(getattr(sim.backend, "snapshot_arrays", {}))
 
 
 def _digest(*arrays: np.ndarray) -> str:
@@ -185,6 +192,21 @@ def check(sim, snap: Mapping[str, Any]) -> None:
     if differs is not None:
         raise ConfigError(f"{src} was written by another run: {differs}")
     _check_state(src, snap, sim)
+    for key, shape in state_arrays(sim).items():
+        if key not in snap:
+            raise ConfigError(f"{src}: not a snapshot of this run's backend (no {key!r})")
+        _check_array(src, key, snap[key], shape, sim.dtype)
+
+
+def _check_array(src: str, key: str, a, shape: tuple[int, ...], dtype: str) -> None:
+    """A one-line ConfigError unless ``a`` is a finite array of ``shape`` and ``dtype``."""
+    a = np.asarray(a)
+    if a.shape != shape or a.dtype != np.dtype(dtype):
+        raise ConfigError(f"{src}: state {key} is {a.dtype}{list(a.shape)}, "
+                          f"this run needs {dtype}{list(shape)}")  # fmt: skip
+    bad = np.flatnonzero(~np.isfinite(a))
+    if bad.size:
+        raise ConfigError(f"{src}: invalid {key} = {float(a.flat[bad[0]])!r} at {bad[0]}")
 
 
 def _check_state(src: str, snap: Mapping[str, Any], sim) -> None:

@@ -10,12 +10,18 @@ setting is one row here plus the code that uses it:
   the checks of :func:`resolve` (choices, ranges);
 - the run identity that a restart must share (:func:`fvswe.restart.identity`).
 
+A setting of one method only (``only``: the implicit method's θ, preconditioner, ...; the
+explicit method's integrator, threads, fast math, thin-layer depth) keeps its default under
+the other, and a run that sets it there is refused in one line rather than silently
+ignoring it.
+
 Structured inputs (mesh, initial state, boundaries, friction, Coriolis, wind) are not run
 settings: they have tables of their own in the case file and fingerprints in the identity.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +30,9 @@ from . import integrators
 from . import registry as schemes
 from .backends import BACKENDS
 from .errors import ConfigError
+from .implicit.cg import TOL
+from .implicit.precond import PRECONDITIONERS
+from .implicit.rrb import COARSE_CELLS
 
 #: The TOML types of a number (an integer is a number too).
 NUMBER = (int, float)
@@ -43,7 +52,8 @@ class Setting:
     (:data:`ALWAYS`: it always belonged to it), so that they still restart. ``flag``: ``fvswe
     run`` has ``--name`` (underscores as dashes), which overrides the case file.
     ``example`` is the template's TOML value (default: the default's), ``active=False``
-    writes it commented out.
+    writes it commented out. ``only``: the method (:data:`METHODS`) it belongs to (``""``:
+    every method); :func:`resolve` refuses another value than the default under the other.
     """
 
     name: str
@@ -57,6 +67,7 @@ class Setting:
     flag: bool = True
     example: str = ""
     active: bool = True
+    only: str = ""
 
     def validate(self, value: Any) -> None:
         """A one-line :class:`ConfigError` naming the setting for a value it refuses."""
@@ -90,6 +101,27 @@ def _cfl(value) -> str | None:
     return None if 0 < value <= 1 else "must lie in (0, 1]"
 
 
+def _number(value) -> bool:
+    return isinstance(value, NUMBER) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _theta(value) -> str | None:
+    return None if _number(value) and 0.5 <= value <= 1 else "must lie in [0.5, 1]"
+
+
+def _positive(value) -> str | None:
+    return None if _number(value) and value > 0 else "must be a positive number"
+
+
+def _coarse(value) -> str | None:
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    return None if whole and 4 <= value <= 65536 else "must be an integer in [4, 65536]"
+
+
+#: The methods: the finite volumes, and the C-grid thesis's θ-scheme (fvswe.implicit).
+METHODS = ("explicit", "implicit")
+
+
 #: Every run setting, in the order of the case file's template and key table.
 SETTINGS: tuple[Setting, ...] = (
     Setting("layers", int, 2, "1 or 2", identity=True, flag=False, example="1"),
@@ -97,7 +129,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("r", NUMBER, 0.5, "two layers: density ratio ρ1/ρ2 in (0, 1)", identity=True,
             flag=False),
     Setting("eps_h", NUMBER, None, "desingularisation depth of velocities (m, docs/SCHEMES.md "
-            "§8)", identity=True, flag=False, example="5e-3"),
+            "§8)", identity=True, flag=False, example="5e-3", only="explicit"),
     Setting("scheme", str, "ir-roe", schemes.describe(), identity=True, example='"hll-wd"'),
     Setting("order", str, "none", "cell ordering: none, rcm, gps, random, hilbert, morton, auto",
             identity=True, example='"rcm"'),
@@ -108,16 +140,39 @@ SETTINGS: tuple[Setting, ...] = (
             choices=BACKENDS, example='"auto"'),
     Setting("fast_math", bool, False, "float32 on the GPU: approximate division and square "
             "root, denormals flushed (faster, not IEEE; docs/GPU.md)", identity=True,
-            older=False, example="true", active=False),
+            older=False, example="true", active=False, only="explicit"),
     Setting("dt_mode", str, "lagged", "lagged, nonlagged or fixed (then give dt)",
             choices=("lagged", "nonlagged", "fixed"), identity=True),
     Setting("dt", NUMBER, None, "time step of dt_mode = fixed (s)", identity=True,
             example="0.05", active=False),
     Setting("integrator", str, "euler", "time integration: euler, ssp-rk2 or ssp-rk3 "
             "(docs/SCHEMES.md §2.6)", choices=tuple(integrators.BY_NAME), identity=True,
-            older="euler"),
+            older="euler", only="explicit"),
     Setting("threads", int, None, "CPU threads (default: the cores left idle, at least 1)",
-            example="1", active=False),
+            example="1", active=False, only="explicit"),
+    Setting("method", str, "explicit", "explicit (the finite volumes) or implicit (the C-grid "
+            "thesis's θ-scheme: one layer on a Cartesian grid, walls and levels; "
+            "docs/IMPLICIT.md)", choices=METHODS, identity=True, older="explicit"),
+    Setting("theta", NUMBER, 0.55, "method = implicit: θ in [0.5, 1] (0.5 Crank-Nicolson, 1 "
+            "backward Euler)", check=_theta, identity=True, older=0.55, active=False,
+            only="implicit"),
+    Setting("preconditioner", str, "rrb", "method = implicit: the CG's preconditioner, rrb "
+            "(repeated red-black), jacobi, amg (pyamg) or none", choices=PRECONDITIONERS,
+            identity=True, older="rrb", active=False, only="implicit"),
+    Setting("cg_tol", NUMBER, TOL, "method = implicit: CG stops at ||r||_2 < cg_tol (m)",
+            check=_positive, identity=True, older=TOL, active=False, only="implicit"),
+    Setting("dry_depth", NUMBER, 1e-3, "method = implicit: a face with a smaller upwind depth "
+            "is dry (m)", check=_positive, identity=True, older=1e-3, active=False,
+            only="implicit"),
+    Setting("max_wave_courant", NUMBER, 10.0, "method = implicit: the step's largest "
+            "gravity-wave Courant number (cfl is the advective one)", check=_positive,
+            identity=True, older=10.0, active=False, only="implicit"),
+    Setting("dt_max", NUMBER, None, "method = implicit: the step's largest Δt (s; default: "
+            "none)", check=_positive, identity=True, older=None, example="60.0", active=False,
+            only="implicit"),
+    Setting("rrb_coarse", int, COARSE_CELLS, "method = implicit: RRB factors a level of at "
+            "most this many cells completely (Cholesky; MARIN's RRB-k)", check=_coarse,
+            identity=True, older=COARSE_CELLS, active=False, only="implicit"),
 )  # fmt: skip
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
@@ -135,7 +190,8 @@ def default(name: str) -> Any:
 
 
 def resolve(given: Mapping[str, Any]) -> dict[str, Any]:
-    """Every setting: ``given`` values, checked (:meth:`Setting.validate`), else defaults.
+    """Every setting: ``given`` values, checked (:meth:`Setting.validate`), else defaults;
+    a setting of the other method (``only``) must keep its default.
 
     A name that is no setting is a TypeError, as for any unknown keyword argument.
     """
@@ -145,15 +201,23 @@ def resolve(given: Mapping[str, Any]) -> dict[str, Any]:
     values = {**defaults(), **given}
     for setting in SETTINGS:
         setting.validate(values[setting.name])
+    method = values["method"]
+    for setting in SETTINGS:
+        value = values[setting.name]
+        if setting.only not in ("", method) and value != setting.default:
+            raise ConfigError(f"{setting.name}: {value!r} is a setting of method "
+                              f"{setting.only!r}, this run's method is {method!r}")  # fmt: skip
     return values
 
 
 def reference_markdown() -> str:
-    """The table of the run settings, their defaults, flags and whether a restart must keep
-    them, for docs/guide/case-files.md."""
-    rows = ["| setting | default | `fvswe run` flag | a restart keeps it |", "|---|---|---|---|"]
+    """The table of the run settings, their defaults, flags, whether a restart must keep
+    them and the method they belong to, for docs/guide/case-files.md."""
+    rows = ["| setting | default | `fvswe run` flag | a restart keeps it | method |",
+            "|---|---|---|---|---|"]  # fmt: skip
     for s in SETTINGS:
         value = "–" if s.default is None else f"`{_toml(s.default)}`"
         flag = f"`--{s.name.replace('_', '-')}`" if s.flag else ""
-        rows.append(f"| `{s.name}` | {value} | {flag} | {'yes' if s.identity else ''} |")
+        keeps = "yes" if s.identity else ""
+        rows.append(f"| `{s.name}` | {value} | {flag} | {keeps} | {s.only or 'both'} |")
     return "\n".join(rows) + "\n"

@@ -230,6 +230,15 @@ class Simulation:
     denormals flushed (faster, no longer IEEE: docs/GPU.md, "Fast math"); a ConfigError on
     the CPU or in float64.
 
+    ``method="implicit"`` runs the C-grid thesis's semi-implicit θ-scheme instead of the
+    finite volumes (one layer, a Cartesian grid in row-major order, walls and levels;
+    docs/IMPLICIT.md) with its own settings (``theta``, ``preconditioner``, ``cg_tol``, ...:
+    the table's rows of that method); ``cfl`` is then the advective Courant number of its
+    step and ``scheme`` is not used. A setting of the other method than the run's (the
+    explicit ``integrator``, ``eps_h``, ``threads``, ``fast_math``; the implicit ``theta``,
+    ...) must keep its default, and the implicit method refuses ``sources``, ``wind`` and
+    ``coriolis``.
+
     A run stops with a :class:`~fvswe.errors.BlowUpError` (one line) when a depth
     had to be clipped, when a layer's mass drifts beyond round-off
     (:data:`MASS_TOLERANCE`; not checked with open boundaries, which have no
@@ -284,7 +293,8 @@ class Simulation:
         #: The run settings (:mod:`fvswe.settings`) as this run resolved them.
         self.settings = {**s, "order": order, "eps_h": self.model.eps_h,
                          "fast_math": bool(fast_math)}  # fmt: skip
-        refuse_dry_cells(scheme, layers, W0[:, 0], self.model.eps_h, mesh.source)
+        if s["method"] == "explicit":  # the implicit method dries faces, not schemes' cells
+            refuse_dry_cells(scheme, layers, W0[:, 0], self.model.eps_h, mesh.source)
         if order != "none":
             mesh, perm = mesh.reordered(order)
             W0, Hc = W0[perm], Hc[perm]
@@ -311,7 +321,13 @@ class Simulation:
             options["fast_math"] = True
         options.update(backend_options or {})
         self.comm = comm if distributed else None
-        if self.comm is None:
+        if s["method"] == "implicit":  # the C-grid θ-scheme (fvswe/implicit, docs/IMPLICIT.md)
+            from . import implicit
+
+            self.backend = implicit.make_backend(self.layout, cls.name, s, backend_options,
+                                                 distributed)  # fmt: skip
+            self.scheme = self.backend.label
+        elif self.comm is None:
             self.backend = cls(self.layout, scheme, **options)
         else:
             from .parallel import DistributedBackend
@@ -401,10 +417,11 @@ class Simulation:
 
     def snapshot(self) -> dict[str, Any]:
         """Everything a bit-for-bit restart needs: the backend's state and clock (``W``, ``t``,
-        ``steps``, ``dt``, ``counters``), ``mass_initial``, the run's :meth:`identity` and
-        ``identity_details`` (readable values behind its fingerprints, for the message of a
-        mismatch). Collective on several ranks; :func:`fvswe.output.save_checkpoint` writes
-        it."""
+        ``steps``, ``dt``, ``counters``; the implicit method's staggered state ``zeta``, ``u``,
+        ``v`` too: :func:`fvswe.restart.state_arrays`), ``mass_initial``, the run's
+        :meth:`identity` and ``identity_details`` (readable values behind its fingerprints,
+        for the message of a mismatch). Collective on several ranks;
+        :func:`fvswe.output.save_checkpoint` writes it."""
         identity = self.identity()  # and its details, cached with it
         return {
             **self.backend.snapshot(),
@@ -422,7 +439,8 @@ class Simulation:
         restart.check(self, snap)
         self.backend.restore(
             {"W": snap["W"], "t": float(snap["t"]), "steps": int(snap["steps"]),
-             "dt": float(snap["dt"]), "counters": dict(snap["counters"])}
+             "dt": float(snap["dt"]), "counters": dict(snap["counters"]),
+             **{key: np.asarray(snap[key]) for key in restart.state_arrays(self)}}
         )  # fmt: skip
         self.mass_initial = [float(m) for m in snap["mass_initial"]]
 

@@ -24,8 +24,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from gmsh_mesh import available, generate
 
-from fvswe.mesh import read_mesh, write_mesh
+from fvswe.mesh import write_mesh
 from fvswe.mesh.core import Mesh
 
 #: Channel length, end width, narrowest width; basin length and width; depths (m).
@@ -62,13 +63,9 @@ def outline(size: float) -> tuple[np.ndarray, list[tuple[str, int, int]]]:
 
 def make(size: float, source: str = "<strait>") -> Mesh:
     """The strait mesh with channel edge length ``size`` (m), depth per cell, tagged walls."""
-    import gmsh
-
     points, pieces = outline(size)
-    gmsh.initialize()
-    gmsh.option.setNumber("General.Terminal", 0)
-    try:
-        gmsh.model.add("strait")
+
+    def define(gmsh) -> None:
         geo = gmsh.model.geo
         ids = [geo.addPoint(x, y, 0.0) for x, y in points]
         lines = [geo.addLine(ids[k], ids[(k + 1) % len(ids)]) for k in range(len(ids))]
@@ -83,25 +80,8 @@ def make(size: float, source: str = "<strait>") -> Mesh:
         ramp = f"Min(1, Max(0, (Fabs(x) - {L / 2}) / {LB / 3}))"
         field.setString(f, "F", f"{size} * (1 + 2 * {ramp})")
         field.setAsBackgroundMesh(f)
-        for option in ("MeshSizeExtendFromBoundary", "MeshSizeFromPoints",
-                       "MeshSizeFromCurvature"):  # fmt: skip
-            gmsh.option.setNumber(f"Mesh.{option}", 0)
-        gmsh.option.setNumber("Mesh.Algorithm", 6)  # Frontal-Delaunay: well-shaped triangles
-        gmsh.model.mesh.generate(2)
-        tmp = Path(f"/tmp/strait-{size:g}.msh")
-        gmsh.option.setNumber("Mesh.MshFileVersion", 2.2)
-        gmsh.write(str(tmp))
-    finally:
-        gmsh.finalize()
-    mesh = read_mesh(tmp)
-    tmp.unlink()
-    return Mesh.from_arrays(
-        mesh.nodes,
-        mesh.cells,
-        boundary_tags=mesh.boundary_tags(),
-        depth=depth(mesh.centroid[:, 0]),
-        source=source,
-    )
+
+    return generate("strait", define, source, depth=lambda c: depth(c[:, 0]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,10 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=float, default=1500.0, help="edge length in the channel")
     parser.add_argument("-o", "--output", default="meshes/strait.npz")
     args = parser.parse_args(argv)
-    try:
-        import gmsh  # noqa: F401
-    except ImportError:
-        print("make_strait_mesh: needs gmsh (pip install 'fvswe[mesh]')", file=sys.stderr)
+    if not available("make_strait_mesh"):
         return 2
     mesh = make(args.size, source=args.output)
     write_mesh(mesh, args.output)

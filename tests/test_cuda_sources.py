@@ -905,7 +905,7 @@ def get_case_simulation(case: str, **options) -> Simulation:
     ("scheme", "dtype", "dt_mode", "cells", "threads"),
     [
         ("pvm-ifcp", "float32", "lagged", 32, 128),
-        ("pvm-ifcp", "float64", "fixed", 256, 128),
+        ("pvm-ifcp", "float64", "fixed", 192, 128),
         ("roe", "float64", "nonlagged", 32, 128),
         ("ir-roe", "float32", "lagged", 256, 128),
         ("pvm-ifcp", "float64", "lagged", 128, 224),

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from test_cuda_sources import CXX, THROUGHPUT, emulated_run, min_blocks
 
-from fvswe.backends import gpu
+from fvswe.backends import cuda_header, gpu
 from fvswe.boundary import KINDS, Characteristic, Discharge, Level
 from fvswe.cases import get_case
 from fvswe.errors import ConfigError
@@ -39,7 +39,7 @@ def test_grid_arrays_of_a_grid_mesh():
     south, north, west, east = np.split(grid.side_code, [13, 26, 33])
     assert np.array_equal(south, code[0, :, 0]) and np.array_equal(north, code[-1, :, 2])
     assert np.array_equal(west, code[:, 0, 3]) and np.array_equal(east, code[:, -1, 1])
-    assert np.array_equal(west, KINDS["level"] + (np.arange(7) << gpu.cuda_header.BC_BITS))
+    assert np.array_equal(west, KINDS["level"] + (np.arange(7) << cuda_header.BC_BITS))
     g = case.grid()
     assert np.array_equal(grid.length, np.concatenate((np.diff(g.x_nodes), np.diff(g.y_nodes))))
     assert grid.area_stride == 1 and np.array_equal(grid.area, sim.layout.area)

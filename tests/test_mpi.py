@@ -341,7 +341,7 @@ INFLOW_HOST = r"""
 #include <cstdio>
 #include <vector>
 
-extern "C" __global__ void close_step(Ctrl* c, real* partial)
+extern "C" __global__ void update_closed(Ctrl* c, real* partial)
 {
     finish_step(c, partial, real(1), OP_UPDATE);
 }
@@ -354,16 +354,17 @@ int main()
     std::vector<double> lf(2 * n);
     std::vector<real> partial(1);
     Ctrl one = {}, rank = {};
+    const double euler[3] = {0.0, 1.0, 1.0};  // c, a, weight of the one stage
     for (Ctrl* c : {&one, &rank})
-        c->t_end = 1e30, c->max_steps = 1 << 30, c->level_flux = lf.data();
+        c->t_end = 1e30, c->max_steps = 1 << 30, c->level_flux = lf.data(), c->stages = euler;
     one.n_level = n;
     long long seen = 0;
     for (int s = 0; s < steps; ++s) {
         if (fread(&one.dt, 8, 1, stdin) != 1 || fread(lf.data(), 8, 2 * n, stdin) != size_t(2 * n))
             return 2;
         rank.dt = one.dt;
-        launch(1, FVSWE_BLOCK, close_step, &one, partial.data());
-        launch(1, FVSWE_BLOCK, close_step, &rank, partial.data());
+        launch(1, FVSWE_BLOCK, update_closed, &one, partial.data());
+        launch(1, FVSWE_BLOCK, update_closed, &rank, partial.data());
         double out[6] = {one.level_inflow, one.level_inflow2};
         for (int call = 1; call <= 2; ++call) {
             launch(1, FVSWE_BLOCK, level_inflow, &rank, (const double*)lf.data(), n, &seen);
@@ -410,7 +411,7 @@ def test_ranks_inflow_kernel_sums_as_one_device_on_host(layers):
 def test_gathered_values_padded_per_rank_come_back_in_global_order():
     """GpuHalo's inflow gather: every rank's values in a block of ``width`` rows (NCCL's
     allGather takes equal counts), taken by ``padded_rows``, stand in global key order."""
-    from fvswe.parallel import gathered_order, padded_rows
+    from fvswe.backends.halo import gathered_order, padded_rows
 
     rng = np.random.default_rng(3)
     keys = rng.permutation(50)

@@ -120,7 +120,7 @@ def test_checkpoint_of_another_arithmetic_is_refused(tmp_path, mesh):
     older = {k: v for k, v in ieee["identity"].items() if k != "fast_math"}
     output.save_checkpoint(tmp_path / "old.npz", {**ieee, "identity": older})
     sim.restore(output.load_checkpoint(tmp_path / "old.npz"))
-    assert restart.IDENTITY_ADDED == {"fast_math": False, "integrator": "euler"}
+    assert restart.IDENTITY_ADDED["fast_math"] is False  # the whole table: test_settings.py
     fast_now = {**sim.identity(), "fast_math": True}
     assert restart.mismatch(older, fast_now) == (
         "fast_math: False in the checkpoint's run, True now"

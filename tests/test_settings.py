@@ -104,7 +104,18 @@ def test_the_identity_holds_the_identity_settings(sim):
             assert identity[s.name] == sim.settings[s.name]
     assert {"cells", "mesh", "boundary", "forcing"} <= set(identity)
     assert json.loads(json.dumps(identity)) == identity  # JSON values, as checkpoints store
-    assert restart.IDENTITY_ADDED == {"fast_math": False, "integrator": "euler"}
+    assert restart.IDENTITY_ADDED == {
+        "fast_math": False,
+        "integrator": "euler",
+        "method": "explicit",
+        "theta": 0.55,
+        "preconditioner": "rrb",
+        "cg_tol": 1e-5,
+        "dry_depth": 1e-3,
+        "max_wave_courant": 10.0,
+        "dt_max": None,
+        "rrb_coarse": 64,
+    }  # the explicit method at its defaults: every run before the implicit method
 
 
 @pytest.mark.parametrize(
@@ -132,10 +143,31 @@ def test_the_tables_choices_are_the_backends():
     from fvswe import integrators
     from fvswe.backends import BACKENDS
     from fvswe.backends.base import DT_MODES
+    from fvswe.implicit.precond import PRECONDITIONERS
 
     assert settings.BY_NAME["dt_mode"].choices == DT_MODES
     assert settings.BY_NAME["backend"].choices == BACKENDS
     assert settings.BY_NAME["integrator"].choices == tuple(i.name for i in integrators.INTEGRATORS)
+    assert settings.BY_NAME["preconditioner"].choices == PRECONDITIONERS
+    assert settings.BY_NAME["method"].choices == settings.METHODS == ("explicit", "implicit")
+
+
+def test_a_setting_of_the_other_method_keeps_its_default():
+    """The implicit method's rows are refused in an explicit run and the explicit method's in
+    an implicit one, unless at their defaults (a run would otherwise silently ignore them)."""
+    values = {"eps_h": 1e-3, "fast_math": True, "integrator": "ssp-rk2", "threads": 2, "theta": 1.0,
+              "preconditioner": "jacobi", "cg_tol": 1e-6, "dry_depth": 1e-2,
+              "max_wave_courant": 5.0, "dt_max": 60.0, "rrb_coarse": 16}  # fmt: skip
+    only = {s.name: s.only for s in settings.SETTINGS if s.only}
+    assert set(only) == set(values)
+    for name, method in only.items():
+        s, other = settings.BY_NAME[name], {"explicit": "implicit", "implicit": "explicit"}[method]
+        assert settings.resolve({"method": other, name: s.default})[name] == s.default
+        assert settings.resolve({"method": method, name: values[name]})[name] == values[name]
+        with pytest.raises(ConfigError) as err:
+            settings.resolve({"method": other, name: values[name]})
+        assert str(err.value) == (f"{name}: {values[name]!r} is a setting of method {method!r}, "
+                                  f"this run's method is {other!r}")  # fmt: skip
 
 
 #: A made-up row (``integrator`` was the first real one added this way); here only in a copy

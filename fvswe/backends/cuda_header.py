@@ -36,9 +36,11 @@ BC_BITS = 3
 #: Kernel op bits: ``OP_UPDATE`` W -= dt/|V| sum(slots) (a stage's update); ``OP_DT``
 #: dt = min_i dt_i, of the next step where the step goes on (``dt_next``); ``OP_COUNT`` count
 #: flagged edges (edge passes that feed an update); ``OP_ADVANCE`` t += dt, steps += 1 (the
-#: step's last kernel that closes it); the stage's index from bit ``OP_STAGE_SHIFT`` on.
-OP_UPDATE, OP_DT, OP_COUNT, OP_ADVANCE = 1, 2, 4, 8
-OP_STAGE_SHIFT = 4
+#: step's last kernel that closes it); ``OP_AFTER`` a pass after the stage's update (the
+#: positivity limiter's), whose boundary edges read their tables at the time of the stage just
+#: taken (``Ctrl::t_stage``); the stage's index from bit ``OP_STAGE_SHIFT`` on.
+OP_UPDATE, OP_DT, OP_COUNT, OP_ADVANCE, OP_AFTER = 1, 2, 4, 8, 16
+OP_STAGE_SHIFT = 5
 #: ``constexpr`` integers and doubles of ``constants.cuh`` (name -> value).
 CONSTANTS: dict[str, int | float] = {
     "FLAG_NONHYPERBOLIC": common.FLAG_NONHYPERBOLIC,
@@ -51,6 +53,7 @@ CONSTANTS: dict[str, int | float] = {
     "OP_DT": OP_DT,
     "OP_COUNT": OP_COUNT,
     "OP_ADVANCE": OP_ADVANCE,
+    "OP_AFTER": OP_AFTER,
     "OP_STAGE_SHIFT": OP_STAGE_SHIFT,
     **{f"BC_{name.upper()}": code for name, code in registry.BOUNDARY_CODES.items()},
     "BC_TABLES": registry.TABLE_MASK,

@@ -27,13 +27,13 @@
 // sides of this block are written to `slots`; side i's block counts its flags.
 __device__ __forceinline__ void block_edge(const real4* __restrict__ Win, const int4 id, const real2 n,
                                            const real len, const Params& prm, Ctrl* ctrl, int op,
-                                           double t, real (*slots)[SLOT_COLS])
+                                           real (*slots)[SLOT_COLS])
 {
-    real Wi[NVAR], Wj[NVAR], Hi, Hj = real(0);
+    real Wi[NVAR], Hi;
     load_cell(Win, id.x, Wi, Hi);
-    if (id.y >= 0) load_cell(Win, id.y, Wj, Hj);
     EdgeFlux f;
-    evaluate_edge(Wi, Hi, Wj, Hj, id.y < 0 ? -id.y : 0, n, len, prm, ctrl, t, f);
+    evaluate_edge(Wi, Hi, [&](real* w, real& H) { load_cell(Win, id.y, w, H); }, false,
+                  id.y < 0 ? -id.y : 0, n, len, prm, ctrl, op, f);
     if (id.z >= 0) {  // side i here (else only side j: i's block counts the edge)
         if ((op & OP_COUNT) && f.flags) count_flags(ctrl, f.flags);
 #pragma unroll
@@ -64,11 +64,9 @@ block_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__
         return;
     }
     const Params prm{g, r, eps_h};
-    const double ts = stage_time(ctrl, op);
     const int end = __ldg(start + blockIdx.x + 1);
     for (int t = __ldg(start + blockIdx.x) + threadIdx.x; t < end; t += FVSWE_BLOCK)
-        block_edge(Win, __ldg(task + t), __ldg(normal + t), __ldg(length + t), prm, ctrl, op, ts,
-                   slots);
+        block_edge(Win, __ldg(task + t), __ldg(normal + t), __ldg(length + t), prm, ctrl, op, slots);
     __syncthreads();
     real dti = REAL_INF;
     for (int l = threadIdx.x; l < cells; l += FVSWE_BLOCK) {

@@ -17,12 +17,11 @@ edge_pass(const int n_edges, const real4* __restrict__ W, const int4* __restrict
     if (e >= n_edges) return;
     const int4 id = __ldg(idx + e);
     const real len = __ldg(length + e);
-    real Wi[NVAR], Wj[NVAR], Hi, Hj = real(0);
+    real Wi[NVAR], Hi;
     load_cell(W, id.x, Wi, Hi);
-    if (id.y >= 0) load_cell(W, id.y, Wj, Hj);
     EdgeFlux f;
-    evaluate_edge(Wi, Hi, Wj, Hj, id.y < 0 ? -id.y : 0, __ldg(normal + e), len, Params{g, r, eps_h},
-                  ctrl, stage_time(ctrl, op), f);
+    evaluate_edge(Wi, Hi, [&](real* w, real& H) { load_cell(W, id.y, w, H); }, false,
+                  id.y < 0 ? -id.y : 0, __ldg(normal + e), len, Params{g, r, eps_h}, ctrl, op, f);
     store_slot(S, id.z, f.Fm, f.d, len);
     if (id.y >= 0) store_slot(S, id.w, f.Fp, f.d, len);
     if ((op & OP_COUNT) && f.flags) count_flags(ctrl, f.flags);

@@ -72,7 +72,7 @@ __device__ __forceinline__ void tile_edge(int e, int ix0, int iy0, int nx, int n
                                           const real4* __restrict__ Win,
                                           const real* __restrict__ length,
                                           const int* __restrict__ side_code, const Params& prm,
-                                          Ctrl* ctrl, int op, double t, real* val)
+                                          Ctrl* ctrl, int op, real* val)
 {
     const bool x = e < N_XE;
     const int i = x ? e % (FVSWE_TILE_X + 1) : (e - N_XE) % FVSWE_TILE_X;
@@ -88,17 +88,16 @@ __device__ __forceinline__ void tile_edge(int e, int ix0, int iy0, int nx, int n
     grid_slot(first ? (x ? 3 : 0) : (x ? 1 : 2), c, sx, sy, nx, ny, length, side_code, cd, n, len);
     load_cell(Win, c, w, H);
     if (cd < 0) {
-        edge_contribution(Win, w, H, cd, n, len, prm, ctrl, t, op, out);
+        edge_contribution(Win, w, H, cd, n, len, prm, ctrl, op, out);
 #pragma unroll
         for (int m = 0; m < NVAR; ++m)
             if (!SPEEDS) val[(side * NVAR + m) * N_TE + e] = out[m];
         val[2 * NVAR * N_TE + e] = out[NVAR];
         return;
     }
-    real wn[NVAR], Hn;
-    load_cell(Win, cd >> 1, wn, Hn);
     EdgeFlux f;
-    evaluate_edge(w, H, wn, Hn, 0, n, len, prm, ctrl, t, f);
+    evaluate_edge(w, H, [&](real* wn, real& Hn) { load_cell(Win, cd >> 1, wn, Hn); }, false, 0, n,
+                  len, prm, ctrl, op, f);
     // an interior edge on the tile's east or north line is also the next tile's first: it
     // counts there, so that each edge counts once
     const bool next = x ? i == FVSWE_TILE_X : j == TILE_Y;
@@ -133,9 +132,8 @@ __device__ __forceinline__ void grid_tile(const int n_cells, const int nx, const
         if ((op & OP_UPDATE) && mine) pass_cell(Win, Wout, c);
         return;
     }
-    const double ts = stage_time(ctrl, op);
     for (int e = threadIdx.x; e < N_TE; e += FVSWE_BLOCK)
-        tile_edge<SPEEDS>(e, ix0, iy0, nx, ny, Win, length, side_code, prm, ctrl, op, ts, val);
+        tile_edge<SPEEDS>(e, ix0, iy0, nx, ny, Win, length, side_code, prm, ctrl, op, val);
     __syncthreads();
     real dti = REAL_INF;
     if (mine) {

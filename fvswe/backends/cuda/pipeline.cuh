@@ -131,6 +131,13 @@ __device__ __forceinline__ double stage_time(const Ctrl* c, int op)
     return cs == 0.0 ? c->t : c->t + cs * step_dt(c);
 }
 
+// The time a pass with `op` reads boundary tables at: its stage's, or in a pass after the
+// stage's update (OP_AFTER: the limiter's) the stage just taken's.
+__device__ __forceinline__ double edge_time(const Ctrl* c, int op)
+{
+    return (op & OP_AFTER) ? c->t_stage : stage_time(c, op);
+}
+
 // The share of the step that the stage of `op` adds to the counters: its weight times dt.
 __device__ __forceinline__ double stage_share(const Ctrl* c, int op)
 {
@@ -448,6 +455,35 @@ __device__ __forceinline__ int scheme_flux(const real* Wi, const real* Wj, real 
 }
 
 // ---------------------------------------------------------------- the one edge evaluation
+// The ghost of boundary code `code` beside a cell of state wi (depth Hi), its kind's tables
+// read at the pass's time (edge_time).
+__device__ __forceinline__ void boundary_ghost(int code, const real* wi, real Hi, real2 n,
+                                               const Params& prm, const Ctrl* ctrl, int op, real* g)
+{
+    const int bc = bc_kind(code);
+    double a = 0.0, b = 0.0;
+    if (has_tables(bc)) table_values(ctrl, edge_time(ctrl, op), code, a, b);
+    ghost_of(bc, wi, Hi, a, b, n.x, n.y, prm.g, prm.eps_h, g);
+}
+
+// A kind with tables imposes its fluxes on Fm (cell state wi) and records the edge's level
+// flux (index m: the code's high bits). The tables are read again rather than kept from the
+// ghost: values live across the scheme's flux cost registers that every edge pays for.
+__device__ __forceinline__ void boundary_impose(int code, real* Fm, const real* wi, real2 n, real len,
+                                                Ctrl* ctrl, int op)
+{
+    const int bc = bc_kind(code);
+    if (!has_tables(bc)) return;
+    double a, b;
+    table_values(ctrl, edge_time(ctrl, op), code, a, b);
+    impose(bc, Fm, wi, a, b, n.x, n.y);
+    const int m = code >> BC_BITS;
+    ctrl->level_flux[2 * m] = len * (Fm[0] + (wi[1] * n.x + wi[2] * n.y));
+#if FVSWE_LAYERS == 2
+    ctrl->level_flux[2 * m + 1] = len * (Fm[3] + (wi[4] * n.x + wi[5] * n.y));
+#endif
+}
+
 // What an edge gives its two cells: |Gamma| F- (side i), |Gamma| F+ (side j), |Gamma| ||D|| and
 // the flags of docs/SCHEMES.md §3.5.
 struct EdgeFlux {
@@ -455,42 +491,36 @@ struct EdgeFlux {
     int flags;
 };
 
-// The edge between cell state wi (depth Hi; side i) and wj (Hj), or on the boundary (code > 0:
-// its boundary code) the ghost of code's kind, with the edge's table values at time t: the
-// face states (faces: the reconstruction), the scheme's flux, and on a boundary edge with
-// tables its kind's imposed fluxes and its outward mass flux per layer, |Gamma| (F-_h +
-// q_i.eta), recorded in level_flux[2 m + layer] for the inflow counters. Every variant
-// evaluates its edges with it and keeps only its loads and stores; the CPU's twin is
-// fvswe.backends.cpu.kernels.evaluate_edge.
-__device__ __forceinline__ void evaluate_edge(const real* wi, real Hi, const real* wj, real Hj, int code,
-                                              real2 n, real len, const Params& prm, Ctrl* ctrl,
-                                              double t, EdgeFlux& out)
+// The edge between a cell (state wa, depth Ha) and its neighbour, which neighbour(w, H)
+// loads, or on the boundary (code > 0: its boundary code) the ghost of code's kind; side i is
+// the cell, or the neighbour where `swap` (a cell's slot on the edge's side j). Mirrors
+// fvswe.backends.cpu.kernels.evaluate_edge. The neighbour is loaded in the else branch of the
+// ghost's test, not before it: two separate tests cost every edge registers (spills).
+template <class Neighbour>
+__device__ __forceinline__ void evaluate_edge(const real* wa, real Ha, Neighbour neighbour, bool swap,
+                                              int code, real2 n, real len, const Params& prm,
+                                              Ctrl* ctrl, int op, EdgeFlux& out)
 {
-    real fi[NVAR], fj[NVAR], Fm[NVAR];
-    const int bc = bc_kind(code);
-    const bool tables = code && has_tables(bc);
-    double a = 0.0, b = 0.0;
-    if (tables) table_values(ctrl, t, code, a, b);
+    real wb[NVAR], Hb;
     if (code) {
-        real g[NVAR];
-        ghost_of(bc, wi, Hi, a, b, n.x, n.y, prm.g, prm.eps_h, g);
-        faces(wi, g, fi, fj);
-        Hj = Hi;
+        boundary_ghost(code, wa, Ha, n, prm, ctrl, op, wb);
+        Hb = Ha;
     } else {
-        faces(wi, wj, fi, fj);
+        neighbour(wb, Hb);
     }
-    out.flags = scheme_flux(fi, fj, Hi, Hj, n.x, n.y, prm, Fm, out.Fp, out.d);
-    if (tables) {
-        impose(bc, Fm, wi, a, b, n.x, n.y);
-        const int m = code >> BC_BITS;
-        ctrl->level_flux[2 * m] = len * (Fm[0] + (wi[1] * n.x + wi[2] * n.y));
-#if FVSWE_LAYERS == 2
-        ctrl->level_flux[2 * m + 1] = len * (Fm[3] + (wi[4] * n.x + wi[5] * n.y));
-#endif
-    }
+    real wi[NVAR], wj[NVAR], fi[NVAR], fj[NVAR];
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) {
-        out.Fm[m] = mul_rn(len, Fm[m]);
+        wi[m] = swap ? wb[m] : wa[m];
+        wj[m] = swap ? wa[m] : wb[m];
+    }
+    faces(wi, wj, fi, fj);
+    out.flags = scheme_flux(fi, fj, swap ? Hb : Ha, swap ? Ha : Hb, n.x, n.y, prm, out.Fm, out.Fp,
+                            out.d);
+    if (code) boundary_impose(code, out.Fm, wa, n, len, ctrl, op);
+#pragma unroll
+    for (int m = 0; m < NVAR; ++m) {
+        out.Fm[m] = mul_rn(len, out.Fm[m]);
         out.Fp[m] = mul_rn(len, out.Fp[m]);
     }
     out.d = mul_rn(len, out.d);
@@ -501,22 +531,15 @@ __device__ __forceinline__ void evaluate_edge(const real* wi, real Hi, const rea
 // depth H): the edge (unit normal n, length len) evaluated with its own orientation,
 // flux(W_i, W_j, eta), keeping F- when the cell is side i and F+ when it is side j, so the
 // values are bitwise those the edge pass writes. cd = 2*neighbour + side, or minus the
-// boundary code; t: the step's start (boundary tables).
+// boundary code.
 __device__ __forceinline__ void edge_contribution(const real4* __restrict__ Win, const real* w, real H,
                                                   int cd, real2 n, real len, const Params& prm,
-                                                  Ctrl* ctrl, double t, int op, real* out)
+                                                  Ctrl* ctrl, int op, real* out)
 {
-    real wn[NVAR], Hn = H;
     const bool side_j = cd >= 0 && (cd & 1);
-    if (cd >= 0) load_cell(Win, cd >> 1, wn, Hn);
-    real Wi[NVAR], Wj[NVAR];
-#pragma unroll
-    for (int m = 0; m < NVAR; ++m) {
-        Wi[m] = side_j ? wn[m] : w[m];
-        Wj[m] = side_j ? w[m] : wn[m];
-    }
     EdgeFlux f;
-    evaluate_edge(Wi, side_j ? Hn : H, Wj, side_j ? H : Hn, cd < 0 ? -cd : 0, n, len, prm, ctrl, t, f);
+    evaluate_edge(w, H, [&](real* wn, real& Hn) { load_cell(Win, cd >> 1, wn, Hn); }, side_j,
+                  cd < 0 ? -cd : 0, n, len, prm, ctrl, op, f);
     if (!side_j && f.flags && (op & OP_COUNT)) count_flags(ctrl, f.flags);  // each edge once
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) out[m] = side_j ? f.Fp[m] : f.Fm[m];
@@ -532,8 +555,7 @@ __device__ __forceinline__ real slot_contribution(const real4* __restrict__ Win,
                                                   Ctrl* ctrl, int op, real* out)
 {
     const real len = __ldg(length + s);
-    edge_contribution(Win, w, H, __ldg(code + s), __ldg(normal + s), len, prm, ctrl,
-                      stage_time(ctrl, op), op, out);
+    edge_contribution(Win, w, H, __ldg(code + s), __ldg(normal + s), len, prm, ctrl, op, out);
     return len;
 }
 
@@ -740,7 +762,7 @@ __device__ __forceinline__ int limit_slot(const real4* __restrict__ Win, const r
     const int cd = __ldg(code + s);
     const real2 n = __ldg(normal + s);
     const real len = __ldg(length + s);
-    edge_contribution(Win, w, H, cd, n, len, prm, ctrl, ctrl->t_stage, 0, v);
+    edge_contribution(Win, w, H, cd, n, len, prm, ctrl, OP_AFTER, v);
     const bool side_j = cd >= 0 && (cd & 1);
     const real nx = side_j ? -n.x : n.x, ny = side_j ? -n.y : n.y;
 #pragma unroll

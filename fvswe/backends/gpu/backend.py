@@ -53,9 +53,9 @@ class GpuBackend:
     ``variant`` is ``edge``, ``gather``, ``slot``, ``block`` or ``grid`` (else the environment
     variable ``FVSWE_GPU_VARIANT``, else :func:`.tuning.resolve_variant`'s default); ``block``
     the threads per block; ``cells`` the cells a thread block owns in the ``block`` variant and
-    ``interior_first`` its task order (:func:`.build.launch_shape`); ``batch`` the most steps one CUDA
-    graph replays; ``fast_math`` compiles a float32 run's modules with approximate division and
-    square root (a ConfigError for float64); ``integrator`` one of
+    ``interior_first`` its task order (:func:`.build.launch_shape`); ``batch`` the most steps
+    one CUDA graph replays; ``fast_math`` compiles a float32 run's modules with approximate
+    division and square root (a ConfigError for float64); ``integrator`` one of
     :data:`fvswe.integrators.INTEGRATORS`; ``runtime`` CuPy (default) or a stand-in of its
     API. ``threads`` (the CPU backend's) is accepted for a uniform constructor and unused: the
     device runs the steps.

@@ -1,0 +1,216 @@
+"""One step of the θ-scheme on the staggered C-grid (docs/IMPLICIT.md).
+
+Momentum, per face (x faces shown; the y faces are the x faces of the transposed grid)::
+
+    u' = r (u - Δt A(u) - g Δt/Δx (ζ_R - ζ_L)) - r θ g Δt/Δx (δ_R - δ_L)
+
+with ``δ = ζⁿ⁺¹ - ζⁿ``, explicit first-order upwind advection ``A`` in Stelling and
+Duinmeijer's momentum-conservative form, and implicit Chézy/Manning friction through
+``r = 1 / (1 + Δt c_f |u| / h_f)``. Continuity with the face depths ``h_f`` of step n::
+
+    δ_i = -Δt/Δx (F_e - F_w) - Δt/Δy (F_n - F_s),   F = h_f (θ u' + (1 - θ) u)
+
+Substituting gives ``(I + θ² g Δt² Σ_f h_f r_f / Δ² (difference)) δ = b``
+(:class:`~fvswe.implicit.operator.Stencil`), solved by preconditioned CG from ``δ = 0``
+(the previous level). The level then comes from the continuity equation with the new
+velocities, so the volume is conserved to round-off whatever CG's residual. A cell the
+step would leave with a negative depth is taken out (its faces closed) and the step is
+repeated (Delft3D-FLOW's rule), so depths stay non-negative.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..schemes.friction import CHEZY
+from . import precond
+from .cg import NotConverged, pcg
+from .cgrid import CGrid, Faces
+from .operator import Stencil
+from .options import ImplicitOptions
+
+#: A step repeated this often (cells taken out each time) has failed.
+MAX_REPEATS = 100
+
+
+@dataclass
+class State:
+    """Levels ``zeta`` ``(ny, nx)``, ``u`` ``(ny, nx + 1)``, ``v`` ``(ny + 1, nx)``."""
+
+    zeta: object
+    u: object
+    v: object
+
+    def copy(self) -> State:
+        return State(self.zeta.copy(), self.u.copy(), self.v.copy())
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a step did: CG iterations (all solves), solves, repeats, volume in (m^3)."""
+
+    iterations: int
+    solves: int
+    inflow: float
+
+
+@dataclass
+class _Terms:
+    """One direction's face quantities of a step (x orientation)."""
+
+    hf: object  # upwind face depth, 0 where dry
+    r: object  # friction factor
+    ustar: object  # u' without the level increment
+    c: object  # the system's face coefficient
+    u0: object  # uⁿ, 0 where dry
+
+
+class _DeviceFaces:
+    """:class:`~fvswe.implicit.cgrid.Faces` on the device, in the run's dtype."""
+
+    def __init__(self, faces: Faces, xp, dtype):
+        self.open = xp.asarray(faces.open)
+        self.bed = xp.asarray(faces.bed, dtype=dtype)
+        self.friction = None if faces.friction is None else xp.asarray(faces.friction, dtype)
+        self.table = faces.table
+        self.spacing, self.across = faces.spacing, faces.across
+
+
+class ThetaStep:
+    """The θ-step of a :class:`~fvswe.implicit.cgrid.CGrid` on NumPy or CuPy (``xp``)."""
+
+    def __init__(self, grid: CGrid, g: float, options: ImplicitOptions, xp, dtype):
+        self.grid, self.g, self.options, self.xp, self.dtype = grid, g, options, xp, dtype
+        self.H = xp.asarray(grid.H, dtype=dtype)
+        self.faces = (_DeviceFaces(grid.x, xp, dtype), _DeviceFaces(grid.y, xp, dtype))
+
+    def ghosts(self, t: float):
+        """The imposed level at each end of every row of faces (x, then transposed y) at t."""
+        levels = self.grid.levels
+        values = levels.at(t) if levels is not None and levels.count else np.zeros(1)
+        out = []
+        for f in self.faces:
+            table = f.table
+            out.append(self.xp.asarray(np.where(table >= 0, values[table], 0.0), self.dtype))
+        return out
+
+    def __call__(self, s: State, t: float, dt: float) -> tuple[State, Report]:
+        """The state at ``t + dt`` and what the step did (``s`` is left unchanged)."""
+        xp = self.xp
+        now, then = self.ghosts(t), self.ghosts(t + dt)
+        closed = [xp.zeros(f.open.shape, dtype=bool) for f in self.faces]
+        iterations = solves = 0
+        while True:
+            new, flux, its = self._attempt(s, dt, now, then, closed)
+            iterations, solves = iterations + its, solves + 1
+            dry = new.zeta + self.H < 0
+            if not bool(dry.any()):
+                break
+            if solves > MAX_REPEATS:  # each repeat closes faces, so it cannot go on for ever
+                raise NotConverged(f"cells still drying below 0 after {MAX_REPEATS} repeats")
+            for c, d in zip(closed, (dry, dry.T), strict=True):  # take the cells out
+                c[:, :-1] |= d
+                c[:, 1:] |= d
+        fx, fy = flux
+        g = self.grid
+        inflow = dt * (g.dy * float((fx[:, 0] - fx[:, -1]).sum())
+                       + g.dx * float((fy[:, 0] - fy[:, -1]).sum()))  # fmt: skip
+        return new, Report(iterations, solves, inflow)
+
+    def _attempt(self, s: State, dt: float, now, then, closed):
+        """One solve of the step with the faces ``closed`` shut: the new state, the face
+        fluxes (x orientation each) and CG's iterations."""
+        xp, o = self.xp, self.options
+        h = s.zeta + self.H
+        fx, fy = self.faces
+        X = self._terms(fx, s.zeta, h, s.u, s.v, now[0], closed[0], dt)
+        Y = self._terms(fy, s.zeta.T, h.T, s.v.T, s.u.T, now[1], closed[1], dt)
+        rise = (then[0] - now[0], then[1] - now[1])
+        stencil = Stencil(X.c, Y.c.T)
+        rhs = self._divergence(self._fluxes(X, Y, X.ustar, Y.ustar), dt)
+        for T, R, b in ((X, rise[0], rhs), (Y, rise[1], rhs.T)):  # known outside increments
+            b[:, 0] += T.c[:, 0] * R[:, 0]
+            b[:, -1] += T.c[:, -1] * R[:, 1]
+        M = precond.build(o.preconditioner, stencil, xp, o.rrb_coarse)
+        diag = stencil.boundary_diagonal(xp)
+        apply = lambda v: stencil.apply(v, xp, diag)  # noqa: E731
+        delta, solve = pcg(apply, M, rhs, xp.zeros_like(rhs), xp, o.cg_tol)
+        u = self._velocity(X, fx, delta, rise[0], dt)
+        v = self._velocity(Y, fy, delta.T, rise[1], dt)
+        flux = self._fluxes(X, Y, u, v)
+        zeta = s.zeta + self._divergence(flux, dt)
+        return State(zeta, u, xp.ascontiguousarray(v.T)), flux, solve.iterations
+
+    def _fluxes(self, X: _Terms, Y: _Terms, u, v):
+        """The face fluxes ``h_f (θ u + (1 - θ) uⁿ)`` of both directions (x orientation)."""
+        theta = self.options.theta
+        return tuple(T.hf * (theta * w + (1 - theta) * T.u0) for T, w in ((X, u), (Y, v)))
+
+    def _divergence(self, flux, dt: float):
+        """``-Δt div F`` per cell, ``(ny, nx)``, of the fluxes of :meth:`_fluxes`."""
+        fx, fy = flux
+        sx, sy = self.faces[0].spacing, self.faces[1].spacing
+        return (-dt / sx) * (fx[:, 1:] - fx[:, :-1]) + ((-dt / sy) * (fy[:, 1:] - fy[:, :-1])).T
+
+    def _velocity(self, T: _Terms, f: _DeviceFaces, delta, rise, dt: float):
+        """``u'`` from the level increments ``delta`` (x orientation), 0 on dry faces."""
+        xp = self.xp
+        left = xp.concatenate((rise[:, :1], delta), axis=1)
+        right = xp.concatenate((delta, rise[:, 1:]), axis=1)
+        k = self.options.theta * self.g * dt / f.spacing
+        return xp.where(T.hf > 0, T.ustar - T.r * k * (right - left), 0.0).astype(self.dtype)
+
+    def _terms(self, f: _DeviceFaces, zeta, h, u, w, ghost, closed, dt: float) -> _Terms:
+        """Face depths, advection, friction, ``u'`` and the coefficients of one direction."""
+        xp, g, o = self.xp, self.g, self.options
+        left = xp.concatenate((ghost[:, :1], zeta), axis=1)
+        right = xp.concatenate((zeta, ghost[:, 1:]), axis=1)
+        up = xp.where(u > 0, left, xp.where(u < 0, right, xp.maximum(left, right)))
+        hf = up + f.bed
+        wet = f.open & ~closed & (hf >= o.dry_depth)
+        hf = xp.where(wet, hf, 0.0).astype(self.dtype)
+        u0 = xp.where(wet, u, 0.0).astype(self.dtype)
+        adv, speed = _advection(xp, h, hf, u0, w, f.spacing, f.across)
+        r = self._friction(f, hf, speed, wet, dt)
+        ustar = xp.where(wet, r * (u0 - dt * adv - (g * dt / f.spacing) * (right - left)), 0.0)
+        c = (o.theta * o.theta * g * dt * dt / f.spacing**2) * hf * r
+        return _Terms(hf, r, ustar.astype(self.dtype), c.astype(self.dtype), u0)
+
+    def _friction(self, f: _DeviceFaces, hf, speed, wet, dt: float):
+        """``r = 1 / (1 + Δt c_f |u| / h_f)`` (1 without friction or on a dry face)."""
+        xp, kind = self.xp, self.grid.friction_kind
+        if f.friction is None or kind == 0:
+            return xp.ones_like(hf)
+        depth = xp.where(wet, hf, 1.0)
+        if kind == CHEZY:
+            cf = self.g / (f.friction * f.friction)
+        else:  # Manning: g n² / h^(1/3)
+            cf = self.g * f.friction * f.friction / depth ** (1.0 / 3.0)
+        return xp.where(wet, 1.0 / (1.0 + dt * cf * speed / depth), 1.0).astype(self.dtype)
+
+
+def _advection(xp, h, hf, u, w, dx: float, dy: float):
+    """``u ∂u/∂x + w ∂u/∂y`` at the interior faces, first-order upwind (0 on the end faces),
+    and the speed ``|(u, w̄)|`` at every face. Along the faces' normal it is Stelling and
+    Duinmeijer's momentum-conservative form ``q̄/h̄ ∂u`` (``q̄``: the upwind cell's mean
+    discharge); across, ``w̄ ∂u/∂y`` with ``w̄`` the mean of the four nearest ``w`` and a
+    zero gradient at the first and last row."""
+    adv = xp.zeros_like(u)
+    speed = xp.abs(u)
+    if u.shape[1] < 3:
+        return adv, speed
+    q = hf * u
+    qc = 0.5 * (q[:, :-1] + q[:, 1:])
+    hbar = 0.5 * (h[:, :-1] + h[:, 1:])
+    ui = u[:, 1:-1]
+    along = xp.where(ui > 0, qc[:, :-1] * (ui - u[:, :-2]), qc[:, 1:] * (u[:, 2:] - ui))
+    wbar = 0.25 * (w[:-1, :-1] + w[1:, :-1] + w[:-1, 1:] + w[1:, 1:])
+    du = xp.zeros((ui.shape[0] + 1, ui.shape[1]), dtype=ui.dtype)
+    du[1:-1] = ui[1:] - ui[:-1]
+    cross = wbar * xp.where(wbar > 0, du[:-1], du[1:])
+    ok = hbar > 0
+    adv[:, 1:-1] = xp.where(ok, along / xp.where(ok, hbar, 1.0), 0.0) / dx + cross / dy
+    speed[:, 1:-1] = xp.sqrt(ui * ui + wbar * wbar)
+    return adv, speed
