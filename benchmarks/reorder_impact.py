@@ -663,7 +663,7 @@ def parse_args(argv=None) -> argparse.Namespace:
             ap.error(f"--backend gpu: {reason}")
         args.backend = "gpu" if ok else "cpu"
     if args.quick:
-        args.backend, args.sizes = QUICK["backend"], QUICK["sizes"]
+        args.backend, args.sizes = QUICK["backend"], args.sizes or QUICK["sizes"]
         args.repeats = args.repeats or QUICK["repeats"]
         args.t_end = args.t_end or QUICK["t_end"]
         args.threads = args.threads or QUICK["threads"]
