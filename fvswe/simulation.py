@@ -315,27 +315,32 @@ class Simulation:
             levels=levels if levels.count else None, coriolis=f, wind=wind_table,
             sources=source_tables(mesh, sources, layers),
         )  # fmt: skip
+        self.comm = comm if distributed else None
+        self.backend = self._start_backend(cls, s, fast_math, backend_options)
+        self.mass_initial = self.mass()
+        self._closed = not np.any(edge_bc == OPEN)  # every volume change is counted
+        self._identity: tuple[dict[str, Any], dict[str, Any]] | None = None
+
+    def _start_backend(self, cls, s: dict, fast_math: bool, backend_options: dict | None):
+        """The backend that steps this run: ``cls`` (a distributed one over ``self.comm``), or
+        the implicit method's (``method = "implicit"``)."""
+        if s["method"] == "implicit":  # the C-grid θ-scheme (fvswe/implicit, docs/IMPLICIT.md)
+            from . import implicit
+
+            backend = implicit.make_backend(self.layout, cls.name, s, backend_options,
+                                            self.comm is not None)  # fmt: skip
+            self.scheme = backend.label
+            return backend
         options = dict(cfl=s["cfl"], dt_mode=s["dt_mode"], dt_fixed=s["dt"], threads=s["threads"],
                        integrator=s["integrator"])  # fmt: skip
         if fast_math:
             options["fast_math"] = True
         options.update(backend_options or {})
-        self.comm = comm if distributed else None
-        if s["method"] == "implicit":  # the C-grid θ-scheme (fvswe/implicit, docs/IMPLICIT.md)
-            from . import implicit
+        if self.comm is None:
+            return cls(self.layout, self.scheme, **options)
+        from .parallel import DistributedBackend
 
-            self.backend = implicit.make_backend(self.layout, cls.name, s, backend_options,
-                                                 distributed)  # fmt: skip
-            self.scheme = self.backend.label
-        elif self.comm is None:
-            self.backend = cls(self.layout, scheme, **options)
-        else:
-            from .parallel import DistributedBackend
-
-            self.backend = DistributedBackend(mesh, self.layout, comm, cls, scheme, **options)
-        self.mass_initial = self.mass()
-        self._closed = not np.any(edge_bc == OPEN)  # every volume change is counted
-        self._identity: tuple[dict[str, Any], dict[str, Any]] | None = None
+        return DistributedBackend(self.mesh, self.layout, self.comm, cls, self.scheme, **options)
 
     def _initial_state(self, mesh, H: Field, initial) -> tuple[np.ndarray, np.ndarray]:
         """``(W0, H)`` per cell in the mesh's order: the packed initial state, checked for
