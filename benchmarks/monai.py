@@ -133,7 +133,7 @@ def mesh_file(size: float) -> Path:
 
 def build(mesh, *, boundary: str = "characteristic", manning: float = 0.0025,
           backend: str = "cpu", dtype: str = "float64", order: str = "none",
-          threads: int | None = None):  # fmt: skip
+          threads: int | None = None, cfl: float = 0.9):  # fmt: skip
     """The tank at rest on ``mesh`` with the incident wave at its ``offshore`` tag."""
     from fvswe.boundary import Characteristic, Level
     from fvswe.errors import ConfigError
@@ -154,6 +154,7 @@ def build(mesh, *, boundary: str = "characteristic", manning: float = 0.0025,
         mesh, layers=1, scheme="hll-wd", g=G, H=-z, initial={"h": np.maximum(-z, 0.0)},
         boundary={"offshore": offshore, "wall": "wall"}, backend=backend, dtype=dtype,
         order=order, friction=("manning", manning) if manning else None, threads=threads,
+        cfl=cfl,
     )  # fmt: skip
 
 
@@ -324,7 +325,7 @@ def one(size: float, args) -> dict:
 
     mesh = read_mesh(mesh_file(size))
     sim = build(mesh, boundary=args.boundary, manning=args.manning, backend=args.backend,
-                dtype=args.dtype, order=args.order, threads=args.threads)  # fmt: skip
+                dtype=args.dtype, order=args.order, threads=args.threads, cfl=args.cfl)  # fmt: skip
     if sim.backend.name == "cpu":  # compile outside the timing
         build(mesh, backend="cpu", dtype=args.dtype, threads=args.threads).run(EVERY, max_steps=2)
     result = run(sim, mesh)
@@ -346,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="cpu")
     parser.add_argument("--dtype", default="float64")
     parser.add_argument("--order", default="none")
+    parser.add_argument("--cfl", type=float, default=0.9, help="CFL number (0.45: see docs)")
     parser.add_argument("--threads", type=int, help="CPU threads (default: the idle cores)")
     parser.add_argument("--anuga-python", help="an interpreter that imports anuga")
     parser.add_argument("--anuga", default="DE0", help="ANUGA flow algorithms")
@@ -362,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
                     | {"gauges": compare(r, t_obs, obs)})  # fmt: skip
     report = {
         "benchmark": "monai (LWRM 2004 benchmark 2)", "boundary": args.boundary,
-        "manning": args.manning, "dtype": args.dtype, "runup_measured": RUNUP_MEASURED,
+        "manning": args.manning, "dtype": args.dtype, "cfl": args.cfl,
+        "runup_measured": RUNUP_MEASURED,
         "machine": platform.node(), "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "runs": runs,
     }  # fmt: skip
@@ -375,7 +378,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from fvswe.errors import FvsweError
+
     t0 = time.perf_counter()
-    code = main()
+    try:
+        code = main()
+    except FvsweError as err:  # one line (a lost run says where and when), not a traceback
+        sys.exit(f"monai: {err}")
     print(f"total {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     sys.exit(code)
