@@ -700,7 +700,9 @@ def test_generated_header_compiles_to_the_python_definitions():
     head = '#include "shim.h"\n#include <cstddef>\n#include <cstdio>\n#include "pipeline.cuh"\n'
     body = ['    printf("size %zu\\n", sizeof(Ctrl));', *lines]
     src = head + "int main()\n{\n" + "\n".join(body) + "\n}\n"
-    exe = host_binary("layout", src, ["-std=c++17", "-Wno-psabi", "-DFVSWE_SCHEME=0"])
+    exe = host_binary(
+        "layout", src, ["-std=c++17", "-Wno-psabi", "-DFVSWE_SCHEME=0", "-DFVSWE_SOURCES=0"]
+    )
     run = subprocess.run([str(exe)], capture_output=True, text=True, check=True)
     out = dict(line.split() for line in run.stdout.splitlines())
     assert int(out["size"]) == gpu.CTRL_DTYPE.itemsize
