@@ -18,7 +18,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from functools import cache
 from pathlib import Path
 
@@ -182,34 +181,12 @@ def test_asking_for_the_gpu_without_one_says_why():
     assert "gpu" in str(err.value) and "\n" not in str(err.value)
 
 
-PTX_PARAMS = ("scheme", "layers", "dtype", "variant", "k")
-
-
-def _ptx(scheme, layers, dtype, variant, k) -> Path:
-    opts = gpu.compile_options(scheme, layers, np.dtype(dtype), variant, k)
-    return cached_build(variant, gpu.source(variant), [NVCC, "--ptx", "-arch=sm_90", *opts], ".cu")
-
-
-@pytest.fixture(scope="module")
-def ptx_builds(request) -> dict[tuple, Future]:
-    """The PTX of every selected test_compiles_to_ptx combination, built concurrently, one
-    nvcc a core: nvcc is single-threaded, and built one after another the 71 modules were a
-    quarter of the suite's time on two cores. A failed build fails its own test only."""
-    combos = {
-        tuple(item.callspec.params[p] for p in PTX_PARAMS)
-        for item in request.session.items
-        if getattr(item, "originalname", "") == "test_compiles_to_ptx"
-    }
-    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        futures = {combo: pool.submit(_ptx, *combo) for combo in combos}
-        wait(futures.values())
-    return futures
-
-
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: cannot compile the CUDA sources")
-@pytest.mark.parametrize(PTX_PARAMS, COMBOS)
-def test_compiles_to_ptx(ptx_builds, scheme, layers, dtype, variant, k):
-    ptx = ptx_builds[(scheme, layers, dtype, variant, k)].result().read_text()
+@pytest.mark.parametrize(("scheme", "layers", "dtype", "variant", "k"), COMBOS)
+def test_compiles_to_ptx(scheme, layers, dtype, variant, k):
+    opts = gpu.compile_options(scheme, layers, np.dtype(dtype), variant, k)
+    out = cached_build(variant, gpu.source(variant), [NVCC, "--ptx", "-arch=sm_90", *opts], ".cu")
+    ptx = out.read_text()
     kernels = ("edge_pass", "volume_pass") if variant == "edge" else (f"{variant}_step",)
     if layers == 2:
         kernels += ("limit_theta", "limit_update")

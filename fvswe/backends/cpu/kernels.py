@@ -98,66 +98,108 @@ def _scaled(ln, F):
     return (ln * F[0], ln * F[1], ln * F[2], ln * F[3], ln * F[4], ln * F[5])
 
 
+class Edge(NamedTuple):
+    """What :func:`evaluate_edge` needs of an edge besides its cells' states: unit normal,
+    length, boundary kind (0 interior), its tables' values ``a``, ``b`` (0 where none), and
+    the model's ``g``, ``r``, ``eps_h`` and layer count. Scalars only: arrays handed to an
+    inlined function cost reference counting on every edge (the layout's arrays passed in
+    made the edge pass two to three times slower)."""
+
+    ex: float
+    ey: float
+    ln: float
+    bc: int
+    a: float
+    b: float
+    g: float
+    r: float
+    eps_h: float
+    layers: int
+
+
+@jit_inline
+def evaluate_edge(scheme, Wi, Wj, Hi, Hj, edge):
+    """The one edge evaluation of the CPU: ``|Γ| F⁻``, ``|Γ| F⁺``, ``|Γ| ‖D‖``, the flags and
+    the outward mass flux per layer ``|Γ| (F⁻_h + q_i·η)`` (0 but on boundary edges with
+    tables) of an edge between cell state ``Wi`` (depth ``Hi``) and its neighbour's ``Wj``
+    (``Hj``) or, on a boundary (``edge.bc`` > 0), the ghost of its kind, through the
+    reconstruction and the scheme's flux; a boundary kind with tables imposes its fluxes
+    (docs/SCHEMES.md §7)."""
+    bc, ex, ey, layers = edge.bc, edge.ex, edge.ey, edge.layers
+    if bc > 0:
+        Wj = ghost_of(bc, Wi, Hi, edge.a, edge.b, ex, ey, edge.g, layers, edge.eps_h)
+    Fi, Fj = faces(Wi, Wj)
+    Fm, Fp, dmax, flag = edge_flux(scheme, Fi, Fj, Hi, Hj, ex, ey, edge.g, edge.r, edge.eps_h)
+    ln = edge.ln
+    out0 = 0.0
+    out1 = 0.0
+    if bc > 0 and has_tables(bc):
+        Fm = impose(bc, Fm, Wi, edge.a, edge.b, ex, ey, layers)
+        out0 = ln * (Fm[0] + (Wi[1] * ex + Wi[2] * ey))
+        if layers == 2:
+            out1 = ln * (Fm[3] + (Wi[4] * ex + Wi[5] * ey))
+    return _scaled(ln, Fm), _scaled(ln, Fp), ln * dmax, flag, out0, out1
+
+
 @_kernel
-def evaluate_edge(scheme, W, mesh, ctrl, level_now, level_flux, e):
-    """The one edge evaluation of the CPU: edge ``e``'s ``|Γ| F⁻``, ``|Γ| F⁺``, ``|Γ| ‖D‖``
-    and flags, from its cells' states or, on the boundary, the cell's and its kind's ghost
-    (tables at ``level_now``), through the reconstruction and the scheme's flux; a boundary
-    edge with tables imposes its kind's fluxes and records its outward mass flux per layer,
-    ``|Γ| (F⁻_h + q_i·η)``, in ``level_flux[e]`` (docs/SCHEMES.md §7)."""
+def _edge_range(scheme, W, mesh, ctrl, level_now, out, lo, hi):
+    """Edges ``lo .. hi-1``: each edge's cells (on the boundary, its kind's tables at
+    ``level_now``) loaded, :func:`evaluate_edge`, ``|Γ| F⁻`` and ``|Γ| ‖D‖`` stored into i's
+    slot, ``|Γ| F⁺`` into j's, the flags into ``out.flags``, a boundary edge's outward mass
+    flux into ``out.level_flux``."""
     nvar = W.shape[1]
     layers = nvar // 3
-    i, j = mesh.edge_cells[e, 0], mesh.edge_cells[e, 1]
-    ex, ey = mesh.edge_normal[e, 0], mesh.edge_normal[e, 1]
-    Wi = _load(W, i, nvar)
-    bc = mesh.edge_bc[e]
-    a = 0.0
-    b = 0.0
-    if j >= 0:
-        Wj = _load(W, j, nvar)
-        Hj = mesh.H[j]
-    else:
-        if has_tables(bc):
-            m = mesh.edge_level[e]
-            a = level_now[m]
-            if second_table(bc, layers):
-                b = level_now[m + 1]
-        Wj = ghost_of(bc, Wi, mesh.H[i], a, b, ex, ey, ctrl.g, layers, ctrl.eps_h)
-        Hj = mesh.H[i]
-    Fi, Fj = faces(Wi, Wj)
-    Fm, Fp, dmax, flag = edge_flux(scheme, Fi, Fj, mesh.H[i], Hj, ex, ey, ctrl.g, ctrl.r,
-                                   ctrl.eps_h)  # fmt: skip
-    ln = mesh.edge_length[e]
-    if j < 0 and has_tables(bc):
-        Fm = impose(bc, Fm, Wi, a, b, ex, ey, layers)
-        level_flux[e, 0] = ln * (Fm[0] + (Wi[1] * ex + Wi[2] * ey))
-        if layers == 2:
-            level_flux[e, 1] = ln * (Fm[3] + (Wi[4] * ex + Wi[5] * ey))
-    return _scaled(ln, Fm), _scaled(ln, Fp), ln * dmax, flag
-
-
-@_parallel
-def edge_pass(scheme, W, mesh, ctrl, level_now, out):
-    """Every edge once (:func:`evaluate_edge`): ``|Γ| F⁻`` and ``|Γ| ‖D‖`` into i's slot,
-    ``|Γ| F⁺`` into j's, the flags into ``out.flags``. (The parallel passes write through
-    arrays taken out of the named tuples before their loops: Numba 0.6x loses writes through
-    a tuple's field inside ``prange``.)"""
-    nvar = W.shape[1]
     acc = out.acc
-    flags = out.flags
-    level_flux = out.level_flux
-    for e in prange(mesh.edge_cells.shape[0]):
-        Fm, Fp, d, flag = evaluate_edge(scheme, W, mesh, ctrl, level_now, level_flux, e)
+    for e in range(lo, hi):
+        i, j = mesh.edge_cells[e, 0], mesh.edge_cells[e, 1]
+        Wi = _load(W, i, nvar)
+        bc = 0
+        a = 0.0
+        b = 0.0
+        if j >= 0:
+            Wj = _load(W, j, nvar)
+            Hj = mesh.H[j]
+        else:
+            bc = int(mesh.edge_bc[e])
+            if has_tables(bc):
+                a = level_now[mesh.edge_level[e]]
+                if second_table(bc, layers):
+                    b = level_now[mesh.edge_level[e] + 1]
+            Wj = Wi
+            Hj = mesh.H[i]
+        edge = Edge(mesh.edge_normal[e, 0], mesh.edge_normal[e, 1], mesh.edge_length[e], bc, a,
+                    b, ctrl.g, ctrl.r, ctrl.eps_h, layers)  # fmt: skip
+        Fm, Fp, d, flag, out0, out1 = evaluate_edge(scheme, Wi, Wj, mesh.H[i], Hj, edge)
         s = mesh.edge_slot[e, 0]
         for v in range(nvar):
             acc[s, v] = Fm[v]
         acc[s, nvar] = d
-        if mesh.edge_cells[e, 1] >= 0:
+        if j >= 0:
             s = mesh.edge_slot[e, 1]
             for v in range(nvar):
                 acc[s, v] = Fp[v]
             acc[s, nvar] = d
-        flags[e] = flag
+        elif has_tables(bc):
+            out.level_flux[e, 0] = out0
+            if layers == 2:
+                out.level_flux[e, 1] = out1
+        out.flags[e] = flag
+
+
+#: Edges a task of the edge pass takes: the parallel loop runs over chunks, each a call of
+#: :func:`_edge_range` (inlined into the ``prange`` loop itself, :func:`evaluate_edge`
+#: trips Numba's parfor array analysis).
+EDGE_CHUNK = 1024
+
+
+@_parallel
+def edge_pass(scheme, W, mesh, ctrl, level_now, out):
+    """Every edge once, in chunks of :data:`EDGE_CHUNK` (:func:`_edge_range`); each edge
+    writes only its own slots, so the result does not depend on the chunks or threads."""
+    n = mesh.edge_cells.shape[0]
+    for c in prange((n + EDGE_CHUNK - 1) // EDGE_CHUNK):
+        _edge_range(scheme, W, mesh, ctrl, level_now, out, c * EDGE_CHUNK,
+                    min(n, (c + 1) * EDGE_CHUNK))  # fmt: skip
 
 
 @jit_inline
