@@ -114,11 +114,17 @@ def test_cli_and_case_file_list_every_scheme(capsys):
 
 
 def test_backends_implement_the_protocol():
-    """A CPU backend instance is a Backend; the GPU and distributed classes (inspected:
-    no CuPy, no MPI needed) carry every member of the protocol."""
+    """A CPU backend instance and an implicit-method one are Backends; the GPU and
+    distributed classes (inspected: no CuPy, no MPI needed) carry every member of the
+    protocol."""
+    from fvswe.cases import get_case
+    from fvswe.implicit.backend import ImplicitBackend
+
     sim = Simulation(square(40, seed=2), layers=1, scheme="hll", H=1.0, initial={"h": 1.0},
                      backend="cpu")  # fmt: skip
     assert isinstance(sim.backend, CpuBackend) and isinstance(sim.backend, Backend)
+    implicit = get_case("cgrid-tide").with_grid(8, 2).simulation(method="implicit", backend="cpu")
+    assert isinstance(implicit.backend, ImplicitBackend) and isinstance(implicit.backend, Backend)
     assert {"name", "check_every", "t", "advance", "first_clip", "cold_start_note"} <= set(MEMBERS)
     for cls in (gpu.GpuBackend, DistributedBackend):
         missing = [m for m in MEMBERS if not hasattr(cls, m)]
