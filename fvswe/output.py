@@ -270,8 +270,9 @@ class Series:
     completed output. (They are not flushed to disk one by one: that would cost
     more than the output itself; a power cut may cost the last outputs, while
     checkpoints are flushed.) With ``resume_at`` (a restart), the series in
-    ``directory`` keeps its outputs up to that time and continues in place;
-    an output time already in the series is not written twice.
+    ``directory`` keeps its outputs before that time and continues in place (an
+    output at ``resume_at`` is written again, the same bits, by the continued run: under
+    MPI every rank must take the gather of an output, and only rank 0 reads the series).
     """
 
     def __init__(
@@ -301,7 +302,9 @@ class Series:
             return self
         mesh_file = self.directory / f"{SERIES}.h5"
         if self.resume_at is not None and self.path.is_file() and mesh_file.is_file():
-            self.steps = [(t, f) for t, f in self.read_index(self.path) if t <= self.resume_at]
+            # before resume_at only: the run writes an output at resume_at itself, on every
+            # rank, so the ranks that write nothing take the same (collective) path as rank 0
+            self.steps = [(t, f) for t, f in self.read_index(self.path) if t < self.resume_at]
         else:
             mesh = self.sim.mesh
             points = np.column_stack([mesh.nodes, np.zeros(mesh.n_nodes)])  # XYZ: every reader's
@@ -351,7 +354,7 @@ class Series:
         """Append the simulation's current fields at its current time (once per time)."""
         t = float(self.sim.t)
         if self.steps and t <= self.steps[-1][0]:
-            return  # a restart from a checkpoint taken at this output time
+            return  # this time is written already (every rank holds the same later times)
         name = f"{SERIES}/{len(self.steps):06d}.h5"
         fields = {k: np.asarray(v, dtype=np.float64) for k, v in output_fields(self.sim).items()}
         if not _writes(self.sim):

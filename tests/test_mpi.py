@@ -146,8 +146,8 @@ def test_limited_runs_limit_in_many_steps(reference):
         assert reference[name]["state"][:, [0, 3]].min() >= 0
 
 
-def fvswe(n: int, *argv: str) -> subprocess.CompletedProcess:
-    return mpiexec(n, "-m", "fvswe", "run", *argv)
+def fvswe(n: int, *argv: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return mpiexec(n, "-m", "fvswe", "run", *argv, timeout=timeout)
 
 
 def skip_without_gpu() -> None:
@@ -193,6 +193,41 @@ def test_cli_checkpoint_on_two_ranks_restarts_on_three_bit_for_bit(tmp_path, bac
         "checkpoint.npz", "final.npz", "solution", "solution.h5", "solution.xdmf",
         "summary.json",
     ]  # fmt: skip
+
+
+def _series(directory: Path) -> list[tuple[float, dict[str, np.ndarray]]]:
+    """Every output of the XDMF series in ``directory``: (time, {dataset: values})."""
+    import h5py
+
+    from fvswe.output import Series
+
+    out = []
+    for t, name in Series.read_index(directory / "solution.xdmf"):
+        with h5py.File(directory / name, "r") as f:
+            out.append((t, {key: np.asarray(f[key]) for key in f}))
+    return out
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_continuing_from_a_checkpoint_at_an_output_time(tmp_path, ranks):
+    """A run continued from a checkpoint taken at one of its output times (the state of a
+    finished run): it hung, rank 0 skipping the output it had while the other ranks waited
+    in its gather. Now every rank writes it again, and the series is the uninterrupted
+    run's, output for output, bit for bit (a hang fails at the 120 s timeout)."""
+    from fvswe.cli import main
+
+    common = ["test1", "--backend", "cpu", "--scheme", "roe", "-q", "--output-every", "0.01"]
+    out, whole = tmp_path / "out", tmp_path / "whole"
+    first = fvswe(ranks, *common, "-o", str(out), "--t-end", "0.02", "--checkpoint-every", "0.02")
+    assert first.returncode == 0, first.stderr[-3000:]
+    again = fvswe(ranks, *common, "-o", str(out), "--t-end", "0.04", "--restart",
+                  str(out / "checkpoint.npz"), timeout=120)  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert main(["run", *common, "-o", str(whole), "--t-end", "0.04"]) == 0
+    continued, uninterrupted = _series(out), _series(whole)
+    assert [t for t, _ in continued] == [t for t, _ in uninterrupted] and len(continued) == 5
+    for (_, a), (_, b) in zip(continued, uninterrupted, strict=True):
+        assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 
 def test_a_courant_stop_names_the_global_cell_and_stops_every_rank(capsys):
