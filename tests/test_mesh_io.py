@@ -13,7 +13,7 @@ import pytest
 
 import fvswe
 from fvswe.cli import main
-from fvswe.errors import MeshError
+from fvswe.errors import ConfigError, MeshError
 from fvswe.mesh import bandwidth, read_mesh, write_mesh
 from fvswe.mesh.generate import square
 
@@ -280,3 +280,22 @@ def test_cli_as_a_process(tmp_path):
         text=True,
     )
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and str(bad) in run.stderr
+
+
+@pytest.mark.parametrize("action", ["info", "reorder", "spy"])
+def test_a_negative_seed_is_a_one_line_usage_error(capsys, tmp_path, small, action):
+    """``--seed -1`` (NumPy's generators take non-negative seeds only) was a 32-line
+    traceback; now argparse's one line and exit 2, nothing written; the library's random
+    ordering refuses it with a ConfigError."""
+    argv = ["mesh", action, "square-4k", "--method", "random", "--seed", "-1"]
+    argv += {"info": [], "reorder": [str(tmp_path / "out.npz")],
+             "spy": ["-o", str(tmp_path / "out.png")]}[action]  # fmt: skip
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.endswith("argument --seed: a non-negative integer, not '-1'")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ConfigError, match="seed: a non-negative integer"):
+        small.reordered("random", seed=-1)

@@ -32,6 +32,18 @@ BATHYMETRY_HELP = (
 )
 
 
+def _seed(text: str) -> int:
+    """``--seed``: a non-negative integer (NumPy's generators take no other), else argparse's
+    one-line usage error."""
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"a non-negative integer, not {text!r}")
+    return seed
+
+
 def _load(spec: str, bathymetry: str | None = None) -> tuple[Mesh, str]:
     """Load FILE and say what its bathymetry is; mesh warnings become one stderr line each."""
     with warnings.catch_warnings(record=True) as caught:
@@ -183,7 +195,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     info.add_argument("file", metavar="FILE", help="mesh file or family name (e.g. square-4k)")
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.add_argument("--method", choices=methods, default="none", help="renumber first")
-    info.add_argument("--seed", type=int, default=0, help="seed of the random ordering")
+    info.add_argument("--seed", type=_seed, default=0, help="seed of the random ordering")
     info.add_argument("--bathymetry", metavar="SOURCE:SIGN", help=BATHYMETRY_HELP)
     info.set_defaults(func=_info)
 
@@ -191,7 +203,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     reorder.add_argument("input", metavar="IN", help="mesh file or family name")
     reorder.add_argument("output", metavar="OUT", help=".npz, .msh (gmsh 2.2) or any meshio format")
     reorder.add_argument("--method", choices=methods, required=True)
-    reorder.add_argument("--seed", type=int, default=0, help="seed of the random ordering")
+    reorder.add_argument("--seed", type=_seed, default=0, help="seed of the random ordering")
     reorder.add_argument("--bathymetry", metavar="SOURCE:SIGN", help=BATHYMETRY_HELP)
     reorder.set_defaults(func=_reorder)
 
@@ -199,7 +211,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     spy.add_argument("file", metavar="FILE", help="mesh file or family name")
     spy.add_argument("-o", "--output", required=True, metavar="PNG")
     spy.add_argument("--method", choices=methods, nargs="+", default=["none"])
-    spy.add_argument("--seed", type=int, default=0, help="seed of the random ordering")
+    spy.add_argument("--seed", type=_seed, default=0, help="seed of the random ordering")
     spy.set_defaults(func=_spy)
 
     part = sub.add_parser(
@@ -216,6 +228,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gen = sub.add_parser("generate", help="generate a mesh (square: the paper's Delaunay square)")
     gen.add_argument("kind", choices=["square"])
     gen.add_argument("--cells", type=int, default=4000, help="exact number of triangles")
-    gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument("--seed", type=_seed, default=0)
     gen.add_argument("-o", "--output", required=True, metavar="OUT")
     gen.set_defaults(func=_generate)

@@ -37,6 +37,8 @@ def _gps(mesh: Mesh, seed: int) -> np.ndarray:
 
 def _random(mesh: Mesh, seed: int) -> np.ndarray:
     """A seeded random permutation: the worst case for locality."""
+    if not isinstance(seed, int | np.integer) or seed < 0:
+        raise ConfigError(f"seed: a non-negative integer for the random ordering, not {seed!r}")
     return np.random.default_rng(seed).permutation(mesh.n_cells).astype(np.int64)
 
 
