@@ -299,3 +299,16 @@ def test_a_negative_seed_is_a_one_line_usage_error(capsys, tmp_path, small, acti
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ConfigError, match="seed: a non-negative integer"):
         small.reordered("random", seed=-1)
+
+
+@pytest.mark.parametrize("name", ["parts.txt", "parts"])
+def test_a_partition_picture_not_named_png_is_refused_first(capsys, tmp_path, name):
+    """``fvswe mesh partition --png parts.txt`` was a 26-line matplotlib traceback after the
+    partition, and ``--png DIR`` wrote ``DIR.png`` but reported ``DIR``: now one line naming
+    the flag and the name, exit 2, before any work, nothing written."""
+    argv = ["mesh", "partition", "square-4k", "--parts", "2", "--png", str(tmp_path / name)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    want = f"--png: {tmp_path / name}: not a .png name (the picture is a PNG file)"
+    assert err == f"fvswe: error: {want}\n"
+    assert list(tmp_path.iterdir()) == []

@@ -143,6 +143,8 @@ def _spy(args: argparse.Namespace) -> int:
 def _partition(args: argparse.Namespace) -> int:
     from ..partition import assign, draw_parts, method_name, split, stats
 
+    if args.png and Path(args.png).suffix.lower() != ".png":
+        raise ConfigError(f"--png: {args.png}: not a .png name (the picture is a PNG file)")
     mesh = _load(args.file)[0]
     method = method_name(args.method)
     part = assign(mesh, args.parts, method)
