@@ -151,6 +151,11 @@ def completed(saved: Mapping[str, Any]) -> dict[str, Any]:
     return {**IDENTITY_ADDED, **saved}
 
 
+#: Identity keys derived from others (``eps_h`` from the dtype and the initial depths): a
+#: mismatch names one only when nothing it derives from differs.
+DERIVED = ("eps_h",)
+
+
 def mismatch(
     saved: Mapping[str, Any],
     now: Mapping[str, Any],
@@ -166,8 +171,8 @@ def mismatch(
     if unknown:
         key = unknown[0]
         return f"{key}: {saved[key]!r} in the checkpoint's run, unknown to this fvswe"
-    for key, value in now.items():
-        old = saved.get(key)
+    for key in sorted(now, key=lambda k: k in DERIVED):  # a cause before its consequence
+        value, old = now[key], saved.get(key)
         if old == value:
             continue
         before = (saved_details or {}).get(key) or {}

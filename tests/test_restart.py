@@ -84,6 +84,16 @@ def test_a_snapshot_in_memory_continues_bit_for_bit(mesh):
     assert again.mass_initial == whole.mass_initial and again.mass() == whole.mass()
 
 
+def test_a_checkpoint_of_another_dtype_is_refused_naming_the_dtype(tmp_path, mesh):
+    """eps_h derives from the dtype: the message named eps_h, not the dtype the user gave."""
+    spec = casefile.from_case("test1").with_overrides(backend="cpu")
+    other = spec.with_overrides(dtype="float32").simulation(mesh)
+    output.save_checkpoint(tmp_path / "c.npz", other.snapshot())
+    want = r"dtype: 'float32' in the checkpoint's run, 'float64' now$"
+    with pytest.raises(ConfigError, match=want):
+        spec.simulation(mesh).restore(output.load_checkpoint(tmp_path / "c.npz"))
+
+
 def test_checkpoint_of_another_run_is_refused_naming_the_setting(tmp_path, mesh):
     spec = casefile.from_case("test1").with_overrides(backend="cpu")
     other = spec.with_overrides(scheme="roe").simulation(mesh)
