@@ -208,15 +208,19 @@ def _series(directory: Path) -> list[tuple[float, dict[str, np.ndarray]]]:
     return out
 
 
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("ranks", [2, 3])
-def test_continuing_from_a_checkpoint_at_an_output_time(tmp_path, ranks):
+def test_continuing_from_a_checkpoint_at_an_output_time(tmp_path, ranks, backend):
     """A run continued from a checkpoint taken at one of its output times (the state of a
     finished run): it hung, rank 0 skipping the output it had while the other ranks waited
     in its gather. Now every rank writes it again, and the series is the uninterrupted
-    run's, output for output, bit for bit (a hang fails at the 120 s timeout)."""
+    run's, output for output, bit for bit (a hang fails at the 120 s timeout). GPU ranks
+    share the one GPU of the test machines (host-staged halo)."""
     from fvswe.cli import main
 
-    common = ["test1", "--backend", "cpu", "--scheme", "roe", "-q", "--output-every", "0.01"]
+    if backend == "gpu":
+        skip_without_gpu()
+    common = ["test1", "--backend", backend, "--scheme", "roe", "-q", "--output-every", "0.01"]
     out, whole = tmp_path / "out", tmp_path / "whole"
     first = fvswe(ranks, *common, "-o", str(out), "--t-end", "0.02", "--checkpoint-every", "0.02")
     assert first.returncode == 0, first.stderr[-3000:]
