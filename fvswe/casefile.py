@@ -216,8 +216,9 @@ SCHEMA: tuple[Key, ...] = (
     Key("gauges", "y", NUMBER, "y of the gauge (m)", "1.0"),
     Key("sections", "name", str, "section name ([[sections]]: one table per section)",
         '"weir"'),
-    Key("sections", "points", list, "polyline [[x, y], ...] from boundary to boundary; "
-        "discharge is positive to its right", "[[70.0, -1.0], [70.0, 5.0]]"),
+    Key("sections", "points", list, "polyline [[x, y], ...] from boundary to boundary; its "
+        "discharge per layer is the mass flux through the edges it cuts, positive to its right",
+        "[[70.0, -1.0], [70.0, 5.0]]"),
     Key("sources", "name", str, "source or sink name ([[sources]]: one table per source; "
         "docs/SCHEMES.md §16)", '"outfall"'),
     Key("sources", "point", list, "[x, y]: into the cell holding it", "[20.0, 2.0]"),
