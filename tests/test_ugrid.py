@@ -98,7 +98,11 @@ def test_a_resumed_series_keeps_the_outputs_up_to_the_restart(tmp_path):
     assert not list(tmp_path.glob(".*"))  # no temporary file left behind
 
 
-def test_a_restarted_cli_run_leaves_the_same_netcdf_series_as_an_uninterrupted_one(tmp_path):
+def test_a_restarted_cli_run_leaves_the_same_netcdf_series_as_an_uninterrupted_one(
+    tmp_path, capsys
+):
+    """A restart continues the NetCDF series bit for bit; the summary names the series
+    written (solution.nc), not an XDMF index that is not there."""
     from fvswe.cli import main
     from fvswe.mesh import write_mesh
 
@@ -107,6 +111,8 @@ def test_a_restarted_cli_run_leaves_the_same_netcdf_series_as_an_uninterrupted_o
               "--format", "netcdf", "--output-every", "0.3"]  # fmt: skip
     whole, part = tmp_path / "whole", tmp_path / "part"
     assert main(["run", *common, "-o", str(whole), "--t-end", "0.9"]) == 0
+    said = capsys.readouterr().out
+    assert f"outputs in {whole}/ (NetCDF: {whole / FILENAME})" in said and ".xdmf" not in said
     assert (
         main(["run", *common, "-o", str(part), "--t-end", "0.6", "--checkpoint-every", "0.25"]) == 0
     )
