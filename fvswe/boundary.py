@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ConfigError
+from .mesh.core import DEFAULT_TAG
 from .registry import BOUNDARY_CODES
 
 #: Edge condition codes stored in ``Layout.edge_bc`` (0 marks an interior edge): the boundary
@@ -229,18 +230,32 @@ def edge_conditions(mesh, conditions: Mapping[str, object] | None = None) -> np.
     for name, condition in conditions.items():
         if name not in mesh.tags:
             known = ", ".join(sorted(present)) or "none"
+            untagged = f"; {_untagged(mesh)}" if DEFAULT_TAG in present else ""
             raise ConfigError(
                 f"boundary condition for tag {name!r}, which {mesh.source} lacks "
-                f"(its boundary tags: {known})"
+                f"(its boundary tags: {known}){untagged}"
             )
         codes[mesh.edge_tag == mesh.tags[name]] = _kind(name, condition)[0]
     missing = sorted(present - set(conditions))
+    if missing == [DEFAULT_TAG]:
+        raise ConfigError(f"{mesh.source}: {_untagged(mesh)} and has no condition (give "
+                          f"'{DEFAULT_TAG}' one of {', '.join(KINDS)})")  # fmt: skip
     if missing:
         raise ConfigError(
             f"boundary tag {missing[0]!r} of {mesh.source} has no condition "
             f"(give one of {', '.join(KINDS)})"
         )
     return codes
+
+
+def _untagged(mesh) -> str:
+    """Where the boundary edges tagged :data:`~fvswe.mesh.core.DEFAULT_TAG` lie (those a mesh
+    file names no tag for, such as a hole's rim, get it): their count and the first one."""
+    edges = np.flatnonzero(mesh.edge_tag == mesh.tags[DEFAULT_TAG])
+    (x0, y0), (x1, y1) = mesh.nodes[mesh.edge_nodes[edges[0]], :2]
+    return (f"boundary tag '{DEFAULT_TAG}' (given to the edges the mesh file leaves untagged, "
+            f"such as a hole's rim) holds {edges.size} edge(s), the first from "
+            f"({x0:g}, {y0:g}) to ({x1:g}, {y1:g})")  # fmt: skip
 
 
 @dataclass(frozen=True)
