@@ -53,6 +53,22 @@ def test_help_is_complete(capsys, argv):
             assert flag in text, flag
 
 
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [(["run", "test1", "--gauge", "-1,2"], "fvswe run: error: argument --gauge: expected one "
+      "argument (write a value that starts with '-' as --gauge=VALUE) (see fvswe run --help)"),
+     (["run", "test1", "--bogus"], "fvswe: error: unrecognized arguments: --bogus")],
+)  # fmt: skip
+def test_a_usage_error_is_one_line(capsys, tmp_path, argv, said):
+    """``--gauge -1,2`` (argparse reads -1,2 as a flag) printed the whole 20-line usage of
+    ``fvswe run`` before its error: now one line, exit 2, nothing written."""
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith(said) and err.count("\n") == 1, err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_named_case_writes_outputs_and_a_json_summary(capsys, meshes, tmp_path):
     out = tmp_path / "out"
     code, stdout, err = run(capsys, "test1", "--mesh", str(meshes / "square.npz"),
