@@ -57,6 +57,9 @@ class RunSummary:
 
     @property
     def cell_steps_per_s(self) -> float:
+        """Cells times steps per wall second (0 without steps, e.g. a restart at t_end)."""
+        if not self.steps:
+            return 0.0
         return self.cells * self.steps / self.wall_s if self.wall_s > 0 else math.inf
 
     @property
