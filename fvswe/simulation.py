@@ -385,9 +385,15 @@ class Simulation:
         for c in self.model.depth_components:
             bad = np.flatnonzero(~(W0[:, c] >= 0))
             if bad.size:
+                i = bad[0]
+                (x, y), depth = mesh.centroid[i], float(Hc[i])
+                hint = (f"; H there is {depth:g} m, a bed above the reference level: H is a "
+                        "depth, positive down (elevations: mesh.bathymetry or --bathymetry "
+                        "z:elevation)" if depth < 0 else "")  # fmt: skip
                 raise ConfigError(
-                    f"initial {self.model.fields[c]}: negative or NaN depth in cell {bad[0]} "
-                    f"of {mesh.source} ({bad.size} cells)"
+                    f"initial {self.model.fields[c]}: {float(W0[i, c]):g} m in cell {i} at "
+                    f"({x:.4g}, {y:.4g}) of {mesh.source}, {bad.size} cell(s) with a negative "
+                    f"or NaN depth{hint}"
                 )
         return W0, Hc
 
