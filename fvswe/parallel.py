@@ -253,16 +253,19 @@ class DistributedBackend:
         """Whether the ranks' backend counts edge volumes (the CPU's; not the GPU's)."""
         return getattr(self.local, "counts_edges", False)
 
-    def count_edges(self, edges: np.ndarray) -> None:
+    def count_edges(self, edges: np.ndarray) -> int:
         """As the CPU's :meth:`~fvswe.backends.cpu.CpuBackend.count_edges` of the global
         ``edges``: each rank counts those it owns."""
         edges = np.asarray(edges, dtype=np.int64)
         local = np.full(self.layout.n_edges, -1, dtype=np.int64)
         local[self.part.edges] = np.arange(self.part.edges.size)
         mine = local[edges]
-        self._cut_at = np.flatnonzero((mine >= 0) & (mine < self.part.n_owned_edges))
-        self._cut_count = edges.size
-        self.local.count_edges(mine[self._cut_at])
+        at = np.flatnonzero((mine >= 0) & (mine < self.part.n_owned_edges))
+        start = self._cut_count
+        self._cut_at = np.concatenate((self._cut_at, start + at))
+        self._cut_count += edges.size
+        self.local.count_edges(mine[at])
+        return start
 
     def edge_volumes(self) -> np.ndarray:
         """The counted edges' volumes, in the order given to :meth:`count_edges`, on every

@@ -202,8 +202,8 @@ class Probes:
                 part, sign = self._closed_side(s, mesh, right, sim)
                 self._parts.append(part)
                 self._signs.append(sign)
-        if self.counted:
-            sim.backend.count_edges(np.concatenate(self.cut_edges))
+        if self.counted:  # where this object's edges start among the backend's counted ones
+            self._first = sim.backend.count_edges(np.concatenate(self.cut_edges))
         self.times: list[float] = []
         self.gauge_values: dict[str, list[np.ndarray]] = {}
         self._volumes: list[np.ndarray] = []
@@ -248,7 +248,7 @@ class Probes:
         of the closed side."""
         if self.counted:
             v = self.sim.backend.edge_volumes()
-            ends = np.cumsum([0, *(len(e) for e in self.cut_edges)])
+            ends = self._first + np.cumsum([0, *(len(e) for e in self.cut_edges)])
             return np.array(
                 [np.sum(sign[:, None] * v[a:b], axis=0)
                  for sign, a, b in zip(self._signs, ends[:-1], ends[1:], strict=True)]

@@ -174,15 +174,19 @@ def test_a_section_across_an_open_channel_in_steady_flow_carries_the_inflow(
 
 def test_a_section_across_an_open_channel_balances_the_side_with_the_imposed_inflow():
     """From rest, the inflow's bore crosses the section: what crossed is what came in through
-    the west end (the imposed 0.6 m^3/s) less what the west side kept, to round-off."""
+    the west end (the imposed 0.6 m^3/s) less what the west side kept, to round-off. A second
+    Probes object on the same run counts alike."""
     sim, probes = open_channel(1, {"h": 1.0})
+    twin = Probes(sim, sections=[Section("again", probes.sections[0].points)])
     west = probes.part_cells(0, right=False)
     before = sim.mesh.area[west] @ sim.backend.get_state()[west, 0]
     sim.run(6.0)
     probes.sample()
+    twin.sample()
     kept = sim.mesh.area[west] @ sim.backend.get_state()[west, 0] - before
     assert probes.volume[-1, 0, 0] == pytest.approx(0.6 * 6.0 - kept, rel=1e-12)
     assert probes.volume[-1, 0, 0] > 0.5
+    np.testing.assert_array_equal(twin.volume, probes.volume)
 
 
 def test_without_edge_counts_a_section_between_two_open_boundaries_is_refused(monkeypatch):

@@ -210,15 +210,19 @@ class CpuBackend:
     #: Whether :meth:`count_edges` is available (the GPU's and the implicit method's are not).
     counts_edges = True
 
-    def count_edges(self, edges: np.ndarray) -> None:
+    def count_edges(self, edges: np.ndarray) -> int:
         """From now on, count the volume per layer (m^3, float64) that the steps move through
         each of ``edges`` (this layout's numbering; those this part owns) from its first cell
         into its second: every stage adds ``weight dt Phi``, ``Phi = S + |Γ| q_i·n`` the mass
         flux of the first cell's slot as its update used it (limited slots included), as the
-        boundary inflow counters add theirs (:meth:`edge_volumes`)."""
+        boundary inflow counters add theirs. Returns where these edges start in
+        :meth:`edge_volumes` (after those counted before)."""
         edges = np.asarray(edges, dtype=np.int64)
-        self._cut = edges[edges < self.layout.owned_edges]
-        self._cut_volume = np.zeros((self._cut.size, self.model.layers))
+        mine = edges[edges < self.layout.owned_edges]
+        start = self._cut.size
+        self._cut = np.concatenate((self._cut, mine))
+        self._cut_volume = np.vstack((self._cut_volume, np.zeros((mine.size, self.model.layers))))
+        return start
 
     def edge_volumes(self) -> np.ndarray:
         """``(counted edges, layers)``: the volumes :meth:`count_edges` counted so far."""
