@@ -134,7 +134,7 @@ def _friction(friction, xy: np.ndarray) -> tuple[int, np.ndarray | None]:
         )  # fmt: skip
         raise ConfigError(
             f"{key}: {values[cell]:g} in cell {cell} is {side} {bound:g} {unit}, not a {name} "
-            f"(natural channels: {usual}); is it the law {other!r}'s coefficient?"
+            f"(natural channels: {usual}); a coefficient of the law {other!r}?"
         )
     return code, values
 

@@ -254,7 +254,7 @@ def test_checkpoint_of_a_run_with_other_source_terms_is_refused_naming_the_key(t
         "friction.coefficient: 0.025 in the checkpoint's run, 0.03 now":
             {"friction": ("manning", 0.03)},
         "friction.law: 'manning' in the checkpoint's run, 'chezy' now":
-            {"friction": ("chezy", 0.025)},
+            {"friction": ("chezy", 40.0)},
         "friction.coefficient: 0.025 in the checkpoint's run, 'per cell, hash ":
             {"friction": ("manning", lambda x, y: 0.025 + 0.001 * (x > 0))},
         "friction.interfacial: None in the checkpoint's run, 0.001 now":
