@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ConfigError
+from .mesh.core import DEFAULT_TAG
 from .registry import BOUNDARY_CODES
 
 #: Edge condition codes stored in ``Layout.edge_bc`` (0 marks an interior edge): the boundary
@@ -44,8 +45,11 @@ LEVEL_UNTIL_S = 30 * 86400.0
 Series = Callable[[float], float] | str | Path | tuple | float
 
 
-def series_table(series, every: float, until: float, where: str) -> tuple[np.ndarray, np.ndarray]:
-    """The piecewise-linear table ``(times, values)`` of a series, checked.
+def series_table(
+    series, every: float, until: float, where: str, what: str = "level"
+) -> tuple[np.ndarray, np.ndarray]:
+    """The piecewise-linear table ``(times, values)`` of a series, checked; its errors call
+    it a ``what`` series (``"level"``, ``"discharge"``, ``"rain"``).
 
     A function is sampled every ``every`` seconds on ``[0, until]``; a number is the table
     ``([0, until], [value, value])``.
@@ -73,7 +77,7 @@ def series_table(series, every: float, until: float, where: str) -> tuple[np.nda
                 f"{where}: expected a number, a function of t, a file or (times, values), "
                 f"got {series!r}"
             ) from None
-    check_series(t, (v,), where, "level ")
+    check_series(t, (v,), where, f"{what} ")
     return t, v
 
 
@@ -105,8 +109,18 @@ class Level:
             return [("", self.table(where))]
         if self.interface is None:
             raise ConfigError(f"{where}: a two-layer level needs the interface level too")
+        outer = self.table(where)
         inner = series_table(self.interface, self.every, self.until, f"{where} interface")
-        return [("", self.table(where)), (" interface", inner)]
+        times = np.union1d(outer[0], inner[0])  # both linear between these: checked at them
+        eta, eta2 = np.interp(times, *outer), np.interp(times, *inner)
+        above = np.flatnonzero(eta2 > eta)
+        if above.size:
+            k = above[0]
+            raise ConfigError(
+                f"{where}: the interface level {eta2[k]:g} m is above the surface level "
+                f"{eta[k]:g} m at t = {times[k]:g} s (the upper layer would be negative)"
+            )
+        return [("", outer), (" interface", inner)]
 
 
 @dataclass(frozen=True)
@@ -133,7 +147,7 @@ class Discharge:
         out = []
         for suffix, series in (("", self.Q), (" lower", self.lower))[:layers]:
             t, v = series_table(0.0 if series is None else series, self.every, self.until,
-                                f"{where}{suffix}")  # fmt: skip
+                                f"{where}{suffix}", "discharge")  # fmt: skip
             out.append((suffix, (t, v * scale)))
         if layers == 1 and self.lower is not None:
             raise ConfigError(f"{where}: a lower-layer discharge needs a two-layer model")
@@ -229,18 +243,32 @@ def edge_conditions(mesh, conditions: Mapping[str, object] | None = None) -> np.
     for name, condition in conditions.items():
         if name not in mesh.tags:
             known = ", ".join(sorted(present)) or "none"
+            untagged = f"; {_untagged(mesh)}" if DEFAULT_TAG in present else ""
             raise ConfigError(
                 f"boundary condition for tag {name!r}, which {mesh.source} lacks "
-                f"(its boundary tags: {known})"
+                f"(its boundary tags: {known}){untagged}"
             )
         codes[mesh.edge_tag == mesh.tags[name]] = _kind(name, condition)[0]
     missing = sorted(present - set(conditions))
+    if missing == [DEFAULT_TAG]:
+        raise ConfigError(f"{mesh.source}: {_untagged(mesh)} and has no condition (give "
+                          f"'{DEFAULT_TAG}' one of {', '.join(KINDS)})")  # fmt: skip
     if missing:
         raise ConfigError(
             f"boundary tag {missing[0]!r} of {mesh.source} has no condition "
             f"(give one of {', '.join(KINDS)})"
         )
     return codes
+
+
+def _untagged(mesh) -> str:
+    """Where the boundary edges tagged :data:`~fvswe.mesh.core.DEFAULT_TAG` lie (those a mesh
+    file names no tag for, such as a hole's rim, get it): their count and the first one."""
+    edges = np.flatnonzero(mesh.edge_tag == mesh.tags[DEFAULT_TAG])
+    (x0, y0), (x1, y1) = mesh.nodes[mesh.edge_nodes[edges[0]], :2]
+    return (f"boundary tag '{DEFAULT_TAG}' (given to the edges the mesh file leaves untagged, "
+            f"such as a hole's rim) holds {edges.size} edge(s), the first from "
+            f"({x0:g}, {y0:g}) to ({x1:g}, {y1:g})")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -272,13 +300,21 @@ class LevelTables:
              for k in range(self.count)]
         )  # fmt: skip
 
-    def end(self) -> tuple[float, str] | None:
-        """The earliest last sample over the tables and its tag (None without tables)."""
+    def end(self, edge_bc: np.ndarray) -> tuple[float, str] | None:
+        """The earliest last sample over the tables and what it ends, e.g. "the discharge
+        series of boundary tag 'west'" (``edge_bc``: the edges' codes; None without tables)."""
         if not self.count:
             return None
         ends = self.times[self.offsets[1:] - 1]
         k = int(np.argmin(ends))
-        return float(ends[k]), self.names[k]
+        second = k not in self.edge_level  # a condition's second table
+        code = int(edge_bc[np.flatnonzero(self.edge_level == k - second)[0]])
+        kind = {
+            DISCHARGE: ("discharge", "lower-layer discharge"),
+            CHARACTERISTIC: ("far-field level", ""),
+        }.get(code, ("level", "interface level"))
+        tag = self.names[k - second]
+        return float(ends[k]), f"the {kind[second]} series of boundary tag {tag!r}"
 
 
 def level_tables(

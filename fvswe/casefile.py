@@ -119,8 +119,9 @@ SCHEMA: tuple[Key, ...] = (
       for s in run_settings.SETTINGS),  # the run settings: one table, fvswe/settings.py
     Key("friction", "law", str, "bottom friction law (one layer, or the lower of two), chezy or "
         "manning", '"manning"'),
-    Key("friction", "coefficient", (*NUMBER, dict), "Chézy C (m^½/s) or Manning n (s/m^⅓): a "
-        "number or a raster table as for initial.<field>", "0.03"),
+    Key("friction", "coefficient", (*NUMBER, dict), "Chézy C (m^½/s, at least 1) or Manning n "
+        "(s/m^⅓, at most 1; natural channels 0.01-0.2, so 25 is a Chézy value): a number or a "
+        "raster table as for initial.<field>", "0.03"),
     Key("friction", "interfacial", (*NUMBER, dict), "two layers: c_i of the interfacial stress "
         "c_i |u1 - u2| (u1 - u2): a number or a raster table", "1e-3", active=False),
     Key("coriolis", "latitude", NUMBER, "Coriolis parameter from a latitude φ (degrees): f0 = "
@@ -216,8 +217,9 @@ SCHEMA: tuple[Key, ...] = (
     Key("gauges", "y", NUMBER, "y of the gauge (m)", "1.0"),
     Key("sections", "name", str, "section name ([[sections]]: one table per section)",
         '"weir"'),
-    Key("sections", "points", list, "polyline [[x, y], ...] from boundary to boundary; "
-        "discharge is positive to its right", "[[70.0, -1.0], [70.0, 5.0]]"),
+    Key("sections", "points", list, "polyline [[x, y], ...] from boundary to boundary; its "
+        "discharge per layer is the mass flux through the edges it cuts, positive to its right",
+        "[[70.0, -1.0], [70.0, 5.0]]"),
     Key("sources", "name", str, "source or sink name ([[sources]]: one table per source; "
         "docs/SCHEMES.md §16)", '"outfall"'),
     Key("sources", "point", list, "[x, y]: into the cell holding it", "[20.0, 2.0]"),

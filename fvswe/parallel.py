@@ -170,6 +170,8 @@ class DistributedBackend:
         owned = comm.allgather(self.part.cells[: self.part.n_owned])
         self._counts = np.array([o.size for o in owned]) * layout.nvar
         self._gather = np.concatenate(owned)
+        self._cut_at = np.zeros(0, dtype=np.int64)  # count_edges: where this rank's edges go
+        self._cut_count = 0
 
     # -- the time loop's view: the local backend's clock and settings ------------------------
     @property
@@ -226,9 +228,13 @@ class DistributedBackend:
         }
 
     def snapshot(self) -> dict:
-        """As the single-device snapshot: global state, time, steps, pending Δt, counters."""
-        return {"W": self.get_state(), "t": self.t, "steps": self.steps, "dt": self.dt,
+        """As the single-device snapshot: global state, time, steps, pending Δt, counters
+        (and the rank's counted edges' volumes, which :meth:`restore` gives back to it)."""
+        snap = {"W": self.get_state(), "t": self.t, "steps": self.steps, "dt": self.dt,
                 "counters": self.counters()}  # fmt: skip
+        if self._cut_count:
+            snap["cut_volume"] = self.local.edge_volumes().tolist()
+        return snap
 
     def restore(self, snap: dict) -> None:
         """The inverse of :meth:`snapshot`, on any number of ranks (rank 0 keeps the counts)."""
@@ -241,6 +247,33 @@ class DistributedBackend:
         self.local.restore({**snap, "W": snap["W"][self.part.cells], "counters": counters})
         if hasattr(self.local.halo, "restored"):  # the GPU's: its inflow record
             self.local.halo.restored()
+
+    @property
+    def counts_edges(self) -> bool:
+        """Whether the ranks' backend counts edge volumes (the CPU's; not the GPU's)."""
+        return getattr(self.local, "counts_edges", False)
+
+    def count_edges(self, edges: np.ndarray) -> int:
+        """As the CPU's :meth:`~fvswe.backends.cpu.CpuBackend.count_edges` of the global
+        ``edges``: each rank counts those it owns."""
+        edges = np.asarray(edges, dtype=np.int64)
+        local = np.full(self.layout.n_edges, -1, dtype=np.int64)
+        local[self.part.edges] = np.arange(self.part.edges.size)
+        mine = local[edges]
+        at = np.flatnonzero((mine >= 0) & (mine < self.part.n_owned_edges))
+        start = self._cut_count
+        self._cut_at = np.concatenate((self._cut_at, start + at))
+        self._cut_count += edges.size
+        self.local.count_edges(mine[at])
+        return start
+
+    def edge_volumes(self) -> np.ndarray:
+        """The counted edges' volumes, in the order given to :meth:`count_edges`, on every
+        rank: each from the rank that owns its edge, so bitwise one process's."""
+        out = np.zeros((self._cut_count, self.layout.model.layers))
+        for at, volumes in self.comm.allgather((self._cut_at, self.local.edge_volumes())):
+            out[at] = volumes
+        return out
 
     def first_invalid(self) -> tuple[int, int] | None:
         """The first invalid (global cell, component) over all ranks, else None."""

@@ -2,7 +2,7 @@
 
 A :class:`Gauge` samples every output field (:func:`fvswe.output.output_fields`)
 in the cell that contains its point. A :class:`Section` is a polyline across
-the mesh; its discharge is computed from the volume of the region it closes:
+the mesh; its discharge is the mass flux through the mesh edges it cuts:
 
 The polyline cuts every pair of neighbouring cells whose barycentres lie on
 opposite sides of it. Removing those adjacencies must split the mesh into
@@ -11,16 +11,17 @@ point to its last) and the part to the left; the section is the set of mesh
 edges between them. The finite-volume update is conservative in every layer's
 mass (docs/SCHEMES.md §2.1-2.2: the mass rows of ``F-_ij + F+_ij`` are
 ``(q_j - q_i)·n``, so edge ``ij`` moves ``dt |Γ_ij| (q_i·n + F-_ij,h)`` from
-``i`` to ``j``; docs/theory.md), so the volume of a layer in a region changes
+``i`` to ``j``; docs/theory.md). The CPU backend (on MPI ranks too) counts that
+volume for every cut edge at every stage, as the update used it, exactly as it
+counts the boundary inflow (:meth:`fvswe.backends.cpu.CpuBackend.count_edges`);
+the section's volume, positive to the right, is their signed sum, wherever the
+section lies. Backends that count no edges (the GPU's, the implicit method's)
+take the route that needs no edge fluxes: a layer's volume in a region changes
 only by the mass fluxes through the region's boundary edges, and a wall edge
-carries none.
-When one part is bounded by walls and the section alone, the volume that has
-crossed the section since the start, positive to the right, is therefore
-exactly the change of that part's volume (with the sign of the side), to
-round-off, whatever the scheme, the time step or the sampling interval; no
-backend needs to expose its edge fluxes. A section both of whose parts touch
-an open or level boundary is refused (the volume route would include those
-boundaries' fluxes).
+carries none, so when one part is bounded by walls and the section alone, the
+volume that has crossed is the change of that part's volume (with the sign of
+the side), to round-off; a section both of whose parts touch an open or level
+boundary is refused there.
 
 :class:`Probes` samples both, at any times the caller chooses (at output
 times, or every ``k`` steps through ``Simulation.run(..., check_every=k,
@@ -187,26 +188,39 @@ class Probes:
             if len(set(names)) != len(names):
                 raise ConfigError(f"{kind}s: two named {_duplicate(names)!r}")
         self.cells = np.array([self._cell(mesh, g) for g in self.gauges], dtype=np.int64)
+        #: The backend counts the volume through each cut edge (the CPU's, on ranks too);
+        #: else a section's volume is that of a side closed by walls.
+        self.counted = bool(self.sections) and getattr(sim.backend, "counts_edges", False)
         self._parts, self._signs, self.cut_edges, self._right = [], [], [], []
         for s in self.sections:
             right, cut = split(mesh, s)
             self._right.append(right)
-            if _closed(mesh, sim.layout.edge_bc, right):
-                part, sign = right, 1.0
-            elif _closed(mesh, sim.layout.edge_bc, ~right):
-                part, sign = ~right, -1.0
-            else:
-                raise ConfigError(
-                    f"section {s.name!r}: both sides reach an open or level boundary; "
-                    "its discharge needs one side closed by walls"
-                )
-            self._parts.append(np.flatnonzero(part))
-            self._signs.append(sign)
             self.cut_edges.append(cut)
+            if self.counted:  # +1 where the edge's normal points to the right
+                self._signs.append(np.where(right[mesh.edge_cells[cut, 1]], 1.0, -1.0))
+            else:
+                part, sign = self._closed_side(s, mesh, right, sim)
+                self._parts.append(part)
+                self._signs.append(sign)
+        if self.counted:  # where this object's edges start among the backend's counted ones
+            self._first = sim.backend.count_edges(np.concatenate(self.cut_edges))
         self.times: list[float] = []
         self.gauge_values: dict[str, list[np.ndarray]] = {}
         self._volumes: list[np.ndarray] = []
         self.sample()  # the start: sections count their volume from here
+
+    @staticmethod
+    def _closed_side(section: Section, mesh, right: np.ndarray, sim) -> tuple[np.ndarray, float]:
+        """The cells of the side closed by walls and its sign (+1 right), for a backend that
+        counts no edge volumes; a one-line error when neither side is closed."""
+        for part, sign in ((right, 1.0), (~right, -1.0)):
+            if _closed(mesh, sim.layout.edge_bc, part):
+                return np.flatnonzero(part), sign
+        raise ConfigError(
+            f"section {section.name!r}: both sides reach an open or level boundary, and the "
+            f"{sim.backend.name} backend counts no edge fluxes; run it on the CPU, or close "
+            "one side with walls"
+        )
 
     @staticmethod
     def _cell(mesh, gauge: Gauge) -> int:
@@ -228,8 +242,17 @@ class Probes:
         """The gauges' cells in the mesh's original numbering (that of ``sim.fields()``)."""
         return self.sim.mesh.original_index[self.cells]
 
-    def _region_volumes(self) -> np.ndarray:
-        """``(sections, layers)`` signed volume of the closed side, summed in float64."""
+    def _section_volumes(self) -> np.ndarray:
+        """``(sections, layers)``: the counted volumes through each section's edges, signed
+        and summed in float64 in the section's edge order; without counts, the signed volume
+        of the closed side."""
+        if self.counted:
+            v = self.sim.backend.edge_volumes()
+            ends = self._first + np.cumsum([0, *(len(e) for e in self.cut_edges)])
+            return np.array(
+                [np.sum(sign[:, None] * v[a:b], axis=0)
+                 for sign, a, b in zip(self._signs, ends[:-1], ends[1:], strict=True)]
+            )  # fmt: skip
         W = self.sim.backend.get_state().astype(np.float64)
         area = self.sim.mesh.area
         cols = list(self.sim.model.depth_components)
@@ -251,7 +274,7 @@ class Probes:
             for name, values in fields.items():
                 self.gauge_values.setdefault(name, []).append(values[self.original_cells])
         if self.sections:
-            self._volumes.append(self._region_volumes())
+            self._volumes.append(self._section_volumes())
 
     @property
     def volume(self) -> np.ndarray:

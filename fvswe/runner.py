@@ -241,11 +241,14 @@ def _before_text(summary) -> str:
 
 def summary_text(name: str, sim, summary) -> str:
     """The lines ``fvswe run`` prints: speed, compile time, the mass balance, the events."""
+    run = f"{sim.backend.name}, {sim.dtype}, {sim.scheme}, {sim.mesh.n_cells} cells"
+    if summary.steps:
+        took = (f"in {summary.steps} steps, {summary.wall_s:.3g} s wall "
+                f"({summary.cell_steps_per_s / 1e6:.3g} M cell-steps/s, {run}, ")  # fmt: skip
+    else:  # a restart at t_end: nothing to time
+        took = f"already, no step to take ({run}, "
     lines = [
-        f"{name}: t = {summary.t:g} s in {summary.steps} steps, {summary.wall_s:.3g} s wall "
-        f"({summary.cell_steps_per_s / 1e6:.3g} M cell-steps/s, {sim.backend.name}, "
-        f"{sim.dtype}, {sim.scheme}, {sim.mesh.n_cells} cells, {_threads(summary.threads)})"
-        + _before_text(summary)
+        f"{name}: t = {summary.t:g} s {took}{_threads(summary.threads)})" + _before_text(summary)
     ]
     layers = ["volume"] if len(summary.mass) == 1 else ["upper layer", "lower layer"]
     for label, b in zip(layers, mass_balance(sim, summary), strict=True):

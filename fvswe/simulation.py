@@ -57,6 +57,9 @@ class RunSummary:
 
     @property
     def cell_steps_per_s(self) -> float:
+        """Cells times steps per wall second (0 without steps, e.g. a restart at t_end)."""
+        if not self.steps:
+            return 0.0
         return self.cells * self.steps / self.wall_s if self.wall_s > 0 else math.inf
 
     @property
@@ -98,10 +101,18 @@ class RunSummary:
         }
 
 
+#: The largest Manning n (s/m^(1/3)) and the smallest Chézy C (m^(1/2)/s) taken. At 1 m depth
+#: they are the same friction (C = h^(1/6) / n); natural channels have n of 0.01-0.2 and C of
+#: 20-100 (Chow, Open-Channel Hydraulics, 1959, tables 5-6), so n > 1 is a Chézy value given
+#: as Manning's, and C < 1 a Manning value given as Chézy's.
+MANNING_MAX, CHEZY_MIN = 1.0, 1.0
+
+
 def _friction(friction, xy: np.ndarray) -> tuple[int, np.ndarray | None]:
     """``(FRICTION_KINDS code, per-cell coefficients)`` of ``None``, ``("chezy", C)`` or
     ``("manning", n)``; C or n a number, an array of one value per cell or a function of
-    (x, y). Chézy needs ``C > 0``, Manning ``n >= 0`` (0: no friction there)."""
+    (x, y). Chézy needs ``C >= 1``, Manning ``0 <= n <= 1`` (0: no friction there;
+    :data:`MANNING_MAX`)."""
     if friction is None:
         return 0, None
     try:
@@ -111,7 +122,21 @@ def _friction(friction, xy: np.ndarray) -> tuple[int, np.ndarray | None]:
         raise ConfigError(
             f"friction: expected None, ('chezy', C) or ('manning', n), got {friction!r}"
         ) from None
-    return code, _coefficients(coef, xy, f"friction ({law})", strict=law == "chezy")
+    key = f"friction ({law})"
+    values = _coefficients(coef, xy, key, strict=law == "chezy")
+    high = law == "manning"  # else Chézy: a coefficient too low
+    wrong = values > MANNING_MAX if high else values < CHEZY_MIN
+    if wrong.any():
+        cell = int(np.flatnonzero(wrong)[0])
+        name, side, bound, unit, usual, other = (
+            ("Manning n", "above", MANNING_MAX, "s/m^(1/3)", "0.01-0.2", "chezy") if high
+            else ("Chézy C", "below", CHEZY_MIN, "m^(1/2)/s", "20-100", "manning")
+        )  # fmt: skip
+        raise ConfigError(
+            f"{key}: {values[cell]:g} in cell {cell} is {side} {bound:g} {unit}, not a {name} "
+            f"(natural channels: {usual}); a coefficient of the law {other!r}?"
+        )
+    return code, values
 
 
 def _interfacial(coef, layers: int, xy: np.ndarray) -> np.ndarray | None:
@@ -360,9 +385,15 @@ class Simulation:
         for c in self.model.depth_components:
             bad = np.flatnonzero(~(W0[:, c] >= 0))
             if bad.size:
+                i = bad[0]
+                (x, y), depth = mesh.centroid[i], float(Hc[i])
+                hint = (f"; H there is {depth:g} m, a bed above the reference level: H is a "
+                        "depth, positive down (elevations: mesh.bathymetry or --bathymetry "
+                        "z:elevation)" if depth < 0 else "")  # fmt: skip
                 raise ConfigError(
-                    f"initial {self.model.fields[c]}: negative or NaN depth in cell {bad[0]} "
-                    f"of {mesh.source} ({bad.size} cells)"
+                    f"initial {self.model.fields[c]}: {float(W0[i, c]):g} m in cell {i} at "
+                    f"({x:.4g}, {y:.4g}) of {mesh.source}, {bad.size} cell(s) with a negative "
+                    f"or NaN depth{hint}"
                 )
         return W0, Hc
 
@@ -467,11 +498,10 @@ class Simulation:
         if not t_end >= self.t:
             raise ConfigError(f"t_end: {t_end!r} lies before the current time {self.t!r}")
         levels = self.layout.levels
-        end = levels.end() if levels is not None else None
+        end = levels.end(self.layout.edge_bc) if levels is not None else None
         if end is not None and t_end > end[0]:
             raise ConfigError(
-                f"t_end: {t_end:g} s lies past the end of the level series of boundary tag "
-                f"{end[1]!r} (t = {end[0]:g} s)"
+                f"t_end: {t_end:g} s lies past the end of {end[1]} (t = {end[0]:g} s)"
             )
         wind = self.layout.wind
         end = wind.end() if wind is not None else None

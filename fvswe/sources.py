@@ -134,12 +134,14 @@ def _source_entries(mesh, source: Source, layers: int, where: str) -> list:
     else:
         cells = _polygon_cells(mesh, source.polygon, where)
     weights = np.full(cells.size, 1.0 / float(np.sum(mesh.area[cells])))  # Q / area: m/s
-    out = [(cells, weights, 0, SOURCE, series_table(source.Q, source.every, source.until, where),
-            source.name)]  # fmt: skip
+    table = series_table(source.Q, source.every, source.until, where, "discharge")
+    out = [(cells, weights, 0, SOURCE, table, source.name)]
     if source.lower is not None:
         if layers != 2:
             raise ConfigError(f"{where}: a lower-layer discharge needs a two-layer model")
-        table = series_table(source.lower, source.every, source.until, f"{where} lower")
+        table = series_table(
+            source.lower, source.every, source.until, f"{where} lower", "discharge"
+        )
         out.append((cells, weights, 1, SOURCE, table, f"{source.name} lower"))
     return out
 
@@ -161,7 +163,7 @@ def _rain_entries(mesh, rain: Rain, where: str) -> list:
     if bad.size:
         raise ConfigError(f"{where}: field is {float(weights[bad[0]])!r} in cell {cells[bad[0]]}: "
                           "finite and >= 0")  # fmt: skip
-    table = series_table(rain.rate, rain.every, rain.until, where)
+    table = series_table(rain.rate, rain.every, rain.until, where, "rain")
     return [(cells, weights, 0, RAIN, table, rain.name)]
 
 

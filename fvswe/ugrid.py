@@ -31,6 +31,8 @@ from .output import FIELD_NAMES, original_cells, output_fields
 
 #: File name of the series in an output folder.
 FILENAME = "solution.nc"
+#: Output fields that do not change in time (the bed): stored once, on ``face`` only.
+STATIC = ("bathymetry",)
 #: The time origin written when none is given: model time is relative, CF wants a date.
 TIME_ORIGIN = "1970-01-01 00:00:00"
 
@@ -190,7 +192,8 @@ class NetCDFSeries:
         area[:] = mesh.area[o]
         create_time(ds, self.time_origin)
         for name in FIELD_NAMES[sim.model.layers]:  # no gather: MPI ranks call this on rank 0
-            var = ds.createVariable(name, "f8", ("time", "face"), fill_value=False)
+            dims = ("face",) if name in STATIC else ("time", "face")
+            var = ds.createVariable(name, "f8", dims, fill_value=False)
             standard, long_name, units = FIELD_ATTRS[name]
             set_attrs(var, standard, long_name, units, mesh="mesh", location="face",
                       coordinates="face_x face_y", **extra)  # fmt: skip
@@ -203,8 +206,11 @@ class NetCDFSeries:
         with netcdf4().Dataset(self.path) as ds:
             times = np.asarray(ds["time"][:], dtype=np.float64)
             names = list(FIELD_NAMES[self.sim.model.layers])
-            return [
-                (float(t), {n: np.asarray(ds[n][k]) for n in names})
+            return [  # a static field once (per time in series written before STATIC)
+                (
+                    float(t),
+                    {n: np.asarray(ds[n][k] if ds[n].ndim == 2 else ds[n][:]) for n in names},
+                )  # fmt: skip
                 for k, t in enumerate(times)
                 if t < self.resume_at  # the run writes an output at resume_at itself
             ]
@@ -213,7 +219,10 @@ class NetCDFSeries:
         k = len(self.times)
         self._ds["time"][k] = t
         for name, values in fields.items():
-            self._ds[name][k, :] = values
+            if name not in STATIC:
+                self._ds[name][k, :] = values
+            elif k == 0:
+                self._ds[name][:] = values
         self.times.append(t)
 
     def write(self) -> None:

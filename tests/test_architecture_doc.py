@@ -1,6 +1,7 @@
 """docs/ARCHITECTURE.md tells the truth about the tree: every module of the package is in its
 module map, every repository path and ``fvswe.`` name it gives exists, and every recipe lists
-files that exist."""
+files that exist. Also the docs site: mkdocs.yml's nav has every page, and CI's build counts
+every warning."""
 
 from __future__ import annotations
 
@@ -111,3 +112,14 @@ def test_the_recipes_are_all_there():
     """The eight recipes of issue 26, in order."""
     letters = [title[1] for title in recipes()]
     assert letters == list("abcdefgh"), list(recipes())
+
+
+def test_the_site_lists_every_page_and_ci_counts_every_warning():
+    """An omitted page is a warning of ``mkdocs build --strict``, but ``--quiet`` stops it
+    from being counted (mkdocs 1.6): CI builds without it, and the nav has every page."""
+    nav = set(re.findall(r"^\s*- [^:\n]+: (\S+\.md)$", (ROOT / "mkdocs.yml").read_text(), re.M))
+    pages = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")}
+    assert nav == pages
+    builds = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+              if line.startswith("mkdocs build")]  # fmt: skip
+    assert builds and all("--strict" in b and "--quiet" not in b for b in builds)

@@ -83,6 +83,12 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
     "level file of words": (west('{ level_file = "{d}/words.txt" }'), [], "cannot read series"),
     "run past the level series": (west('{ level_file = "{d}/short.txt" }'), [],
                                   "past the end of the level series of boundary tag 'west'"),
+    "run past the discharge series": (
+        west('{ kind = "discharge", Q = { file = "{d}/short.txt" } }'), [],
+        "past the end of the discharge series of boundary tag 'west' (t = 0.5 s)"),
+    "discharge times backwards": (
+        west('{ kind = "discharge", Q = { file = "{d}/backwards.txt" } }'), [],
+        "boundary tag 'west': discharge times must increase"),
     "level and level file": (west('{ level = 0.1, level_file = "x.txt" }'), [],
                              "'boundary.west' needs exactly one of"),
     "times without levels": (west("{ times = [0, 1] }"), [], "'boundary.west' needs exactly"),
@@ -106,6 +112,18 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
     "negative friction": (STRIP.replace("[mesh]", '[friction]\nlaw = "manning"\n'
                                         "coefficient = -1\n[mesh]") + 'west = "wall"\n', [],
                           "friction (manning): the coefficient must be finite and >= 0"),
+    "Chezy value as Manning's": (STRIP.replace("[mesh]", '[friction]\nlaw = "manning"\n'
+                                               "coefficient = 25\n[mesh]") + 'west = "wall"\n',
+                                 [], "friction (manning): 25 in cell 0 is above 1 s/m^(1/3), "
+                                 "not a Manning n (natural channels: 0.01-0.2)"),
+    "Manning value as Chezy's": (STRIP.replace("[mesh]", '[friction]\nlaw = "chezy"\n'
+                                               "coefficient = 0.025\n[mesh]") + 'west = "wall"\n',
+                                 [], "friction (chezy): 0.025 in cell 0 is below 1 m^(1/2)/s"),
+    "interface above the surface at a level boundary": (
+        STRIP.replace("layers = 1", "layers = 2").replace("h = 1.0", "h1 = 1.0\nh2 = 1.0")
+        + "west = { level = 0.0, interface = { times = [0, 10], values = [-1.0, 0.2] } }\n", [],
+        "boundary tag 'west': the interface level 0.2 m is above the surface level 0 m at "
+        "t = 10 s"),
     # -- gauges, sections, outputs in the file
     "gauge outside the mesh": (SQUARE + "[[gauges]]\nx = 9\ny = 0\n", [], "lies outside"),
     "gauge without y": (SQUARE + "[[gauges]]\nx = 0\n", [], "'gauges.y'"),
@@ -114,9 +132,6 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
                              "two or more [x, y] pairs"),
     "section inside the mesh": (SQUARE + "[[sections]]\npoints = [[0, -3], [0, 3]]\n", [],
                                 "splitting it in two"),
-    "section between open ends": (west('"open"').replace('east = "wall"', 'east = "open"')
-                                  + "[[sections]]\npoints = [[4, -1], [4, 3]]\n", [],
-                                  "both sides reach an open or level boundary"),
     "unknown output format": (SQUARE + '[output]\nformat = "vtk"\n', [], "'output.format'"),
     "probe interval a string": (SQUARE + '[output]\nprobe_every = "often"\n', [],
                                 "'output.probe_every'"),

@@ -4,6 +4,8 @@ case files."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -531,6 +533,8 @@ def test_cuda_ghosts_on_host_are_bitwise_the_numba_ones(layers):
 
 MPI_SCRIPT = """
 import sys
+import re
+
 import numpy as np
 from mpi4py import MPI
 sys.path.insert(0, {tests!r})
@@ -571,3 +575,31 @@ def test_ranks_give_the_single_process_bits_with_boundary_tables(tmp_path, layer
     with np.load(out) as z:
         assert np.array_equal(z["W"], sim.state())
         assert np.array_equal(z["inflow"], [summary.counters[k] for k in keys])
+
+
+def test_a_hole_in_the_mesh_is_named_with_its_edge_count_and_first_edge():
+    """Edges a mesh file tags with no name (the rim of a hole) get the tag 'wall': a case
+    that gives it no condition, or names a tag the mesh lacks, hears how many edges carry it
+    and where the first lies, in one line."""
+    from fvswe.mesh import Mesh
+
+    x, y = np.meshgrid(np.arange(4.0), np.arange(4.0), indexing="ij")
+    nodes = np.column_stack([x.ravel(), y.ravel()])
+    quads = [[4 * i + j, 4 * (i + 1) + j, 4 * (i + 1) + j + 1, 4 * i + j + 1]
+             for i in range(3) for j in range(3) if (i, j) != (1, 1)]  # fmt: skip
+    ring = [0, 4, 8, 12, 13, 14, 15, 11, 7, 3, 2, 1]
+    outer = np.column_stack([ring, np.roll(ring, -1)])
+    mesh = Mesh.from_arrays(nodes, np.array(quads), boundary_tags={"outer": outer},
+                            source="pond.msh")  # fmt: skip
+    rim = "boundary tag 'wall' (given to the edges the mesh file leaves untagged, such as a "
+    rim += "hole's rim) holds 4 edge(s), the first from ("
+    for boundary, start in (
+        ({"outer": "wall"}, f"pond.msh: {rim}"),
+        ({"outer": "wall", "island": "wall"}, "boundary condition for tag 'island', which "
+         f"pond.msh lacks (its boundary tags: outer, wall); {rim}"),
+    ):  # fmt: skip
+        with pytest.raises(ConfigError) as err:
+            _sim(mesh, 1, boundary, H=1.0, initial={"h": 1.0})
+        message = str(err.value)
+        assert message.startswith(start) and "\n" not in message, message
+        assert re.search(r"the first from \([12], [12]\) to \([12], [12]\)", message), message

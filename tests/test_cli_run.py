@@ -53,6 +53,22 @@ def test_help_is_complete(capsys, argv):
             assert flag in text, flag
 
 
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [(["run", "test1", "--gauge", "-1,2"], "fvswe run: error: argument --gauge: expected one "
+      "argument (write a value that starts with '-' as --gauge=VALUE) (see fvswe run --help)"),
+     (["run", "test1", "--bogus"], "fvswe: error: unrecognized arguments: --bogus")],
+)  # fmt: skip
+def test_a_usage_error_is_one_line(capsys, tmp_path, argv, said):
+    """``--gauge -1,2`` (argparse reads -1,2 as a flag) printed the whole 20-line usage of
+    ``fvswe run`` before its error: now one line, exit 2, nothing written."""
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith(said) and err.count("\n") == 1, err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_named_case_writes_outputs_and_a_json_summary(capsys, meshes, tmp_path):
     out = tmp_path / "out"
     code, stdout, err = run(capsys, "test1", "--mesh", str(meshes / "square.npz"),
@@ -149,6 +165,14 @@ CASE_BAD = {
         "tag 'inflow'",
     ),
     "negative depth": ("square.npz", '[initial]\nh1 = "x"\nh2 = 1.0\n', "negative or NaN depth"),
+    "negative depth on a bed above the reference": (
+        "strip.npz", 'layers = 1\n[boundary]\nwest = "wall"\neast = "wall"\nwall = "wall"\n'
+        '[initial]\nH = "-x"\nh = "H"\n', "initial h: -0.0833333 m in cell 16 at (0.08333, "
+        "0.04167) of "),
+    "the bed-sign hint": (
+        "strip.npz", 'layers = 1\n[boundary]\nwest = "wall"\neast = "wall"\nwall = "wall"\n'
+        '[initial]\nH = "-x"\nh = "H"\n', "32 cell(s) with a negative or NaN depth; H there "
+        "is -0.0833333 m, a bed above the reference level: H is a depth, positive down"),
     "malformed TOML": ("square.npz", "[initial\nh1 = 1\n", "malformed TOML"),
     "unknown key": ("square.npz", "[initial]\nh1 = 1\n[outputs]\nevery = 1\n", "'outputs'"),
     "fast_math not a boolean": ("square.npz", "fast_math = 1\n[initial]\nh1 = 1\nh2 = 1\n",

@@ -294,8 +294,7 @@ def test_a_negative_seed_is_a_one_line_usage_error(capsys, tmp_path, small, acti
         main(argv)
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "Traceback" not in err
-    last = err.strip().splitlines()[-1]
-    assert last.endswith("argument --seed: a non-negative integer, not '-1'")
+    assert err.count("\n") == 1 and "argument --seed: a non-negative integer, not '-1'" in err
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ConfigError, match="seed: a non-negative integer"):
         small.reordered("random", seed=-1)

@@ -254,7 +254,7 @@ def test_checkpoint_of_a_run_with_other_source_terms_is_refused_naming_the_key(t
         "friction.coefficient: 0.025 in the checkpoint's run, 0.03 now":
             {"friction": ("manning", 0.03)},
         "friction.law: 'manning' in the checkpoint's run, 'chezy' now":
-            {"friction": ("chezy", 0.025)},
+            {"friction": ("chezy", 40.0)},
         "friction.coefficient: 0.025 in the checkpoint's run, 'per cell, hash ":
             {"friction": ("manning", lambda x, y: 0.025 + 0.001 * (x > 0))},
         "friction.interfacial: None in the checkpoint's run, 0.001 now":
@@ -293,3 +293,19 @@ def test_a_boundary_change_is_named_by_tag(tmp_path):
     ):  # fmt: skip
         with pytest.raises(ConfigError, match=re.escape(message)):
             simulation(west).restore(snap)
+
+
+def test_a_restart_at_t_end_reports_no_step_and_no_infinite_speed(mesh):
+    """Restarting a finished run takes no step: the summary says so, with no '0 s wall (inf M
+    cell-steps/s)', and its speed is 0 (JSON has no infinity)."""
+    import json
+
+    sim = Simulation(mesh, layers=1, scheme="hll", H=1.0, initial={"h": 1.0}, backend="cpu")
+    sim.run(0.01)
+    again = Simulation(mesh, layers=1, scheme="hll", H=1.0, initial={"h": 1.0}, backend="cpu")
+    again.restore(sim.snapshot())
+    summary = again.run(0.01)
+    text = runner.summary_text("c", again, summary)
+    assert text.startswith("c: t = 0.01 s already, no step to take (cpu, float64, hll, ")
+    assert "inf" not in text and summary.steps == 0
+    json.dumps(summary.to_dict(), allow_nan=False)  # raises on inf or NaN

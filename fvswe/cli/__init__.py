@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import NoReturn
 
 from ..errors import FvsweError
 
@@ -15,10 +17,23 @@ from ..errors import FvsweError
 SUBCOMMANDS = ("mesh", "run", "bench", "case")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (``PROG: error: MESSAGE (see PROG --help)``, exit
+    2), not the whole usage first; a flag left without its value is told how to give one
+    that starts with '-' (``--gauge -1,2`` reads ``-1,2`` as a flag)."""
+
+    def error(self, message: str) -> NoReturn:
+        flag = re.fullmatch(r"argument (\S+): expected one argument", message)
+        if flag:
+            name = flag[1].split("/")[-1]
+            message += f" (write a value that starts with '-' as {name}=VALUE)"
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     import importlib
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="fvswe",
         description="Finite-volume shallow-water simulations (two-layer and one-layer) "
         "on triangular meshes and Cartesian grids, on the CPU (Numba) or a GPU (CuPy).",

@@ -487,8 +487,15 @@ def _finish(args, spec, sim, summary, out, written=()) -> int:
     else:
         print(runner.summary_text(spec.name, sim, summary))
         if out is not None:
-            print(f"outputs in {out}/ (ParaView: {out / 'solution.xdmf'})")
+            print(f"outputs in {out}/{_series_note(out)}")
     return 0
+
+
+def _series_note(out: Path) -> str:
+    """`` (ParaView: ..., NetCDF: ...)``: the series files in ``out`` (only those written)."""
+    readers = (("ParaView", f"{output.SERIES}.xdmf"), ("NetCDF", ugrid.FILENAME))
+    found = [f"{reader}: {out / name}" for reader, name in readers if (out / name).is_file()]
+    return f" ({', '.join(found)})" if found else ""
 
 
 def main_run(args) -> int:

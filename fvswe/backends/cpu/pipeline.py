@@ -18,6 +18,7 @@ import numpy as np
 from ... import integrators, registry
 from ...boundary import INFLOW_KEYS
 from ...integrators import Op, U
+from ...physics.limiter import mass_flux
 from ...sources import RAIN_KEY, SOURCE_KEYS, counter_keys
 from ..base import EPS_U_RATIO, LAST_STEP_RTOL, LIMIT_MARGIN, check_dt_mode
 from ..controls import Setup, cpu_controls
@@ -137,6 +138,9 @@ class CpuBackend:
                 self._counts[key] = 0.0
         for key in counter_keys(layout.sources, self.model.layers):  # m^3 of sources and rain
             self._counts[key] = 0.0
+        #: The edges whose volumes are counted (:meth:`count_edges`) and their volumes.
+        self._cut = np.zeros(0, dtype=np.int64)
+        self._cut_volume = np.zeros((0, self.model.layers))
 
     # -- the state ------------------------------------------------------------------------
     @property
@@ -185,15 +189,59 @@ class CpuBackend:
         return out
 
     def snapshot(self) -> dict:
-        """Everything a bit-for-bit restart needs: state, time, steps, pending Δt, counters."""
-        return {"W": self.get_state(), "t": self.t, "steps": self.steps, "dt": self.dt,
+        """Everything a bit-for-bit restart needs: state, time, steps, pending Δt, counters;
+        with counted edges also their volumes (``cut_volume``, a list: no checkpoint
+        array, as sections count from the start of each run)."""
+        snap = {"W": self.get_state(), "t": self.t, "steps": self.steps, "dt": self.dt,
                 "counters": self.counters()}  # fmt: skip
+        if self._cut.size:
+            snap["cut_volume"] = self._cut_volume.tolist()
+        return snap
 
     def restore(self, snap: dict) -> None:
         """The inverse of :meth:`snapshot`."""
         self.set_state(snap["W"])
         self.t, self.steps, self.dt = float(snap["t"]), int(snap["steps"]), float(snap["dt"])
         self._counts.update(snap["counters"])
+        if "cut_volume" in snap:
+            self._cut_volume[...] = snap["cut_volume"]
+
+    # -- cross-sections (fvswe.probes) ----------------------------------------------------
+    #: Whether :meth:`count_edges` is available (the GPU's and the implicit method's are not).
+    counts_edges = True
+
+    def count_edges(self, edges: np.ndarray) -> int:
+        """From now on, count the volume per layer (m^3, float64) that the steps move through
+        each of ``edges`` (this layout's numbering; those this part owns) from its first cell
+        into its second: every stage adds ``weight dt Phi``, ``Phi = S + |Γ| q_i·n`` the mass
+        flux of the first cell's slot as its update used it (limited slots included), as the
+        boundary inflow counters add theirs. Returns where these edges start in
+        :meth:`edge_volumes` (after those counted before)."""
+        edges = np.asarray(edges, dtype=np.int64)
+        mine = edges[edges < self.layout.owned_edges]
+        start = self._cut.size
+        self._cut = np.concatenate((self._cut, mine))
+        self._cut_volume = np.vstack((self._cut_volume, np.zeros((mine.size, self.model.layers))))
+        return start
+
+    def edge_volumes(self) -> np.ndarray:
+        """``(counted edges, layers)``: the volumes :meth:`count_edges` counted so far."""
+        return self._cut_volume.copy()
+
+    def _cut_flux(self, W: np.ndarray) -> np.ndarray:
+        """``(counted edges, layers)`` mass flux ``Phi`` out of each counted edge's first cell
+        (:func:`fvswe.physics.limiter.mass_flux`) in the slots and the stage's state ``W``."""
+        lay, e, f64 = self.layout, self._cut, np.float64
+        i, slot = lay.edge_cells[e, 0], lay.edge_slot[e, 0]
+        n, length = lay.edge_normal[e].astype(f64), lay.edge_length[e].astype(f64)
+        out = np.empty((e.size, self.model.layers))
+        for layer in range(self.model.layers):
+            d = 3 * layer
+            out[:, layer] = mass_flux.py_func(
+                self._out.acc[slot, d].astype(f64), length, W[i, d + 1].astype(f64),
+                W[i, d + 2].astype(f64), n[:, 0], n[:, 1],
+            )[0]  # fmt: skip
+        return out
 
     def invalid(self) -> np.ndarray:
         """``(owned cells, nvar)`` mask: NaN/inf, or a negative depth."""
@@ -334,7 +382,8 @@ class CpuBackend:
         theta[limited] = 1.0
 
     def _tally(self, op: Op, step: _Step) -> None:
-        """The stage's clipped and thin layers, and its boundary inflow times its weight."""
+        """The stage's clipped and thin layers, and its boundary inflow and counted edges'
+        volumes times its weight."""
         self._counts["clipped_cells"] += step.clipped
         self._counts["thin_layer_cells"] += step.thin
         if step.clipped:
@@ -343,8 +392,10 @@ class CpuBackend:
                 cell = int(np.flatnonzero(self._out.status[: self._owned] & 2)[0])
                 self.first_clip = (cell, self.steps, self.t)
         step.clipped, step.thin, step.added = 0, 0, 0.0
+        share = self.integrator.stages[op.stage].weight * step.dt
+        if self._cut.size:
+            self._cut_volume += share * self._cut_flux(self._buffers[op.src])
         if self._levels is not None:  # fixed order: reproducible
-            share = self.integrator.stages[op.stage].weight * step.dt
             for layer, key in enumerate(INFLOW_KEYS[: self.model.layers]):
                 flux = self._out.level_flux[self._level_edges, layer]
                 out = float(np.sum(flux)) if self.halo is None else self.halo.sum(flux)
