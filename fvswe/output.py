@@ -35,6 +35,10 @@ CHECKPOINT_VERSION = 2
 RESULTS = (f"{SERIES}.xdmf", f"{SERIES}.h5", SERIES, f"{SERIES}.nc", "final.npz",
            "summary.json", CHECKPOINT, "grid.npz", "gauges.csv", "gauges.nc", "sections.csv",
            "sections.nc", "probes.png", "png")  # fmt: skip
+#: The series files that record the identity of the run that wrote them, and the attribute
+#: of the file's root that holds it (JSON). Both are HDF5 files (``solution.nc`` is NetCDF-4),
+#: so h5py reads either, without netCDF4.
+IDENTITY_ATTRS = {f"{SERIES}.h5": "identity", f"{SERIES}.nc": "fvswe_identity"}
 #: The lock file that makes a run the folder's only writer.
 LOCK = ".fvswe.lock"
 #: Marks the temporary names of :func:`atomic_write`.
@@ -159,6 +163,21 @@ def clean_stale(directory: str | Path) -> None:
     for old in directory.glob(".series-*"):  # the hidden series folders of older versions
         shutil.rmtree(old, ignore_errors=True)
     (directory / f".{SERIES}.nc.tmp").unlink(missing_ok=True)  # fvswe.ugrid's, being made
+
+
+def identity_of(path: str | Path) -> dict[str, Any] | None:
+    """The run identity stored in the series file ``path`` (a name of :data:`IDENTITY_ATTRS`)
+    as written (None: none, or unreadable); :func:`fvswe.restart.mismatch` compares it with a
+    run's."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            saved = f.attrs[IDENTITY_ATTRS[Path(path).name]]
+        saved = json.loads(saved.decode() if isinstance(saved, bytes) else str(saved))
+    except (OSError, KeyError, ValueError):
+        return None
+    return saved if isinstance(saved, dict) else None
 
 
 def previous_results(directory: str | Path) -> list[str]:
@@ -309,7 +328,8 @@ class Series:
             mesh = self.sim.mesh
             points = np.column_stack([mesh.nodes, np.zeros(mesh.n_nodes)])  # XYZ: every reader's
             arrays = {"points": points, "cells": original_cells(mesh).astype(np.int64)}
-            atomic_write(mesh_file, lambda p: _h5_write(p, arrays, {"identity": self.identity}))
+            attrs = {IDENTITY_ATTRS[mesh_file.name]: self.identity}
+            atomic_write(mesh_file, lambda p: _h5_write(p, arrays, attrs))
         steps_dir = self.directory / SERIES
         try:
             steps_dir.mkdir(exist_ok=True)
@@ -336,19 +356,6 @@ class Series:
             if time is not None and item is not None:
                 out.append((float(time.get("Value")), item.text.split(":")[0]))
         return out
-
-    @staticmethod
-    def identity_of(directory: str | Path) -> dict[str, Any] | None:
-        """The run identity stored in ``directory``'s series as written (None: none, or
-        unreadable); :func:`fvswe.restart.mismatch` compares it with a run's."""
-        import h5py
-
-        try:
-            with h5py.File(Path(directory) / f"{SERIES}.h5", "r") as f:
-                saved = json.loads(str(f.attrs["identity"]))
-        except (OSError, KeyError, ValueError):
-            return None
-        return saved if isinstance(saved, dict) else None
 
     def write(self) -> None:
         """Append the simulation's current fields at its current time (once per time)."""

@@ -20,14 +20,16 @@ but writes through HDF5 alone and is a second implementation of the format.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .errors import ConfigError
-from .output import FIELD_NAMES, original_cells, output_fields
+from .output import FIELD_NAMES, IDENTITY_ATTRS, original_cells, output_fields
 
 #: File name of the series in an output folder.
 FILENAME = "solution.nc"
@@ -115,7 +117,9 @@ class NetCDFSeries:
     outputs of an existing series before that time) and renamed into place before
     the first new output, so a restarted run leaves the same series as an
     uninterrupted one. ``crs`` (``"EPSG:n"`` or WKT) becomes the ``crs`` grid
-    mapping; ``time_origin`` is the date that model time 0 is written as.
+    mapping; ``time_origin`` is the date that model time 0 is written as; ``identity`` (the
+    run's, :func:`fvswe.restart.identity`) is stored so that a restart continues only its own
+    run's series (:func:`fvswe.output.identity_of`). The hidden file is removed on any failure.
     """
 
     def __init__(
@@ -127,12 +131,14 @@ class NetCDFSeries:
         crs: str | None = None,
         time_origin: str = TIME_ORIGIN,
         title: str = "",
+        identity: Mapping[str, Any] | None = None,
     ) -> None:
         netcdf4()  # fail before any file is touched when it is missing
         self.directory = Path(directory)
         self.sim = sim
         self.resume_at = resume_at
         self.crs, self.time_origin, self.title = crs, time_origin, title
+        self.identity = json.dumps(dict(identity or {}), sort_keys=True)
         self.times: list[float] = []
 
     @property
@@ -142,12 +148,19 @@ class NetCDFSeries:
     def __enter__(self) -> NetCDFSeries:
         previous = self._previous() if self.resume_at is not None else []
         tmp = self.directory / f".{FILENAME}.tmp"
-        self._ds = netcdf4().Dataset(tmp, "w", format="NETCDF4")
-        self._create(self._ds)
-        for t, fields in previous:
-            self._write(t, fields)
-        self._ds.sync()
-        os.replace(tmp, self.path)  # the open handle follows the file
+        self._ds = None
+        try:
+            self._ds = netcdf4().Dataset(tmp, "w", format="NETCDF4")
+            self._create(self._ds)
+            for t, fields in previous:
+                self._write(t, fields)
+            self._ds.sync()
+            os.replace(tmp, self.path)  # the open handle follows the file
+        except BaseException:
+            if self._ds is not None:
+                self._ds.close()
+            tmp.unlink(missing_ok=True)
+            raise
         return self
 
     def _create(self, ds) -> None:
@@ -155,6 +168,7 @@ class NetCDFSeries:
         global_attrs(ds, self.title or mesh.source)
         ds.layers = sim.model.layers
         ds.scheme = sim.scheme
+        setattr(ds, IDENTITY_ATTRS[FILENAME], self.identity)
         grid_mapping = add_crs(ds, self.crs)
         ds.createDimension("node", mesh.n_nodes)
         ds.createDimension("face", mesh.n_cells)

@@ -119,3 +119,43 @@ def test_a_restarted_cli_run_leaves_the_same_netcdf_series_as_an_uninterrupted_o
         np.testing.assert_array_equal(b["time"].values, [0.0, 0.3, 0.6, 0.9])
         for name in ("time", *FIELD_NAMES[2]):
             np.testing.assert_array_equal(b[name].values, a[name].values, err_msg=name)
+
+
+def test_a_restart_continues_only_its_own_runs_netcdf_series(tmp_path, capsys):
+    """Issue 34, item 2: a restart into a folder whose solution.nc another run wrote (another
+    scheme on the same mesh, or another mesh) is refused in one line naming the file and the
+    key, before anything is written; the folder is left as it was."""
+    from fvswe.cli import main
+    from fvswe.mesh import write_mesh
+
+    write_mesh(structured_square(2), tmp_path / "a.npz")
+    write_mesh(structured_square(4), tmp_path / "b.npz")
+    common = ["test1", "--backend", "cpu", "-q", "--format", "netcdf", "--t-end", "0.01",
+              "--checkpoint-every", "0.005"]  # fmt: skip
+    runs = {"mine": ["a.npz"], "roe": ["a.npz", "--scheme", "roe"], "mesh": ["b.npz"]}
+    for name, (mesh, *flags) in runs.items():
+        argv = [*common, "--mesh", str(tmp_path / mesh), *flags, "-o", str(tmp_path / name)]
+        assert main(["run", *argv]) == 0
+    capsys.readouterr()
+    before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "mine").iterdir()}
+    for name, (mesh, *flags), key in (
+        ("roe", runs["roe"], "scheme: 'ir-roe' in that run, 'roe' now"),
+        ("mesh", runs["mesh"], "cells: 8 in"),
+    ):
+        checkpoint = str(tmp_path / name / "checkpoint.npz")
+        argv = [*common, "--mesh", str(tmp_path / mesh), *flags, "--restart", checkpoint]
+        assert main(["run", *argv, "--t-end", "0.02", "-o", str(tmp_path / "mine")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"another run's results ({FILENAME}: {key}" in err, err
+        assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "mine").iterdir()} == before
+
+
+def test_a_failing_netcdf_series_leaves_no_temporary(tmp_path):
+    """The hidden file a series is made under is removed when making it fails (here: the
+    previous series has another mesh, which the CLI refuses before this point)."""
+    write_series(tmp_path, dam_break(), times=(0.0,))
+    other = Simulation(structured_square(4), layers=2, H=6.0, backend="cpu",
+                       initial={"h1": 1.0, "h2": 5.0})  # fmt: skip
+    with pytest.raises(ValueError), NetCDFSeries(tmp_path, other, resume_at=0.01):
+        pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == [FILENAME]

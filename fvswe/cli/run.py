@@ -258,7 +258,8 @@ class _Series(ExitStack):
         elif fmt in ("netcdf", "both"):
             self.writers.append(
                 ugrid.NetCDFSeries(out, sim, resume_at=resume, crs=spec.crs, title=spec.name,
-                                   time_origin=spec.time_origin or ugrid.TIME_ORIGIN)
+                                   time_origin=spec.time_origin or ugrid.TIME_ORIGIN,
+                                   identity=identity)
             )  # fmt: skip
 
     def __enter__(self) -> _Series:
@@ -380,7 +381,8 @@ def _check_output_count(args, spec: casefile.RunSpec) -> None:
 
 def _claim(args, out: Path, identity: dict) -> None:
     """Make ``out`` this run's: refuse another run's results unless --overwrite (then remove
-    them); a restart continues the series of its own run in place."""
+    them); a restart continues the series of its own run in place, and only its own: every
+    series file present must hold this run's identity."""
     present = output.previous_results(out)
     if not present:
         return
@@ -388,15 +390,25 @@ def _claim(args, out: Path, identity: dict) -> None:
     if args.overwrite:
         output.remove_results(out, keep=restart)
         return
-    series_h5 = out / f"{output.SERIES}.h5"
-    saved = output.Series.identity_of(out)
-    mine = saved is not None and mismatch(saved, identity) is None
-    if restart is not None and (not series_h5.exists() or mine):
-        return
-    raise ConfigError(
-        f"--output: {out} holds another run's results ({', '.join(present)}); "
-        "give --overwrite to replace them, or another folder"
-    )
+    why = ", ".join(present) if restart is None else _foreign_series(out, identity)
+    if why is not None:
+        raise ConfigError(f"--output: {out} holds another run's results ({why}); "
+                          "give --overwrite to replace them, or another folder")  # fmt: skip
+
+
+def _foreign_series(out: Path, identity: dict) -> str | None:
+    """``FILE: key: old in that run, new now`` for the first series file in ``out`` that
+    another run wrote, or that records no readable identity (None: all are this run's)."""
+    for name in output.IDENTITY_ATTRS:
+        if not (out / name).exists():
+            continue
+        saved = output.identity_of(out / name)
+        if saved is None:
+            return f"{name}: no readable run identity"
+        differs = mismatch(saved, identity, whose="that run")
+        if differs is not None:
+            return f"{name}: {differs}"
+    return None
 
 
 def _advance(args, spec, sim, times, series, probe=None, started=None):
