@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from . import settings as run_settings
-from .errors import ConfigError
+from .errors import ConfigError, check_finite
 from .settings import NUMBER
 
 try:
@@ -371,6 +371,8 @@ class RunSpec:
             elif callable(value):
                 value = value(names["x"], names["y"])
             values[key] = names[key] = value
+        for key, value in values.items():  # named here after the case file's key
+            check_finite(value, f"{self.source}: initial.{key}")
         default_H = mesh.depth if mesh.depth is not None else 0.0
         H = values.pop("H", default_H)
         for key, (q, h) in VELOCITIES.items():

@@ -31,6 +31,11 @@ def d(tmp_path_factory) -> Path:
     (d / "short.txt").write_text("0 0\n0.5 0.1\n")
     (d / "gauges_bad.csv").write_text("a,1\n")
     (d / "gauges_empty.csv").write_text("# none\n")
+    bed = np.full((3, 3), 6.0)
+    bed[1, 1] = np.inf  # under the mesh
+    np.savez(d / "inf.npz", x=[-9.0, 0.0, 9.0], y=[-9.0, 0.0, 9.0], depth=bed)
+    np.savez(d / "nan_depth.npz", nodes=[[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]], cells=[[0, 1, 2]],
+             depth=[np.nan])  # fmt: skip
     return d
 
 
@@ -72,6 +77,16 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
     "initial value a list": (SQUARE.replace("h1 = 1.0", "h1 = [1, 2]"), [], "initial.h1"),
     "velocity and momentum both": (SQUARE.replace("h1 = 1.0", "h1 = 1.0\nu1 = 1\nq1x = 1"), [],
                                    "initial.u1 and initial.q1x"),
+    # -- values that are not finite (issue 34, item 6: outputs were written, then "blew up")
+    "bathymetry NaN": (SQUARE.replace("h1 = 1.0", "H = nan\nh1 = 1.0"), [],
+                       "case.toml: initial.H: not finite (nan)"),
+    "momentum infinite": (SQUARE.replace("h1 = 1.0", "h1 = 1.0\nq1x = -inf"), [],
+                          "initial.q1x: not finite (-inf)"),
+    "depth infinite": (SQUARE.replace("h1 = 1.0", "h1 = inf"), [], "initial.h1: not finite"),
+    "raster infinite under the mesh": (SQUARE.replace("h1 = 1.0", 'H = { raster = "{d}/inf.npz",'
+                                                      ' method = "nearest" }\nh1 = 1.0'), [],
+                                       "inf.npz:depth: not finite (inf) where cell"),
+    "mesh depth NaN": (None, ["--mesh", "{d}/nan_depth.npz"], "nan_depth.npz: depth: not finite"),
     # -- boundaries
     "two-layer level without interface": (SQUARE + '[boundary]\nwall = { level = 0.1 }\n', [],
                                           "a two-layer level needs the interface level too"),

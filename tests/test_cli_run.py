@@ -148,7 +148,7 @@ CASE_BAD = {
         '[boundary]\nwall = "wall"\ninflow = "open"\n[initial]\nh1 = 1.0\nh2 = 1.0\n',
         "tag 'inflow'",
     ),
-    "negative depth": ("square.npz", '[initial]\nh1 = "x"\nh2 = 1.0\n', "negative or NaN depth"),
+    "negative depth": ("square.npz", '[initial]\nh1 = "x"\nh2 = 1.0\n', "negative depth"),
     "malformed TOML": ("square.npz", "[initial\nh1 = 1\n", "malformed TOML"),
     "unknown key": ("square.npz", "[initial]\nh1 = 1\n[outputs]\nevery = 1\n", "'outputs'"),
     "fast_math not a boolean": ("square.npz", "fast_math = 1\n[initial]\nh1 = 1\nh2 = 1\n",
