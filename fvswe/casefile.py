@@ -204,8 +204,9 @@ SCHEMA: tuple[Key, ...] = (
         "(CF-UGRID solution.nc) or both", '"xdmf"'),
     Key("output", "crs", str, "coordinate reference system of the mesh, EPSG:n or WKT "
         "(NetCDF grid mapping)", '"EPSG:32631"', active=False),
-    Key("output", "time_origin", str, "the date model time 0 is written as in NetCDF files "
-        "(default 1970-01-01 00:00:00)", '"2026-01-01 00:00:00"', active=False),
+    Key("output", "time_origin", str, "the date model time 0 is written as in NetCDF files, "
+        "an ISO date or date-time (default 1970-01-01 00:00:00)", '"2026-01-01 00:00:00"',
+        active=False),
     Key("output", "png", list, "fields drawn at every output time", '["h", "u"]', active=False),
     Key("output", "checkpoint_every", NUMBER, "write checkpoint.npz this often (s)", "30.0",
         active=False),

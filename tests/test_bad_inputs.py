@@ -133,6 +133,10 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
                                   + "[[sections]]\npoints = [[4, -1], [4, 3]]\n", [],
                                   "both sides reach an open or level boundary"),
     "unknown output format": (SQUARE + '[output]\nformat = "vtk"\n', [], "'output.format'"),
+    "time origin not a date": (SQUARE + '[output]\ntime_origin = "next tuesday"\n', [],
+                               "case.toml: output.time_origin: expected an ISO date"),
+    "crs key not WKT": (SQUARE + '[output]\ncrs = \'PROJCRS["x", CS[]\'\n', [],
+                        "case.toml: output.crs: expected EPSG:<code>"),
     "probe interval a string": (SQUARE + '[output]\nprobe_every = "often"\n', [],
                                 "'output.probe_every'"),
     # -- flags
@@ -142,6 +146,9 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
     "gauge list malformed": (None, ["--gauges", "{d}/gauges_bad.csv"], "line 1: expected"),
     "gauge list empty": (None, ["--gauges", "{d}/gauges_empty.csv"], "lists no gauges"),
     "section flag odd": (None, ["--section", "0,0,1"], "--section: expected x,y pairs"),
+    "crs flag not an EPSG code": (None, ["--crs", "EPSG:banana"],
+                                  "--crs: expected EPSG:<code> (e.g. EPSG:32631) or WKT, got "
+                                  "'EPSG:banana'"),
     "probe interval negative": (None, ["--gauge", "0,0", "--probe-every", "-1"],
                                 "--probe-every: must be positive"),
     "format without output": (None, ["--format", "netcdf", "--no-output"],

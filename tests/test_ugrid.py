@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+import types
+
 import numpy as np
 import pytest
 
+from fvswe.errors import ConfigError
 from fvswe.mesh.generate import structured_square
 from fvswe.output import FIELD_NAMES, original_cells, output_fields
 from fvswe.simulation import Simulation
-from fvswe.ugrid import FIELD_ATTRS, FILENAME, NetCDFSeries
+from fvswe.ugrid import FIELD_ATTRS, FILENAME, NetCDFSeries, check_crs, check_time_origin
 
 xr = pytest.importorskip("xarray", reason="the netcdf extra: pip install 'fvswe[netcdf]'")
 pytest.importorskip("netCDF4", reason="the netcdf extra: pip install 'fvswe[netcdf]'")
@@ -159,3 +163,34 @@ def test_a_failing_netcdf_series_leaves_no_temporary(tmp_path):
     with pytest.raises(ValueError), NetCDFSeries(tmp_path, other, resume_at=0.01):
         pass
     assert sorted(p.name for p in tmp_path.iterdir()) == [FILENAME]
+
+
+def test_time_origin_and_crs_are_checked_and_written_readably(tmp_path, monkeypatch):
+    """Issue 34, item 7: "next tuesday" and EPSG:banana were written (xarray could not open the
+    first). An ISO date or date-time is written as CF's reference date (UTC); a CRS is
+    EPSG:<code> or balanced WKT, and one that pyproj, where installed, rejects."""
+    assert check_time_origin("2026-01-01", "k") == "2026-01-01 00:00:00"
+    assert check_time_origin("2026-01-01T12:30:00+02:00", "k") == "2026-01-01 10:30:00"
+    for bad in ("next tuesday", "2026-13-01", "", "1 Jan 2026"):
+        with pytest.raises(ConfigError, match=r"^k: expected an ISO date or date-time"):
+            check_time_origin(bad, "k")
+    wkt = 'GEOGCRS["WGS 84 ]", DATUM["x", ELLIPSOID["y", 6378137, 298.257]]]'
+    assert check_crs(" epsg:4326 ", "k") == "epsg:4326" and check_crs(wkt, "k") == wkt
+    for bad in ("EPSG:banana", "EPSG:", "4326", "WGS 84", wkt[:-1], wkt + "]", "GEOGCRS[]x"):
+        with pytest.raises(ConfigError, match=r"^k: expected EPSG:<code> .* or WKT, got"):
+            check_crs(bad, "k")
+    fake = types.ModuleType("pyproj")  # pyproj is optional: its verdict where installed
+    fake.exceptions = types.SimpleNamespace(CRSError=ValueError)
+    fake.CRS = types.SimpleNamespace(from_user_input=lambda t: int(t[5:]) < 99999 or fake_error())
+    monkeypatch.setitem(sys.modules, "pyproj", fake)
+    assert check_crs("EPSG:4326", "k") == "EPSG:4326"
+    with pytest.raises(ConfigError, match=r"^k: 'EPSG:999999' is no CRS pyproj knows \(unknown"):
+        check_crs("EPSG:999999", "k")
+    monkeypatch.delitem(sys.modules, "pyproj")
+    write_series(tmp_path, dam_break(), times=(0.0, 0.01), time_origin="2000-01-01T02:00+02:00")
+    with xr.open_dataset(tmp_path / FILENAME) as ds:
+        assert ds["time"].values[0] == np.datetime64("2000-01-01T00:00:00")
+
+
+def fake_error():
+    raise ValueError("unknown code")

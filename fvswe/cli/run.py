@@ -300,6 +300,7 @@ def run(args) -> int:
         raise ConfigError(f"--checkpoint-every: must be positive, got {spec.checkpoint_every!r}")
     _check_threads(args, spec)
     _check_output_count(args, spec)
+    _check_netcdf_keys(args, spec)
     times = spec.times()
     comm = parallel.world()  # None unless launched by mpiexec as several processes
     if comm is None:
@@ -377,6 +378,15 @@ def _check_output_count(args, spec: casefile.RunSpec) -> None:
         where = "--output-every" if flag else f"{spec.source}: output.every"
         raise ConfigError(f"{where}: {every:g} s gives {t_end / every:.3g} output times up to "
                           f"t_end = {t_end:g} s; at most {MAX_OUTPUTS} are allowed")  # fmt: skip
+
+
+def _check_netcdf_keys(args, spec: casefile.RunSpec) -> None:
+    """The CRS (--crs, output.crs) and output.time_origin that solution.nc would hold."""
+    if spec.crs is not None:
+        where = "--crs" if args.crs is not None else f"{spec.source}: output.crs"
+        ugrid.check_crs(spec.crs, where)
+    if spec.time_origin is not None:
+        ugrid.check_time_origin(spec.time_origin, f"{spec.source}: output.time_origin")
 
 
 def _claim(args, out: Path, identity: dict) -> None:
