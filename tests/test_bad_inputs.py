@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from fvswe.cli import main
-from fvswe.mesh import write_mesh
+from fvswe.mesh import Mesh, write_mesh
 from fvswe.mesh.generate import strip, structured_square
 
 
@@ -22,6 +22,10 @@ def d(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("inputs")
     write_mesh(structured_square(4), d / "square.npz")
     write_mesh(strip(8, 2, x0=0.0, x1=8.0), d / "strip.npz")
+    square = structured_square(4)
+    inner = square.edge_nodes[square.edge_cells[:, 1] >= 0][:1]  # a dam line inside the mesh
+    tags = {**square.boundary_tags(), "dam": inner}
+    write_mesh(Mesh.from_arrays(square.nodes, square.cells, boundary_tags=tags), d / "dam.npz")
     (d / "empty.msh").write_text("")
     (d / "mesh.xyz").write_text("0 0 0\n")
     np.savez(d / "arrays.npz", nodes=np.zeros((3, 2)))  # no cells
@@ -98,6 +102,10 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
     "level file of words": (west('{ level_file = "{d}/words.txt" }'), [], "cannot read series"),
     "run past the level series": (west('{ level_file = "{d}/short.txt" }'), [],
                                   "past the end of the level series of boundary tag 'west'"),
+    "condition on an interior line": (SQUARE.replace("square.npz", "dam.npz")
+                                      + '[boundary]\nwall = "wall"\ndam = "open"\n', [],
+                                      "boundary condition for tag 'dam', which owns no boundary "
+                                      "edge of"),
     "level and level file": (west('{ level = 0.1, level_file = "x.txt" }'), [],
                              "'boundary.west' needs exactly one of"),
     "times without levels": (west("{ times = [0, 1] }"), [], "'boundary.west' needs exactly"),
