@@ -3,13 +3,15 @@
 Every file appears complete or not at all: it is written under a temporary
 name (``.NAME.part-XXXX``) in its destination folder, flushed to disk and
 renamed into place. A killed run leaves only such temporaries, which the
-next run into the folder removes (:func:`clean_stale`). An output folder has
-one owner at a time (:func:`folder_lock`).
+next run into the folder removes (:func:`clean_stale`), with those of older
+versions (:func:`remove_old_temporaries`). An output folder has one owner at a
+time (:func:`folder_lock`).
 """
 
 from __future__ import annotations
 
 import fcntl
+import glob
 import json
 import os
 import re
@@ -160,6 +162,8 @@ def clean_stale(directory: str | Path) -> None:
     for folder in (directory, directory / SERIES, directory / "png"):
         for tmp in folder.glob(f".*{PART}*"):
             tmp.unlink(missing_ok=True)
+    for name in RESULTS:
+        remove_old_temporaries(directory / name)
     for old in directory.glob(".series-*"):  # the hidden series folders of older versions
         shutil.rmtree(old, ignore_errors=True)
     (directory / f".{SERIES}.nc.tmp").unlink(missing_ok=True)  # fvswe.ugrid's, being made
@@ -178,6 +182,16 @@ def identity_of(path: str | Path) -> dict[str, Any] | None:
     except (OSError, KeyError, ValueError):
         return None
     return saved if isinstance(saved, dict) else None
+
+
+def remove_old_temporaries(path: Path) -> None:
+    """Remove the temporaries of ``path`` that a killed run of an fvswe before :data:`PART`
+    left: mkstemp's ``.NAME.XXXXXXXX.SUFFIX`` (eight of ``a-z0-9_``), which nothing else
+    writes, so a live writer's temporary is never among them."""
+    old = re.compile(re.escape(f".{path.name}.") + "[a-z0-9_]{8}" + re.escape(path.suffix))
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*"):
+        if old.fullmatch(tmp.name):
+            tmp.unlink(missing_ok=True)
 
 
 def previous_results(directory: str | Path) -> list[str]:
@@ -415,11 +429,13 @@ class Series:
 def save_checkpoint(path: str | Path, snap: Mapping[str, Any]) -> None:
     """Write a :meth:`Simulation.snapshot <fvswe.simulation.Simulation.snapshot>` to ``path``,
     atomically and flushed to disk (under MPI, rank 0 writes: ``if sim.is_root``). Its
-    arrays beyond ``W`` (the implicit method's staggered state) are stored beside it."""
+    arrays beyond ``W`` (the implicit method's staggered state) are stored beside it. The
+    temporaries of this name that older fvswe versions left are removed first."""
     meta = {"version": CHECKPOINT_VERSION, "identity": dict(snap["identity"]),
             "identity_details": dict(snap.get("identity_details") or {}),
             "counters": snap["counters"], "mass_initial": list(snap["mass_initial"])}  # fmt: skip
     extra = {k: v for k, v in snap.items() if isinstance(v, np.ndarray) and k != "W"}
+    remove_old_temporaries(Path(path))
     atomic_write(
         path,
         lambda p: np.savez(
