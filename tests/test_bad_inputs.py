@@ -159,6 +159,8 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
                                   "'EPSG:banana'"),
     "probe interval negative": (None, ["--gauge", "0,0", "--probe-every", "-1"],
                                 "--probe-every: must be positive"),
+    "probe interval too fine for memory": (None, ["--gauge", "0,0", "--probe-every", "1e-12"],
+                                           "--probe-every: 1e-12 s gives "),
     "format without output": (None, ["--format", "netcdf", "--no-output"],
                               "--format needs --output"),
     "section without output": (None, ["--section", "0,-9,0,9", "--no-output"],

@@ -322,6 +322,8 @@ def run(args) -> int:
             raise ConfigError(f"--restart: the checkpoint is at t = {sim.t:g} s, past t_end")
     probe = probes.Probes(sim, spec.gauges, spec.sections) if spec.gauges or spec.sections else None
     sim.run(times[-1], max_steps=0)  # no step: checks t_end (e.g. against level series) now
+    if probe is not None:
+        _check_probe_memory(args, spec, sim, len(times))
     if out is None:
         summary = _advance(args, spec, sim, times, None, started=started)
         return _finish(args, spec, sim, summary, None)
@@ -378,6 +380,26 @@ def _check_output_count(args, spec: casefile.RunSpec) -> None:
         where = "--output-every" if flag else f"{spec.source}: output.every"
         raise ConfigError(f"{where}: {every:g} s gives {t_end / every:.3g} output times up to "
                           f"t_end = {t_end:g} s; at most {MAX_OUTPUTS} are allowed")  # fmt: skip
+
+
+def _check_probe_memory(args, spec: casefile.RunSpec, sim, outputs: int) -> None:
+    """Refuse a probe interval (--probe-every, output.probe_every) whose samples need more
+    memory than there is, before the folder is made (a tiny one ran out of it later). At
+    the output times alone, the samples are bounded by MAX_OUTPUTS."""
+    every, t_end, gauges, sections = spec.probe_every, spec.t_end, spec.gauges, spec.sections
+    if not every:
+        return
+    samples = outputs + 1 + t_end / every
+    need = probes.memory_needed(samples, len(gauges), len(sections), sim.model.layers)
+    free = probes.available_memory()
+    if free is None or need <= free:
+        return
+    flag = args.probe_every is not None
+    where = "--probe-every" if flag else f"{spec.source}: output.probe_every"
+    raise ConfigError(f"{where}: {every:g} s gives {samples:.3g} samples up to t_end = "
+                      f"{t_end:g} s of {len(gauges)} gauges and {len(sections)} sections, "
+                      f"about {need / 1e9:.3g} GB; {free / 1e9:.3g} GB of memory is "
+                      "available")  # fmt: skip
 
 
 def _check_netcdf_keys(args, spec: casefile.RunSpec) -> None:
