@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 
 class FvsweError(Exception):
     """Base class of every error fvswe raises for a user mistake or a failed run.
@@ -35,8 +37,6 @@ def check_finite(values, where: str, error: type[FvsweError] = ConfigError) -> N
     """``error("where: not finite (nan) in cell k (n cells)")`` at the first NaN or ±inf of
     the per-cell ``values`` (a single number: no cell), so that a bad input is named before
     the run, not found as a blow-up after outputs were written."""
-    import numpy as np
-
     a = np.asarray(values, dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(a))
     if not bad.size:
