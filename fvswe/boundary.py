@@ -231,8 +231,9 @@ def edge_conditions(mesh, conditions: Mapping[str, object] | None = None) -> np.
     """Per-edge condition codes from ``{tag name: condition}``.
 
     ``None`` puts walls on every boundary. Otherwise every boundary tag of the
-    mesh needs a condition, and every condition needs a tag of the mesh, so a
-    misspelt tag is an error rather than a silent wall.
+    mesh needs a condition, and every condition needs a tag of the mesh that owns
+    boundary edges, so a misspelt tag, or an interior physical group, is an error
+    rather than a silent wall or a condition acting nowhere.
     """
     codes = np.zeros(mesh.n_edges, dtype=np.int8)
     boundary = mesh.edge_cells[:, 1] < 0
@@ -240,13 +241,18 @@ def edge_conditions(mesh, conditions: Mapping[str, object] | None = None) -> np.
         codes[boundary] = WALL
         return codes
     present = {name for name, tid in mesh.tags.items() if np.any(mesh.edge_tag == tid)}
+    known = ", ".join(sorted(present)) or "none"
     for name, condition in conditions.items():
         if name not in mesh.tags:
-            known = ", ".join(sorted(present)) or "none"
             untagged = f"; {_untagged(mesh)}" if DEFAULT_TAG in present else ""
             raise ConfigError(
                 f"boundary condition for tag {name!r}, which {mesh.source} lacks "
                 f"(its boundary tags: {known}){untagged}"
+            )
+        if name not in present:  # an interior physical group: the condition would act nowhere
+            raise ConfigError(
+                f"boundary condition for tag {name!r}, which owns no boundary edge of "
+                f"{mesh.source} (an interior line? its boundary tags: {known})"
             )
         codes[mesh.edge_tag == mesh.tags[name]] = _kind(name, condition)[0]
     missing = sorted(present - set(conditions))

@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from . import settings as run_settings
-from .errors import ConfigError
+from .errors import ConfigError, check_finite
 from .settings import NUMBER
 
 try:
@@ -205,8 +205,9 @@ SCHEMA: tuple[Key, ...] = (
         "(CF-UGRID solution.nc) or both", '"xdmf"'),
     Key("output", "crs", str, "coordinate reference system of the mesh, EPSG:n or WKT "
         "(NetCDF grid mapping)", '"EPSG:32631"', active=False),
-    Key("output", "time_origin", str, "the date model time 0 is written as in NetCDF files "
-        "(default 1970-01-01 00:00:00)", '"2026-01-01 00:00:00"', active=False),
+    Key("output", "time_origin", str, "the date model time 0 is written as in NetCDF files, "
+        "an ISO date or date-time (default 1970-01-01 00:00:00)", '"2026-01-01 00:00:00"',
+        active=False),
     Key("output", "png", list, "fields drawn at every output time", '["h", "u"]', active=False),
     Key("output", "checkpoint_every", NUMBER, "write checkpoint.npz this often (s)", "30.0",
         active=False),
@@ -373,6 +374,8 @@ class RunSpec:
             elif callable(value):
                 value = value(names["x"], names["y"])
             values[key] = names[key] = value
+        for key, value in values.items():  # named here after the case file's key
+            check_finite(value, f"{self.source}: initial.{key}")
         default_H = mesh.depth if mesh.depth is not None else 0.0
         H = values.pop("H", default_H)
         for key, (q, h) in VELOCITIES.items():

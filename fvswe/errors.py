@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 
 class FvsweError(Exception):
     """Base class of every error fvswe raises for a user mistake or a failed run.
@@ -29,3 +31,15 @@ class BackendUnavailable(FvsweError):
 
 class OutputError(FvsweError):
     """A file of the run's outputs could not be written (disk full, read-only, no permission…)."""
+
+
+def check_finite(values, where: str, error: type[FvsweError] = ConfigError) -> None:
+    """``error("where: not finite (nan) in cell k (n cells)")`` at the first NaN or ±inf of
+    the per-cell ``values`` (a single number: no cell), so that a bad input is named before
+    the run, not found as a blow-up after outputs were written."""
+    a = np.asarray(values, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(a))
+    if not bad.size:
+        return
+    cell = f" in cell {bad[0]} ({bad.size} cells)" if a.ndim else ""
+    raise error(f"{where}: not finite ({float(a.flat[bad[0]])!r}){cell}")

@@ -3,13 +3,15 @@
 Every file appears complete or not at all: it is written under a temporary
 name (``.NAME.part-XXXX``) in its destination folder, flushed to disk and
 renamed into place. A killed run leaves only such temporaries, which the
-next run into the folder removes (:func:`clean_stale`). An output folder has
-one owner at a time (:func:`folder_lock`).
+next run into the folder removes (:func:`clean_stale`), with those of older
+versions (:func:`remove_old_temporaries`). An output folder has one owner at a
+time (:func:`folder_lock`).
 """
 
 from __future__ import annotations
 
 import fcntl
+import glob
 import json
 import os
 import re
@@ -35,6 +37,10 @@ CHECKPOINT_VERSION = 2
 RESULTS = (f"{SERIES}.xdmf", f"{SERIES}.h5", SERIES, f"{SERIES}.nc", "final.npz",
            "summary.json", CHECKPOINT, "grid.npz", "gauges.csv", "gauges.nc", "sections.csv",
            "sections.nc", "probes.png", "png")  # fmt: skip
+#: The series files that record the identity of the run that wrote them, and the attribute
+#: of the file's root that holds it (JSON). Both are HDF5 files (``solution.nc`` is NetCDF-4),
+#: so h5py reads either, without netCDF4.
+IDENTITY_ATTRS = {f"{SERIES}.h5": "identity", f"{SERIES}.nc": "fvswe_identity"}
 #: The lock file that makes a run the folder's only writer.
 LOCK = ".fvswe.lock"
 #: Marks the temporary names of :func:`atomic_write`.
@@ -156,9 +162,36 @@ def clean_stale(directory: str | Path) -> None:
     for folder in (directory, directory / SERIES, directory / "png"):
         for tmp in folder.glob(f".*{PART}*"):
             tmp.unlink(missing_ok=True)
+    for name in RESULTS:
+        remove_old_temporaries(directory / name)
     for old in directory.glob(".series-*"):  # the hidden series folders of older versions
         shutil.rmtree(old, ignore_errors=True)
     (directory / f".{SERIES}.nc.tmp").unlink(missing_ok=True)  # fvswe.ugrid's, being made
+
+
+def identity_of(path: str | Path) -> dict[str, Any] | None:
+    """The run identity stored in the series file ``path`` (a name of :data:`IDENTITY_ATTRS`)
+    as written (None: none, or unreadable); :func:`fvswe.restart.mismatch` compares it with a
+    run's."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            saved = f.attrs[IDENTITY_ATTRS[Path(path).name]]
+        saved = json.loads(saved.decode() if isinstance(saved, bytes) else str(saved))
+    except (OSError, KeyError, ValueError):
+        return None
+    return saved if isinstance(saved, dict) else None
+
+
+def remove_old_temporaries(path: Path) -> None:
+    """Remove the temporaries of ``path`` that a killed run of an fvswe before :data:`PART`
+    left: mkstemp's ``.NAME.XXXXXXXX.SUFFIX`` (eight of ``a-z0-9_``), which nothing else
+    writes, so a live writer's temporary is never among them."""
+    old = re.compile(re.escape(f".{path.name}.") + "[a-z0-9_]{8}" + re.escape(path.suffix))
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*"):
+        if old.fullmatch(tmp.name):
+            tmp.unlink(missing_ok=True)
 
 
 def previous_results(directory: str | Path) -> list[str]:
@@ -309,7 +342,8 @@ class Series:
             mesh = self.sim.mesh
             points = np.column_stack([mesh.nodes, np.zeros(mesh.n_nodes)])  # XYZ: every reader's
             arrays = {"points": points, "cells": original_cells(mesh).astype(np.int64)}
-            atomic_write(mesh_file, lambda p: _h5_write(p, arrays, {"identity": self.identity}))
+            attrs = {IDENTITY_ATTRS[mesh_file.name]: self.identity}
+            atomic_write(mesh_file, lambda p: _h5_write(p, arrays, attrs))
         steps_dir = self.directory / SERIES
         try:
             steps_dir.mkdir(exist_ok=True)
@@ -336,19 +370,6 @@ class Series:
             if time is not None and item is not None:
                 out.append((float(time.get("Value")), item.text.split(":")[0]))
         return out
-
-    @staticmethod
-    def identity_of(directory: str | Path) -> dict[str, Any] | None:
-        """The run identity stored in ``directory``'s series as written (None: none, or
-        unreadable); :func:`fvswe.restart.mismatch` compares it with a run's."""
-        import h5py
-
-        try:
-            with h5py.File(Path(directory) / f"{SERIES}.h5", "r") as f:
-                saved = json.loads(str(f.attrs["identity"]))
-        except (OSError, KeyError, ValueError):
-            return None
-        return saved if isinstance(saved, dict) else None
 
     def write(self) -> None:
         """Append the simulation's current fields at its current time (once per time)."""
@@ -408,11 +429,13 @@ class Series:
 def save_checkpoint(path: str | Path, snap: Mapping[str, Any]) -> None:
     """Write a :meth:`Simulation.snapshot <fvswe.simulation.Simulation.snapshot>` to ``path``,
     atomically and flushed to disk (under MPI, rank 0 writes: ``if sim.is_root``). Its
-    arrays beyond ``W`` (the implicit method's staggered state) are stored beside it."""
+    arrays beyond ``W`` (the implicit method's staggered state) are stored beside it. The
+    temporaries of this name that older fvswe versions left are removed first."""
     meta = {"version": CHECKPOINT_VERSION, "identity": dict(snap["identity"]),
             "identity_details": dict(snap.get("identity_details") or {}),
             "counters": snap["counters"], "mass_initial": list(snap["mass_initial"])}  # fmt: skip
     extra = {k: v for k, v in snap.items() if isinstance(v, np.ndarray) and k != "W"}
+    remove_old_temporaries(Path(path))
     atomic_write(
         path,
         lambda p: np.savez(

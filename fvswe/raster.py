@@ -8,9 +8,9 @@ A raster is a 2-D array of values on the nodes of a rectilinear grid ``x[i]``,
 - an ``.npz`` archive: the arrays ``x``, ``y`` and the variable (``values[y, x]``).
 
 :func:`sample` interpolates it bilinearly (exact for ``a + b x + c y + d x y``)
-or takes the nearest node. A point outside the grid, a missing variable or a NaN
-where the mesh needs a value is a :class:`~fvswe.errors.ConfigError` of one line
-naming the file and the cell. :func:`raster_field` gives a function of
+or takes the nearest node. A point outside the grid, a missing variable or a NaN or
+infinite value where the mesh needs a value is a :class:`~fvswe.errors.ConfigError` of
+one line naming the file and the cell. :func:`raster_field` gives a function of
 ``(x, y)`` that :class:`~fvswe.simulation.Simulation` accepts for ``H`` or an
 initial field, and case files name one as ``H = {raster = "bed.nc", variable = "depth"}``.
 """
@@ -164,12 +164,12 @@ def sample(raster: Raster, x, y, method: str = "bilinear") -> np.ndarray:
         out = (1 - t) * ((1 - s) * v[j, i] + s * v[j, i + 1]) + t * (
             (1 - s) * v[j + 1, i] + s * v[j + 1, i + 1]
         )
-    bad = np.isnan(out)
+    bad = ~np.isfinite(out)  # NaN, or ±inf (bilinear: NaN where an inf is weighted by 0)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
         raise ConfigError(
-            f"{raster.source}: NaN where cell {k} at ({x.flat[k]:.6g}, {y.flat[k]:.6g}) needs "
-            f"a value ({int(bad.sum())} cells)"
+            f"{raster.source}: not finite ({float(out.flat[k])!r}) where cell {k} at "
+            f"({x.flat[k]:.6g}, {y.flat[k]:.6g}) needs a value ({int(bad.sum())} cells)"
         )
     return out
 

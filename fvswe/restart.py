@@ -161,16 +161,18 @@ def mismatch(
     now: Mapping[str, Any],
     saved_details: Mapping[str, Any] | None = None,
     now_details: Mapping[str, Any] | None = None,
+    whose: str = "the checkpoint's run",
 ) -> str | None:
     """``key: old in the checkpoint's run, new now`` for the first key of ``now`` whose value
-    differs in the stored identity ``saved`` (None: none differs). Behind a fingerprint, the
-    first readable value of ``details`` that differs is named, where both sides have them. A
-    key only ``saved`` has (written by a later fvswe) differs too."""
+    differs in the stored identity ``saved`` (None: none differs); ``whose`` names where
+    ``saved`` comes from. Behind a fingerprint, the first readable value of ``details`` that
+    differs is named, where both sides have them. A key only ``saved`` has (written by a later
+    fvswe) differs too."""
     saved = completed(saved)
     unknown = [key for key in saved if key not in now]
     if unknown:
         key = unknown[0]
-        return f"{key}: {saved[key]!r} in the checkpoint's run, unknown to this fvswe"
+        return f"{key}: {saved[key]!r} in {whose}, unknown to this fvswe"
     for key in sorted(now, key=lambda k: k in DERIVED):  # a cause before its consequence
         value, old = now[key], saved.get(key)
         if old == value:
@@ -180,7 +182,7 @@ def mismatch(
         named = [k for k in after if k in before and before[k] != after[k]]
         if named:
             key, old, value = named[0], before[named[0]], after[named[0]]
-        return f"{key}: {old!r} in the checkpoint's run, {value!r} now"
+        return f"{key}: {old!r} in {whose}, {value!r} now"
     return None
 
 

@@ -20,7 +20,7 @@ from . import settings as run_settings
 from .backends import backend_class
 from .backends.layout import FRICTION_KINDS, Layout
 from .boundary import OPEN, edge_conditions, inflows, level_tables
-from .errors import BlowUpError, ConfigError
+from .errors import BlowUpError, ConfigError, check_finite
 from .forcing import Coriolis, Wind, WindTable
 from .mesh.orderings import resolve as resolve_order
 from .model import Model, thin_layer_threshold
@@ -369,7 +369,7 @@ class Simulation:
 
     def _initial_state(self, mesh, H: Field, initial) -> tuple[np.ndarray, np.ndarray]:
         """``(W0, H)`` per cell in the mesh's order: the packed initial state, checked for
-        unknown fields and negative or NaN depths, and the bed."""
+        unknown fields, values that are not finite and negative depths, and the bed."""
         n = mesh.n_cells
         Hc = _cell_values(H, mesh.centroid, n, "initial H")
         values = {
@@ -381,6 +381,8 @@ class Simulation:
             raise ConfigError(
                 f"initial: unknown field {unknown[0]!r} (fields: {', '.join(self.model.fields)})"
             )
+        for name, v in {"H": Hc, **values}.items():
+            check_finite(v, f"initial {name}")
         W0 = self.model.pack(values, n)
         for c in self.model.depth_components:
             bad = np.flatnonzero(~(W0[:, c] >= 0))
@@ -393,7 +395,7 @@ class Simulation:
                 raise ConfigError(
                     f"initial {self.model.fields[c]}: {float(W0[i, c]):g} m in cell {i} at "
                     f"({x:.4g}, {y:.4g}) of {mesh.source}, {bad.size} cell(s) with a negative "
-                    f"or NaN depth{hint}"
+                    f"depth{hint}"
                 )
         return W0, Hc
 

@@ -20,14 +20,18 @@ but writes through HDF5 alone and is a second implementation of the format.
 
 from __future__ import annotations
 
+import datetime
+import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .errors import ConfigError
-from .output import FIELD_NAMES, original_cells, output_fields
+from .output import FIELD_NAMES, IDENTITY_ATTRS, original_cells, output_fields
 
 #: File name of the series in an output folder.
 FILENAME = "solution.nc"
@@ -89,6 +93,54 @@ def create_time(ds, origin: str = TIME_ORIGIN):
     return t
 
 
+def check_time_origin(text: str, where: str) -> str:
+    """``text`` as CF's reference date ``YYYY-MM-DD HH:MM:SS`` (UTC where it has an offset),
+    or a one-line ConfigError naming ``where``: an ISO date or date-time, nothing else, so
+    that every reader can decode the ``time`` units it is written into."""
+    try:
+        when = datetime.datetime.fromisoformat(text.strip())
+    except (TypeError, ValueError, AttributeError):
+        raise ConfigError(f"{where}: expected an ISO date or date-time such as 2026-01-01 or "
+                          f"2026-01-01 12:00:00, got {text!r}") from None  # fmt: skip
+    if when.tzinfo is not None:
+        when = when.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return when.isoformat(sep=" ")
+
+
+def check_crs(crs: str, where: str) -> str:
+    """``crs`` without surrounding blanks if it is ``EPSG:<code>`` or WKT (a keyword and a
+    bracketed, balanced body), and, where pyproj is installed, a CRS pyproj knows; else a
+    one-line ConfigError naming ``where``."""
+    text = crs.strip() if isinstance(crs, str) else ""
+    epsg = re.fullmatch(r"EPSG:\d+", text, re.IGNORECASE)
+    wkt = re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*\s*\[.*\]", text, re.S) and _balanced(text)
+    if not (epsg or wkt):
+        raise ConfigError(f"{where}: expected EPSG:<code> (e.g. EPSG:32631) or WKT, got {crs!r}")
+    try:
+        import pyproj
+    except ImportError:
+        return text
+    try:
+        pyproj.CRS.from_user_input(text)
+    except pyproj.exceptions.CRSError as exc:
+        reason = " ".join(str(exc).split())
+        raise ConfigError(f"{where}: {crs!r} is no CRS pyproj knows ({reason})") from None
+    return text
+
+
+def _balanced(wkt: str) -> bool:
+    """Whether the brackets of ``wkt`` outside its quoted strings pair up and close at its end."""
+    depth, quoted = 0, False
+    for k, char in enumerate(wkt):
+        if char == '"':
+            quoted = not quoted
+        elif not quoted and char in "[]":
+            depth += 1 if char == "[" else -1
+            if depth < 0 or (depth == 0 and k != len(wkt) - 1):
+                return False
+    return depth == 0 and not quoted
+
+
 def add_crs(ds, crs: str | None) -> str | None:
     """A ``crs`` grid-mapping variable for ``crs`` (``"EPSG:n"`` or WKT); its name, or None."""
     if not crs:
@@ -117,7 +169,9 @@ class NetCDFSeries:
     outputs of an existing series before that time) and renamed into place before
     the first new output, so a restarted run leaves the same series as an
     uninterrupted one. ``crs`` (``"EPSG:n"`` or WKT) becomes the ``crs`` grid
-    mapping; ``time_origin`` is the date that model time 0 is written as.
+    mapping; ``time_origin`` is the date that model time 0 is written as; ``identity`` (the
+    run's, :func:`fvswe.restart.identity`) is stored so that a restart continues only its own
+    run's series (:func:`fvswe.output.identity_of`). The hidden file is removed on any failure.
     """
 
     def __init__(
@@ -129,12 +183,16 @@ class NetCDFSeries:
         crs: str | None = None,
         time_origin: str = TIME_ORIGIN,
         title: str = "",
+        identity: Mapping[str, Any] | None = None,
     ) -> None:
         netcdf4()  # fail before any file is touched when it is missing
         self.directory = Path(directory)
         self.sim = sim
         self.resume_at = resume_at
-        self.crs, self.time_origin, self.title = crs, time_origin, title
+        self.crs = None if crs is None else check_crs(crs, "crs")
+        self.time_origin = check_time_origin(time_origin, "time_origin")
+        self.title = title
+        self.identity = json.dumps(dict(identity or {}), sort_keys=True)
         self.times: list[float] = []
 
     @property
@@ -144,12 +202,19 @@ class NetCDFSeries:
     def __enter__(self) -> NetCDFSeries:
         previous = self._previous() if self.resume_at is not None else []
         tmp = self.directory / f".{FILENAME}.tmp"
-        self._ds = netcdf4().Dataset(tmp, "w", format="NETCDF4")
-        self._create(self._ds)
-        for t, fields in previous:
-            self._write(t, fields)
-        self._ds.sync()
-        os.replace(tmp, self.path)  # the open handle follows the file
+        self._ds = None
+        try:
+            self._ds = netcdf4().Dataset(tmp, "w", format="NETCDF4")
+            self._create(self._ds)
+            for t, fields in previous:
+                self._write(t, fields)
+            self._ds.sync()
+            os.replace(tmp, self.path)  # the open handle follows the file
+        except BaseException:
+            if self._ds is not None:
+                self._ds.close()
+            tmp.unlink(missing_ok=True)
+            raise
         return self
 
     def _create(self, ds) -> None:
@@ -157,6 +222,7 @@ class NetCDFSeries:
         global_attrs(ds, self.title or mesh.source)
         ds.layers = sim.model.layers
         ds.scheme = sim.scheme
+        setattr(ds, IDENTITY_ATTRS[FILENAME], self.identity)
         grid_mapping = add_crs(ds, self.crs)
         ds.createDimension("node", mesh.n_nodes)
         ds.createDimension("face", mesh.n_cells)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from fvswe.cli import main
-from fvswe.mesh import write_mesh
+from fvswe.mesh import Mesh, write_mesh
 from fvswe.mesh.generate import strip, structured_square
 
 
@@ -22,6 +22,10 @@ def d(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("inputs")
     write_mesh(structured_square(4), d / "square.npz")
     write_mesh(strip(8, 2, x0=0.0, x1=8.0), d / "strip.npz")
+    square = structured_square(4)
+    inner = square.edge_nodes[square.edge_cells[:, 1] >= 0][:1]  # a dam line inside the mesh
+    tags = {**square.boundary_tags(), "dam": inner}
+    write_mesh(Mesh.from_arrays(square.nodes, square.cells, boundary_tags=tags), d / "dam.npz")
     (d / "empty.msh").write_text("")
     (d / "mesh.xyz").write_text("0 0 0\n")
     np.savez(d / "arrays.npz", nodes=np.zeros((3, 2)))  # no cells
@@ -31,6 +35,11 @@ def d(tmp_path_factory) -> Path:
     (d / "short.txt").write_text("0 0\n0.5 0.1\n")
     (d / "gauges_bad.csv").write_text("a,1\n")
     (d / "gauges_empty.csv").write_text("# none\n")
+    bed = np.full((3, 3), 6.0)
+    bed[1, 1] = np.inf  # under the mesh
+    np.savez(d / "inf.npz", x=[-9.0, 0.0, 9.0], y=[-9.0, 0.0, 9.0], depth=bed)
+    np.savez(d / "nan_depth.npz", nodes=[[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]], cells=[[0, 1, 2]],
+             depth=[np.nan])  # fmt: skip
     return d
 
 
@@ -72,6 +81,16 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
     "initial value a list": (SQUARE.replace("h1 = 1.0", "h1 = [1, 2]"), [], "initial.h1"),
     "velocity and momentum both": (SQUARE.replace("h1 = 1.0", "h1 = 1.0\nu1 = 1\nq1x = 1"), [],
                                    "initial.u1 and initial.q1x"),
+    # -- values that are not finite (issue 34, item 6: outputs were written, then "blew up")
+    "bathymetry NaN": (SQUARE.replace("h1 = 1.0", "H = nan\nh1 = 1.0"), [],
+                       "case.toml: initial.H: not finite (nan)"),
+    "momentum infinite": (SQUARE.replace("h1 = 1.0", "h1 = 1.0\nq1x = -inf"), [],
+                          "initial.q1x: not finite (-inf)"),
+    "depth infinite": (SQUARE.replace("h1 = 1.0", "h1 = inf"), [], "initial.h1: not finite"),
+    "raster infinite under the mesh": (SQUARE.replace("h1 = 1.0", 'H = { raster = "{d}/inf.npz",'
+                                                      ' method = "nearest" }\nh1 = 1.0'), [],
+                                       "inf.npz:depth: not finite (inf) where cell"),
+    "mesh depth NaN": (None, ["--mesh", "{d}/nan_depth.npz"], "nan_depth.npz: depth: not finite"),
     # -- boundaries
     "two-layer level without interface": (SQUARE + '[boundary]\nwall = { level = 0.1 }\n', [],
                                           "a two-layer level needs the interface level too"),
@@ -89,6 +108,10 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
     "discharge times backwards": (
         west('{ kind = "discharge", Q = { file = "{d}/backwards.txt" } }'), [],
         "boundary tag 'west': discharge times must increase"),
+    "condition on an interior line": (SQUARE.replace("square.npz", "dam.npz")
+                                      + '[boundary]\nwall = "wall"\ndam = "open"\n', [],
+                                      "boundary condition for tag 'dam', which owns no boundary "
+                                      "edge of"),
     "level and level file": (west('{ level = 0.1, level_file = "x.txt" }'), [],
                              "'boundary.west' needs exactly one of"),
     "times without levels": (west("{ times = [0, 1] }"), [], "'boundary.west' needs exactly"),
@@ -133,6 +156,10 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
     "section inside the mesh": (SQUARE + "[[sections]]\npoints = [[0, -3], [0, 3]]\n", [],
                                 "splitting it in two"),
     "unknown output format": (SQUARE + '[output]\nformat = "vtk"\n', [], "'output.format'"),
+    "time origin not a date": (SQUARE + '[output]\ntime_origin = "next tuesday"\n', [],
+                               "case.toml: output.time_origin: expected an ISO date"),
+    "crs key not WKT": (SQUARE + '[output]\ncrs = \'PROJCRS["x", CS[]\'\n', [],
+                        "case.toml: output.crs: expected EPSG:<code>"),
     "probe interval a string": (SQUARE + '[output]\nprobe_every = "often"\n', [],
                                 "'output.probe_every'"),
     # -- flags
@@ -142,8 +169,13 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
     "gauge list malformed": (None, ["--gauges", "{d}/gauges_bad.csv"], "line 1: expected"),
     "gauge list empty": (None, ["--gauges", "{d}/gauges_empty.csv"], "lists no gauges"),
     "section flag odd": (None, ["--section", "0,0,1"], "--section: expected x,y pairs"),
+    "crs flag not an EPSG code": (None, ["--crs", "EPSG:banana"],
+                                  "--crs: expected EPSG:<code> (e.g. EPSG:32631) or WKT, got "
+                                  "'EPSG:banana'"),
     "probe interval negative": (None, ["--gauge", "0,0", "--probe-every", "-1"],
                                 "--probe-every: must be positive"),
+    "probe interval too fine for memory": (None, ["--gauge", "0,0", "--probe-every", "1e-12"],
+                                           "--probe-every: 1e-12 s gives "),
     "format without output": (None, ["--format", "netcdf", "--no-output"],
                               "--format needs --output"),
     "section without output": (None, ["--section", "0,-9,0,9", "--no-output"],

@@ -164,14 +164,14 @@ CASE_BAD = {
         '[boundary]\nwall = "wall"\ninflow = "open"\n[initial]\nh1 = 1.0\nh2 = 1.0\n',
         "tag 'inflow'",
     ),
-    "negative depth": ("square.npz", '[initial]\nh1 = "x"\nh2 = 1.0\n', "negative or NaN depth"),
+    "negative depth": ("square.npz", '[initial]\nh1 = "x"\nh2 = 1.0\n', "negative depth"),
     "negative depth on a bed above the reference": (
         "strip.npz", 'layers = 1\n[boundary]\nwest = "wall"\neast = "wall"\nwall = "wall"\n'
         '[initial]\nH = "-x"\nh = "H"\n', "initial h: -0.0833333 m in cell 16 at (0.08333, "
         "0.04167) of "),
     "the bed-sign hint": (
         "strip.npz", 'layers = 1\n[boundary]\nwest = "wall"\neast = "wall"\nwall = "wall"\n'
-        '[initial]\nH = "-x"\nh = "H"\n', "32 cell(s) with a negative or NaN depth; H there "
+        '[initial]\nH = "-x"\nh = "H"\n', "32 cell(s) with a negative depth; H there "
         "is -0.0833333 m, a bed above the reference level: H is a depth, positive down"),
     "malformed TOML": ("square.npz", "[initial\nh1 = 1\n", "malformed TOML"),
     "unknown key": ("square.npz", "[initial]\nh1 = 1\n[outputs]\nevery = 1\n", "'outputs'"),

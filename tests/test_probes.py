@@ -283,3 +283,31 @@ def test_gauges_and_sections_from_the_command_line(tmp_path, capsys):
     assert [r["gauge"] for r in rows[:3]] == ["ne", "g2", "centre"]
     assert sorted({float(r["t"]) for r in rows}) == [0.0, 0.005, 0.01]
     assert Path(out / "sections.csv").read_text().startswith("t,section,discharge1,discharge2")
+
+
+@pytest.mark.parametrize(("layers", "gauges", "sections"), [(2, 3, 1), (1, 1, 2)])
+def test_the_memory_a_probe_plan_needs_is_not_underestimated(tmp_path, layers, gauges, sections):
+    """Issue 34, item 5: `fvswe run` sizes --probe-every's samples with memory_needed before
+    the folder is made; it bounds what sampling and the CSV files take, within a factor 2."""
+    import tracemalloc
+
+    from fvswe import probes
+
+    initial = {"h1": 1.0, "h2": 5.0} if layers == 2 else {"h": 6.0}
+    sim = Simulation(structured_square(8), layers=layers, H=6.0, backend="cpu", initial=initial)
+    points = [Gauge(f"g{k}", 0.5 * k, 0.1) for k in range(gauges)]
+    lines = [Section(f"s{k}", ((0.3 + k, -9.0), (0.3 + k, 9.0))) for k in range(sections)]
+    n = 500
+    tracemalloc.start()
+    try:
+        record = Probes(sim, points, lines)
+        plan = sorted(set(probes.sample_times(1.0, n - 1)) | {0.5})
+        for t in plan[: n - 1]:
+            record.times[-1] = -t  # a new time for each sample, without stepping
+            record.sample()
+        record.write(tmp_path, netcdf=False, png=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    need = probes.memory_needed(n, gauges, sections, layers)
+    assert need / 2 < peak <= need, (peak, need)

@@ -141,7 +141,13 @@ def test_bad_rasters_are_named_in_one_line(tmp_path, mesh):
     nan = write_nc(tmp_path / "holes.nc", X, Y, holes)
     with pytest.raises(ConfigError) as exc:
         sample(read_raster(nan), [0.1, -0.2, 3.0], [1.2, 1.3, 1.2])
-    one_line(exc, "holes.nc:depth", "NaN where cell 0", "(2 cells)")
+    one_line(exc, "holes.nc:depth", "not finite (nan) where cell 0", "(2 cells)")
+    holes[2, 3] = np.inf  # issue 34, item 6: +inf passed, and the run blew up after writing
+    np.savez(tmp_path / "inf.npz", x=X, y=Y, depth=holes)
+    for method, value in (("nearest", "inf"), ("bilinear", "")):
+        with pytest.raises(ConfigError) as exc:
+            sample(read_raster(tmp_path / "inf.npz"), [0.1, 3.0], [1.2, 1.2], method)
+        one_line(exc, "inf.npz:depth", f"not finite ({value}", "where cell 0")
     np.savez(tmp_path / "nocoord.npz", x=X, depth=bilinear(gx, gy))
     with pytest.raises(ConfigError) as exc:
         read_raster(tmp_path / "nocoord.npz")

@@ -94,6 +94,22 @@ def test_a_checkpoint_of_another_dtype_is_refused_naming_the_dtype(tmp_path, mes
         spec.simulation(mesh).restore(output.load_checkpoint(tmp_path / "c.npz"))
 
 
+def test_the_checkpoint_writer_removes_an_older_versions_temporaries(tmp_path, mesh):
+    """Issue 34, item 12: fvswe before the ``.part-`` names wrote ``.checkpoint.npz.XXXXXXXX.npz``
+    (mkstemp), and a run killed then left it for ever. Nothing else of the name goes: not a
+    live ``.part-`` temporary, nor a name mkstemp never makes."""
+    stale = [".checkpoint.npz.k2_x9q0a.npz", ".checkpoint.npz.abcdefgh.npz"]
+    kept = [".checkpoint.npz.part-k2_x9q0a.npz", ".checkpoint.npz.notes.npz", ".c.npz.abcdefgh.npz"]
+    for name in stale + kept:
+        (tmp_path / name).write_bytes(b"")
+    sim = casefile.from_case("test1").with_overrides(backend="cpu").simulation(mesh)
+    output.save_checkpoint(tmp_path / output.CHECKPOINT, sim.snapshot())
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([output.CHECKPOINT, *kept])
+    (tmp_path / ".summary.json.ab_cd123.json").write_bytes(b"")  # the next run's clean-up
+    output.clean_stale(tmp_path)  # (under the folder's lock: .part- temporaries go too)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([output.CHECKPOINT, *kept[1:]])
+
+
 def test_checkpoint_of_another_run_is_refused_naming_the_setting(tmp_path, mesh):
     spec = casefile.from_case("test1").with_overrides(backend="cpu")
     other = spec.with_overrides(scheme="roe").simulation(mesh)

@@ -280,6 +280,15 @@ def test_negative_initial_depth_is_a_one_line_error(sym_mesh):
         Simulation(sym_mesh, H=6.0, initial={"h1": lambda x, y: x, "h2": 1.0})
 
 
+def test_values_that_are_not_finite_are_named_before_the_run(sym_mesh):
+    """Issue 34, item 6: a NaN bed or an infinite momentum ran, and blew up later."""
+    H = lambda x, y: np.where(x > 0, np.nan, 6.0)  # noqa: E731
+    with pytest.raises(ConfigError, match=r"^initial H: not finite \(nan\) in cell \d+ \("):
+        Simulation(sym_mesh, H=H, initial={"h1": 1.0, "h2": 1.0})
+    with pytest.raises(ConfigError, match=r"^initial q1x: not finite \(inf\) in cell 0 \("):
+        Simulation(sym_mesh, H=6.0, initial={"h1": 1.0, "h2": 1.0, "q1x": np.inf})
+
+
 def test_unknown_scheme_is_a_one_line_error(sym_mesh):
     with pytest.raises(ConfigError, match="scheme: unknown 'godunov'"):
         Simulation(sym_mesh, scheme="godunov", H=6.0, initial={"h1": 1.0, "h2": 1.0})

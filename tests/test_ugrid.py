@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+import types
+
 import numpy as np
 import pytest
 
+from fvswe.errors import ConfigError
 from fvswe.mesh.generate import structured_square
 from fvswe.output import FIELD_NAMES, original_cells, output_fields
 from fvswe.simulation import Simulation
-from fvswe.ugrid import FIELD_ATTRS, FILENAME, STATIC, NetCDFSeries
+from fvswe.ugrid import FIELD_ATTRS, FILENAME, STATIC, NetCDFSeries, check_crs, check_time_origin
 
 xr = pytest.importorskip("xarray", reason="the netcdf extra: pip install 'fvswe[netcdf]'")
 pytest.importorskip("netCDF4", reason="the netcdf extra: pip install 'fvswe[netcdf]'")
@@ -126,3 +130,74 @@ def test_a_restarted_cli_run_leaves_the_same_netcdf_series_as_an_uninterrupted_o
         np.testing.assert_array_equal(b["time"].values, [0.0, 0.3, 0.6, 0.9])
         for name in ("time", *FIELD_NAMES[2]):
             np.testing.assert_array_equal(b[name].values, a[name].values, err_msg=name)
+
+
+def test_a_restart_continues_only_its_own_runs_netcdf_series(tmp_path, capsys):
+    """Issue 34, item 2: a restart into a folder whose solution.nc another run wrote (another
+    scheme on the same mesh, or another mesh) is refused in one line naming the file and the
+    key, before anything is written; the folder is left as it was."""
+    from fvswe.cli import main
+    from fvswe.mesh import write_mesh
+
+    write_mesh(structured_square(2), tmp_path / "a.npz")
+    write_mesh(structured_square(4), tmp_path / "b.npz")
+    common = ["test1", "--backend", "cpu", "-q", "--format", "netcdf", "--t-end", "0.01",
+              "--checkpoint-every", "0.005"]  # fmt: skip
+    runs = {"mine": ["a.npz"], "roe": ["a.npz", "--scheme", "roe"], "mesh": ["b.npz"]}
+    for name, (mesh, *flags) in runs.items():
+        argv = [*common, "--mesh", str(tmp_path / mesh), *flags, "-o", str(tmp_path / name)]
+        assert main(["run", *argv]) == 0
+    capsys.readouterr()
+    before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "mine").iterdir()}
+    for name, (mesh, *flags), key in (
+        ("roe", runs["roe"], "scheme: 'ir-roe' in that run, 'roe' now"),
+        ("mesh", runs["mesh"], "cells: 8 in"),
+    ):
+        checkpoint = str(tmp_path / name / "checkpoint.npz")
+        argv = [*common, "--mesh", str(tmp_path / mesh), *flags, "--restart", checkpoint]
+        assert main(["run", *argv, "--t-end", "0.02", "-o", str(tmp_path / "mine")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"another run's results ({FILENAME}: {key}" in err, err
+        assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "mine").iterdir()} == before
+
+
+def test_a_failing_netcdf_series_leaves_no_temporary(tmp_path):
+    """The hidden file a series is made under is removed when making it fails (here: the
+    previous series has another mesh, which the CLI refuses before this point)."""
+    write_series(tmp_path, dam_break(), times=(0.0,))
+    other = Simulation(structured_square(4), layers=2, H=6.0, backend="cpu",
+                       initial={"h1": 1.0, "h2": 5.0})  # fmt: skip
+    with pytest.raises(ValueError), NetCDFSeries(tmp_path, other, resume_at=0.01):
+        pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == [FILENAME]
+
+
+def test_time_origin_and_crs_are_checked_and_written_readably(tmp_path, monkeypatch):
+    """Issue 34, item 7: "next tuesday" and EPSG:banana were written (xarray could not open the
+    first). An ISO date or date-time is written as CF's reference date (UTC); a CRS is
+    EPSG:<code> or balanced WKT, and one that pyproj, where installed, rejects."""
+    assert check_time_origin("2026-01-01", "k") == "2026-01-01 00:00:00"
+    assert check_time_origin("2026-01-01T12:30:00+02:00", "k") == "2026-01-01 10:30:00"
+    for bad in ("next tuesday", "2026-13-01", "", "1 Jan 2026"):
+        with pytest.raises(ConfigError, match=r"^k: expected an ISO date or date-time"):
+            check_time_origin(bad, "k")
+    wkt = 'GEOGCRS["WGS 84 ]", DATUM["x", ELLIPSOID["y", 6378137, 298.257]]]'
+    assert check_crs(" epsg:4326 ", "k") == "epsg:4326" and check_crs(wkt, "k") == wkt
+    for bad in ("EPSG:banana", "EPSG:", "4326", "WGS 84", wkt[:-1], wkt + "]", "GEOGCRS[]x"):
+        with pytest.raises(ConfigError, match=r"^k: expected EPSG:<code> .* or WKT, got"):
+            check_crs(bad, "k")
+    fake = types.ModuleType("pyproj")  # pyproj is optional: its verdict where installed
+    fake.exceptions = types.SimpleNamespace(CRSError=ValueError)
+    fake.CRS = types.SimpleNamespace(from_user_input=lambda t: int(t[5:]) < 99999 or fake_error())
+    monkeypatch.setitem(sys.modules, "pyproj", fake)
+    assert check_crs("EPSG:4326", "k") == "EPSG:4326"
+    with pytest.raises(ConfigError, match=r"^k: 'EPSG:999999' is no CRS pyproj knows \(unknown"):
+        check_crs("EPSG:999999", "k")
+    monkeypatch.delitem(sys.modules, "pyproj")
+    write_series(tmp_path, dam_break(), times=(0.0, 0.01), time_origin="2000-01-01T02:00+02:00")
+    with xr.open_dataset(tmp_path / FILENAME) as ds:
+        assert ds["time"].values[0] == np.datetime64("2000-01-01T00:00:00")
+
+
+def fake_error():
+    raise ValueError("unknown code")

@@ -258,7 +258,8 @@ class _Series(ExitStack):
         elif fmt in ("netcdf", "both"):
             self.writers.append(
                 ugrid.NetCDFSeries(out, sim, resume_at=resume, crs=spec.crs, title=spec.name,
-                                   time_origin=spec.time_origin or ugrid.TIME_ORIGIN)
+                                   time_origin=spec.time_origin or ugrid.TIME_ORIGIN,
+                                   identity=identity)
             )  # fmt: skip
 
     def __enter__(self) -> _Series:
@@ -299,6 +300,7 @@ def run(args) -> int:
         raise ConfigError(f"--checkpoint-every: must be positive, got {spec.checkpoint_every!r}")
     _check_threads(args, spec)
     _check_output_count(args, spec)
+    _check_netcdf_keys(args, spec)
     times = spec.times()
     comm = parallel.world()  # None unless launched by mpiexec as several processes
     if comm is None:
@@ -320,6 +322,8 @@ def run(args) -> int:
             raise ConfigError(f"--restart: the checkpoint is at t = {sim.t:g} s, past t_end")
     probe = probes.Probes(sim, spec.gauges, spec.sections) if spec.gauges or spec.sections else None
     sim.run(times[-1], max_steps=0)  # no step: checks t_end (e.g. against level series) now
+    if probe is not None:
+        _check_probe_memory(args, spec, sim, len(times))
     if out is None:
         summary = _advance(args, spec, sim, times, None, started=started)
         return _finish(args, spec, sim, summary, None)
@@ -378,9 +382,39 @@ def _check_output_count(args, spec: casefile.RunSpec) -> None:
                           f"t_end = {t_end:g} s; at most {MAX_OUTPUTS} are allowed")  # fmt: skip
 
 
+def _check_probe_memory(args, spec: casefile.RunSpec, sim, outputs: int) -> None:
+    """Refuse a probe interval (--probe-every, output.probe_every) whose samples need more
+    memory than there is, before the folder is made (a tiny one ran out of it later). At
+    the output times alone, the samples are bounded by MAX_OUTPUTS."""
+    every, t_end, gauges, sections = spec.probe_every, spec.t_end, spec.gauges, spec.sections
+    if not every:
+        return
+    samples = outputs + 1 + t_end / every
+    need = probes.memory_needed(samples, len(gauges), len(sections), sim.model.layers)
+    free = probes.available_memory()
+    if free is None or need <= free:
+        return
+    flag = args.probe_every is not None
+    where = "--probe-every" if flag else f"{spec.source}: output.probe_every"
+    raise ConfigError(f"{where}: {every:g} s gives {samples:.3g} samples up to t_end = "
+                      f"{t_end:g} s of {len(gauges)} gauges and {len(sections)} sections, "
+                      f"about {need / 1e9:.3g} GB; {free / 1e9:.3g} GB of memory is "
+                      "available")  # fmt: skip
+
+
+def _check_netcdf_keys(args, spec: casefile.RunSpec) -> None:
+    """The CRS (--crs, output.crs) and output.time_origin that solution.nc would hold."""
+    if spec.crs is not None:
+        where = "--crs" if args.crs is not None else f"{spec.source}: output.crs"
+        ugrid.check_crs(spec.crs, where)
+    if spec.time_origin is not None:
+        ugrid.check_time_origin(spec.time_origin, f"{spec.source}: output.time_origin")
+
+
 def _claim(args, out: Path, identity: dict) -> None:
     """Make ``out`` this run's: refuse another run's results unless --overwrite (then remove
-    them); a restart continues the series of its own run in place."""
+    them); a restart continues the series of its own run in place, and only its own: every
+    series file present must hold this run's identity."""
     present = output.previous_results(out)
     if not present:
         return
@@ -388,15 +422,25 @@ def _claim(args, out: Path, identity: dict) -> None:
     if args.overwrite:
         output.remove_results(out, keep=restart)
         return
-    series_h5 = out / f"{output.SERIES}.h5"
-    saved = output.Series.identity_of(out)
-    mine = saved is not None and mismatch(saved, identity) is None
-    if restart is not None and (not series_h5.exists() or mine):
-        return
-    raise ConfigError(
-        f"--output: {out} holds another run's results ({', '.join(present)}); "
-        "give --overwrite to replace them, or another folder"
-    )
+    why = ", ".join(present) if restart is None else _foreign_series(out, identity)
+    if why is not None:
+        raise ConfigError(f"--output: {out} holds another run's results ({why}); "
+                          "give --overwrite to replace them, or another folder")  # fmt: skip
+
+
+def _foreign_series(out: Path, identity: dict) -> str | None:
+    """``FILE: key: old in that run, new now`` for the first series file in ``out`` that
+    another run wrote, or that records no readable identity (None: all are this run's)."""
+    for name in output.IDENTITY_ATTRS:
+        if not (out / name).exists():
+            continue
+        saved = output.identity_of(out / name)
+        if saved is None:
+            return f"{name}: no readable run identity"
+        differs = mismatch(saved, identity, whose="that run")
+        if differs is not None:
+            return f"{name}: {differs}"
+    return None
 
 
 def _advance(args, spec, sim, times, series, probe=None, started=None):

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import get_num_threads, njit, prange
 
-from ..errors import MeshError
+from ..errors import MeshError, check_finite
 
 #: Cells whose doubled area is below this fraction of their longest edge squared are degenerate.
 DEGENERATE_RTOL = 1e-10
@@ -146,6 +146,7 @@ class Mesh:
                 raise MeshError(
                     f"{source}: depth has {depth.shape[0]} values for {cells.shape[0]} cells"
                 )
+            check_finite(depth, f"{source}: depth", MeshError)
         topo = _topology(nodes, cells, source)
         tag_ids, tags = _boundary_tag_ids(
             nodes.shape[0], topo["edge_nodes"], topo["edge_cells"], boundary_tags, source
