@@ -78,6 +78,8 @@ def forcing_fingerprint(sim) -> str:
         src = lay.sources
         arrays += [src.start, src.table, src.weight, src.offsets, src.times, src.values,
                    src.layer, src.kind, np.array(src.names, dtype=str)]  # fmt: skip
+    if lay.slide is not None:  # (absent: the hash of the runs from before moving beds)
+        arrays.append(lay.slide.params)
     return _digest(*arrays)
 
 
@@ -114,6 +116,8 @@ def _forcing_details(layout) -> dict[str, Any]:
         "wind": None if layout.wind is None else "on",
         "sources": None if layout.sources is None else ", ".join(layout.sources.names),
     }
+    if layout.slide is not None:
+        out["slide"] = ", ".join(f"{v:g}" for v in layout.slide.params)
     w = layout.wind
     if w is not None:
         drag = {code: name for name, code in DRAG_LAWS.items()}[w.law]
