@@ -113,8 +113,8 @@ def slide_table(slide: Slide | None, centroid: np.ndarray, H0: np.ndarray) -> Sl
     if not isinstance(slide, Slide):
         raise ConfigError(f"slide: expected Slide(...), got {slide!r}")
     xy = np.asarray(centroid, dtype=np.float64)
-    return SlideTable(slide.parameters(), np.ascontiguousarray(xy[:, 0]),
-                      np.ascontiguousarray(xy[:, 1]), np.ascontiguousarray(H0, np.float64))  # fmt: skip
+    x, y = (np.ascontiguousarray(xy[:, k]) for k in (0, 1))
+    return SlideTable(slide.parameters(), x, y, np.ascontiguousarray(H0, np.float64))
 
 
 @njit(cache=True, error_model="numpy")

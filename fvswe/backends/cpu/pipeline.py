@@ -424,8 +424,9 @@ def _arrays(lay: Layout) -> tuple[Mesh, Outputs]:
     edge_level = np.full(1, -1, dtype=np.int32)  # never indexed: no edge has tables
     if lay.levels is not None and lay.levels.count:
         edge_level = lay.levels.edge_level
+    H = lay.H if lay.slide is None else lay.H.copy()  # a moving bed's, written by _set_bed
     mesh = Mesh(
-        H=lay.H if lay.slide is None else lay.H.copy(), area=lay.area, edge_cells=lay.edge_cells, edge_normal=lay.edge_normal,
+        H=H, area=lay.area, edge_cells=lay.edge_cells, edge_normal=lay.edge_normal,
         edge_length=lay.edge_length, edge_slot=lay.edge_slot, edge_bc=lay.edge_bc,
         edge_level=edge_level, cell_edges=ce, cell_side=lay.cell_side,
         slot_length=np.where(ce >= 0, lay.edge_length[np.maximum(ce, 0)], 0),

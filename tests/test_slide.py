@@ -1,0 +1,156 @@
+"""A moving bed (fvswe.slide, fvswe/physics/slide.py, docs/SCHEMES.md §17): the water rides on
+the bed, so each layer's volume is conserved while the surface's volume changes by the bed's;
+a slide at rest under a lake at rest leaves it at rest; a small bump at constant speed follows
+the linear solution (fvswe.exact.moving_bed) at first order."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from fvswe import Simulation
+from fvswe.errors import ConfigError
+from fvswe.exact import moving_bed
+from fvswe.grid import Grid
+from fvswe.mesh.generate import square
+from fvswe.physics import slide as formulas
+from fvswe.slide import Slide, bed_at, slide_table
+
+G = 9.81
+
+
+def _surface_volume(sim: Simulation) -> float:
+    f = sim.fields()
+    return float(np.sum(f["area"] * f["eta1" if "eta1" in f else "eta"]))
+
+
+def _bed_volume(sim: Simulation) -> float:
+    f = sim.fields()
+    return float(np.sum(f["area"] * f["H"]))
+
+
+def slide_basin_simulation(layers: int = 1, **kw) -> Simulation:
+    """A 20 m square basin with walls, 1 m deep (two layers: 0.4 m over 0.6 m), and a 0.2 m
+    slide that starts inside and leaves it through the north-east corner by Watts and
+    Grilli's law (its bed volume, partly outside, changes)."""
+    mesh = square(400, seed=3, half=10.0)
+    slide = Slide(thickness=0.2, length=4.0, width=3.0, start=(6.0, 5.0), direction=(1.0, 0.8),
+                  acceleration=2.0, terminal_velocity=4.0)  # fmt: skip
+    initial = {"h": 1.0} if layers == 1 else {"h1": 0.4, "h2": 0.6}
+    scheme = "hll-wd" if layers == 1 else "roe"
+    return Simulation(mesh, layers=layers, H=1.0, initial=initial, slide=slide,
+                      **{"scheme": scheme, **kw})  # fmt: skip
+
+
+@pytest.mark.parametrize(("layers", "integrator"), [(1, "euler"), (2, "ssp-rk3")])
+def test_layers_keep_their_volume_and_the_surface_follows_the_bed(layers, integrator):
+    """Each layer's volume is its initial one to round-off while the slide moves, and the
+    surface's volume changes by exactly minus the bed depth's (the bed's volume) change, which
+    is not zero: the slide leaves the basin."""
+    sim = slide_basin_simulation(layers, integrator=integrator, backend="cpu")
+    surface0, bed0 = _surface_volume(sim), _bed_volume(sim)
+    sim.run(3.0)
+    for now, start in zip(sim.mass(), sim.mass_initial, strict=True):
+        assert abs(now - start) <= 1e-13 * start
+    change = _bed_volume(sim) - bed0
+    assert change > 0.5  # m^3 of the slide's 1.9 left: the bed deepened
+    assert abs((_surface_volume(sim) - surface0) + change) <= 1e-12 * sim.mass_initial[0]
+
+
+def at_rest(slide: Slide, mesh, depth: float) -> np.ndarray:
+    """The depth of water at rest at level 0 over a flat bed ``depth`` deep and ``slide`` at
+    t = 0: the bed with the slide."""
+    table = slide_table(slide, mesh.centroid, np.full(mesh.n_cells, depth))
+    return bed_at(table, 0.0, np.float64)
+
+
+def test_a_slide_at_rest_under_a_lake_at_rest_leaves_it_at_rest():
+    """A 0.3 m slide that does not move under a flat surface (h = the bed with the slide):
+    after 2 s the surface is flat and the water still to round-off (hll-wd is well balanced)."""
+    mesh = square(300, seed=1, half=10.0)
+    slide = Slide(thickness=0.3, length=5.0, width=3.0, start=(1.0, -2.0), direction=(1, 1),
+                  speed=0.0)  # fmt: skip
+    bed = at_rest(slide, mesh, 1.0)
+    assert bed.min() < 0.75
+    sim = Simulation(mesh, layers=1, H=1.0, initial={"h": bed}, slide=slide, scheme="hll-wd",
+                     backend="cpu", order="none")  # fmt: skip
+    sim.run(2.0)
+    f = sim.fields()
+    assert sim.steps > 15
+    assert np.abs(f["eta"]).max() <= 1e-14
+    assert max(np.abs(f["qx"]).max(), np.abs(f["qy"]).max()) <= 1e-14
+
+
+DEPTH, BUMP, HALF = 10.0, 0.01, 20.0  # m: still water, the bump's height and half-length
+
+
+def _bump(s):
+    """The slide's profile along its path, as :func:`fvswe.physics.slide.shape` makes it."""
+    u = np.maximum(1.0 - (np.asarray(s) / HALF) ** 2, 0.0)
+    return BUMP * u**3
+
+
+def strip_error(nx: int, t_end: float = 8.0, speed: float = 0.5 * math.sqrt(G * DEPTH)) -> float:
+    """The L1 error (m^2 per m of width) of eta at ``t_end`` on a 400 m strip of ``nx`` cells,
+    one across, against the linear solution: a 1-D slide (uniform across) starting at 200 m
+    under water at rest."""
+    mesh = Grid(nx, 1, 400.0 / nx, 1.0).mesh()
+    slide = Slide(thickness=BUMP, length=HALF, width=math.inf, start=(200.0, 0.5), speed=speed)
+    rest = {"h": at_rest(slide, mesh, DEPTH)}
+    sim = Simulation(mesh, layers=1, H=DEPTH, initial=rest, slide=slide, scheme="hll-wd",
+                     backend="cpu", order="none")  # fmt: skip
+    sim.run(t_end)
+    f = sim.fields()
+    eta = moving_bed(f["x"] - 200.0, t_end, _bump, speed, DEPTH, G)[0]
+    return float(np.sum(np.abs(f["eta"] - eta) * f["area"]))
+
+
+def test_a_bump_at_constant_speed_converges_to_the_linear_solution_at_first_order():
+    """Amplitude 1e-3 of the depth, U = c / 2, t = 8 s (the free waves stay inside): the L1
+    error of eta falls at order ~1 (observed 0.94 and 1.18 from 200 to 800 cells; 0.70 from
+    100 cells, 5 across the bump's half-length)."""
+    errors = [strip_error(nx) for nx in (200, 400, 800)]
+    orders = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    assert errors[-1] < 0.15 * BUMP * 2 * HALF  # the waves are there, not smeared out
+    assert np.all(orders > 0.85), orders
+
+
+def test_the_laws_of_motion_and_the_shape():
+    """Constant speed ``U t``; Watts-Grilli starts at rest with acceleration ``a0`` and tends to
+    ``u_t``, continuous where the formula turns linear; the shape's volume is pi L W T / 4."""
+    assert formulas.travel(3.0, 0, 2.5, 0.0) == 7.5
+    a0, ut = 2.0, 4.0
+    s0, t0 = ut * ut / a0, ut / a0
+    h = 1e-4
+    start = formulas.travel(h, 1, s0, t0)
+    assert abs(2 * start / h**2 - a0) <= 1e-3 * a0
+    late = (formulas.travel(100 + h, 1, s0, t0) - formulas.travel(100 - h, 1, s0, t0)) / (2 * h)
+    assert abs(late - ut) <= 1e-9
+    edge = 20.0 * t0
+    assert (
+        abs(formulas.travel(edge * (1 + 1e-15), 1, s0, t0) - formulas.travel(edge, 1, s0, t0))
+        < 1e-12
+    )
+    n = 201
+    xi = np.linspace(-1, 1, n)
+    dxi = xi[1] - xi[0]
+    cells = [formulas.shape(a, b) for a in xi for b in xi]
+    assert abs(sum(cells) * dxi * dxi - math.pi / 4) <= 1e-4
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [({"speed": 1.0, "acceleration": 1.0, "terminal_velocity": 2.0}, "give speed, or"),
+     ({"acceleration": 1.0}, "give speed, or"),
+     ({"speed": 1.0, "thickness": -1.0}, "slide thickness: must be >= 0"),
+     ({"speed": 1.0, "length": 0.0}, "slide length: must be > 0"),
+     ({"speed": 1.0, "direction": (0.0, 0.0)}, "slide direction: must not be (0, 0)"),
+     ({"acceleration": -1.0, "terminal_velocity": 2.0}, "slide acceleration: must be > 0")],
+)  # fmt: skip
+def test_a_bad_slide_is_one_line_naming_the_key(kw, message):
+    args = {"thickness": 0.1, "length": 2.0, "width": 1.0, "start": (0.0, 0.0), **kw}
+    mesh = square(50, seed=1, half=5.0)
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Simulation(mesh, layers=1, H=1.0, initial={"h": 1.0}, slide=Slide(**args), backend="cpu")
