@@ -9,8 +9,10 @@ import math
 
 import numpy as np
 import pytest
+from test_cuda_sources import CXX
 
 from fvswe import Simulation
+from fvswe.backends import gpu
 from fvswe.errors import ConfigError
 from fvswe.exact import moving_bed
 from fvswe.grid import Grid
@@ -41,7 +43,7 @@ def slide_basin_simulation(layers: int = 1, **kw) -> Simulation:
     initial = {"h": 1.0} if layers == 1 else {"h1": 0.4, "h2": 0.6}
     scheme = "hll-wd" if layers == 1 else "roe"
     return Simulation(mesh, layers=layers, H=1.0, initial=initial, slide=slide,
-                      **{"scheme": scheme, **kw})  # fmt: skip
+                      **{"scheme": scheme, "order": "none", **kw})  # fmt: skip
 
 
 @pytest.mark.parametrize(("layers", "integrator"), [(1, "euler"), (2, "ssp-rk3")])
@@ -154,3 +156,58 @@ def test_a_bad_slide_is_one_line_naming_the_key(kw, message):
     mesh = square(50, seed=1, half=5.0)
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         Simulation(mesh, layers=1, H=1.0, initial={"h": 1.0}, slide=Slide(**args), backend="cpu")
+
+
+def _host_gpu(variant: str) -> dict:
+    """The GPU backend's options on the host runtime (tests/host_runtime.py)."""
+    from host_runtime import HostRuntime
+
+    return {"backend": "gpu", "backend_options": {"variant": variant, "runtime": HostRuntime()}}
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize(
+    ("layers", "integrator", "variant"), [(1, "euler", "gather"), (2, "ssp-rk3", "edge")]
+)
+def test_the_gpu_bed_on_the_host_is_the_cpus(layers, integrator, variant):
+    """The GPU's bed_pass (before each later stage, after each step; the emitted slide::bed)
+    on the host: state, bed, steps and time bitwise the CPU's (float64), and a run restored
+    from a snapshot half-way (the bed recomputed from t) ends on the same bits."""
+    cpu = slide_basin_simulation(layers, integrator=integrator, backend="cpu")
+    dev = slide_basin_simulation(layers, integrator=integrator, **_host_gpu(variant))
+    cpu.run(0.5)  # the same clipped step as the restored run's
+    cpu.run(1.0)
+    dev.run(0.5)
+    again = slide_basin_simulation(layers, integrator=integrator, **_host_gpu(variant))
+    again.restore(dev.snapshot())
+    dev.run(1.0)
+    again.run(1.0)
+    ref = cpu.backend.get_state()
+    for sim in (dev, again):
+        assert (sim.t, sim.steps) == (cpu.t, cpu.steps)
+        assert np.array_equal(sim.backend.get_state(), ref)
+        H = sim.backend._W.get()[:, 0, 3]  # the device's bed, after the step
+        assert np.array_equal(H, cpu.bed())
+    assert not np.array_equal(cpu.bed(), cpu.layout.H)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", ["edge", "gather", "slot", "block"])
+def test_the_gpu_bed_is_the_cpus(variant):
+    """On a GPU: the two-layer basin with its slide leaving it by Watts and Grilli's law
+    (SSP-RK3): time and steps the CPU's, the state to round-off (CUDA's log and cosh of the
+    law of motion are not the host's correctly rounded ones: a few ulp), the layers' volumes
+    conserved."""
+    ok, why = gpu.available()
+    if not ok:
+        pytest.skip(f"no GPU backend here: {why}")
+    cpu = slide_basin_simulation(2, integrator="ssp-rk3", backend="cpu")
+    dev = slide_basin_simulation(2, integrator="ssp-rk3", backend="gpu",
+                                 backend_options={"variant": variant})  # fmt: skip
+    cpu.run(2.0)
+    dev.run(2.0)
+    assert (dev.t, dev.steps) == (cpu.t, cpu.steps)
+    assert np.abs(dev.state() - cpu.state()).max() <= 1e-12
+    assert np.abs(dev.fields()["eta1"] - cpu.fields()["eta1"]).max() <= 1e-12
+    for now, start in zip(dev.mass(), dev.mass_initial, strict=True):
+        assert abs(now - start) <= 1e-13 * start
