@@ -211,3 +211,45 @@ def test_the_gpu_bed_is_the_cpus(variant):
     assert np.abs(dev.fields()["eta1"] - cpu.fields()["eta1"]).max() <= 1e-12
     for now, start in zip(dev.mass(), dev.mass_initial, strict=True):
         assert abs(now - start) <= 1e-13 * start
+
+
+CASE = """
+t_end = 1.0
+layers = 1
+scheme = "hll-wd"
+backend = "cpu"
+[mesh]
+generator = "strip"
+nx = 40
+x1 = 100.0
+[initial]
+H = 4.0
+h = "H"
+[slide]
+thickness = 0.5
+length = 10.0
+width = inf
+start = [30.0, 1.0]
+{law}
+"""
+
+
+def test_a_case_files_slide_and_its_h_at_rest(tmp_path):
+    """``[slide]`` of a case file: ``h = "H"`` is the water at rest over the bed with the slide
+    (eta = 0 where the bed rose by up to 0.5 m); a missing key is one line naming it."""
+    from fvswe import casefile
+
+    path = tmp_path / "case.toml"
+    path.write_text(CASE.format(law="acceleration = 0.5\nterminal_velocity = 2.0"))
+    spec = casefile.load(path)
+    sim = spec.simulation(spec.load_mesh())
+    f = sim.fields()
+    assert f["H"].min() < 3.6 and np.abs(f["eta"]).max() == 0.0
+    sim.run(1.0)
+    assert np.abs(sim.fields()["eta"]).max() > 1e-3
+    path.write_text(CASE.format(law="").replace("thickness = 0.5\n", ""))
+    with pytest.raises(ConfigError, match=r"case.toml: missing key 'slide.thickness'$"):
+        casefile.load(path)
+    path.write_text(CASE.format(law="speed = -1.0\nterminal_velocity = 2.0"))
+    with pytest.raises(ConfigError, match=r"case.toml: slide: give speed, or acceleration and"):
+        casefile.load(path)
