@@ -9,8 +9,8 @@ docs/SCHEMES.md §17 says when in a step the backends evaluate them. The water c
 the bed: a layer's volume does not change, the surface rises and falls with the bed.
 
 :func:`slide_table` lays a slide out for a run (its parameters and, per cell, the centre and
-the static bed in float64); :func:`bed_cells` is the compiled pass that writes the bed of
-every cell at a time (the CPU backend's, and the current bed that outputs read).
+the static bed in float64); :func:`bed_at` is the bed of every cell at a time, by the
+compiled pass :func:`fvswe.physics.slide.bed_cells` that the CPU backend runs too.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
-from numba import njit
 
 from .errors import ConfigError
-from .physics import slide as formulas
-from .physics.slide import SLIDE_LAWS
+from .physics.slide import SLIDE_LAWS, bed_cells
+
+__all__ = ["Slide", "SlideTable", "bed_at", "slide_table"]
 
 
 @dataclass(frozen=True)
@@ -115,14 +115,6 @@ def slide_table(slide: Slide | None, centroid: np.ndarray, H0: np.ndarray) -> Sl
     xy = np.asarray(centroid, dtype=np.float64)
     x, y = (np.ascontiguousarray(xy[:, k]) for k in (0, 1))
     return SlideTable(slide.parameters(), x, y, np.ascontiguousarray(H0, np.float64))
-
-
-@njit(cache=True, error_model="numpy")
-def bed_cells(t, p, x, y, H0, out):
-    """``out[i]``: the bed of cell ``i`` at time ``t`` (float64, rounded to ``out``'s type)."""
-    for i in range(out.shape[0]):
-        out[i] = formulas.bed(H0[i], x[i], y[i], t, p[0], p[1], p[2], p[3], p[4], p[5], p[6],
-                              p[7], p[8], p[9])  # fmt: skip
 
 
 def bed_at(table: SlideTable, t: float, dtype) -> np.ndarray:

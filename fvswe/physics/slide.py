@@ -11,14 +11,16 @@ motion is a constant speed ``U`` (``s = U t``: validation against
 u_t^2 / a0``, ``t0 = u_t / a0``, of a slide starting from rest with the acceleration ``a0``
 towards its terminal velocity ``u_t`` (Watts, Grilli, Kirby, Fryer & Tappin 2003, Nat.
 Hazards Earth Syst. Sci. 3; Grilli & Watts 2005, J. Waterw. Port Coastal Ocean Eng. 131).
-``@exact``: every operation rounded on its own.
+``@exact``: every operation rounded on its own. :func:`bed_cells` is the CPU's pass over the
+cells (not emitted: the GPU's is ``bed_pass``), here so that the CPU's cache check
+(:func:`fvswe.backends.cpu.kernels.fresh_cache`) renews it with the formulas.
 """
 
 from __future__ import annotations
 
 import math
 
-from .common import exact
+from .common import exact, jit
 
 #: Laws of motion: the code of each (``Slide`` parameters p1, p2: ``U``, unused; ``s0``, ``t0``).
 SLIDE_LAWS = {"speed": 0, "watts-grilli": 1}
@@ -61,3 +63,12 @@ def bed(H0, x, y, t, x0, y0, ex, ey, inv_l, inv_w, thickness, law, p1, p2):
     xi = (dx * ex + dy * ey) * inv_l
     zeta = (dy * ex - dx * ey) * inv_w
     return H0 - thickness * shape(xi, zeta)
+
+
+@jit
+def bed_cells(t, p, x, y, H0, out):
+    """``out[i]``: the bed of cell ``i`` at time ``t`` (:func:`bed` with the parameters ``p``
+    of :meth:`fvswe.slide.Slide.parameters`; float64, rounded to ``out``'s type)."""
+    for i in range(out.shape[0]):
+        out[i] = bed(H0[i], x[i], y[i], t, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8],
+                     p[9])  # fmt: skip

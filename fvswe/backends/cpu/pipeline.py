@@ -18,7 +18,7 @@ import numpy as np
 from ... import integrators, registry
 from ...boundary import INFLOW_KEYS
 from ...integrators import Op, U
-from ...slide import bed_cells
+from ...physics.slide import bed_cells
 from ...sources import RAIN_KEY, SOURCE_KEYS, counter_keys
 from ..base import EPS_U_RATIO, LAST_STEP_RTOL, LIMIT_MARGIN, check_dt_mode
 from ..controls import Setup, cpu_controls

@@ -87,7 +87,7 @@ extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK) source_means(Ctrl* ctr
 // A moving bed (fvswe.slide; docs/SCHEMES.md §17): the bed depth H of every cell of W, halo
 // cells too (the 4th entry of its first vector), at the time of the stage of `op` (after a
 // step: the new t), from the cell centres x, y, the static bed H0 and the slide's parameters p
-// (slide::bed in double, as the CPU's fvswe.slide.bed_cells). Not skipped when the step does
+// (slide::bed in double, as the CPU's fvswe.physics.slide.bed_cells). Not skipped when the step does
 // not run: it then writes the bed of the time it reads, the same bits again.
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
 bed_pass(const int n_cells, real4* W, const double* __restrict__ x, const double* __restrict__ y,
