@@ -5,7 +5,9 @@ the linear solution (fvswe.exact.moving_bed) at first order."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,13 +16,14 @@ from test_cuda_sources import CXX
 from fvswe import Simulation
 from fvswe.backends import gpu
 from fvswe.errors import ConfigError
-from fvswe.exact import moving_bed
-from fvswe.grid import Grid
 from fvswe.mesh.generate import square
 from fvswe.physics import slide as formulas
 from fvswe.slide import Slide, bed_at, slide_table
 
-G = 9.81
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "moving_bed.py"
+_spec = importlib.util.spec_from_file_location("moving_bed", SCRIPT)
+moving = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(moving)
 
 
 def _surface_volume(sim: Simulation) -> float:
@@ -85,38 +88,13 @@ def test_a_slide_at_rest_under_a_lake_at_rest_leaves_it_at_rest():
     assert max(np.abs(f["qx"]).max(), np.abs(f["qy"]).max()) <= 1e-14
 
 
-DEPTH, BUMP, HALF = 10.0, 0.01, 20.0  # m: still water, the bump's height and half-length
-
-
-def _bump(s):
-    """The slide's profile along its path, as :func:`fvswe.physics.slide.shape` makes it."""
-    u = np.maximum(1.0 - (np.asarray(s) / HALF) ** 2, 0.0)
-    return BUMP * u**3
-
-
-def strip_error(nx: int, t_end: float = 8.0, speed: float = 0.5 * math.sqrt(G * DEPTH)) -> float:
-    """The L1 error (m^2 per m of width) of eta at ``t_end`` on a 400 m strip of ``nx`` cells,
-    one across, against the linear solution: a 1-D slide (uniform across) starting at 200 m
-    under water at rest."""
-    mesh = Grid(nx, 1, 400.0 / nx, 1.0).mesh()
-    slide = Slide(thickness=BUMP, length=HALF, width=math.inf, start=(200.0, 0.5), speed=speed)
-    rest = {"h": at_rest(slide, mesh, DEPTH)}
-    sim = Simulation(mesh, layers=1, H=DEPTH, initial=rest, slide=slide, scheme="hll-wd",
-                     backend="cpu", order="none")  # fmt: skip
-    sim.run(t_end)
-    f = sim.fields()
-    eta = moving_bed(f["x"] - 200.0, t_end, _bump, speed, DEPTH, G)[0]
-    return float(np.sum(np.abs(f["eta"] - eta) * f["area"]))
-
-
 def test_a_bump_at_constant_speed_converges_to_the_linear_solution_at_first_order():
-    """Amplitude 1e-3 of the depth, U = c / 2, t = 8 s (the free waves stay inside): the L1
-    error of eta falls at order ~1 (observed 0.94 and 1.18 from 200 to 800 cells; 0.70 from
-    100 cells, 5 across the bump's half-length)."""
-    errors = [strip_error(nx) for nx in (200, 400, 800)]
-    orders = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
-    assert errors[-1] < 0.15 * BUMP * 2 * HALF  # the waves are there, not smeared out
-    assert np.all(orders > 0.85), orders
+    """benchmarks/moving_bed.py's strip: amplitude 1e-3 of the depth, U = c / 2, t = 8 s (the
+    free waves stay inside): the L1 error of eta falls at order ~1 (observed 0.94 and 1.18
+    from 200 to 800 cells; 0.69 from 100 cells, 5 across the slide's half-length)."""
+    errors = [moving.strip_error(nx) for nx in (200, 400, 800)]
+    assert errors[-1] < 0.15 * moving.BUMP * 2 * moving.HALF  # the waves are resolved
+    assert min(moving.orders(errors)) > 0.85, errors
 
 
 def test_the_laws_of_motion_and_the_shape():
