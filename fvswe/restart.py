@@ -24,6 +24,7 @@ from .errors import ConfigError
 from .forcing import DRAG_LAWS
 from .schemes.friction import FRICTION_KINDS
 from .settings import ALWAYS, SETTINGS
+from .slide import describe
 
 #: Identity keys added after checkpoints and series had been written, and their value in
 #: those (fast math was recorded from 2026-11-24; a run without it ran IEEE).
@@ -117,7 +118,7 @@ def _forcing_details(layout) -> dict[str, Any]:
         "sources": None if layout.sources is None else ", ".join(layout.sources.names),
     }
     if layout.slide is not None:
-        out["slide"] = ", ".join(f"{v:g}" for v in layout.slide.params)
+        out["slide"] = describe(layout.slide.params)
     w = layout.wind
     if w is not None:
         drag = {code: name for name, code in DRAG_LAWS.items()}[w.law]

@@ -23,7 +23,7 @@ import numpy as np
 from .errors import ConfigError
 from .physics.slide import SLIDE_LAWS, bed_cells
 
-__all__ = ["Slide", "SlideTable", "bed_at", "slide_table"]
+__all__ = ["Slide", "SlideTable", "bed_at", "describe", "slide_table"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,16 @@ def slide_table(slide: Slide | None, centroid: np.ndarray, H0: np.ndarray) -> Sl
     xy = np.asarray(centroid, dtype=np.float64)
     x, y = (np.ascontiguousarray(xy[:, k]) for k in (0, 1))
     return SlideTable(slide.parameters(), x, y, np.ascontiguousarray(H0, np.float64))
+
+
+def describe(params: np.ndarray) -> str:
+    """A readable line of a slide's :meth:`Slide.parameters` (the restart details)."""
+    x0, y0, ex, ey, inv_l, inv_w, T, law, p1, p2 = (float(v) for v in params)
+    motion = f"speed {p1:g} m/s" if law == SLIDE_LAWS["speed"] else f"s0 {p1:g} m, t0 {p2:g} s"
+    return (
+        f"thickness {T:g} m, length {1 / inv_l:g} m, width {1 / inv_w if inv_w else math.inf:g}"
+        f" m, start ({x0:g}, {y0:g}), direction ({ex:g}, {ey:g}), {motion}"
+    )
 
 
 def bed_at(table: SlideTable, t: float, dtype) -> np.ndarray:

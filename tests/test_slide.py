@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_cuda_sources import CXX
+from test_cuda_sources import CXX, NVCC, cached_build
 
 from fvswe import Simulation
 from fvswe.backends import gpu
@@ -36,13 +36,16 @@ def _bed_volume(sim: Simulation) -> float:
     return float(np.sum(f["area"] * f["H"]))
 
 
-def slide_basin_simulation(layers: int = 1, **kw) -> Simulation:
-    """A 20 m square basin with walls, 1 m deep (two layers: 0.4 m over 0.6 m), and a 0.2 m
-    slide that starts inside and leaves it through the north-east corner by Watts and
-    Grilli's law (its bed volume, partly outside, changes)."""
+#: The basin's slide: 0.2 m high, it starts inside and leaves through the north-east corner
+#: by Watts and Grilli's law (its bed volume, partly outside, changes).
+BASIN_SLIDE = Slide(thickness=0.2, length=4.0, width=3.0, start=(6.0, 5.0), direction=(1.0, 0.8),
+                    acceleration=2.0, terminal_velocity=4.0)  # fmt: skip
+
+
+def slide_basin_simulation(layers: int = 1, slide: Slide = BASIN_SLIDE, **kw) -> Simulation:
+    """A 20 m square basin with walls, 1 m deep (two layers: 0.4 m over 0.6 m), and
+    ``slide``."""
     mesh = square(400, seed=3, half=10.0)
-    slide = Slide(thickness=0.2, length=4.0, width=3.0, start=(6.0, 5.0), direction=(1.0, 0.8),
-                  acceleration=2.0, terminal_velocity=4.0)  # fmt: skip
     initial = {"h": 1.0} if layers == 1 else {"h1": 0.4, "h2": 0.6}
     scheme = "hll-wd" if layers == 1 else "roe"
     return Simulation(mesh, layers=layers, H=1.0, initial=initial, slide=slide,
@@ -169,6 +172,20 @@ def test_the_gpu_bed_on_the_host_is_the_cpus(layers, integrator, variant):
     assert not np.array_equal(cpu.bed(), cpu.layout.H)
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: cannot compile the CUDA sources")
+@pytest.mark.parametrize(
+    ("scheme", "layers", "dtype", "variant", "k"),
+    [("roe", 2, "float64", "gather", 3), ("hll-wd", 1, "float32", "grid", 4)],
+)
+def test_the_bed_pass_compiles_for_the_device(scheme, layers, dtype, variant, k):
+    """A module of a run with a slide (FVSWE_SLIDE) compiles to sm_90 PTX with its bed_pass,
+    the emitted slide::bed with CUDA's log and cosh inside."""
+    opts = gpu.compile_options(scheme, layers, np.dtype(dtype), variant, k, slide=True)
+    out = cached_build(variant, gpu.source(variant), [NVCC, "--ptx", "-arch=sm_90", *opts], ".cu")
+    ptx = out.read_text()
+    assert ".entry bed_pass(" in ptx
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("variant", ["edge", "gather", "slot", "block"])
 def test_the_gpu_bed_is_the_cpus(variant):
@@ -231,3 +248,22 @@ def test_a_case_files_slide_and_its_h_at_rest(tmp_path):
     path.write_text(CASE.format(law="speed = -1.0\nterminal_velocity = 2.0"))
     with pytest.raises(ConfigError, match=r"case.toml: slide: give speed, or acceleration and"):
         casefile.load(path)
+
+
+def test_a_checkpoint_continues_only_with_its_slide():
+    """The slide is in the restart identity: a snapshot restores into the same run (its bed
+    recomputed from t), and a run whose slide moves otherwise refuses it in one line naming
+    the slide's parameters."""
+    from dataclasses import replace
+
+    sim = slide_basin_simulation(1, backend="cpu")
+    sim.run(0.3)
+    snap = sim.snapshot()
+    again = slide_basin_simulation(1, backend="cpu")
+    again.restore(snap)
+    assert np.array_equal(again.fields()["H"], sim.fields()["H"])
+    faster = replace(BASIN_SLIDE, terminal_velocity=5.0)
+    other = slide_basin_simulation(1, slide=faster, backend="cpu")
+    with pytest.raises(ConfigError, match=r"slide: .*s0 8 m, t0 2 s' in the checkp") as err:
+        other.restore(snap)
+    assert "\n" not in str(err.value)
