@@ -16,6 +16,7 @@ from test_cuda_sources import CXX, NVCC, cached_build
 from fvswe import Simulation
 from fvswe.backends import gpu
 from fvswe.errors import ConfigError
+from fvswe.grid import Grid
 from fvswe.mesh.generate import square
 from fvswe.physics import slide as formulas
 from fvswe.slide import Slide, bed_at, slide_table
@@ -267,3 +268,37 @@ def test_a_checkpoint_continues_only_with_its_slide():
     with pytest.raises(ConfigError, match=r"slide: .*s0 8 m, t0 2 s' in the checkp") as err:
         other.restore(snap)
     assert "\n" not in str(err.value)
+
+
+def test_the_plan_sets_the_bed_before_each_later_stage_and_after_the_step():
+    """ssp-rk3's plan with a moving bed: the bed of stage 1's state (t + dt) and stage 2's
+    (t + dt/2) right before their residuals, the state's after advance (the new t), none for
+    stage 0 (the state holds the bed of t); the GPU launches bed_pass for each, with the
+    stage in its op bits."""
+    from fvswe import integrators
+    from fvswe.backends.cuda_header import OP_STAGE_SHIFT
+    from fvswe.backends.gpu.plan import compile_plan
+
+    ops = integrators.step_plan(integrators.get("ssp-rk3"), "lagged", 1, bed=True)
+    beds = [k for k, op in enumerate(ops) if op.kind == "bed"]
+    assert [(ops[k].dst, ops[k].stage) for k in beds] == [("V", 1), ("W", 2), ("U", 0)]
+    assert [ops[k + 1].kind for k in beds[:2]] == ["residual", "residual"]
+    assert [ops[k + 1].src for k in beds[:2]] == ["V", "W"] and ops[beds[2] - 1].kind == "advance"
+    assert integrators.step_plan(integrators.get("ssp-rk3"), "lagged", 1) == tuple(
+        op for op in ops if op.kind != "bed"
+    )
+    launches = [x for x in compile_plan(ops, "gather", True, bed=True) if x.kernel == "bed_pass"]
+    assert [(x.dst, x.op >> OP_STAGE_SHIFT) for x in launches] == [("V", 1), ("W", 2), ("U", 0)]
+
+
+def test_the_implicit_method_refuses_a_slide():
+    mesh = Grid(8, 8, 1.0, 1.0).mesh()
+    with pytest.raises(ConfigError, match=r"^method 'implicit': slide \(a moving bed\) is for"):
+        Simulation(
+            mesh,
+            layers=1,
+            H=1.0,
+            initial={"h": 1.0},
+            method="implicit",
+            slide=Slide(thickness=0.1, length=2.0, width=2.0, start=(4.0, 4.0), speed=0.5),
+        )
