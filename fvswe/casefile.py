@@ -146,6 +146,19 @@ SCHEMA: tuple[Key, ...] = (
         "1982) or a number, a constant C_d", '"large-pond"'),
     Key("wind", "rho_air", NUMBER, "air density (kg/m³)", "1.225"),
     Key("wind", "rho_water", NUMBER, "density of the layer the wind drives (kg/m³)", "1025.0"),
+    Key("slide", "thickness", NUMBER, "a rigid slide moving on the bed (docs/SCHEMES.md §17): "
+        "its height T (m); in [initial], H is the bed with the slide at t = 0", "0.2"),
+    Key("slide", "length", NUMBER, "its half-length L along the path (m)", "5.0"),
+    Key("slide", "width", NUMBER, "its half-width W across the path (m; inf: uniform across)",
+        "2.0"),
+    Key("slide", "start", list, "[x, y] of its centre at t = 0", "[30.0, 2.0]"),
+    Key("slide", "direction", list, "[x, y] of its path (normalised; default [1, 0])",
+        "[1.0, 0.0]"),
+    Key("slide", "speed", NUMBER, "a constant speed U along the path (m/s)", "0.5"),
+    Key("slide", "acceleration", NUMBER, "or Watts and Grilli's law from rest: the initial "
+        "acceleration a0 (m/s²), with terminal_velocity", "0.2", active=False),
+    Key("slide", "terminal_velocity", NUMBER, "its terminal velocity u_t (m/s)", "1.0",
+        active=False),
     Key("mesh", "file", str, "a mesh file (relative to the case file) or a family member "
         "(square-4k ... square-2m)", '"meshes/channel.msh"', active=False),
     Key("mesh", "bathymetry", str, "with mesh.file: the bed, z:elevation (positive up), z:depth "
@@ -288,7 +301,7 @@ def reference_markdown() -> str:
 
 
 #: Tables and arrays of tables of a case file.
-TABLES = ("mesh", "boundary", "initial", "output", "friction", "coriolis", "wind")
+TABLES = ("mesh", "boundary", "initial", "output", "friction", "coriolis", "wind", "slide")
 ARRAYS = ("gauges", "sections", "sources", "rain")
 #: Output formats of the field series.
 FORMATS = ("xdmf", "netcdf", "both")
@@ -374,6 +387,8 @@ class RunSpec:
             elif callable(value):
                 value = value(names["x"], names["y"])
             values[key] = names[key] = value
+            if key == "H" and self.settings.get("slide") is not None:  # the bed at t = 0
+                names[key] = _slid(self.settings["slide"], mesh, value)
         for key, value in values.items():  # named here after the case file's key
             check_finite(value, f"{self.source}: initial.{key}")
         default_H = mesh.depth if mesh.depth is not None else 0.0
@@ -463,6 +478,8 @@ def load(path: str | Path) -> RunSpec:
         settings["wind"] = _wind(data["wind"], path)
     if "sources" in data or "rain" in data:
         settings["sources"] = _sources(data, path)
+    if "slide" in data:
+        settings["slide"] = _slide(data["slide"], src)
     out = data.get("output", {})
     for key, value in out.items():
         _check(key, value, keys("output"), src, section="output")
@@ -548,6 +565,31 @@ def _coriolis(table: Mapping[str, Any], src: str):
         return Coriolis(**table)
     except ConfigError as exc:
         raise ConfigError(f"{src}: {exc}") from None
+
+
+def _slid(slide, mesh, H) -> np.ndarray:
+    """The bed ``H`` with ``slide`` at t = 0, at the cells of ``mesh`` (float64)."""
+    from .slide import bed_at, slide_table
+
+    H0 = np.broadcast_to(np.asarray(H, dtype=np.float64), (mesh.n_cells,))
+    return bed_at(slide_table(slide, mesh.centroid, H0), 0.0, np.float64)
+
+
+def _slide(table: Mapping[str, Any], src: str):
+    """``[slide]``: a :class:`~fvswe.slide.Slide`, checked now."""
+    from .slide import Slide
+
+    _table(table, "slide", src)
+    for key in ("thickness", "length", "width", "start"):
+        if key not in table:
+            raise ConfigError(f"{src}: missing key 'slide.{key}'")
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in table.items()}
+    try:
+        slide = Slide(**values)
+        slide.parameters()
+    except ConfigError as exc:
+        raise ConfigError(f"{src}: {exc}") from None
+    return slide
 
 
 def _wind(table: Mapping[str, Any], path: Path):

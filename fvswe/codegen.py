@@ -41,12 +41,15 @@ _CXX_WORDS = """
     register reinterpret_cast return short signed sizeof static static_assert static_cast
     struct switch template this thread_local throw try typedef typeid typename union unsigned
     using virtual void volatile wchar_t while xor xor_eq
-    real fabs sqrt pow min_ max_
+    real fabs sqrt pow log cosh min_ max_
 """
 RESERVED = frozenset(_CXX_WORDS.split())
 
 #: Python builtins and ``math`` functions -> C++ (common to CUDA and the host's <cmath>).
-CALLS = {min: "min_", max: "max_", abs: "fabs", math.sqrt: "sqrt", math.pow: "pow"}
+CALLS = {min: "min_", max: "max_", abs: "fabs", math.sqrt: "sqrt", math.pow: "pow",
+         math.log: "log", math.cosh: "cosh"}  # fmt: skip
+#: The calls of one argument (the others take two).
+UNARY = ("fabs", "sqrt", "log", "cosh")
 #: Casts to the real type (the Numba code promotes its inputs to float64 with them).
 CASTS = (float, np.float64)
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.BitOr: "|",
@@ -65,7 +68,9 @@ PRELUDE = """\
 #else
 #include <cmath>
 #define FVSWE_DEV inline
+using std::cosh;
 using std::fabs;
+using std::log;
 using std::pow;
 using std::sqrt;
 #endif
@@ -322,7 +327,7 @@ class _Emitter:
             return f"real({args[0]})"
         for py, cxx in CALLS.items():
             if target is py:
-                if len(args) != (1 if cxx in ("fabs", "sqrt") else 2):
+                if len(args) != (1 if cxx in UNARY else 2):
                     raise fn.error(node, f"{cxx} with {len(args)} arguments")
                 return f"{cxx}({', '.join(args)})"
         if isinstance(target, type) and issubclass(target, tuple) and hasattr(target, "_fields"):
@@ -336,7 +341,8 @@ class _Emitter:
             ns = callee.__module__.rsplit(".", 1)[-1]
             return f"{ns}::{callee.__name__}<real>({', '.join(args)})"
         what = ast.unparse(node.func)
-        raise fn.error(node, f"call of {what}: not a @jit function, cast or min/max/abs/sqrt/pow")
+        known = "min/max/abs/sqrt/pow/log/cosh"
+        raise fn.error(node, f"call of {what}: not a @jit function, cast or {known}")
 
     # ------------------------------------------------------------------ statements
     def assign_name(self, node, name: str, value: str, out: list[str], ind: str) -> None:

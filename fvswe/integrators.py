@@ -93,7 +93,10 @@ class Op:
     - ``exchange``: a distributed run's halo rows of ``dst`` (``theta``: the limiter's
       factors) from their owners;
     - ``reduce_dt``: the next Δt, the minimum over the ranks (``now``: it is this step's);
-    - ``advance``: ``t += dt``, ``steps += 1``; ``dst`` holds the state from now on.
+    - ``advance``: ``t += dt``, ``steps += 1``; ``dst`` holds the state from now on;
+    - ``bed``: a moving bed's depth ``H`` of ``dst`` at stage ``stage``'s time (after
+      ``advance``: at the new ``t``), for the residuals that read it (a backend without a
+      moving bed skips it; docs/SCHEMES.md §17).
     """
 
     kind: str
@@ -105,9 +108,13 @@ class Op:
     now: bool = True
 
 
-def _stage_ops(integrator: Integrator, s: int, src: str, out: str, dt: bool, layers: int) -> list:
-    """The ops of stage ``s``: the update of ``src`` into ``out`` and its combination."""
-    ops = [Op("residual", src, stage=s, count=True), Op("update", src, out, s, dt=dt)]
+def _stage_ops(
+    integrator: Integrator, s: int, src: str, out: str, dt: bool, layers: int, bed: bool
+) -> list:
+    """The ops of stage ``s``: the update of ``src`` into ``out`` and its combination (``bed``:
+    a moving bed at the stage's time first, but for stage 0, whose time is the step's start)."""
+    ops = [Op("bed", dst=src, stage=s)] if bed and s else []
+    ops += [Op("residual", src, stage=s, count=True), Op("update", src, out, s, dt=dt)]
     if layers == 2:
         ops += [Op("limit_theta", src, out, s), Op("exchange", dst="theta"),
                 Op("limit_update", src, out, s)]  # fmt: skip
@@ -118,10 +125,14 @@ def _stage_ops(integrator: Integrator, s: int, src: str, out: str, dt: bool, lay
     return ops
 
 
-def step_plan(integrator: Integrator, dt_mode: str, layers: int) -> tuple[Op, ...]:
+def step_plan(
+    integrator: Integrator, dt_mode: str, layers: int, bed: bool = False
+) -> tuple[Op, ...]:
     """The ops of one step of ``integrator`` under the Δt rule ``dt_mode`` (``lagged``: the
     first stage's speeds give the next step's Δt; ``nonlagged``: the start state's speeds give
-    this step's; ``fixed``: the first stage checks the fixed Δt) for ``layers`` layers.
+    this step's; ``fixed``: the first stage checks the fixed Δt) for ``layers`` layers;
+    ``bed``: the run has a moving bed, which the state holds at its time between steps and
+    each later stage's state at the stage's time before its residual.
 
     The state is read from ``U``; Euler writes ``V`` (the backends then swap the two), a
     multi-stage integrator alternates ``V`` and ``W`` and combines its last stage into ``U``.
@@ -134,7 +145,7 @@ def step_plan(integrator: Integrator, dt_mode: str, layers: int) -> tuple[Op, ..
     for s in range(len(integrator.stages)):
         out = outs[s % 2]
         first = s == 0
-        ops += _stage_ops(integrator, s, src, out, first and dt_mode != "nonlagged", layers)
+        ops += _stage_ops(integrator, s, src, out, first and dt_mode != "nonlagged", layers, bed)
         last = s == len(integrator.stages) - 1
         state = U if last and len(integrator.stages) > 1 else out
         ops.append(Op("exchange", dst=state))
@@ -142,6 +153,8 @@ def step_plan(integrator: Integrator, dt_mode: str, layers: int) -> tuple[Op, ..
             ops.append(Op("reduce_dt", now=len(integrator.stages) == 1))
         src = state
     ops.append(Op("advance", dst=src))
+    if bed:
+        ops.append(Op("bed", dst=src))
     return tuple(ops)
 
 

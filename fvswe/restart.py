@@ -24,6 +24,7 @@ from .errors import ConfigError
 from .forcing import DRAG_LAWS
 from .schemes.friction import FRICTION_KINDS
 from .settings import ALWAYS, SETTINGS
+from .slide import describe
 
 #: Identity keys added after checkpoints and series had been written, and their value in
 #: those (fast math was recorded from 2026-11-24; a run without it ran IEEE).
@@ -78,6 +79,8 @@ def forcing_fingerprint(sim) -> str:
         src = lay.sources
         arrays += [src.start, src.table, src.weight, src.offsets, src.times, src.values,
                    src.layer, src.kind, np.array(src.names, dtype=str)]  # fmt: skip
+    if lay.slide is not None:  # (absent: the hash of the runs from before moving beds)
+        arrays.append(lay.slide.params)
     return _digest(*arrays)
 
 
@@ -114,6 +117,8 @@ def _forcing_details(layout) -> dict[str, Any]:
         "wind": None if layout.wind is None else "on",
         "sources": None if layout.sources is None else ", ".join(layout.sources.names),
     }
+    if layout.slide is not None:
+        out["slide"] = describe(layout.slide.params)
     w = layout.wind
     if w is not None:
         drag = {code: name for name, code in DRAG_LAWS.items()}[w.law]

@@ -25,6 +25,7 @@ from .forcing import Coriolis, Wind, WindTable
 from .mesh.orderings import resolve as resolve_order
 from .model import Model, thin_layer_threshold
 from .registry import refuse_dry_cells
+from .slide import Slide, bed_at, slide_table
 from .sources import Rain, Source, added, source_tables
 
 Field = np.ndarray | float | Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -242,7 +243,9 @@ class Simulation:
     (f from a latitude, beta-plane); ``wind`` a :class:`fvswe.forcing.Wind` acting on the
     upper (or only) layer (docs/SCHEMES.md §15). ``sources`` lists point sources and sinks
     (:class:`fvswe.sources.Source`) and rain or evaporation (:class:`fvswe.sources.Rain`),
-    their volumes counted (docs/SCHEMES.md §16).
+    their volumes counted (docs/SCHEMES.md §16). ``slide`` (a :class:`fvswe.slide.Slide`)
+    moves a rigid slide over the bed ``H``: the bed at each time is ``H`` minus the slide's
+    thickness there (docs/SCHEMES.md §17); :meth:`fields` report the current bed.
 
     ``eps_h`` is the thin-layer threshold (docs/SCHEMES.md §8); by default
     :func:`fvswe.model.thin_layer_threshold` of the largest initial total depth.
@@ -290,6 +293,7 @@ class Simulation:
         coriolis: Coriolis | float | None = None,
         wind: Wind | None = None,
         sources: Sequence[Source | Rain] | None = None,
+        slide: Slide | None = None,
         allow_mass_error: bool = False,
         comm=None,
         backend_options: Mapping[str, Any] | None = None,
@@ -339,6 +343,7 @@ class Simulation:
             friction=(kind, bottom), interfacial=interfacial,
             levels=levels if levels.count else None, coriolis=f, wind=wind_table,
             sources=source_tables(mesh, sources, layers),
+            slide=slide_table(slide, mesh.centroid, Hc),
         )  # fmt: skip
         self.comm = comm if distributed else None
         self.backend = self._start_backend(cls, s, fast_math, backend_options)
@@ -430,7 +435,7 @@ class Simulation:
             "x": self.mesh.centroid[o, 0],
             "y": self.mesh.centroid[o, 1],
             "area": self.mesh.area[o],
-            "H": self.layout.H[o].astype(np.float64),
+            "H": self.bed()[o].astype(np.float64),
             **self.model.unpack(W),
         }
         if self.model.layers == 2:
@@ -439,6 +444,13 @@ class Simulation:
         else:
             out["eta"] = out["h"] - out["H"]
         return out
+
+    def bed(self) -> np.ndarray:
+        """The bed depth ``H`` of each cell now, in the layout's order and dtype: the static bed,
+        or with a moving bed its depth at :attr:`t` (a function of the cell centre and the time
+        alone: the bits every backend and rank holds)."""
+        lay = self.layout
+        return lay.H if lay.slide is None else bed_at(lay.slide, self.t, lay.dtype)
 
     def mass(self) -> list[float]:
         """Volume of each layer, ``Σ |V_i| h_k,i``, summed in float64."""

@@ -114,6 +114,10 @@ def simulation(spec: dict, comm=None):
         from test_sources import rain_basin_simulation
 
         return rain_basin_simulation(spec.get("layers", 1), **backend_options(spec, comm))
+    if spec["case"] == "slide-basin":
+        from test_slide import slide_basin_simulation
+
+        return slide_basin_simulation(spec.get("layers", 1), **backend_options(spec, comm))
     case = get_case(spec["case"])
     if "nx" in spec:
         case = case.with_grid(spec["nx"])

@@ -20,7 +20,8 @@ from test_mpi import mpiexec, pytestmark  # noqa: F401  (needs mpi4py and mpiexe
 
 HOST = {"backend": "host-gpu"}
 #: The limiter beside the borders in three variants, the multi-stage integrators (stage
-#: halos, the deferred Δt, the weighted inflow of a level boundary) and a float32 run.
+#: halos, the deferred Δt, the weighted inflow of a level boundary), a float32 run and a
+#: moving bed (the bed computed by every rank for its halo cells too).
 RUNS = [
     *({"name": f"pulled-apart-{v}", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
        "variant": v, **HOST} for v in ("slot", "gather", "edge")),
@@ -32,6 +33,8 @@ RUNS = [
      "integrator": "ssp-rk2", **HOST},
     {"name": "rain-basin-rk2", "case": "rain-basin", "t_end": 2.0, "variant": "gather",
      "integrator": "ssp-rk2", **HOST},
+    {"name": "slide-basin-edge-rk3", "case": "slide-basin", "layers": 2, "t_end": 1.0,
+     "variant": "edge", "integrator": "ssp-rk3", **HOST},
     {"name": "unexchanged", "case": "pulled-apart", "nx": 100, "t_end": 0.5, "variant": "gather",
      "no_theta_exchange": True, "allow_mass_error": True, **HOST},
 ]  # fmt: skip

@@ -51,7 +51,8 @@ from mpi_driver import GPU_RESTARTS, GPU_RUNS, blowup_message, run_case  # noqa:
 #: (docs/SCHEMES.md §13.4): the slope surge to t = 4 s (tests/test_vanishing.py; the donor's
 #: velocity of a limited slot may be a halo cell's) and an upper layer pulled apart beside the
 #: parts' borders; the multi-stage integrators (fvswe.integrators), also with the limiter and
-#: a level boundary; point sources, a sink and rain over wet and dry cells (tests/test_sources.py).
+#: a level boundary; point sources, a sink and rain over wet and dry cells (tests/test_sources.py);
+#: a moving bed, the slide leaving the basin (tests/test_slide.py), also restarted half-way.
 RUNS = [
     *({"name": f"{case}-{scheme}", "case": case, "scheme": scheme, "t_end": 0.02}
       for case in ("test1", "test2") for scheme in registry.names(2)),
@@ -73,6 +74,9 @@ RUNS = [
     {"name": "rain-basin", "case": "rain-basin", "t_end": 4.0},
     {"name": "rain-basin-2-rk2", "case": "rain-basin", "layers": 2, "t_end": 2.0,
      "integrator": "ssp-rk2"},
+    {"name": "slide-basin", "case": "slide-basin", "t_end": 1.0},
+    {"name": "slide-basin-2-rk3", "case": "slide-basin", "layers": 2, "t_end": 1.0,
+     "integrator": "ssp-rk3", "restart_at": 0.5},
 ]  # fmt: skip
 
 

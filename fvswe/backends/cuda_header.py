@@ -208,6 +208,7 @@ def physics() -> str:
         update.combine,
         physics.sources.segment_integral,  # point sources and rain
         physics.sources.fed,
+        physics.slide.bed,  # a moving bed (bed_pass)
         limiter.outflow_term,  # the positivity limiter (two layers)
         limiter.is_candidate,
         limiter.mass_flux,

@@ -14,6 +14,7 @@ from ..boundary import LevelTables
 from ..forcing import WindTable
 from ..model import Model
 from ..physics.constants import FRICTION_KINDS
+from ..slide import SlideTable
 from ..sources import SourceTables
 
 __all__ = ["FRICTION_KINDS", "Layout"]
@@ -43,6 +44,7 @@ class Layout:
     coriolis: np.ndarray | None = None  # (L,) float64 Coriolis parameter f (1/s); None: none
     wind: WindTable | None = None  # the wind on the upper layer; None: none
     sources: SourceTables | None = None  # point sources, sinks and rain; None: none
+    slide: SlideTable | None = None  # a moving bed over the static H; None: none
     # A part of a distributed run (fvswe.partition): cells [0, n_owned_cells) are updated here,
     # the rest are halo; the events of edges [0, n_owned_edges) are counted here. None: all.
     n_owned_cells: int | None = None
@@ -86,6 +88,7 @@ class Layout:
         coriolis: np.ndarray | None = None,
         wind: WindTable | None = None,
         sources: SourceTables | None = None,
+        slide: SlideTable | None = None,
     ):
         """Cast the mesh's arrays to the run's dtype and index the slots from both sides.
 
@@ -94,7 +97,8 @@ class Layout:
         ``levels`` the tables of :func:`fvswe.boundary.level_tables` (None: no level edges);
         ``coriolis`` the per-cell f (float64, mesh order) and ``wind`` the wind table
         (docs/SCHEMES.md §15; None: none); ``sources`` the point sources and rain
-        (:func:`fvswe.sources.source_tables`, mesh order; None: none).
+        (:func:`fvswe.sources.source_tables`, mesh order; None: none); ``slide`` a moving
+        bed (:func:`fvswe.slide.slide_table`, mesh order; None: the bed ``H`` is static).
         """
         dtype = np.dtype(dtype)
         L, k = mesh.cells.shape
@@ -121,6 +125,7 @@ class Layout:
             coriolis=None if coriolis is None else np.ascontiguousarray(coriolis, np.float64),
             wind=wind,
             sources=sources,
+            slide=slide,
         )
 
     def part(self, part) -> Layout:
@@ -157,6 +162,7 @@ class Layout:
             levels=None if lv is None else replace(lv, edge_level=lv.edge_level[edges]),
             coriolis=None if self.coriolis is None else self.coriolis[cells],
             sources=None if self.sources is None else self.sources.cells(cells),
+            slide=None if self.slide is None else self.slide.cells(cells),
             n_owned_cells=part.n_owned,
             n_owned_edges=part.n_owned_edges,
         )

@@ -31,7 +31,7 @@ __all__ = ["ImplicitOptions", "make_backend"]
 
 #: A Layout's source terms the θ-scheme does not take: (attribute, Simulation input).
 NOT_TAKEN = (("sources", "sources (point sources and rain)"), ("wind", "wind"),
-             ("coriolis", "coriolis"))  # fmt: skip
+             ("coriolis", "coriolis"), ("slide", "slide (a moving bed)"))  # fmt: skip
 
 
 def make_backend(layout, device: str, settings: Mapping[str, Any],

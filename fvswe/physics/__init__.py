@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     limiter,
     pvm_ifcp,
     roe,
+    slide,
     sources,
     update,
     wetdry,

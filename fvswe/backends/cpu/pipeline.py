@@ -19,6 +19,7 @@ from ... import integrators, registry
 from ...boundary import INFLOW_KEYS
 from ...integrators import Op, U
 from ...physics.limiter import mass_flux
+from ...physics.slide import bed_cells
 from ...sources import RAIN_KEY, SOURCE_KEYS, counter_keys
 from ..base import EPS_U_RATIO, LAST_STEP_RTOL, LIMIT_MARGIN, check_dt_mode
 from ..controls import Setup, cpu_controls
@@ -102,7 +103,8 @@ class CpuBackend:
         self.layout, self.model = layout, layout.model
         self.scheme = scheme_id(scheme, self.model.layers)
         self.cfl, self.dt_mode, self.dt_fixed = float(cfl), dt_mode, dt_fixed
-        self._plan = integrators.step_plan(self.integrator, dt_mode, self.model.layers)
+        self._plan = integrators.step_plan(self.integrator, dt_mode, self.model.layers,
+                                           layout.slide is not None)  # fmt: skip
         self._initial = integrators.initial_dt_plan()
         self._ctrl = cpu_controls(Setup(layout, self.cfl, dt_mode, dt_fixed))
         self._mesh, self._out = _arrays(layout)
@@ -141,6 +143,8 @@ class CpuBackend:
         #: The edges whose volumes are counted (:meth:`count_edges`) and their volumes.
         self._cut = np.zeros(0, dtype=np.int64)
         self._cut_volume = np.zeros((0, self.model.layers))
+        self._bed_t = math.nan  # the time of the moving bed in the edge pass's H
+        self._set_bed(self.t)
 
     # -- the state ------------------------------------------------------------------------
     @property
@@ -169,6 +173,13 @@ class CpuBackend:
         self.W[...] = W
         self._slots_of = None
         self.dt = math.nan
+
+    def _set_bed(self, t: float) -> None:
+        """A moving bed's H at time ``t`` in every cell, halo too (none: the static H)."""
+        slide = self.layout.slide
+        if slide is not None and t != self._bed_t:
+            bed_cells(t, slide.params, slide.x, slide.y, slide.H0, self._mesh.H)
+            self._bed_t = t
 
     def get_state(self) -> np.ndarray:
         return self.W.copy()
@@ -203,6 +214,7 @@ class CpuBackend:
         self.set_state(snap["W"])
         self.t, self.steps, self.dt = float(snap["t"]), int(snap["steps"]), float(snap["dt"])
         self._counts.update(snap["counters"])
+        self._set_bed(self.t)
         if "cut_volume" in snap:
             self._cut_volume[...] = snap["cut_volume"]
 
@@ -300,6 +312,10 @@ class CpuBackend:
         self._slots_of = (src, op.count)
         if op.count:
             self._count_flags()
+
+    def _bed(self, op: Op, step: _Step) -> None:
+        """A moving bed at the time of ``op``'s stage (after ``advance``: the new t)."""
+        self._set_bed(self._stage(op, step, update=op.stage > 0).t)
 
     def _count_flags(self) -> None:
         flags = self._out.flags[: self.layout.owned_edges]  # a part counts the edges it owns
@@ -459,8 +475,9 @@ def _arrays(lay: Layout) -> tuple[Mesh, Outputs]:
     edge_level = np.full(1, -1, dtype=np.int32)  # never indexed: no edge has tables
     if lay.levels is not None and lay.levels.count:
         edge_level = lay.levels.edge_level
+    H = lay.H if lay.slide is None else lay.H.copy()  # a moving bed's, written by _set_bed
     mesh = Mesh(
-        H=lay.H, area=lay.area, edge_cells=lay.edge_cells, edge_normal=lay.edge_normal,
+        H=H, area=lay.area, edge_cells=lay.edge_cells, edge_normal=lay.edge_normal,
         edge_length=lay.edge_length, edge_slot=lay.edge_slot, edge_bc=lay.edge_bc,
         edge_level=edge_level, cell_edges=ce, cell_side=lay.cell_side,
         slot_length=np.where(ce >= 0, lay.edge_length[np.maximum(ce, 0)], 0),

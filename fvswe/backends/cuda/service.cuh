@@ -79,6 +79,28 @@ extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK) source_means(Ctrl* ctr
     }
 }
 
+#ifndef FVSWE_SLIDE
+#error "FVSWE_SLIDE (0 or 1) comes from fvswe.backends.gpu.compile_options"
+#endif
+
+#if FVSWE_SLIDE
+// A moving bed (fvswe.slide; docs/SCHEMES.md §17): the bed depth H of every cell of W, halo
+// cells too (the 4th entry of its first vector), at the time of the stage of `op` (after a
+// step: the new t), from the cell centres x, y, the static bed H0 and the slide's parameters p
+// (slide::bed in double, as the CPU's fvswe.physics.slide.bed_cells). Not skipped when the step does
+// not run: it then writes the bed of the time it reads, the same bits again.
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
+bed_pass(const int n_cells, real4* W, const double* __restrict__ x, const double* __restrict__ y,
+         const double* __restrict__ H0, const double* __restrict__ p, const Ctrl* ctrl, const int op)
+{
+    const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
+    if (c >= n_cells) return;
+    const double t = stage_time(ctrl, op);
+    W[(size_t)c * NVEC].w = real(slide::bed<double>(H0[c], x[c], y[c], t, p[0], p[1], p[2], p[3], p[4],
+                                                     p[5], p[6], p[7], p[8], p[9]));
+}
+#endif
+
 // Close the step (the last block of the kernel that ends it; every thread calls it): advance,
 // and with OP_DT the next step's dt from dt_next (a multi-stage step's first stage left it
 // there); no positive dt stops the stepping.

@@ -97,7 +97,8 @@ class GpuBackend:
         self.sync_every = max(SYNC_EVERY, self.batch)
         opts = compile_options(scheme, self.model.layers, self.dtype, self.variant, layout.k,
                                self.block, self.cells, fast_math,
-                               sources=layout.sources is not None)  # fmt: skip
+                               sources=layout.sources is not None,
+                               slide=layout.slide is not None)  # fmt: skip
         self._module = module(opts, self.variant, self._cp)
         self._k = {n: self._module.get_function(n) for n in self._kernel_names()}
         self.stream = self._cp.cuda.Stream(non_blocking=True)
@@ -122,6 +123,7 @@ class GpuBackend:
         names += (
             ("edge_pass", "volume_pass") if self.variant == "edge" else (f"{self.variant}_step",)
         )
+        names += ("bed_pass",) if self.layout.slide is not None else ()
         return names + (("limit_theta", "limit_update") if self.model.layers == 2 else ())
 
     def _allocate(self) -> None:
@@ -134,6 +136,9 @@ class GpuBackend:
         self._partial = cp.empty(self._dev.cell_grid, dtype=self.dtype)
         self._ctrl = cp.zeros(CTRL_DTYPE.itemsize, dtype=np.uint8)
         self._first = cp.empty(1, dtype=np.int32)
+        slide = lay.slide  # a moving bed: bed_pass's cell centres, static bed and parameters
+        self._slide = () if slide is None else tuple(
+            cp.asarray(a) for a in (slide.x, slide.y, slide.H0, slide.params))  # fmt: skip
 
     def _setup_ctrl(self) -> None:
         """The control block: the run's controls (:mod:`fvswe.backends.controls`), its arrays
@@ -157,8 +162,9 @@ class GpuBackend:
     def _compile_plans(self) -> None:
         """The launches of a step and of the initial Δt (:func:`.plan.compile_plan`)."""
         lagged = self.dt_mode == "lagged"
-        ops = integrators.step_plan(self.integrator, self.dt_mode, self.model.layers)
-        self._step_launches = compile_plan(ops, self.variant, lagged, self._has_sources)
+        bed = self.layout.slide is not None
+        ops = integrators.step_plan(self.integrator, self.dt_mode, self.model.layers, bed)
+        self._step_launches = compile_plan(ops, self.variant, lagged, self._has_sources, bed)
         self._initial_launches = compile_plan(integrators.initial_dt_plan(), self.variant, lagged)
 
     @property
@@ -238,6 +244,7 @@ class GpuBackend:
         """Restart the clock (e.g. a benchmark repeating a run from its initial state)."""
         self.set_control(t=value)
         self._read_ctrl()
+        self._bed_now()
 
     @property
     def steps(self) -> int:
@@ -265,6 +272,12 @@ class GpuBackend:
         self._W.set(P, stream=self.stream)
         self.set_control(dt=self.dt_fixed if self.dt_mode == "fixed" else math.nan, stalled=0)
         self._need_dt = self.dt_mode == "lagged"
+        self._bed_now()
+
+    def _bed_now(self) -> None:
+        """A moving bed's H in the state at the clock's t (none: the static H stays)."""
+        if self._slide:
+            self._launch_kernel(Launch("bed_pass", dst=U), {U: self._W})
 
     def get_state(self) -> np.ndarray:
         """A host copy ``(L, nvar)`` of the current state, current cell order."""
@@ -330,6 +343,7 @@ class GpuBackend:
         fields.update({key: counts.get(key, 0.0) for key in (*INFLOW_KEYS, *self._source_keys)})
         self.set_control(**fields)
         self._read_ctrl()
+        self._bed_now()
 
     def first_invalid(self) -> tuple[int, int] | None:
         """The first cell (and component) holding NaN/inf or a negative depth, else None."""
@@ -368,6 +382,11 @@ class GpuBackend:
                 if n:
                     args = (idx, normal, length, d.slots, self._ctrl, *self._params, np.int32(o))
                     k((grid,), (self.block,), (n, win, *args))
+            return
+        if launch.kernel == "bed_pass":  # every cell, halo too
+            grid = (int(self.layout.n_cells) + self.block - 1) // self.block
+            k((grid,), (self.block,),
+              (np.int32(self.layout.n_cells), wout, *self._slide, self._ctrl, op))  # fmt: skip
             return
         if launch.kernel == "source_means":  # one thread works
             k((1,), (32,), (self._ctrl,))

@@ -81,13 +81,15 @@ def compile_options(
     cells: int | None = None,
     fast_math: bool = False,
     sources: bool = False,
+    slide: bool = False,
 ) -> tuple[str, ...]:
     """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy.
     ``cells``: the cells a thread block owns in the ``block`` variant (default ``block``),
     whose register cap is its :func:`block_shape`'s; ``fast_math``: :data:`FAST_MATH`
     (float32 only: a ConfigError for float64); ``sources``: the run has point sources or
     rain (``FVSWE_SOURCES``: the cell update of a module without them has no feed, whose
-    double arithmetic would cost every cell update registers)."""
+    double arithmetic would cost every cell update registers); ``slide``: the run has a moving
+    bed (``FVSWE_SLIDE``: the module has the ``bed_pass`` kernel)."""
     sid = registry.kernel_id(scheme, layers)
     if variant not in (*VARIANTS, GRID_VARIANT):
         choices = ", ".join((*VARIANTS, GRID_VARIANT))
@@ -112,6 +114,7 @@ def compile_options(
             f"-DFVSWE_MIN_BLOCKS={min_blocks}",
             f"-DFVSWE_TILE_X={GRID_TILE_X}",
             f"-DFVSWE_SOURCES={int(sources)}",
+            f"-DFVSWE_SLIDE={int(slide)}",
             "--fmad=false" if double else "--fmad=true",
         )
         + ((f"-DFVSWE_CELLS={cells or block}",) if variant == "block" else ())
