@@ -150,6 +150,9 @@ CONTROLS: tuple[Control, ...] = (
     Control("courant", "double", "its largest Courant number dt sum(|Gamma| ||D||) / (2 |V|)"),
     Control("clip_step", "long long", "1 + that step (0: none)"),
     Control("cfl_step", "long long", "1 + that step (0: none)"),
+    Control("dt_floor", "double", "record the first step whose stable dt falls below this"),
+    Control("slow_t", "double", "the time of that step"),
+    Control("slow_step", "long long", "1 + that step (0: none)"),
     Control("clip_cell", "int", "smallest cell clipped in that step, as cell - NO_CELL (0: none)"),
     Control("cfl_cell", "int", "smallest cell with Courant number > 1 in it, likewise"),
     # Coriolis and wind (fvswe/physics/forcing.py, docs/SCHEMES.md §15)
@@ -217,7 +220,7 @@ CONTROLS: tuple[Control, ...] = (
     Control("owned", "int", "cells [0, owned) are this part's (all cells on one device)",
             lambda s: s.layout.owned_cells),
     Control("halo_listed", "int", "halo cells in lim_cells after the candidates"),
-    Control("pad2", "int", "alignment"),
+    Control("slow_cell", "int", "smallest cell with a stable dt below dt_floor, likewise"),
 )  # fmt: skip
 
 #: C type -> NumPy field type (pointers are 8-byte device addresses).

@@ -18,6 +18,7 @@ import numpy as np
 from ... import integrators, registry
 from ...boundary import INFLOW_KEYS
 from ...integrators import Op, U
+from ...physics.update import stable_dt
 from ...sources import RAIN_KEY, SOURCE_KEYS, counter_keys
 from ..base import EPS_U_RATIO, LAST_STEP_RTOL, LIMIT_MARGIN, check_dt_mode
 from ..controls import Setup, cpu_controls
@@ -118,6 +119,10 @@ class CpuBackend:
         #: number)``: its smallest cell with a Courant number > 1 and its largest one.
         self.first_clip = None
         self.courant_violation = None
+        #: The first step whose stable Δt fell below the floor of watch_dt ``(cell, step,
+        #: t)``: its smallest such cell.
+        self.first_below_floor = None
+        self._dt_floor = 0.0
         self.t, self.steps = 0.0, 0
         self.dt = math.nan  # the lagged Δt waiting for the next step
         self._owned = layout.owned_cells  # cells updated here: all but a part's halo
@@ -271,6 +276,29 @@ class CpuBackend:
 
     def _speeds(self, op: Op, step: _Step) -> None:
         step.dt = self._volume(op, self._stage(op, step, update=False))
+        self._watch(step.dt)
+
+    def watch_dt(self, floor: float) -> None:
+        """Record the first step whose stable Δt falls below ``floor`` (first_below_floor)."""
+        self._dt_floor = floor
+
+    def _watch(self, dt: float) -> None:
+        """Record this step if the cells' smallest stable step ``dt`` (this part's) is below
+        the floor: the smallest cell whose ``2 cfl |V_i| / Σ |Γ| ‖D‖`` is below it."""
+        if not dt < self._dt_floor or self.first_below_floor is not None:
+            return
+        n = self._owned
+        with np.errstate(divide="ignore"):
+            dt_i = stable_dt.py_func(2.0 * float(self._ctrl.cfl), self._mesh.area[:n],
+                                     self._cell_speeds()[:n])  # fmt: skip
+        below = np.flatnonzero(dt_i < self._dt_floor)
+        cell = int(below[0]) if below.size else int(np.argmin(dt_i))
+        self.first_below_floor = (cell, self.steps, self.t)
+
+    def _cell_speeds(self) -> np.ndarray:
+        """``Σ |Γ| ‖D‖`` per cell of the last edge pass (float64)."""
+        lay = self.layout
+        return self.acc[:, lay.nvar].astype(np.float64).reshape(lay.n_cells, lay.k).sum(axis=1)
 
     def _sources(self, op: Op, step: _Step) -> None:
         """The sources' and rain's mean rates over the step, and their volume counters."""
@@ -293,6 +321,7 @@ class CpuBackend:
         step.candidates = int(counts[:, 2].sum()) > 0
         if op.dt:
             step.dt_next = dt_next
+            self._watch(dt_next)
 
     def _any(self, flag: bool) -> bool:
         """``flag`` on some rank (on every rank alike)."""
@@ -393,7 +422,7 @@ class CpuBackend:
         lay = self.layout
         if not dt * self.cfl > self.dt or self.courant_violation is not None:
             return
-        speed = self.acc[:, lay.nvar].astype(np.float64).reshape(lay.n_cells, lay.k).sum(axis=1)
+        speed = self._cell_speeds()
         n = self._owned
         courant = dt * speed[:n] / (2.0 * lay.area[:n])
         # Under MPI every rank records the step (Δt is global), a cell only where it has one.
