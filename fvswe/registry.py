@@ -150,9 +150,13 @@ class Boundary:
     second one for two layers. ``fluctuation``: ``"module.function"`` replacing the edge's
     ``F-`` after the flux (``fluctuation(Fm, Wi, a, b, ex, ey, layers)``: imposed fluxes).
     ``real_ghost``: the GPU forms the ghost in the state's precision; the others in float64,
-    as the CPU. The CPU's and the GPU's dispatch over the kinds
-    (:mod:`fvswe.backends.cpu.dispatch`, ``boundaries.cuh``) are generated from these entries;
-    a kind's code is its place in :data:`BOUNDARIES` (0 is an interior edge).
+    as the CPU. ``midpoint``: its tables are read at the stage's quadrature time ``t + q dt``
+    (:func:`fvswe.integrators.table_fractions`: Euler's step midpoint) rather than at the
+    stage's time, so that the volume a series lets in converges at second order in Δt
+    (a discharge, whose imposed mass flux is the table's value; docs/SCHEMES.md §7.5).
+    The CPU's and the GPU's dispatch over the kinds (:mod:`fvswe.backends.cpu.dispatch`,
+    ``boundaries.cuh``) are generated from these entries; a kind's code is its place in
+    :data:`BOUNDARIES` (0 is an interior edge).
     """
 
     name: str
@@ -162,6 +166,7 @@ class Boundary:
     layered: bool = False
     fluctuation: str | None = None
     real_ghost: bool = False
+    midpoint: bool = False
 
 
 #: Every boundary kind, in the order of their codes 1, 2, ... (docs/SCHEMES.md §7).
@@ -171,7 +176,8 @@ BOUNDARIES: tuple[Boundary, ...] = (
     Boundary("level", "ghosts.level", "imposed surface (and interface) level (§7.4)",
              tables=True, layered=True),
     Boundary("discharge", "ghosts.discharge", "imposed discharge per layer (§7.5)",
-             tables=True, layered=True, fluctuation="ghosts.discharge_fluctuation"),
+             tables=True, layered=True, fluctuation="ghosts.discharge_fluctuation",
+             midpoint=True),
     Boundary("characteristic", "ghosts.characteristic",
              "non-reflecting far field at rest at a level (§7.6)", tables=True),
 )  # fmt: skip
@@ -181,6 +187,8 @@ BOUNDARY_CODES: dict[str, int] = {b.name: k + 1 for k, b in enumerate(BOUNDARIES
 #: Bit ``code`` set for the kinds whose edges read tables (with ``layered``: two for two layers).
 TABLE_MASK = sum(1 << BOUNDARY_CODES[b.name] for b in BOUNDARIES if b.tables)
 LAYERED_MASK = sum(1 << BOUNDARY_CODES[b.name] for b in BOUNDARIES if b.layered)
+#: Bit ``code`` set for the kinds that read their tables at the stage's quadrature time.
+MIDPOINT_MASK = sum(1 << BOUNDARY_CODES[b.name] for b in BOUNDARIES if b.midpoint)
 
 
 def boundary_cases(field: str) -> list[tuple[int, Boundary]]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..integrators import INTEGRATORS, Integrator
+from ..integrators import INTEGRATORS, Integrator, table_fractions
 from .layout import Layout
 
 
@@ -206,6 +206,9 @@ CONTROLS: tuple[Control, ...] = (
     Control("stages", "const double*", "per stage of the integrator: c, a, weight",
             lambda s: np.array([[g.c, g.a, g.weight] for g in s.integrator.stages]).ravel(),
             cpu=False),
+    Control("stage_q", "const double*", "per stage: q of the midpoint kinds' table time t + q dt",
+            lambda s: np.array(table_fractions(s.integrator, s.dt_mode)), cpu=False),
+    Control("t_mid", "double", "the midpoint kinds' table time of the stage being taken"),
     Control("limited", "unsigned long long", "layers of cells limited (theta < 1)"),
     Control("lim_cells", "int*", "the step's candidates (n_cells long)",
             lambda s: _limiter(s, 1, 0, np.int32), cpu=False),

@@ -130,12 +130,16 @@ class CpuBackend:
         #: plan's exchange ops, ``min(dt)`` of its reduce_dt, ``sum`` of the boundary fluxes
         #: and ``any`` of the limiter's candidates over all ranks. None on one device.
         self.halo = None
-        self._slots_of: tuple | None = None  # (buffer, counted): what the slots hold
+        self._slots_of: tuple | None = None  # (buffer, counted, table time): the slots' pass
         self._counts: dict[str, int | float] = dict.fromkeys(EVENTS, 0)
         self._counts["clipped_volume"] = 0.0  # m^3 the clipping of negative depths added
         lv = layout.levels
         self._levels = lv if lv is not None and lv.count else None
-        self._level_now = np.zeros(lv.count if self._levels is not None else 1)
+        # the tables at the stage's time (row 0) and at a midpoint kind's (row 1)
+        self._level_now = np.zeros((2, lv.count if self._levels is not None else 1))
+        self._q = integrators.table_fractions(self.integrator, dt_mode)
+        if not np.any((registry.MIDPOINT_MASK >> layout.edge_bc.astype(np.int64)) & 1):
+            self._q = (0.0,) * len(self._q)  # no midpoint kind: every table at the stage's time
         if self._levels is not None:
             self._level_edges = np.flatnonzero(lv.edge_level >= 0)
             for key in INFLOW_KEYS[: self.model.layers]:  # m^3 in, per layer
@@ -245,18 +249,29 @@ class CpuBackend:
     def _residual(self, op: Op, step: _Step) -> None:
         """The edge pass over ``op.src`` at its stage's time, unless the slots hold it."""
         src = self._buffers[op.src]
-        if self._slots_of is not None and self._slots_of[0] is src:
+        t = self._stage(op, step, update=op.stage > 0).t
+        t_mid = self._table_time(op, step)
+        if self._slots_of is not None and self._slots_of[0] is src and self._slots_of[2] == t_mid:
             if op.count and not self._slots_of[1]:
                 self._count_flags()
-            self._slots_of = (src, self._slots_of[1] or op.count)
+            self._slots_of = (src, self._slots_of[1] or op.count, t_mid)
             return
-        t = self._stage(op, step, update=op.stage > 0).t
-        if self._levels is not None:  # the tables at the stage's time
-            level_values(t, self._ctrl, self._level_now)
+        if self._levels is not None:  # the tables at the stage's time, and a midpoint kind's
+            level_values(t, self._ctrl, self._level_now[0])
+            level_values(t_mid, self._ctrl, self._level_now[1])
         edge_pass(self.scheme, src, self._mesh, self._ctrl, self._level_now, self._out)
-        self._slots_of = (src, op.count)
+        self._slots_of = (src, op.count, t_mid)
         if op.count:
             self._count_flags()
+
+    def _table_time(self, op: Op, step: _Step) -> float:
+        """``t + q dt``, the time a midpoint kind (a discharge) reads its tables in the stage of
+        ``op`` (:func:`fvswe.integrators.table_fractions`); the step's start while Δt is not
+        known yet (the speeds of a lagged run's first Δt). Mirrors the GPU's ``mid_time``."""
+        q = self._q[op.stage]
+        if q == 0.0 or not step.dt > 0.0:
+            return self.t
+        return self.t + q * step.step_dt(self.t)
 
     def _count_flags(self) -> None:
         flags = self._out.flags[: self.layout.owned_edges]  # a part counts the edges it owns

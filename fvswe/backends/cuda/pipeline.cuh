@@ -139,6 +139,16 @@ __device__ __forceinline__ double pass_time(const Ctrl* c, int op)
     return (op & OP_AFTER) ? c->t_stage : stage_time(c, op);
 }
 
+// The time t + q dt at which a midpoint kind (a discharge) reads its tables in the stage of
+// `op` (q: fvswe.integrators.table_fractions; Euler's step midpoint); the step's start while
+// dt is not known yet (the speeds of a lagged run's first dt). Mirrors CpuBackend._table_time.
+__device__ __forceinline__ double mid_time(const Ctrl* c, int op)
+{
+    const double q = c->stage_q[stage_of(op)];
+    const double dt = step_dt(c);
+    return (q == 0.0 || !(dt > 0.0)) ? c->t : c->t + q * dt;
+}
+
 // The share of the step that the stage of `op` adds to the counters: its weight times dt.
 __device__ __forceinline__ double stage_share(const Ctrl* c, int op)
 {
@@ -278,6 +288,7 @@ __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
             ctrl->dt_used = step_dt(ctrl);
             ctrl->t_step = ctrl->t;
             ctrl->t_stage = stage_time(ctrl, op);
+            ctrl->t_mid = mid_time(ctrl, op);
             ctrl->weight = ctrl->stages[3 * stage_of(op) + 2];
             ctrl->step_no = ctrl->steps + 1;
             ctrl->updates += 1;
@@ -435,10 +446,18 @@ __device__ __forceinline__ fv_tuple6<real, real, real, real, real, real> pad6(co
     return fv_load6(w6);
 }
 
-// The dispatch over the registries (fvswe.registry), generated: has_tables and second_table
-// (a boundary kind's tables), ghost_of (its ghost state), impose (its fluxes), faces (the
+// The dispatch over the registries (fvswe.registry), generated: has_tables, second_table and
+// midpoint (a boundary kind's tables), ghost_of (its ghost state), impose (its fluxes), faces (the
 // reconstruction).
 #include "dispatch.cuh"
+
+// The time a pass with `op` reads the tables of boundary kind bc at: pass_time, or for a
+// midpoint kind mid_time (in a pass after the update, the stage just taken's).
+__device__ __forceinline__ double table_time(const Ctrl* c, int op, int bc)
+{
+    if (!midpoint(bc)) return pass_time(c, op);
+    return (op & OP_AFTER) ? c->t_mid : mid_time(c, op);
+}
 
 // The table values at time t of a boundary edge with tables (mirrors the CPU's level_values):
 // a, and b from the next table where the kind reads a second one (second_table; else 0).
@@ -463,13 +482,13 @@ __device__ __forceinline__ int scheme_flux(const real* Wi, const real* Wj, real 
 
 // ---------------------------------------------------------------- the one edge evaluation
 // The ghost of boundary code `code` beside a cell of state wi (depth Hi), its kind's tables
-// read at the pass's time (pass_time).
+// read at the pass's time (table_time).
 __device__ __forceinline__ void boundary_ghost(int code, const real* wi, real Hi, real2 n,
                                                const Params& prm, const Ctrl* ctrl, int op, real* g)
 {
     const int bc = bc_kind(code);
     double a = 0.0, b = 0.0;
-    if (has_tables(bc)) table_values(ctrl, pass_time(ctrl, op), code, a, b);
+    if (has_tables(bc)) table_values(ctrl, table_time(ctrl, op, bc), code, a, b);
     ghost_of(bc, wi, Hi, a, b, n.x, n.y, prm.g, prm.eps_h, g);
 }
 
@@ -482,7 +501,7 @@ __device__ __forceinline__ void boundary_impose(int code, real* Fm, const real* 
     const int bc = bc_kind(code);
     if (!has_tables(bc)) return;
     double a, b;
-    table_values(ctrl, pass_time(ctrl, op), code, a, b);
+    table_values(ctrl, table_time(ctrl, op, bc), code, a, b);
     impose(bc, Fm, wi, a, b, n.x, n.y);
     const int m = code >> BC_BITS;
     ctrl->level_flux[2 * m] = len * (Fm[0] + (wi[1] * n.x + wi[2] * n.y));
