@@ -594,9 +594,11 @@ def _compiled_stamp():
     return _SOURCE_STAMP
 
 
-#: The passes, cached with the physics and the dispatch inlined.
-PASSES = (edge_pass, volume_pass, limiter_thetas, limited_update, combined, level_values,
-          source_means)  # fmt: skip
+#: The passes, cached with the physics and the dispatch inlined: every compiled function of
+#: this module that is not inlined (``_edge_range`` too: ``edge_pass`` calls it, its own
+#: cache entry).
+PASSES = (edge_pass, _edge_range, volume_pass, limiter_thetas, limited_update, combined,
+          level_values, source_means)  # fmt: skip
 
 
 @functools.cache
