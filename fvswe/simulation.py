@@ -207,7 +207,8 @@ class Simulation:
     previous step's speeds), ``nonlagged`` (Δt from the current speeds) or
     ``fixed`` (``dt``). The last step is clipped to hit ``t_end``.
 
-    ``boundary`` maps each tag to ``"wall"``, ``"open"``, an imposed level
+    ``boundary`` maps each tag to ``"wall"``, ``"open"``, ``"outflow"`` (a free outflow
+    down the bed's slope, :class:`fvswe.boundary.Outflow`), an imposed level
     (:class:`fvswe.boundary.Level`), discharge (:class:`~fvswe.boundary.Discharge`,
     :class:`~fvswe.boundary.UnitDischarge`) or a non-reflecting far field
     (:class:`~fvswe.boundary.Characteristic`). ``friction`` is None,
@@ -306,7 +307,7 @@ class Simulation:
             bottom = None if bottom is None else bottom[perm]
             interfacial = None if interfacial is None else interfacial[perm]
         edge_bc = edge_conditions(mesh, boundary)
-        levels = level_tables(mesh, boundary, layers)
+        levels = level_tables(mesh, boundary, layers, Hc)
         self.friction = friction
         self.interfacial_friction = interfacial_friction
         self.coriolis = Coriolis.of(coriolis)

@@ -59,6 +59,7 @@ CONSTANTS: dict[str, int | float] = {
     "BC_TABLES": registry.TABLE_MASK,
     "BC_LAYERED": registry.LAYERED_MASK,
     "BC_MIDPOINT": registry.MIDPOINT_MASK,
+    "BC_BED": registry.BED_MASK,
     "BC_BITS": BC_BITS,
     "FRICTION_CHEZY": FRICTION_KINDS["chezy"],
     "FRICTION_MANNING": FRICTION_KINDS["manning"],
@@ -141,7 +142,8 @@ def _fluctuation_case(code: int, kind: registry.Boundary) -> list[str]:
 def dispatch() -> str:
     """The text of ``dispatch.cuh``: the GPU's dispatch over the registries, as the CPU's
     :mod:`fvswe.backends.cpu.dispatch` builds its own: a boundary kind's tables
-    (``has_tables``, ``second_table``, ``midpoint``), ghost state (``ghost_of``) and imposed fluxes
+    (``has_tables``, ``second_table``, ``midpoint``), the bed its ghost stands on
+    (``ghost_bed``), ghost state (``ghost_of``) and imposed fluxes
     (``impose``), and the reconstruction's face states (``faces``). Included by
     ``pipeline.cuh`` where ``real``, ``NVAR``, ``widen`` and ``pad6`` are defined."""
     lines = [
@@ -149,6 +151,7 @@ def dispatch() -> str:
         "#pragma once",
         "__device__ __forceinline__ bool has_tables(int bc) { return (BC_TABLES >> bc) & 1; }",
         "__device__ __forceinline__ bool midpoint(int bc) { return (BC_MIDPOINT >> bc) & 1; }",
+        "__device__ __forceinline__ bool ghost_bed(int bc) { return (BC_BED >> bc) & 1; }",
         "__device__ __forceinline__ bool second_table(int bc)",
         "{",
         "    return FVSWE_LAYERS == 2 && ((BC_LAYERED >> bc) & 1);",

@@ -133,6 +133,13 @@ def midpoint(bc):
 
 
 @_inline
+def ghost_bed(bc):
+    """Whether the ghost of kind ``bc`` stands on the bed ``H_i + a`` (its first table,
+    :data:`fvswe.registry.BED_MASK`) rather than on the cell's."""
+    return (registry.BED_MASK >> bc) & 1 == 1
+
+
+@_inline
 def second_table(bc, layers):
     """Whether a boundary edge of kind ``bc`` reads a second table (two layers, ``layered``)."""
     return layers == 2 and (registry.LAYERED_MASK >> bc) & 1 == 1

@@ -30,7 +30,16 @@ from ...physics.common import jit_inline
 from ...physics.forcing import force_layer, rotation, wind_stress
 from ...physics.sources import fed, segment_integral
 from ...physics.update import combine, damped, increment, rate, stable_dt
-from .dispatch import edge_flux, faces, ghost_of, has_tables, impose, midpoint, second_table
+from .dispatch import (
+    edge_flux,
+    faces,
+    ghost_bed,
+    ghost_of,
+    has_tables,
+    impose,
+    midpoint,
+    second_table,
+)
 
 #: Cell chunks of the volume pass; fixed so partial results never depend on the thread count.
 CHUNKS = 256
@@ -169,6 +178,8 @@ def _edge_range(scheme, W, mesh, ctrl, level_now, out, lo, hi):
                     b = level_now[row, mesh.edge_level[e] + 1]
             Wj = Wi
             Hj = mesh.H[i]
+            if ghost_bed(bc):  # rounded once to the state's precision, as the GPU
+                Hj = (mesh.H[i : i + 1] + a).astype(mesh.H.dtype)[0]
         edge = Edge(mesh.edge_normal[e, 0], mesh.edge_normal[e, 1], mesh.edge_length[e], bc, a,
                     b, ctrl.g, ctrl.r, ctrl.eps_h, layers)  # fmt: skip
         Fm, Fp, d, flag, out0, out1 = evaluate_edge(scheme, Wi, Wj, mesh.H[i], Hj, edge)

@@ -447,8 +447,8 @@ __device__ __forceinline__ fv_tuple6<real, real, real, real, real, real> pad6(co
 }
 
 // The dispatch over the registries (fvswe.registry), generated: has_tables, second_table and
-// midpoint (a boundary kind's tables), ghost_of (its ghost state), impose (its fluxes), faces (the
-// reconstruction).
+// midpoint (a boundary kind's tables), ghost_bed and ghost_of (its ghost's bed and state),
+// impose (its fluxes), faces (the reconstruction).
 #include "dispatch.cuh"
 
 // The time a pass with `op` reads the tables of boundary kind bc at: pass_time, or for a
@@ -482,14 +482,17 @@ __device__ __forceinline__ int scheme_flux(const real* Wi, const real* Wj, real 
 
 // ---------------------------------------------------------------- the one edge evaluation
 // The ghost of boundary code `code` beside a cell of state wi (depth Hi), its kind's tables
-// read at the pass's time (table_time).
+// read at the pass's time (table_time), and the bed Hg it stands on: the cell's, or Hi + a
+// rounded once to real for a kind with a bed of its own (ghost_bed: a free outflow).
 __device__ __forceinline__ void boundary_ghost(int code, const real* wi, real Hi, real2 n,
-                                               const Params& prm, const Ctrl* ctrl, int op, real* g)
+                                               const Params& prm, const Ctrl* ctrl, int op, real* g,
+                                               real& Hg)
 {
     const int bc = bc_kind(code);
     double a = 0.0, b = 0.0;
     if (has_tables(bc)) table_values(ctrl, table_time(ctrl, op, bc), code, a, b);
     ghost_of(bc, wi, Hi, a, b, n.x, n.y, prm.g, prm.eps_h, g);
+    Hg = ghost_bed(bc) ? real(double(Hi) + a) : Hi;
 }
 
 // A kind with tables imposes its fluxes on Fm (cell state wi) and records the edge's level
@@ -530,8 +533,7 @@ __device__ __forceinline__ void evaluate_edge(const real* wa, real Ha, Neighbour
 {
     real wb[NVAR], Hb;
     if (code) {
-        boundary_ghost(code, wa, Ha, n, prm, ctrl, op, wb);
-        Hb = Ha;
+        boundary_ghost(code, wa, Ha, n, prm, ctrl, op, wb, Hb);
     } else {
         neighbour(wb, Hb);
     }
