@@ -1,11 +1,12 @@
 """Boundary conditions by tag: which ghost state each boundary edge sees (docs/SCHEMES.md §7).
 
-Conditions are ``"wall"``, ``"open"``, an imposed level :class:`Level` (or the
+Conditions are ``"wall"``, ``"open"``, ``"outflow"`` (:class:`Outflow`: a free outflow
+down the bed's slope), an imposed level :class:`Level` (or the
 shorthand ``("level", eta)``), an imposed discharge :class:`Discharge` (m^3/s
 over the tag) or :class:`UnitDischarge` (m^2/s per metre of boundary), or a
 non-reflecting far field :class:`Characteristic`. Each takes time series: a
 number, a function of time, a two-column ``t value`` text file or a
-``(times, values)`` pair. The ghost states are those of docs/SCHEMES.md §7.4-§7.6.
+``(times, values)`` pair. The ghost states are those of docs/SCHEMES.md §7.4-§7.7.
 
 Every series is handed to the backends as a piecewise-linear table, so the CPU
 and the GPU evaluate the same values: a function (or a number) is sampled every
@@ -32,7 +33,7 @@ from .registry import BOUNDARY_CODES
 KINDS = dict(BOUNDARY_CODES)
 INTERIOR = 0
 WALL, OPEN, LEVEL = KINDS["wall"], KINDS["open"], KINDS["level"]
-DISCHARGE, CHARACTERISTIC = KINDS["discharge"], KINDS["characteristic"]
+DISCHARGE, CHARACTERISTIC, OUTFLOW = KINDS["discharge"], KINDS["characteristic"], KINDS["outflow"]
 
 #: Backend counters of the volume (m^3) in through the edges with tables, per layer.
 INFLOW_KEYS = ("level_inflow", "level_inflow2")
@@ -178,6 +179,48 @@ class Characteristic:
         return [("", series_table(self.eta, self.every, self.until, where))]
 
 
+@dataclass(frozen=True)
+class Outflow:
+    """A free outflow (``"outflow"``): the ghost continues the cell's depths and velocities
+    over a bed extrapolated along its slope, so that uniform flow down a slope leaves
+    without backing up, where ``"open"`` copies the cell's bed and its last half cell loses
+    the slope's forcing (docs/SCHEMES.md §7.7). Each edge's table is its bed drop."""
+
+    code = OUTFLOW
+
+    def edge_tables(self, mesh, edges: np.ndarray, H: np.ndarray | None) -> list[tuple]:
+        """One constant table per edge: ``H_g - H_i`` (:func:`bed_drops`; 0 without a bed)."""
+        drops = np.zeros(edges.size) if H is None else bed_drops(mesh, edges, H)
+        return [(np.array([FOREVER_S]), np.array([d])) for d in drops]
+
+
+#: The time of a constant table's one sample: no run reaches it (outflow's bed drops).
+FOREVER_S = float(np.finfo(np.float64).max)
+
+
+def bed_drops(mesh, edges: np.ndarray, H: np.ndarray) -> np.ndarray:
+    """Per boundary edge, ``H_g - H_i`` (H positive down): the bed at the inner cell's
+    barycentre mirrored in the edge, extrapolated with the cell's bed gradient (least
+    squares over the cells two neighbours away or nearer, exact for a plane; minimum norm
+    where they are collinear, 0 without neighbours), ``2 ((m - x_i).n) (grad H.n)``, ``m``
+    the edge's midpoint."""
+    adjacency = mesh.adjacency()
+    ring2 = adjacency @ adjacency + adjacency
+    out = np.zeros(edges.size)
+    for k, e in enumerate(edges):
+        i = int(mesh.edge_cells[e, 0])
+        around = ring2.indices[ring2.indptr[i] : ring2.indptr[i + 1]]
+        around = around[around != i]
+        if not around.size:
+            continue
+        d = mesh.centroid[around] - mesh.centroid[i]
+        grad = np.linalg.lstsq(d, H[around] - H[i], rcond=None)[0]
+        n = mesh.edge_normal[e]
+        mid = mesh.nodes[mesh.edge_nodes[e]].mean(axis=0)
+        out[k] = 2.0 * float((mid - mesh.centroid[i]) @ n) * float(grad @ n)
+    return out
+
+
 def read_columns(path: Path, where: str, what: str, names: tuple[str, ...]) -> tuple:
     """The columns ``names`` of a ``what`` text file (whitespace or commas, ``#`` comments),
     as float64 arrays; a one-line ConfigError starting with ``where`` otherwise."""
@@ -210,10 +253,10 @@ def check_series(t: np.ndarray, values: tuple[np.ndarray, ...], where: str, what
 
 
 #: The conditions that read tables.
-TABLE_CONDITIONS = (Level, Discharge, Characteristic)
+TABLE_CONDITIONS = (Level, Discharge, Characteristic, Outflow)
 
 
-def _kind(name: str, condition) -> tuple[int, Level | Discharge | Characteristic | None]:
+def _kind(name: str, condition) -> tuple[int, Level | Discharge | Characteristic | Outflow | None]:
     """``(code, condition object or None)`` of one tag's condition."""
     if isinstance(condition, TABLE_CONDITIONS):
         return condition.code, condition
@@ -221,9 +264,12 @@ def _kind(name: str, condition) -> tuple[int, Level | Discharge | Characteristic
         return LEVEL, Level(condition[1])
     if isinstance(condition, str) and condition in ("wall", "open"):
         return KINDS[condition], None
+    if condition == "outflow":
+        return OUTFLOW, Outflow()
     raise ConfigError(
         f"boundary tag {name!r}: unknown condition {condition!r} (choose from wall, open, "
-        f"Level(eta), Discharge(Q), UnitDischarge(q), Characteristic(eta) or ('level', eta))"
+        f"outflow, Level(eta), Discharge(Q), UnitDischarge(q), Characteristic(eta) or "
+        "('level', eta))"
     )
 
 
@@ -324,10 +370,14 @@ class LevelTables:
 
 
 def level_tables(
-    mesh, conditions: Mapping[str, object] | None = None, layers: int = 1
+    mesh,
+    conditions: Mapping[str, object] | None = None,
+    layers: int = 1,
+    H: np.ndarray | None = None,
 ) -> LevelTables:
     """The tables of ``conditions`` (validated as by :func:`edge_conditions`) for a model of
-    ``layers`` layers; a :class:`Discharge` is divided by its tag's length here."""
+    ``layers`` layers; a :class:`Discharge` is divided by its tag's length here, an
+    :class:`Outflow` has one table per edge, from the bed ``H`` per cell."""
     edge_level = np.full(mesh.n_edges, -1, dtype=np.int32)
     names, times, values = [], [], []
     for name, condition in (conditions or {}).items():
@@ -335,9 +385,15 @@ def level_tables(
         if cond is None or name not in mesh.tags:
             continue
         edges = mesh.edge_tag == mesh.tags[name]
-        length = float(np.sum(mesh.edge_length[edges]))
-        tables = cond.tables(layers, length, f"boundary tag {name!r}")
-        edge_level[edges] = len(names)
+        if isinstance(cond, Outflow):
+            where = np.flatnonzero(edges)
+            edge_level[where] = len(names) + np.arange(where.size)
+            tables = [(f" edge {e}", table) for e, table in
+                      zip(where, cond.edge_tables(mesh, where, H), strict=True)]  # fmt: skip
+        else:
+            length = float(np.sum(mesh.edge_length[edges]))
+            tables = cond.tables(layers, length, f"boundary tag {name!r}")
+            edge_level[edges] = len(names)
         for suffix, (t, v) in tables:
             names.append(name + suffix)
             times.append(t)

@@ -170,8 +170,9 @@ SCHEMA: tuple[Key, ...] = (
     Key("mesh", "<argument>", NUMBER, "an argument of the generator: square: cells, seed, half; "
         "structured_square: n, half; strip: nx, ny, x0, x1, width",
         "nx = 100\nny = 2\nx0 = 0.0\nx1 = 100.0"),
-    Key("boundary", "<tag>", (str, dict), 'a boundary tag\'s condition: "wall", "open" or a '
-        "table (keys below); absent table: all walls",
+    Key("boundary", "<tag>", (str, dict), 'a boundary tag\'s condition: "wall", "open", '
+        '"outflow" (free outflow down the bed\'s slope) or a table (keys below); absent '
+        "table: all walls",
         'east = "wall"\nwall = "wall"  # the strip\'s long sides'),
     Key("boundary.<tag>", "kind", str, "level (the default), discharge or characteristic "
         "(non-reflecting, toward a far field at rest at `level`, default 0)", '"level"'),
@@ -664,7 +665,7 @@ def _raster(where: str, table: Mapping[str, Any], path: Path) -> Callable:
 
 
 def _condition(tag: str, value: Any, path: Path):
-    """A boundary tag's condition: "wall", "open", or a :class:`~fvswe.boundary.Level`,
+    """A boundary tag's condition: "wall", "open", "outflow", or a :class:`~fvswe.boundary.Level`,
     :class:`~fvswe.boundary.Discharge` (:class:`~fvswe.boundary.UnitDischarge`) or
     :class:`~fvswe.boundary.Characteristic` from a table."""
     from .boundary import Characteristic, Discharge, Level, UnitDischarge
@@ -673,7 +674,7 @@ def _condition(tag: str, value: Any, path: Path):
     if isinstance(value, str):
         return value
     if not isinstance(value, dict):
-        raise ConfigError(f"{src}: {where!r} must be a string (wall or open) or a table")
+        raise ConfigError(f"{src}: {where!r} must be a string (wall, open, outflow) or a table")
     _table(value, "boundary.<tag>", src, shown=where)
     kind = value.get("kind", "level")
     allowed = BOUNDARY_KEYS.get(kind)

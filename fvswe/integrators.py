@@ -61,6 +61,18 @@ INTEGRATORS: tuple[Integrator, ...] = (
 BY_NAME = {i.name: i for i in INTEGRATORS}
 
 
+def table_fractions(integrator: Integrator, dt_mode: str) -> tuple[float, ...]:
+    """Per stage, ``q`` of the time ``t + q dt`` at which a ``midpoint`` boundary kind (a
+    discharge: :attr:`fvswe.registry.Boundary.midpoint`) reads its tables, so that the
+    volume it lets in, ``Σ_stages weight dt Q(t + q dt)``, is second order in Δt: Euler's
+    step midpoint (the midpoint rule); a multi-stage integrator's stage times ``c``, whose
+    weights already integrate a linear series exactly (trapezoid, Simpson). Non-lagged Euler
+    reads them at the step's start: its only edge pass also chooses Δt (docs/SCHEMES.md §7.5)."""
+    if len(integrator.stages) > 1:
+        return tuple(s.c for s in integrator.stages)
+    return (0.0 if dt_mode == "nonlagged" else 0.5,)
+
+
 def get(name: str) -> Integrator:
     """The integrator called ``name``, or a one-line error naming the choices."""
     try:

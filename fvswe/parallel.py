@@ -293,8 +293,21 @@ class DistributedBackend:
     def first_clip(self) -> tuple[int, int, float] | None:
         """The earliest clipped depth over all ranks ``(global cell, step, t)``, else None
         (collective: every rank learns it, so every rank stops)."""
-        clip = self.local.first_clip
-        mine = None if clip is None else (clip[1], int(self.part.cells[clip[0]]), clip[2])
+        return self._earliest(self.local.first_clip)
+
+    def watch_dt(self, floor: float) -> None:
+        self.local.watch_dt(floor)
+
+    @property
+    def first_below_floor(self) -> tuple[int, int, float] | None:
+        """The earliest step whose stable Δt fell below the floor of :meth:`watch_dt` over
+        all ranks ``(global cell, step, t)``, else None (collective)."""
+        return self._earliest(self.local.first_below_floor)
+
+    def _earliest(self, record: tuple[int, int, float] | None) -> tuple[int, int, float] | None:
+        """The earliest of the ranks' ``(local cell, step, t)`` records, its smallest global
+        cell: ``(global cell, step, t)`` on every rank, else None."""
+        mine = None if record is None else (record[1], int(self.part.cells[record[0]]), record[2])
         seen = [c for c in self.comm.allgather(mine) if c is not None]
         if not seen:
             return None

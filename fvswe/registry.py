@@ -150,9 +150,15 @@ class Boundary:
     second one for two layers. ``fluctuation``: ``"module.function"`` replacing the edge's
     ``F-`` after the flux (``fluctuation(Fm, Wi, a, b, ex, ey, layers)``: imposed fluxes).
     ``real_ghost``: the GPU forms the ghost in the state's precision; the others in float64,
-    as the CPU. The CPU's and the GPU's dispatch over the kinds
-    (:mod:`fvswe.backends.cpu.dispatch`, ``boundaries.cuh``) are generated from these entries;
-    a kind's code is its place in :data:`BOUNDARIES` (0 is an interior edge).
+    as the CPU. ``midpoint``: its tables are read at the stage's quadrature time ``t + q dt``
+    (:func:`fvswe.integrators.table_fractions`: Euler's step midpoint) rather than at the
+    stage's time, so that the volume a series lets in converges at second order in Δt
+    (a discharge, whose imposed mass flux is the table's value; docs/SCHEMES.md §7.5).
+    ``bed``: its (first) table is the ghost's bed below the cell's, ``H_g - H_i`` (m), on
+    which the ghost stands (a free outflow, §7.7); the others stand on the cell's bed.
+    The CPU's and the GPU's dispatch over the kinds (:mod:`fvswe.backends.cpu.dispatch`,
+    ``boundaries.cuh``) are generated from these entries; a kind's code is its place in
+    :data:`BOUNDARIES` (0 is an interior edge).
     """
 
     name: str
@@ -162,6 +168,8 @@ class Boundary:
     layered: bool = False
     fluctuation: str | None = None
     real_ghost: bool = False
+    midpoint: bool = False
+    bed: bool = False
 
 
 #: Every boundary kind, in the order of their codes 1, 2, ... (docs/SCHEMES.md §7).
@@ -171,9 +179,13 @@ BOUNDARIES: tuple[Boundary, ...] = (
     Boundary("level", "ghosts.level", "imposed surface (and interface) level (§7.4)",
              tables=True, layered=True),
     Boundary("discharge", "ghosts.discharge", "imposed discharge per layer (§7.5)",
-             tables=True, layered=True, fluctuation="ghosts.discharge_fluctuation"),
+             tables=True, layered=True, fluctuation="ghosts.discharge_fluctuation",
+             midpoint=True),
     Boundary("characteristic", "ghosts.characteristic",
              "non-reflecting far field at rest at a level (§7.6)", tables=True),
+    Boundary("outflow", None,
+             "free outflow: the cell's flow continued over its bed's slope (§7.7)", tables=True,
+             bed=True),
 )  # fmt: skip
 
 #: Boundary kind name -> its code (``Layout.edge_bc``, the GPU's boundary codes).
@@ -181,6 +193,10 @@ BOUNDARY_CODES: dict[str, int] = {b.name: k + 1 for k, b in enumerate(BOUNDARIES
 #: Bit ``code`` set for the kinds whose edges read tables (with ``layered``: two for two layers).
 TABLE_MASK = sum(1 << BOUNDARY_CODES[b.name] for b in BOUNDARIES if b.tables)
 LAYERED_MASK = sum(1 << BOUNDARY_CODES[b.name] for b in BOUNDARIES if b.layered)
+#: Bit ``code`` set for the kinds that read their tables at the stage's quadrature time.
+MIDPOINT_MASK = sum(1 << BOUNDARY_CODES[b.name] for b in BOUNDARIES if b.midpoint)
+#: Bit ``code`` set for the kinds whose ghost stands on a bed of its own (its first table).
+BED_MASK = sum(1 << BOUNDARY_CODES[b.name] for b in BOUNDARIES if b.bed)
 
 
 def boundary_cases(field: str) -> list[tuple[int, Boundary]]:

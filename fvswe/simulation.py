@@ -32,6 +32,9 @@ Field = np.ndarray | float | Callable[[np.ndarray, np.ndarray], np.ndarray]
 DTYPES = {name: np.dtype(name).type for name in run_settings.BY_NAME["dtype"].choices}
 #: Largest ``|m - m0 - inflow| / m0`` of a layer that is still round-off, by precision.
 MASS_TOLERANCE = {"float64": 1e-12, "float32": 1e-5}
+#: A check interval that stops short of ``t_end`` having advanced less than this fraction of
+#: the run's first Δt a step (or not at all) stops the run: Δt collapsed (docs/SCHEMES.md §2.4).
+DT_COLLAPSE = 1e-6
 
 
 @dataclass
@@ -230,7 +233,8 @@ class Simulation:
     previous step's speeds), ``nonlagged`` (Δt from the current speeds) or
     ``fixed`` (``dt``). The last step is clipped to hit ``t_end``.
 
-    ``boundary`` maps each tag to ``"wall"``, ``"open"``, an imposed level
+    ``boundary`` maps each tag to ``"wall"``, ``"open"``, ``"outflow"`` (a free outflow
+    down the bed's slope, :class:`fvswe.boundary.Outflow`), an imposed level
     (:class:`fvswe.boundary.Level`), discharge (:class:`~fvswe.boundary.Discharge`,
     :class:`~fvswe.boundary.UnitDischarge`) or a non-reflecting far field
     (:class:`~fvswe.boundary.Characteristic`). ``friction`` is None,
@@ -270,8 +274,10 @@ class Simulation:
     A run stops with a :class:`~fvswe.errors.BlowUpError` (one line) when a depth
     had to be clipped, when a layer's mass drifts beyond round-off
     (:data:`MASS_TOLERANCE`; not checked with open boundaries, which have no
-    flux counter) or when a fixed ``dt`` exceeds the stable step (Courant number
-    > 1); ``allow_mass_error=True`` lets the first two pass (they stay counted
+    flux counter), when a fixed ``dt`` exceeds the stable step (Courant number
+    > 1) or when Δt collapses (:data:`DT_COLLAPSE`: a check interval advancing less than
+    1e-6 of the first Δt a step, naming the cell whose stable step fell below that);
+    ``allow_mass_error=True`` lets the first two pass (they stay counted
     in the summary).
 
     ``comm`` (an mpi4py communicator of more than one rank) spreads the run over
@@ -330,7 +336,7 @@ class Simulation:
             bottom = None if bottom is None else bottom[perm]
             interfacial = None if interfacial is None else interfacial[perm]
         edge_bc = edge_conditions(mesh, boundary)
-        levels = level_tables(mesh, boundary, layers)
+        levels = level_tables(mesh, boundary, layers, Hc)
         self.friction = friction
         self.interfacial_friction = interfacial_friction
         self.coriolis = Coriolis.of(coriolis)
@@ -350,6 +356,7 @@ class Simulation:
         self.mass_initial = self.mass()
         self._closed = not np.any(edge_bc == OPEN)  # every volume change is counted
         self._identity: tuple[dict[str, Any], dict[str, Any]] | None = None
+        self._dt_first: float | None = None  # the mean Δt of the first check interval
 
     def _start_backend(self, cls, s: dict, fast_math: bool, backend_options: dict | None):
         """The backend that steps this run: ``cls`` (a distributed one over ``self.comm``), or
@@ -532,10 +539,11 @@ class Simulation:
         taken = 0
         while self.t < t_end and taken < limit:
             chunk = int(min(check_every, limit - taken))
-            before = self.steps
+            before, t0 = self.steps, self.t
             self.backend.advance(t_end, chunk)
             taken += self.steps - before
             self._check()
+            self._check_progress(self.t - t0, self.steps - before, t_end)
             if callback is not None:
                 callback(self)
         return self._summary(time.perf_counter() - start, taken)
@@ -562,6 +570,31 @@ class Simulation:
         x, y = self.mesh.centroid[cell]
         return f"cell {int(self.mesh.original_index[cell])} at ({x:.4g}, {y:.4g})"
 
+    def _check_progress(self, advanced: float, steps: int, t_end: float) -> None:
+        """Raise a one-line BlowUpError when Δt has collapsed: a check interval that stopped
+        short of ``t_end`` (so no step of it was clipped) and advanced less than
+        :data:`DT_COLLAPSE` times the run's first Δt a step, or took no time or no step at all.
+        The same on every rank: ``t`` and ``steps`` are global."""
+        reached = self.t >= t_end  # only then may the interval's last step be clipped
+        if self._dt_first is None and advanced > 0 and (steps >= 2 or not reached):
+            self._dt_first = advanced / steps  # a clipped last step costs it at most half
+            self.backend.watch_dt(DT_COLLAPSE * self._dt_first)
+        floor = 0.0 if self._dt_first is None else DT_COLLAPSE * self._dt_first
+        if reached or (steps and advanced > floor * steps):
+            return
+        slow = self.backend.first_below_floor
+        where = ""
+        if slow is not None:
+            cell, step, t = slow
+            where = (f"; a stable step first fell below {floor:.3g} s in {self._where(cell)} "
+                     f"at step {step + 1} (t = {t:.6g} s)")  # fmt: skip
+        pace = f"{advanced / steps:.3g} s a step over {steps} steps" if steps else "no step"
+        first = "" if self._dt_first is None else f" of the first steps' {self._dt_first:.3g} s"
+        raise BlowUpError(
+            f"dt collapsed: {pace} (below {DT_COLLAPSE:g}{first}) by step {self.steps}, "
+            f"t = {self.t:.6g} s{where}"
+        )
+
     def _check(self) -> None:
         """Raise a one-line BlowUpError on an invalid state, a Courant number above 1 with a
         fixed dt, or (unless ``allow_mass_error``) a clipped depth or a mass drift."""
@@ -582,21 +615,31 @@ class Simulation:
             )
         if self.allow_mass_error:
             return
+        breaches = sorted(self._breaches(), key=lambda b: -b[0])
+        if breaches:
+            text = "; also ".join(sentence for _, sentence in breaches)
+            raise BlowUpError(f"{text}; allow_mass_error / --allow-mass-error to continue")
+
+    def _breaches(self) -> list[tuple[float, str]]:
+        """The volume's breaches so far, each ``(m^3, its sentence)``: a negative depth clipped
+        (the m^3 the clipping added; the GPU does not measure it: ranked first) and each
+        layer's mass drift beyond round-off (closed runs). The stop names the largest first:
+        a layer that lost far more than a clip added is the news, not the clip."""
+        out = []
         clip = self.backend.first_clip
         if clip is not None:
             cell, step, t = clip
             counters = self.backend.counters()
-            if "clipped_volume" in counters:
-                amount = f"the clipping added {counters['clipped_volume']:.3g} m^3"
+            volume = counters.get("clipped_volume", math.inf)
+            if math.isfinite(volume):
+                amount = f"the clipping added {volume:.3g} m^3"
             else:  # the GPU counts clips, not their volume: the mass change shows it
                 change = (m - m0 for m, m0 in zip(self.mass(), self.mass_initial, strict=True))
                 amount = "layer volumes changed by " + ", ".join(f"{d:.3g}" for d in change)
                 amount += " m^3"
-            raise BlowUpError(
-                f"positivity lost: a negative depth was clipped to 0 in {self._where(cell)} at "
-                f"step {step + 1} (t = {t:.6g} s); {amount} by step {self.steps}; "
-                "allow_mass_error / --allow-mass-error to continue"
-            )
+            out.append((volume, f"positivity lost: a negative depth was clipped to 0 in "
+                                f"{self._where(cell)} at step {step + 1} (t = {t:.6g} s); "
+                                f"{amount} by step {self.steps}"))  # fmt: skip
         if self._closed:
             summary = self._summary(0.0, 0)
             tol = MASS_TOLERANCE[self.dtype]
@@ -606,8 +649,7 @@ class Simulation:
                 d = err / scale if scale else 0.0
                 if d > tol:
                     name = self.model.fields[self.model.depth_components[k]]
-                    raise BlowUpError(
-                        f"mass of {name} changed by {d:.3g} (relative; round-off is <= {tol:g}) "
-                        f"by step {self.steps}, t = {self.t:.6g} s; allow_mass_error / "
-                        "--allow-mass-error to continue"
-                    )
+                    out.append((err, f"mass of {name} changed by {d:.3g} (relative; round-off "
+                                     f"is <= {tol:g}), {err:.3g} m^3, by step {self.steps}, "
+                                     f"t = {self.t:.6g} s"))  # fmt: skip
+        return out

@@ -76,6 +76,46 @@ def test_unit_discharge_series_and_outflow():
     assert abs(inflow - exact) <= 0.02 * exact
 
 
+def _ramp_volume(steps: int, integrator: str, **kw) -> tuple[float, Simulation]:
+    """Volume let in over 6 s by a discharge ramping linearly from 0 to 3 m^3/s in 3 s, then
+    held (a kink at t = 3 s, mid-step for 3, 9 and 27 fixed steps), and its Simulation."""
+    mesh = strip(4, 1, x0=0.0, x1=400.0)
+    west = Discharge(([0.0, 3.0, 10.0], [0.0, 3.0, 3.0]))
+    sim = _sim(mesh, 1, {"west": west, "east": "wall", "wall": "wall"}, H=2.0,
+               initial={"h": 2.0}, dt_mode="fixed", dt=6.0 / steps, integrator=integrator,
+               **kw)  # fmt: skip
+    summary = sim.run(6.0)
+    assert abs(summary.mass[0] - summary.mass_initial[0] - summary.counters["level_inflow"]) < 1e-9
+    return summary.counters["level_inflow"], sim
+
+
+@pytest.mark.parametrize("integrator", ["euler", "ssp-rk2"])
+def test_discharge_volume_converges_at_second_order_in_dt(integrator):
+    """The volume a discharge series lets in is second order in Δt: Euler reads the table at
+    the step's midpoint, Heun at its stages (trapezoid; docs/SCHEMES.md §7.5). Exact here is
+    4.5 Q_max = 13.5 m^3; a mid-step kink leaves an error of 1/6, 1/54, 1/486 Q_max with Euler
+    (ratio 9 for a Δt three times smaller); read at the step's start it was first order
+    (ratio 3)."""
+    errors = [abs(_ramp_volume(n, integrator)[0] - 13.5) for n in (3, 9, 27)]
+    orders = [np.log(errors[k] / errors[k + 1]) / np.log(3.0) for k in range(2)]
+    assert all(1.9 < order < 2.1 for order in orders), (errors, orders)
+
+
+def test_discharge_midpoint_on_host_gpu_matches_cpu():
+    """The host-run GPU kernels read a discharge at the same midpoint: the inflow of the
+    fixed-step ramp is the CPU's (to the order of summation), 13.5 m^3 + Q_max / 54 (the
+    mid-step kink's error), and the state is the CPU's bit for bit."""
+    from test_cuda_sources import CXX, emulated_run
+
+    if CXX is None:
+        pytest.skip("no host C++ compiler (g++) on PATH")
+    volume, sim = _ramp_volume(9, "euler")
+    W, ctrl = emulated_run(sim.layout, sim.scheme, "gather", "fixed", 6.0, 10**6, 6.0 / 9)
+    assert ctrl["steps"] == 9 and np.array_equal(W, sim.backend.get_state())
+    assert ctrl["level_inflow"] == pytest.approx(volume, rel=1e-13)
+    assert ctrl["level_inflow"] - 13.5 == pytest.approx(3.0 / 54, rel=1e-9)
+
+
 def test_discharge_table_is_spread_over_the_tag_length():
     mesh = strip(10, 3, x0=0.0, x1=10.0)  # west side: 3 m
     lv = level_tables(
@@ -223,6 +263,57 @@ def test_discharge_reaches_the_manning_normal_depth(nx, tol):
     assert error < tol
     # the cells' discharge, first order too: measured 3.8 %, 1.9 %, 0.98 % off
     assert np.abs(f["qx"][middle] / q - 1.0).max() < 2.5 * tol
+
+
+def _channel(east, nx: int = 100) -> Simulation:
+    """Manning normal flow down a 2 km channel of slope 1e-3 (n = 0.03): ``q = 1 m²/s`` in at
+    the top, from the normal state, ``east`` the outlet."""
+    S, n, q = 1e-3, 0.03, 1.0
+    hn = (n * q / np.sqrt(S)) ** 0.6
+    return Simulation(
+        strip(nx, 1, x0=0.0, x1=2000.0), layers=1, scheme="hll", backend="cpu",
+        H=lambda x, y: 5.0 + S * x, friction=("manning", n), initial={"h": hn, "qx": q},
+        boundary={"west": UnitDischarge(q), "east": east, "wall": "wall"},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("east", ["outflow", "open"])
+def test_free_outflow_passes_uniform_flow_down_a_slope(east):
+    """Normal flow leaves through "outflow" within 2 % of the normal depth h_n = 0.969 m in
+    every cell (measured 1.2 %: the friction step's first-order offset, the same upstream),
+    its outflow counted (the volume balances to round-off); "open" copies the cell's bed, the
+    last half cell loses the slope's push and the outlet backs up (measured +154 %)."""
+    sim = _channel(east)
+    hn = (0.03 / np.sqrt(1e-3)) ** 0.6
+    summary = sim.run(4000.0)
+    error = np.abs(sim.fields()["h"] / hn - 1.0).max()
+    if east == "open":
+        assert error > 1.0
+        return
+    assert error < 0.02
+    assert summary.mass_rel_drift[0] <= 1e-13 and summary.counters["level_inflow"] < 1.0
+
+
+def test_free_outflow_on_host_gpu_is_the_cpu_bitwise():
+    """The host-run GPU kernels stand the outflow's ghost on the same extrapolated bed: the
+    state after 100 steps is the CPU's bit for bit in every variant."""
+    from test_cuda_sources import CXX, emulated_run
+
+    from fvswe.backends import gpu
+
+    if CXX is None:
+        pytest.skip("no host C++ compiler (g++) on PATH")
+    sim = _channel("outflow", nx=20)
+    lv, mesh = sim.layout.levels, sim.mesh
+    cell = mesh.edge_cells[lv.edge_level == lv.count - 1, 0]  # the outflow edge's cell
+    mirrored = 2.0 * (2000.0 - mesh.centroid[cell, 0])  # to the ghost's barycentre
+    assert lv.values[-1] == pytest.approx(1e-3 * mirrored[0], rel=1e-12)  # its bed drop
+    sim.backend.advance(4000.0, 100)
+    for variant in gpu.VARIANTS:
+        W, ctrl = emulated_run(sim.layout, sim.scheme, variant, "lagged", 4000.0, 100)
+        assert ctrl["t"] == sim.t and np.array_equal(W, sim.backend.get_state()), variant
+        assert ctrl["level_inflow"] == pytest.approx(sim.backend.counters()["level_inflow"],
+                                                     rel=1e-12)  # fmt: skip
 
 
 def test_condition_errors_name_the_tag():

@@ -218,3 +218,30 @@ def test_one_layer_case_file_with_open_ends(capsys, meshes, tmp_path, monkeypatc
     report = json.loads(stdout)
     assert report["t"] == 0.01 and len(report["mass"]) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["case.toml"]
+
+
+def test_a_collapsing_dt_stops_in_one_line(capsys, meshes, monkeypatch):
+    """A Δt that collapses stops the run at the first check interval spent below the floor
+    (10 steps here) in one line naming the cell that sets it, the step and the time, exit
+    status 2, instead of stepping on for ever. The stand-in for a runaway tip: once the first
+    interval (steps 1-10) has set the reference Δt, cell 5's area (as the kernels see it)
+    shrinks a billion times; step 11 computes the collapsed Δt that steps 12-30 take."""
+    from fvswe.backends.cpu.pipeline import CpuBackend
+
+    watch = CpuBackend.watch_dt
+
+    def shrink(self, floor):
+        area = self._mesh.area.copy()
+        area[5] *= 1e-9
+        self._mesh = self._mesh._replace(area=area)
+        watch(self, floor)
+
+    monkeypatch.setattr(CpuBackend, "watch_dt", shrink)
+    code, out, err = run(capsys, "test1", "--mesh", str(meshes / "square.npz"), "--backend",
+                         "cpu", "--order", "none", "--t-end", "100", "--allow-mass-error",
+                         "-q")  # fmt: skip
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith("fvswe: error: dt collapsed: ") and " a step over 10 steps " in err
+    assert "below 1e-06 of the first steps' " in err and "by step 30, t = " in err
+    assert "a stable step first fell below " in err and " in cell 5 at (" in err
+    assert "at step 11 (t = " in err

@@ -411,11 +411,12 @@ def test_emulator_keeps_barrier_shuffle_and_atomic_semantics():
 
 def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=None, cells=None,
                  block=gpu.DEFAULT_BLOCK, interior_first=None, integrator="euler",
-                 cfl=0.9):  # fmt: skip
+                 cfl=0.9, floor=None):  # fmt: skip
     """(state, control block) after the GPU backend ran on the host (tests/host_runtime.py):
     its own plans, launches, graphs and control block, the CUDA kernels built by g++ with the
     emulator; ``block``: threads per block, ``cells``: the block variant's cells per thread
-    block (default ``block``), ``interior_first`` its task order."""
+    block (default ``block``), ``interior_first`` its task order; ``floor`` a Δt floor to
+    watch (``watch_dt``)."""
     from host_runtime import HostRuntime
 
     backend = gpu.GpuBackend(
@@ -423,6 +424,8 @@ def emulated_run(layout, scheme, variant, dt_mode, t_end, max_steps, dt_fixed=No
         cells=cells or block, interior_first=interior_first, integrator=integrator,
         runtime=HostRuntime(),
     )  # fmt: skip
+    if floor is not None:
+        backend.watch_dt(floor)
     backend.advance(t_end, max_steps)
     return backend.get_state(), backend._read_ctrl()
 
@@ -444,12 +447,18 @@ def test_step_kernels_on_host_match_cpu_backend(scheme, dt_mode, max_steps):
 
     dt = 5e-3 if dt_mode == "fixed" else None
     sim = get_case("test1").simulation(structured_square(10), scheme=scheme, dt_mode=dt_mode, dt=dt)
+    floor = 0.0335  # PVM-IFCP's stable Δt falls below it (the Δt collapse guard's record)
+    sim.backend.watch_dt(floor)
     sim.backend.advance(0.1, max_steps)
     ref, counters = sim.backend.get_state(), sim.backend.counters()
-    runs = [emulated_run(sim.layout, scheme, v, dt_mode, 0.1, max_steps, dt)
+    slow = sim.backend.first_below_floor
+    assert slow is not None or scheme != "pvm-ifcp"
+    runs = [emulated_run(sim.layout, scheme, v, dt_mode, 0.1, max_steps, dt, floor=floor)
             for v in gpu.VARIANTS]  # fmt: skip
     for W, ctrl in runs:
         assert (ctrl["t"], ctrl["steps"]) == (sim.t, sim.steps)
+        record = (ctrl["slow_cell"] + gpu.NO_CELL, ctrl["slow_step"] - 1, ctrl["slow_t"])
+        assert (record if ctrl["slow_step"] else None) == slow
         assert ctrl["clipped"] == counters["clipped_cells"]
         assert ctrl["nonhyp"] == counters["nonhyperbolic_edges"]
         assert (np.abs(W - ref).max(axis=0) / np.abs(ref).max(axis=0)).max() <= 1e-12

@@ -171,3 +171,18 @@ def test_an_edited_physics_module_drops_the_cached_passes(tmp_path, monkeypatch)
     monkeypatch.setattr(p, "_SOURCE_STAMP", p._SOURCE_STAMP + 1)
     p.fresh_cache.__wrapped__()
     assert sorted(flushed) == sorted(["_compiled_stamp", *passes])
+
+
+def test_every_cached_cpu_pass_is_dropped_with_the_stamp():
+    """Every compiled, not inlined function of the CPU kernels is in ``PASSES``, the list that
+    ``fresh_cache`` flushes after a registry or physics edit: ``_edge_range`` (called by
+    ``edge_pass``, cached on its own) was not, so on a warm cache a new boundary kind ran
+    without its ghost or its counted flux."""
+    from numba.core.registry import CPUDispatcher
+
+    import fvswe.backends.cpu.kernels as p
+
+    own = {name for name, f in vars(p).items() if isinstance(f, CPUDispatcher)
+           and f.__module__ == p.__name__
+           and f.targetoptions.get("inline") != "always"}  # fmt: skip
+    assert own - {"_compiled_stamp"} == {f.py_func.__name__ for f in p.PASSES}

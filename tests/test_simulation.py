@@ -304,6 +304,25 @@ def test_blow_up_names_cell_step_and_time(sym_mesh):
         sim.run(10.0, check_every=1)
 
 
+def test_the_stop_names_the_largest_breach_first(sym_mesh):
+    """A clip that added 8e-9 m^3 while a layer lost far more in the same stretch (issue 33:
+    the stop blamed the clip): the one line names the layer's loss first, then the clip."""
+    sim = get_case("test1").simulation(sym_mesh, backend="cpu")
+    W = sim.backend.get_state()
+    W[0, 3] -= 1e-3  # h2 loses 1e-3 m over cell 0 (~2e-4 m^3)
+    sim.backend.set_state(W)
+    sim.backend.first_clip = (0, 0, 0.0)  # and a clip added 8e-9 m^3
+    sim.backend._counts.update(clipped_cells=1, clipped_volume=8e-9)
+    with pytest.raises(BlowUpError) as err:
+        sim.run(10.0, max_steps=1, check_every=1)
+    msg = str(err.value)
+    lost = sim.mass_initial[1] - sim.mass()[1]
+    assert msg.startswith("mass of h2 changed by ") and f", {lost:.3g} m^3, by step 1" in msg
+    assert "; also positivity lost: a negative depth was clipped to 0 in cell " in msg
+    assert "the clipping added 8e-09 m^3 by step 1" in msg
+    assert msg.count("allow_mass_error") == 1 and "\n" not in msg
+
+
 @pytest.mark.parametrize("order", ["none", "rcm"])
 def test_fixed_dt_above_the_stable_step_names_step_cell_and_courant(sym_mesh, order):
     """The first step whose fixed dt exceeds dt_stable = 2|V| / sum(|Gamma| ||D||) stops the

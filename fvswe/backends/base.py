@@ -119,6 +119,17 @@ class Backend(Protocol):
         """``(cell, step, t, Courant number)`` of the first fixed step above the stable one."""
         ...
 
+    def watch_dt(self, floor: float) -> None:
+        """From now on record (:attr:`first_below_floor`) the first step whose stable Δt
+        falls below ``floor`` (s): the time loop's guard against a collapsing Δt."""
+        ...
+
+    @property
+    def first_below_floor(self) -> tuple[int, int, float] | None:
+        """``(cell, step, t)`` of the first step whose stable Δt fell below the floor of
+        :meth:`watch_dt` (its smallest cell below it), else None."""
+        ...
+
     def cold_start_note(self) -> str | None:
         """A sentence for the user when the first step must compile kernels, else None."""
         ...

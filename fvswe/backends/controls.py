@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..integrators import INTEGRATORS, Integrator
+from ..integrators import INTEGRATORS, Integrator, table_fractions
 from .layout import Layout
 
 
@@ -150,6 +150,9 @@ CONTROLS: tuple[Control, ...] = (
     Control("courant", "double", "its largest Courant number dt sum(|Gamma| ||D||) / (2 |V|)"),
     Control("clip_step", "long long", "1 + that step (0: none)"),
     Control("cfl_step", "long long", "1 + that step (0: none)"),
+    Control("dt_floor", "double", "record the first step whose stable dt falls below this"),
+    Control("slow_t", "double", "the time of that step"),
+    Control("slow_step", "long long", "1 + that step (0: none)"),
     Control("clip_cell", "int", "smallest cell clipped in that step, as cell - NO_CELL (0: none)"),
     Control("cfl_cell", "int", "smallest cell with Courant number > 1 in it, likewise"),
     # Coriolis and wind (fvswe/physics/forcing.py, docs/SCHEMES.md §15)
@@ -203,6 +206,9 @@ CONTROLS: tuple[Control, ...] = (
     Control("stages", "const double*", "per stage of the integrator: c, a, weight",
             lambda s: np.array([[g.c, g.a, g.weight] for g in s.integrator.stages]).ravel(),
             cpu=False),
+    Control("stage_q", "const double*", "per stage: q of the midpoint kinds' table time t + q dt",
+            lambda s: np.array(table_fractions(s.integrator, s.dt_mode)), cpu=False),
+    Control("t_mid", "double", "the midpoint kinds' table time of the stage being taken"),
     Control("limited", "unsigned long long", "layers of cells limited (theta < 1)"),
     Control("lim_cells", "int*", "the step's candidates (n_cells long)",
             lambda s: _limiter(s, 1, 0, np.int32), cpu=False),
@@ -217,7 +223,7 @@ CONTROLS: tuple[Control, ...] = (
     Control("owned", "int", "cells [0, owned) are this part's (all cells on one device)",
             lambda s: s.layout.owned_cells),
     Control("halo_listed", "int", "halo cells in lim_cells after the candidates"),
-    Control("pad2", "int", "alignment"),
+    Control("slow_cell", "int", "smallest cell with a stable dt below dt_floor, likewise"),
 )  # fmt: skip
 
 #: C type -> NumPy field type (pointers are 8-byte device addresses).

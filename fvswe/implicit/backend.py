@@ -232,6 +232,13 @@ class ImplicitBackend:
         """A fixed step above the advective Courant limit 1 (the explicit advection's)."""
         return self._courant
 
+    def watch_dt(self, floor: float) -> None:
+        """Nothing: the θ-scheme's Δt follows the largest speeds, not a cell's stable step."""
+
+    @property
+    def first_below_floor(self) -> tuple[int, int, float] | None:
+        return None
+
     def cold_start_note(self) -> str | None:
         return None
 

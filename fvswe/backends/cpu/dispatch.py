@@ -126,6 +126,20 @@ def has_tables(bc):
 
 
 @_inline
+def midpoint(bc):
+    """Whether kind ``bc`` reads its tables at the stage's quadrature time
+    (:data:`fvswe.registry.MIDPOINT_MASK`): row 1 of the edge pass's table values."""
+    return (registry.MIDPOINT_MASK >> bc) & 1
+
+
+@_inline
+def ghost_bed(bc):
+    """Whether the ghost of kind ``bc`` stands on the bed ``H_i + a`` (its first table,
+    :data:`fvswe.registry.BED_MASK`) rather than on the cell's."""
+    return (registry.BED_MASK >> bc) & 1 == 1
+
+
+@_inline
 def second_table(bc, layers):
     """Whether a boundary edge of kind ``bc`` reads a second table (two layers, ``layered``)."""
     return layers == 2 and (registry.LAYERED_MASK >> bc) & 1 == 1

@@ -30,7 +30,16 @@ from ...physics.common import jit_inline
 from ...physics.forcing import force_layer, rotation, wind_stress
 from ...physics.sources import fed, segment_integral
 from ...physics.update import combine, damped, increment, rate, stable_dt
-from .dispatch import edge_flux, faces, ghost_of, has_tables, impose, second_table
+from .dispatch import (
+    edge_flux,
+    faces,
+    ghost_bed,
+    ghost_of,
+    has_tables,
+    impose,
+    midpoint,
+    second_table,
+)
 
 #: Cell chunks of the volume pass; fixed so partial results never depend on the thread count.
 CHUNKS = 256
@@ -143,10 +152,11 @@ def evaluate_edge(scheme, Wi, Wj, Hi, Hj, edge):
 
 @_kernel
 def _edge_range(scheme, W, mesh, ctrl, level_now, out, lo, hi):
-    """Edges ``lo .. hi-1``: each edge's cells (on the boundary, its kind's tables at
-    ``level_now``) loaded, :func:`evaluate_edge`, ``|Γ| F⁻`` and ``|Γ| ‖D‖`` stored into i's
-    slot, ``|Γ| F⁺`` into j's, the flags into ``out.flags``, a boundary edge's outward mass
-    flux into ``out.level_flux``."""
+    """Edges ``lo .. hi-1``: each edge's cells (on the boundary, its kind's tables from
+    ``level_now``: row 0 at the stage's time, row 1 at a midpoint kind's) loaded,
+    :func:`evaluate_edge`, ``|Γ| F⁻`` and ``|Γ| ‖D‖`` stored into i's slot, ``|Γ| F⁺`` into
+    j's, the flags into ``out.flags``, a boundary edge's outward mass flux into
+    ``out.level_flux``."""
     nvar = W.shape[1]
     layers = nvar // 3
     acc = out.acc
@@ -162,11 +172,14 @@ def _edge_range(scheme, W, mesh, ctrl, level_now, out, lo, hi):
         else:
             bc = int(mesh.edge_bc[e])
             if has_tables(bc):
-                a = level_now[mesh.edge_level[e]]
+                row = midpoint(bc)
+                a = level_now[row, mesh.edge_level[e]]
                 if second_table(bc, layers):
-                    b = level_now[mesh.edge_level[e] + 1]
+                    b = level_now[row, mesh.edge_level[e] + 1]
             Wj = Wi
             Hj = mesh.H[i]
+            if ghost_bed(bc):  # rounded once to the state's precision, as the GPU
+                Hj = (mesh.H[i : i + 1] + a).astype(mesh.H.dtype)[0]
         edge = Edge(mesh.edge_normal[e, 0], mesh.edge_normal[e, 1], mesh.edge_length[e], bc, a,
                     b, ctrl.g, ctrl.r, ctrl.eps_h, layers)  # fmt: skip
         Fm, Fp, d, flag, out0, out1 = evaluate_edge(scheme, Wi, Wj, mesh.H[i], Hj, edge)
@@ -592,9 +605,11 @@ def _compiled_stamp():
     return _SOURCE_STAMP
 
 
-#: The passes, cached with the physics and the dispatch inlined.
-PASSES = (edge_pass, volume_pass, limiter_thetas, limited_update, combined, level_values,
-          source_means)  # fmt: skip
+#: The passes, cached with the physics and the dispatch inlined: every compiled function of
+#: this module that is not inlined (``_edge_range`` too: ``edge_pass`` calls it, its own
+#: cache entry).
+PASSES = (edge_pass, _edge_range, volume_pass, limiter_thetas, limited_update, combined,
+          level_values, source_means)  # fmt: skip
 
 
 @functools.cache

@@ -20,6 +20,7 @@ from ...boundary import INFLOW_KEYS
 from ...integrators import Op, U
 from ...physics.limiter import mass_flux
 from ...physics.slide import bed_cells
+from ...physics.update import stable_dt
 from ...sources import RAIN_KEY, SOURCE_KEYS, counter_keys
 from ..base import EPS_U_RATIO, LAST_STEP_RTOL, LIMIT_MARGIN, check_dt_mode
 from ..controls import Setup, cpu_controls
@@ -121,6 +122,10 @@ class CpuBackend:
         #: number)``: its smallest cell with a Courant number > 1 and its largest one.
         self.first_clip = None
         self.courant_violation = None
+        #: The first step whose stable Δt fell below the floor of watch_dt ``(cell, step,
+        #: t)``: its smallest such cell.
+        self.first_below_floor = None
+        self._dt_floor = 0.0
         self.t, self.steps = 0.0, 0
         self.dt = math.nan  # the lagged Δt waiting for the next step
         self._owned = layout.owned_cells  # cells updated here: all but a part's halo
@@ -128,12 +133,16 @@ class CpuBackend:
         #: plan's exchange ops, ``min(dt)`` of its reduce_dt, ``sum`` of the boundary fluxes
         #: and ``any`` of the limiter's candidates over all ranks. None on one device.
         self.halo = None
-        self._slots_of: tuple | None = None  # (buffer, counted): what the slots hold
+        self._slots_of: tuple | None = None  # (buffer, counted, table time): the slots' pass
         self._counts: dict[str, int | float] = dict.fromkeys(EVENTS, 0)
         self._counts["clipped_volume"] = 0.0  # m^3 the clipping of negative depths added
         lv = layout.levels
         self._levels = lv if lv is not None and lv.count else None
-        self._level_now = np.zeros(lv.count if self._levels is not None else 1)
+        # the tables at the stage's time (row 0) and at a midpoint kind's (row 1)
+        self._level_now = np.zeros((2, lv.count if self._levels is not None else 1))
+        self._q = integrators.table_fractions(self.integrator, dt_mode)
+        if not np.any((registry.MIDPOINT_MASK >> layout.edge_bc.astype(np.int64)) & 1):
+            self._q = (0.0,) * len(self._q)  # no midpoint kind: every table at the stage's time
         if self._levels is not None:
             self._level_edges = np.flatnonzero(lv.edge_level >= 0)
             for key in INFLOW_KEYS[: self.model.layers]:  # m^3 in, per layer
@@ -300,22 +309,33 @@ class CpuBackend:
     def _residual(self, op: Op, step: _Step) -> None:
         """The edge pass over ``op.src`` at its stage's time, unless the slots hold it."""
         src = self._buffers[op.src]
-        if self._slots_of is not None and self._slots_of[0] is src:
+        t = self._stage(op, step, update=op.stage > 0).t
+        t_mid = self._table_time(op, step)
+        if self._slots_of is not None and self._slots_of[0] is src and self._slots_of[2] == t_mid:
             if op.count and not self._slots_of[1]:
                 self._count_flags()
-            self._slots_of = (src, self._slots_of[1] or op.count)
+            self._slots_of = (src, self._slots_of[1] or op.count, t_mid)
             return
-        t = self._stage(op, step, update=op.stage > 0).t
-        if self._levels is not None:  # the tables at the stage's time
-            level_values(t, self._ctrl, self._level_now)
+        if self._levels is not None:  # the tables at the stage's time, and a midpoint kind's
+            level_values(t, self._ctrl, self._level_now[0])
+            level_values(t_mid, self._ctrl, self._level_now[1])
         edge_pass(self.scheme, src, self._mesh, self._ctrl, self._level_now, self._out)
-        self._slots_of = (src, op.count)
+        self._slots_of = (src, op.count, t_mid)
         if op.count:
             self._count_flags()
 
     def _bed(self, op: Op, step: _Step) -> None:
         """A moving bed at the time of ``op``'s stage (after ``advance``: the new t)."""
         self._set_bed(self._stage(op, step, update=op.stage > 0).t)
+
+    def _table_time(self, op: Op, step: _Step) -> float:
+        """``t + q dt``, the time a midpoint kind (a discharge) reads its tables in the stage of
+        ``op`` (:func:`fvswe.integrators.table_fractions`); the step's start while Δt is not
+        known yet (the speeds of a lagged run's first Δt). Mirrors the GPU's ``mid_time``."""
+        q = self._q[op.stage]
+        if q == 0.0 or not step.dt > 0.0:
+            return self.t
+        return self.t + q * step.step_dt(self.t)
 
     def _count_flags(self) -> None:
         flags = self._out.flags[: self.layout.owned_edges]  # a part counts the edges it owns
@@ -335,6 +355,29 @@ class CpuBackend:
 
     def _speeds(self, op: Op, step: _Step) -> None:
         step.dt = self._volume(op, self._stage(op, step, update=False))
+        self._watch(step.dt)
+
+    def watch_dt(self, floor: float) -> None:
+        """Record the first step whose stable Δt falls below ``floor`` (first_below_floor)."""
+        self._dt_floor = floor
+
+    def _watch(self, dt: float) -> None:
+        """Record this step if the cells' smallest stable step ``dt`` (this part's) is below
+        the floor: the smallest cell whose ``2 cfl |V_i| / Σ |Γ| ‖D‖`` is below it."""
+        if not dt < self._dt_floor or self.first_below_floor is not None:
+            return
+        n = self._owned
+        with np.errstate(divide="ignore"):
+            dt_i = stable_dt.py_func(2.0 * float(self._ctrl.cfl), self._mesh.area[:n],
+                                     self._cell_speeds()[:n])  # fmt: skip
+        below = np.flatnonzero(dt_i < self._dt_floor)
+        cell = int(below[0]) if below.size else int(np.argmin(dt_i))
+        self.first_below_floor = (cell, self.steps, self.t)
+
+    def _cell_speeds(self) -> np.ndarray:
+        """``Σ |Γ| ‖D‖`` per cell of the last edge pass (float64)."""
+        lay = self.layout
+        return self.acc[:, lay.nvar].astype(np.float64).reshape(lay.n_cells, lay.k).sum(axis=1)
 
     def _sources(self, op: Op, step: _Step) -> None:
         """The sources' and rain's mean rates over the step, and their volume counters."""
@@ -357,6 +400,7 @@ class CpuBackend:
         step.candidates = int(counts[:, 2].sum()) > 0
         if op.dt:
             step.dt_next = dt_next
+            self._watch(dt_next)
 
     def _any(self, flag: bool) -> bool:
         """``flag`` on some rank (on every rank alike)."""
@@ -460,7 +504,7 @@ class CpuBackend:
         lay = self.layout
         if not dt * self.cfl > self.dt or self.courant_violation is not None:
             return
-        speed = self.acc[:, lay.nvar].astype(np.float64).reshape(lay.n_cells, lay.k).sum(axis=1)
+        speed = self._cell_speeds()
         n = self._owned
         courant = dt * speed[:n] / (2.0 * lay.area[:n])
         # Under MPI every rank records the step (Δt is global), a cell only where it has one.

@@ -139,6 +139,16 @@ __device__ __forceinline__ double pass_time(const Ctrl* c, int op)
     return (op & OP_AFTER) ? c->t_stage : stage_time(c, op);
 }
 
+// The time t + q dt at which a midpoint kind (a discharge) reads its tables in the stage of
+// `op` (q: fvswe.integrators.table_fractions; Euler's step midpoint); the step's start while
+// dt is not known yet (the speeds of a lagged run's first dt). Mirrors CpuBackend._table_time.
+__device__ __forceinline__ double mid_time(const Ctrl* c, int op)
+{
+    const double q = c->stage_q[stage_of(op)];
+    const double dt = step_dt(c);
+    return (q == 0.0 || !(dt > 0.0)) ? c->t : c->t + q * dt;
+}
+
 // The share of the step that the stage of `op` adds to the counters: its weight times dt.
 __device__ __forceinline__ double stage_share(const Ctrl* c, int op)
 {
@@ -270,10 +280,15 @@ __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
             ctrl->courant = step_dt(ctrl) * ctrl->cfl / (double)m;
             ctrl->stalled = 1;
         }
+        if ((op & OP_DT) && fresh(ctrl->slow_cell) != 0 && ctrl->slow_step == 0) {
+            ctrl->slow_step = ctrl->steps + 1;  // a stable step below dt_floor: recorded
+            ctrl->slow_t = ctrl->t;
+        }
         if (op & OP_UPDATE) {
             ctrl->dt_used = step_dt(ctrl);
             ctrl->t_step = ctrl->t;
             ctrl->t_stage = stage_time(ctrl, op);
+            ctrl->t_mid = mid_time(ctrl, op);
             ctrl->weight = ctrl->stages[3 * stage_of(op) + 2];
             ctrl->step_no = ctrl->steps + 1;
             ctrl->updates += 1;
@@ -431,10 +446,18 @@ __device__ __forceinline__ fv_tuple6<real, real, real, real, real, real> pad6(co
     return fv_load6(w6);
 }
 
-// The dispatch over the registries (fvswe.registry), generated: has_tables and second_table
-// (a boundary kind's tables), ghost_of (its ghost state), impose (its fluxes), faces (the
-// reconstruction).
+// The dispatch over the registries (fvswe.registry), generated: has_tables, second_table and
+// midpoint (a boundary kind's tables), ghost_bed and ghost_of (its ghost's bed and state),
+// impose (its fluxes), faces (the reconstruction).
 #include "dispatch.cuh"
+
+// The time a pass with `op` reads the tables of boundary kind bc at: pass_time, or for a
+// midpoint kind mid_time (in a pass after the update, the stage just taken's).
+__device__ __forceinline__ double table_time(const Ctrl* c, int op, int bc)
+{
+    if (!midpoint(bc)) return pass_time(c, op);
+    return (op & OP_AFTER) ? c->t_mid : mid_time(c, op);
+}
 
 // The table values at time t of a boundary edge with tables (mirrors the CPU's level_values):
 // a, and b from the next table where the kind reads a second one (second_table; else 0).
@@ -459,14 +482,17 @@ __device__ __forceinline__ int scheme_flux(const real* Wi, const real* Wj, real 
 
 // ---------------------------------------------------------------- the one edge evaluation
 // The ghost of boundary code `code` beside a cell of state wi (depth Hi), its kind's tables
-// read at the pass's time (pass_time).
+// read at the pass's time (table_time), and the bed Hg it stands on: the cell's, or Hi + a
+// rounded once to real for a kind with a bed of its own (ghost_bed: a free outflow).
 __device__ __forceinline__ void boundary_ghost(int code, const real* wi, real Hi, real2 n,
-                                               const Params& prm, const Ctrl* ctrl, int op, real* g)
+                                               const Params& prm, const Ctrl* ctrl, int op, real* g,
+                                               real& Hg)
 {
     const int bc = bc_kind(code);
     double a = 0.0, b = 0.0;
-    if (has_tables(bc)) table_values(ctrl, pass_time(ctrl, op), code, a, b);
+    if (has_tables(bc)) table_values(ctrl, table_time(ctrl, op, bc), code, a, b);
     ghost_of(bc, wi, Hi, a, b, n.x, n.y, prm.g, prm.eps_h, g);
+    Hg = ghost_bed(bc) ? real(double(Hi) + a) : Hi;
 }
 
 // A kind with tables imposes its fluxes on Fm (cell state wi) and records the edge's level
@@ -478,7 +504,7 @@ __device__ __forceinline__ void boundary_impose(int code, real* Fm, const real* 
     const int bc = bc_kind(code);
     if (!has_tables(bc)) return;
     double a, b;
-    table_values(ctrl, pass_time(ctrl, op), code, a, b);
+    table_values(ctrl, table_time(ctrl, op, bc), code, a, b);
     impose(bc, Fm, wi, a, b, n.x, n.y);
     const int m = code >> BC_BITS;
     ctrl->level_flux[2 * m] = len * (Fm[0] + (wi[1] * n.x + wi[2] * n.y));
@@ -507,8 +533,7 @@ __device__ __forceinline__ void evaluate_edge(const real* wa, real Ha, Neighbour
 {
     real wb[NVAR], Hb;
     if (code) {
-        boundary_ghost(code, wa, Ha, n, prm, ctrl, op, wb);
-        Hb = Ha;
+        boundary_ghost(code, wa, Ha, n, prm, ctrl, op, wb, Hb);
     } else {
         neighbour(wb, Hb);
     }
@@ -738,6 +763,8 @@ __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, 
 {
     real dti = REAL_INF;
     if ((op & OP_DT) && acc[NVAR] > real(0)) dti = update::stable_dt<real>(real(2 * ctrl->cfl), A, acc[NVAR]);
+    if ((op & OP_DT) && ctrl->slow_step == 0 && double(dti) < ctrl->dt_floor)
+        atomicMin(&ctrl->slow_cell, c - NO_CELL);  // the time loop's Δt collapse guard
     if (op & OP_UPDATE) {
         const double dt = step_dt(ctrl);
         // a fixed dt (the only update that also reduces dt with ctrl->fixed) above this

@@ -324,6 +324,18 @@ class GpuBackend:
         cell = int(c["cfl_cell"]) + NO_CELL
         return cell, int(c["cfl_step"]) - 1, float(c["cfl_t"]), float(c["courant"])
 
+    def watch_dt(self, floor: float) -> None:
+        """Record the first step whose stable Δt falls below ``floor`` (first_below_floor)."""
+        self.set_control(dt_floor=floor)
+
+    @property
+    def first_below_floor(self) -> tuple[int, int, float] | None:
+        """``(cell, step, t)`` of the first step whose stable Δt fell below the floor."""
+        c = self._host
+        if not c["slow_step"]:
+            return None
+        return int(c["slow_cell"]) + NO_CELL, int(c["slow_step"]) - 1, float(c["slow_t"])
+
     def snapshot(self) -> dict:
         """Everything a bit-for-bit restart needs: state, time, steps, pending dt, counters."""
         c = self._read_ctrl()
