@@ -306,8 +306,9 @@ class DistributedBackend:
 
     def _earliest(self, record: tuple[int, int, float] | None) -> tuple[int, int, float] | None:
         """The earliest of the ranks' ``(local cell, step, t)`` records, its smallest global
-        cell: ``(global cell, step, t)`` on every rank, else None."""
-        mine = None if record is None else (record[1], int(self.part.cells[record[0]]), record[2])
+        cell: ``(global cell, step, t)`` on every rank, else None (cell -1: not known)."""
+        cell = -1 if record is None or record[0] < 0 else int(self.part.cells[record[0]])
+        mine = None if record is None else (record[1], cell, record[2])
         seen = [c for c in self.comm.allgather(mine) if c is not None]
         if not seen:
             return None

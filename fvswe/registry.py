@@ -190,6 +190,8 @@ BOUNDARIES: tuple[Boundary, ...] = (
 
 #: Boundary kind name -> its code (``Layout.edge_bc``, the GPU's boundary codes).
 BOUNDARY_CODES: dict[str, int] = {b.name: k + 1 for k, b in enumerate(BOUNDARIES)}
+#: Every boundary kind (``FVSWE_KINDS`` of a module that may meet any of them).
+ALL_KINDS = sum(1 << code for code in BOUNDARY_CODES.values())
 #: Bit ``code`` set for the kinds whose edges read tables (with ``layered``: two for two layers).
 TABLE_MASK = sum(1 << BOUNDARY_CODES[b.name] for b in BOUNDARIES if b.tables)
 LAYERED_MASK = sum(1 << BOUNDARY_CODES[b.name] for b in BOUNDARIES if b.layered)
@@ -252,3 +254,8 @@ def refuse_dry_cells(scheme: str, layers: int, h: np.ndarray, eps_h: float, sour
             f"({dry.size} cells): one-layer {scheme!r} has no wet/dry treatment, "
             f"use scheme {' or '.join(repr(s.name) for s in SCHEMES if s.dry)}"
         )
+
+
+def kinds_mask(edge_bc) -> int:
+    """The boundary kinds among the codes ``edge_bc`` (one bit a kind, as the masks above)."""
+    return sum(1 << int(code) for code in np.unique(np.asarray(edge_bc)))

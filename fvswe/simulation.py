@@ -586,7 +586,8 @@ class Simulation:
         where = ""
         if slow is not None:
             cell, step, t = slow
-            where = (f"; a stable step first fell below {floor:.3g} s in {self._where(cell)} "
+            place = f" in {self._where(cell)}" if cell >= 0 else ""  # the GPU names none
+            where = (f"; a stable step first fell below {floor:.3g} s{place} "
                      f"at step {step + 1} (t = {t:.6g} s)")  # fmt: skip
         pace = f"{advanced / steps:.3g} s a step over {steps} steps" if steps else "no step"
         first = "" if self._dt_first is None else f" of the first steps' {self._dt_first:.3g} s"

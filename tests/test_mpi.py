@@ -398,8 +398,11 @@ int main()
     std::vector<real> partial(1);
     Ctrl one = {}, rank = {};
     const double euler[3] = {0.0, 1.0, 1.0};  // c, a, weight of the one stage
-    for (Ctrl* c : {&one, &rank})
+    const double q[1] = {0.5};  // its midpoint kinds' table time t + q dt
+    for (Ctrl* c : {&one, &rank}) {
         c->t_end = 1e30, c->max_steps = 1 << 30, c->level_flux = lf.data(), c->stages = euler;
+        c->stage_q = q;
+    }
     one.n_level = n;
     long long seen = 0;
     for (int s = 0; s < steps; ++s) {

@@ -223,7 +223,7 @@ CONTROLS: tuple[Control, ...] = (
     Control("owned", "int", "cells [0, owned) are this part's (all cells on one device)",
             lambda s: s.layout.owned_cells),
     Control("halo_listed", "int", "halo cells in lim_cells after the candidates"),
-    Control("slow_cell", "int", "smallest cell with a stable dt below dt_floor, likewise"),
+    Control("pad2", "int", "alignment"),
 )  # fmt: skip
 
 #: C type -> NumPy field type (pointers are 8-byte device addresses).
