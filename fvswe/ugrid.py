@@ -24,14 +24,15 @@ import datetime
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError
-from .output import FIELD_NAMES, IDENTITY_ATTRS, original_cells, output_fields
+from .errors import ConfigError, OutputError
+from .output import FIELD_NAMES, IDENTITY_ATTRS, PART, original_cells, os_error, output_fields
 
 #: File name of the series in an output folder.
 FILENAME = "solution.nc"
@@ -39,6 +40,9 @@ FILENAME = "solution.nc"
 STATIC = ("bathymetry",)
 #: The time origin written when none is given: model time is relative, CF wants a date.
 TIME_ORIGIN = "1970-01-01 00:00:00"
+#: The disk space :class:`NetCDFSeries` holds for its next output (see :func:`_reserve`):
+#: twice the output's bytes and this much more for HDF5's metadata.
+RESERVE_EXTRA = 64 * 1024
 
 #: Field -> (CF standard name or None, long name, units). ``cell_thickness`` is CF's name
 #: for the thickness of a model layer (CMIP's thkcello); the interface ``eta2`` has no
@@ -199,23 +203,62 @@ class NetCDFSeries:
     def path(self) -> Path:
         return self.directory / FILENAME
 
+    @property
+    def reserve(self) -> Path:
+        """The file that holds the disk space of the next output (:func:`_reserve`); a
+        temporary by its name, so :func:`fvswe.output.clean_stale` removes one a kill left."""
+        return self.directory / f".{FILENAME}{PART}reserve"
+
     def __enter__(self) -> NetCDFSeries:
         previous = self._previous() if self.resume_at is not None else []
         tmp = self.directory / f".{FILENAME}.tmp"
         self._ds = None
         try:
-            self._ds = netcdf4().Dataset(tmp, "w", format="NETCDF4")
-            self._create(self._ds)
-            for t, fields in previous:
-                self._write(t, fields)
-            self._ds.sync()
-            os.replace(tmp, self.path)  # the open handle follows the file
+            with self._failed_write():
+                self._ds = netcdf4().Dataset(tmp, "w", format="NETCDF4")
+                self._create(self._ds)
+                for t, fields in previous:
+                    self._write(t, fields)
+                self._ds.sync()
+            self._hold()  # no series in place that cannot take its first output
+            with self._failed_write():
+                os.replace(tmp, self.path)  # the open handle follows the file
         except BaseException:
-            if self._ds is not None:
-                self._ds.close()
+            self._close()
             tmp.unlink(missing_ok=True)
             raise
         return self
+
+    def _hold(self) -> None:
+        """Hold the disk space of the next output (twice its bytes and
+        :data:`RESERVE_EXTRA`), or fail now, while the file is whole."""
+        layers = self.sim.model.layers
+        per_output = 8 * self.sim.mesh.n_cells * (len(FIELD_NAMES[layers]) - len(STATIC) + 1)
+        _reserve(self.reserve, 2 * per_output + RESERVE_EXTRA, self.path)
+
+    @contextmanager
+    def _failed_write(self) -> Iterator[None]:
+        """A netCDF error inside the block as a one-line OutputError naming the series, with
+        the system's reason where the C library left one in ``errno``."""
+        errno = _c_errno()
+        if errno:
+            errno[0] = 0
+        try:
+            yield
+        except (RuntimeError, OSError) as exc:
+            code = getattr(exc, "errno", None)  # netCDF's own codes are negative
+            code = code if isinstance(code, int) and code > 0 else errno[0] if errno else 0
+            if code > 0:
+                raise os_error(self.path, OSError(code, os.strerror(code))) from None
+            raise OutputError(f"{self.path}: cannot write ({exc})") from None
+
+    def _close(self) -> None:
+        """Close the file and give back the reserve; a close that fails (its flush met the
+        error that stopped the run) adds nothing to that error."""
+        self.reserve.unlink(missing_ok=True)
+        if self._ds is not None and self._ds.isopen():
+            with suppress(RuntimeError, OSError):
+                self._ds.close()
 
     def _create(self, ds) -> None:
         mesh, sim = self.sim.mesh, self.sim
@@ -292,9 +335,54 @@ class NetCDFSeries:
         self.times.append(t)
 
     def write(self) -> None:
-        """Append the simulation's current fields at its current time, and sync."""
-        self._write(float(self.sim.t), output_fields(self.sim))
-        self._ds.sync()
+        """Append the simulation's current fields at its current time, and sync.
+
+        HDF5 does not survive a write that fails in the middle of a flush (the file is
+        left unreadable, and closing it fails again), so the write never meets a full
+        disk: it spends the space held for it, and the space of the next one is held
+        again (a full disk is then an OSError from Python, the file whole)."""
+        fields = output_fields(self.sim)
+        self.reserve.unlink(missing_ok=True)
+        with self._failed_write():
+            self._write(float(self.sim.t), fields)
+            self._ds.sync()
+        self._hold()
 
     def __exit__(self, *exc) -> None:
-        self._ds.close()
+        if exc[0] is not None:
+            self._close()
+            return
+        self.reserve.unlink(missing_ok=True)
+        with self._failed_write():
+            self._ds.close()
+
+
+def _reserve(path: Path, nbytes: int, name: Path) -> None:
+    """Make ``path`` a file of ``nbytes`` allocated on disk; a disk without the room is an
+    OutputError naming ``name`` (and leaves no ``path``)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            if hasattr(os, "posix_fallocate"):
+                os.posix_fallocate(fd, 0, nbytes)
+            else:  # macOS: zeros, written
+                os.pwrite(fd, bytes(nbytes), 0)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        raise os_error(name, exc) from None
+
+
+def _c_errno():
+    """The C library's ``errno`` of this thread as a ctypes pointer (None where unknown):
+    netCDF's errors do not carry the system's reason, which its failed call left there."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        where = getattr(libc, "__errno_location", None) or libc.__error
+    except (OSError, AttributeError):
+        return None
+    where.restype = ctypes.POINTER(ctypes.c_int)
+    return where()
