@@ -21,6 +21,7 @@ but writes through HDF5 alone and is a second implementation of the format.
 from __future__ import annotations
 
 import datetime
+import errno
 import json
 import os
 import re
@@ -40,8 +41,8 @@ FILENAME = "solution.nc"
 STATIC = ("bathymetry",)
 #: The time origin written when none is given: model time is relative, CF wants a date.
 TIME_ORIGIN = "1970-01-01 00:00:00"
-#: The disk space :class:`NetCDFSeries` holds for its next output (see :func:`_reserve`):
-#: twice the output's bytes and this much more for HDF5's metadata.
+#: The disk space :class:`NetCDFSeries` holds for its next write (see :func:`_reserve`):
+#: twice the bytes it writes and this much more for HDF5's metadata.
 RESERVE_EXTRA = 64 * 1024
 
 #: Field -> (CF standard name or None, long name, units). ``cell_thickness`` is CF's name
@@ -213,14 +214,18 @@ class NetCDFSeries:
         previous = self._previous() if self.resume_at is not None else []
         tmp = self.directory / f".{FILENAME}.tmp"
         self._ds = None
+        mesh = self.sim.mesh  # its nodes, connectivity, centroids and areas, and the outputs
+        made = mesh.nodes.nbytes + mesh.n_cells * (4 * mesh.k + 24)
         try:
+            self._hold(made + len(previous) * self._output_bytes())
+            self.reserve.unlink()  # its room is the new file's
             with self._failed_write():
                 self._ds = netcdf4().Dataset(tmp, "w", format="NETCDF4")
                 self._create(self._ds)
                 for t, fields in previous:
                     self._write(t, fields)
                 self._ds.sync()
-            self._hold()  # no series in place that cannot take its first output
+            self._hold(self._output_bytes())  # no series in place that cannot take an output
             with self._failed_write():
                 os.replace(tmp, self.path)  # the open handle follows the file
         except BaseException:
@@ -229,27 +234,26 @@ class NetCDFSeries:
             raise
         return self
 
-    def _hold(self) -> None:
-        """Hold the disk space of the next output (twice its bytes and
-        :data:`RESERVE_EXTRA`), or fail now, while the file is whole."""
-        layers = self.sim.model.layers
-        per_output = 8 * self.sim.mesh.n_cells * (len(FIELD_NAMES[layers]) - len(STATIC) + 1)
-        _reserve(self.reserve, 2 * per_output + RESERVE_EXTRA, self.path)
+    def _output_bytes(self) -> int:
+        """The bytes of one output: its fields, its time and (the first time) the bed."""
+        fields = len(FIELD_NAMES[self.sim.model.layers]) - len(STATIC) + 1
+        return 8 * self.sim.mesh.n_cells * fields
+
+    def _hold(self, nbytes: int) -> None:
+        """Hold the disk space of a write of ``nbytes`` (twice them and
+        :data:`RESERVE_EXTRA` for HDF5's metadata), or fail now, while the file is whole."""
+        _reserve(self.reserve, 2 * nbytes + RESERVE_EXTRA, self.path)
 
     @contextmanager
     def _failed_write(self) -> Iterator[None]:
-        """A netCDF error inside the block as a one-line OutputError naming the series, with
-        the system's reason where the C library left one in ``errno``."""
-        errno = _c_errno()
-        if errno:
-            errno[0] = 0
+        """A netCDF error inside the block (a write that failed despite the space held: an
+        I/O error, a file system that over-commits) as a one-line OutputError naming the
+        series."""
         try:
             yield
         except (RuntimeError, OSError) as exc:
-            code = getattr(exc, "errno", None)  # netCDF's own codes are negative
-            code = code if isinstance(code, int) and code > 0 else errno[0] if errno else 0
-            if code > 0:
-                raise os_error(self.path, OSError(code, os.strerror(code))) from None
+            if isinstance(exc, OSError) and (exc.errno or 0) > 0:  # netCDF's codes are < 0
+                raise os_error(self.path, exc) from None
             raise OutputError(f"{self.path}: cannot write ({exc})") from None
 
     def _close(self) -> None:
@@ -346,7 +350,7 @@ class NetCDFSeries:
         with self._failed_write():
             self._write(float(self.sim.t), fields)
             self._ds.sync()
-        self._hold()
+        self._hold(self._output_bytes())
 
     def __exit__(self, *exc) -> None:
         if exc[0] is not None:
@@ -363,10 +367,7 @@ def _reserve(path: Path, nbytes: int, name: Path) -> None:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
         try:
-            if hasattr(os, "posix_fallocate"):
-                os.posix_fallocate(fd, 0, nbytes)
-            else:  # macOS: zeros, written
-                os.pwrite(fd, bytes(nbytes), 0)
+            _allocate(fd, nbytes)
         finally:
             os.close(fd)
     except OSError as exc:
@@ -374,15 +375,15 @@ def _reserve(path: Path, nbytes: int, name: Path) -> None:
         raise os_error(name, exc) from None
 
 
-def _c_errno():
-    """The C library's ``errno`` of this thread as a ctypes pointer (None where unknown):
-    netCDF's errors do not carry the system's reason, which its failed call left there."""
-    import ctypes
-
+def _allocate(fd: int, nbytes: int) -> None:
+    """``posix_fallocate``, or zeros written where there is none (macOS, some file systems)."""
     try:
-        libc = ctypes.CDLL(None)
-        where = getattr(libc, "__errno_location", None) or libc.__error
-    except (OSError, AttributeError):
-        return None
-    where.restype = ctypes.POINTER(ctypes.c_int)
-    return where()
+        os.posix_fallocate(fd, 0, nbytes)
+    except AttributeError:
+        pass
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS):
+            raise
+    else:
+        return
+    os.pwrite(fd, bytes(nbytes), 0)
