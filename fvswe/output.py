@@ -394,7 +394,12 @@ class Series:
             self.directory / name, lambda p: _h5_write(p, fields, {"t": repr(t)}), sync=False
         )
         self.steps.append((t, name))
-        self._write_index()
+        try:
+            self._write_index()
+        except OutputError:  # a full disk: no output file that the index does not list
+            (self.directory / name).unlink(missing_ok=True)
+            self.steps.pop()
+            raise
 
     def _write_index(self) -> None:
         """Replace ``solution.xdmf`` by an index of the mesh and of every output written.

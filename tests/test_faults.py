@@ -397,6 +397,25 @@ def test_full_disk_is_one_line_and_keeps_the_series_and_checkpoint(
         assert_same_run(out, whole, read)
 
 
+def test_an_index_that_does_not_fit_takes_its_output_back(case, tmp_path, monkeypatch):
+    """A full disk at the index, the output's file already in place: that file goes too, so
+    the folder holds only what the index lists (a full-disk sweep left such files)."""
+    real = output.atomic_write
+
+    def full(path, write, **kw):
+        third = Path(path).parent / "solution" / "000002.h5"
+        if Path(path).name == "solution.xdmf" and third.exists():
+            raise output.os_error(path, OSError(errno.ENOSPC, "No space left on device"))
+        return real(path, write, **kw)
+
+    monkeypatch.setattr(output, "atomic_write", full)
+    out = tmp_path / "out"
+    proc = fvswe(*RUN, "--mesh", str(case / "square.npz"), "-o", str(out))
+    one_line_error(proc, f"{out / 'solution.xdmf'}: cannot write (No space left on device)")
+    assert len(read_series(out)) == 2
+    no_strays(out)
+
+
 def test_read_only_file_system_is_one_line(case, tmp_path):
     mnt, keep = tmp_path / "mnt", tmp_path / "keep"
     proc = in_tmpfs("64k", [*RUN, "--mesh", str(case / "square.npz"), "-o", str(mnt / "out")],
