@@ -16,6 +16,7 @@ import io
 import json
 import os
 import random
+import resource
 import signal
 import subprocess
 import sys
@@ -30,9 +31,11 @@ from meshio.xdmf import TimeSeriesReader
 from fvswe import output, runner
 from fvswe.cases import get_case
 from fvswe.cli import main
-from fvswe.errors import ConfigError
+from fvswe.errors import ConfigError, OutputError
 from fvswe.mesh import write_mesh
 from fvswe.mesh.generate import square, strip
+from fvswe.probes import Gauge, Probes, Section
+from fvswe.simulation import Simulation
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_NUM_THREADS": "1"}
@@ -49,7 +52,7 @@ KILLER = """
 import os, signal, sys
 from pathlib import Path
 from fvswe import output
-from fvswe.errors import ConfigError
+from fvswe.errors import ConfigError, OutputError
 from fvswe.cli import main
 
 target, nth, phase = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -424,22 +427,50 @@ def test_read_only_file_system_is_one_line(case, tmp_path):
     assert list(keep.iterdir()) == []
 
 
-#: fvswe mesh commands that write a file (its name last), and a tmpfs size it does not fit
-#: (the 32 KB picture of 4 parts was cut at 28 KB and left in place, issue 34 item 9).
-MESH_WRITES = {
-    "generate": (["mesh", "generate", "square", "--cells", "1000", "-o", "square.msh"], "4k"),
-    "partition-png": (["mesh", "partition", str(ROOT / "meshes" / "square-4k.msh"), "--parts",
-                       "4", "--png", "parts.png"], "28k"),
-}  # fmt: skip
-
-
-@pytest.mark.parametrize("argv, size", MESH_WRITES.values(), ids=MESH_WRITES)
-def test_mesh_generate_onto_a_full_disk_leaves_no_truncated_file(argv, size, tmp_path):
+def test_mesh_generate_onto_a_full_disk_leaves_no_truncated_file(tmp_path):
     mnt, keep = tmp_path / "mnt", tmp_path / "keep"
-    target = mnt / argv[-1]
-    proc = in_tmpfs(size, [*argv[:-1], str(target)], mnt, keep)
+    target = mnt / "square.msh"
+    proc = in_tmpfs("4k", ["mesh", "generate", "square", "--cells", "1000", "-o", str(target)],
+                    mnt, keep)  # fmt: skip
     one_line_error(proc, f"{target}: cannot write (No space left on device)")
     assert list(keep.iterdir()) == []
+
+
+@contextlib.contextmanager
+def file_size_limit(nbytes: int):
+    """No file of this process grows past ``nbytes`` in the block: a write beyond is EFBIG
+    ("File too large"), a full disk for one file, without a mount or a subprocess."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    ignored = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # else the write kills us
+    resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, ignored)
+
+
+def test_mesh_partition_png_on_a_full_disk_leaves_no_truncated_file(tmp_path):
+    """Issue 34, item 9: the picture was written in place, and a disk that filled left it
+    cut short (and the error named no file)."""
+    target = tmp_path / "parts.png"
+    with file_size_limit(8192):
+        proc = fvswe("mesh", "partition", "square-4k", "--parts", "4", "--png", str(target))
+    one_line_error(proc, f"{target}: cannot write (File too large)")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_gauges_and_sections_netcdf_on_a_full_disk_is_one_line_and_no_file(tmp_path):
+    """Issue 34, item 3: gauges.nc that did not fit was netCDF4's RuntimeError (a traceback,
+    and HDF5 left with a file it failed to write); now one line naming it, and no file."""
+    pytest.importorskip("netCDF4", reason="the netcdf extra")
+    sim = Simulation(square(64), layers=1, H=1.0, backend="cpu", initial={"h": 1.0})
+    record = Probes(sim, [Gauge("g", 0.5, 0.1)], [Section("s", ((0.3, -9.0), (0.3, 9.0)))])
+    record.sample()
+    with file_size_limit(8192), pytest.raises(OutputError) as failed:  # room for CSV only
+        record.write(tmp_path, png=False)
+    assert str(failed.value) == f"{tmp_path / 'gauges.nc'}: cannot write (File too large)"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gauges.csv"]
 
 
 # -- the restart cases -------------------------------------------------------------------------

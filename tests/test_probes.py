@@ -14,7 +14,7 @@ from matplotlib.tri import Triangulation
 from fvswe.backends.cpu.pipeline import CpuBackend
 from fvswe.boundary import Discharge, Level
 from fvswe.cli import main
-from fvswe.errors import ConfigError, OutputError
+from fvswe.errors import ConfigError
 from fvswe.mesh.generate import strip, structured_square
 from fvswe.output import output_fields
 from fvswe.probes import Gauge, Probes, Section
@@ -311,24 +311,3 @@ def test_the_memory_a_probe_plan_needs_is_not_underestimated(tmp_path, layers, g
         tracemalloc.stop()
     need = probes.memory_needed(n, gauges, sections, layers)
     assert need / 2 < peak <= need, (peak, need)
-
-
-def test_gauges_and_sections_netcdf_on_a_full_disk_is_one_line_and_no_file(tmp_path):
-    """Issue 34, item 3: gauges.nc that does not fit was netCDF4's RuntimeError (a traceback,
-    and HDF5 left with a file it failed to write); now one line naming it, and no file."""
-    import resource
-    import signal
-
-    pytest.importorskip("netCDF4", reason="the netcdf extra")
-    record = Probes(dam_break(), [Gauge("g", 0.5, 0.1)], [Section("s", ((0.3, -9.0), (0.3, 9.0)))])
-    record.sample()
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    ignored = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit: EFBIG
-    resource.setrlimit(resource.RLIMIT_FSIZE, (8192, hard))  # room for the CSV files only
-    try:
-        with pytest.raises(OutputError, match=r"gauges\.nc: cannot write \(File too large\)$"):
-            record.write(tmp_path, png=False)
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-        signal.signal(signal.SIGXFSZ, ignored)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["gauges.csv"]
