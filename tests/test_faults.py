@@ -354,12 +354,11 @@ def in_tmpfs(size: str, argv: list[str], mnt: Path, keep: Path, ro: bool = False
 
 #: Where a full disk stops :data:`RUN` (its series in either format): a tmpfs size and,
 #: for the record, what fails there here (other library versions move the sizes a little;
-#: the checks hold wherever it fails). The old code crashed at the first three: XDMF by a
-#: segfault in HDF5's exit handler (after 24k too: a dataset whose close failed), NetCDF in a
-#: traceback, leaving solution.nc unreadable from the middle of the series.
+#: the checks hold wherever it fails). The old code crashed at the first two: XDMF by a
+#: segfault in HDF5's exit handler, which closed again a dataset whose close had failed
+#: (at 24k too, in the first output), NetCDF in a traceback, leaving solution.nc unreadable.
 FULL_DISKS = {
     "xdmf-mid-series": ("xdmf", "128k"),  # solution/000004.h5, after a checkpoint
-    "netcdf-first-write": ("netcdf", "16k"),  # solution.nc, made with the mesh
     "netcdf-mid-series": ("netcdf", "152k"),  # the space of solution.nc's 3rd output
     "netcdf-checkpoint": ("netcdf", "192k"),  # checkpoint.npz, after 4 outputs
 }
@@ -458,6 +457,18 @@ def test_mesh_partition_png_on_a_full_disk_leaves_no_truncated_file(tmp_path):
         proc = fvswe("mesh", "partition", "square-4k", "--parts", "4", "--png", str(target))
     one_line_error(proc, f"{target}: cannot write (File too large)")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_netcdf_series_that_does_not_fit_is_one_line_and_no_file(case, tmp_path):
+    """Issue 34, item 3, at the first write: a 47-line traceback naming no file; now one
+    line naming solution.nc, which is not left (in process: the space is found missing
+    before HDF5 writes anything)."""
+    pytest.importorskip("netCDF4", reason="the netcdf extra")
+    out = tmp_path / "out"
+    with file_size_limit(16384):
+        proc = fvswe(*RUN, "--mesh", str(case / "square.npz"), "--format", "netcdf", "-o", str(out))
+    one_line_error(proc, f"{out / 'solution.nc'}: cannot write (File too large)")
+    assert proc.returncode == 2 and list(out.iterdir()) == []
 
 
 def test_gauges_and_sections_netcdf_on_a_full_disk_is_one_line_and_no_file(tmp_path):
