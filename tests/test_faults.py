@@ -352,14 +352,15 @@ def in_tmpfs(size: str, argv: list[str], mnt: Path, keep: Path, ro: bool = False
     return proc
 
 
-#: Where a full disk stops :data:`RUN` (its series in either format): a tmpfs size and,
-#: for the record, what fails there here (other library versions move the sizes a little;
-#: the checks hold wherever it fails). The old code crashed at the first two: XDMF by a
-#: segfault in HDF5's exit handler, which closed again a dataset whose close had failed
-#: (at 24k too, in the first output), NetCDF in a traceback, leaving solution.nc unreadable.
+#: Where a full disk stops :data:`RUN` (its series in either format): a tmpfs size and, for
+#: the record, what fails there here (other library versions move the sizes a little; the
+#: checks hold wherever it fails; scripts/full_disk_sweep.py tries many sizes). The old code
+#: crashed at the first two: XDMF by a segfault in HDF5's exit handler, which closed again a
+#: dataset whose close had failed (at 24k too, in the first output), NetCDF in a traceback,
+#: leaving solution.nc unreadable.
 FULL_DISKS = {
     "xdmf-mid-series": ("xdmf", "128k"),  # solution/000004.h5, after a checkpoint
-    "netcdf-mid-series": ("netcdf", "152k"),  # the space of solution.nc's 3rd output
+    "netcdf-mid-series": ("netcdf", "152k"),  # the space of solution.nc's 2nd output
     "netcdf-checkpoint": ("netcdf", "192k"),  # checkpoint.npz, after 4 outputs
 }
 
