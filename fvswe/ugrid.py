@@ -13,8 +13,9 @@ and ``Dataset.sync()`` flushes every output to disk, so a run that dies
 leaves a readable file up to its last output. A full disk must never fail a
 write inside HDF5 (the file is left unreadable, and closing it fails again), so
 each output is written into disk space held for it (:meth:`NetCDFSeries.write`).
-xarray reads the result (tests/test_ugrid.py). h5netcdf would reuse the h5py we already depend on,
-but writes through HDF5 alone and is a second implementation of the format.
+xarray reads the result (tests/test_ugrid.py). h5netcdf would reuse the h5py we
+already depend on, but writes through HDF5 alone and is a second implementation
+of the format.
 
 :class:`NetCDFSeries` has the interface of :class:`fvswe.output.Series`
 (``with NetCDFSeries(dir, sim) as s: s.write()``) so the CLI can use either.
