@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import glob
+import io
 import json
 import os
 import re
@@ -275,13 +276,21 @@ XINCLUDE = "http://www.w3.org/2001/XInclude"
 
 
 def _h5_write(path: str, arrays: Mapping[str, np.ndarray], attrs: Mapping[str, str]) -> None:
-    """An HDF5 file of ``arrays`` (one dataset each) and string ``attrs``, closed on any exit."""
+    """An HDF5 file of ``arrays`` (one dataset each) and string ``attrs``.
+
+    The file is made in memory and its bytes written by Python, so HDF5 never meets a
+    failed write: one on a full disk, in the flush of a dataset's or the file's close, leaves
+    an id that HDF5 can neither close nor forget, and that its exit handler
+    (``H5_term_library``) then closes again, in a segfault after the run's error.
+    """
     import h5py
 
-    with h5py.File(path, "w") as f:
+    image = io.BytesIO()
+    with h5py.File(image, "w") as f:
         for name, value in arrays.items():
             f.create_dataset(name, data=np.asarray(value))
         f.attrs.update(attrs)
+    Path(path).write_bytes(image.getbuffer())
 
 
 def _data_item(ref: str, shape: tuple[int, ...], dtype) -> str:
@@ -385,7 +394,12 @@ class Series:
             self.directory / name, lambda p: _h5_write(p, fields, {"t": repr(t)}), sync=False
         )
         self.steps.append((t, name))
-        self._write_index()
+        try:
+            self._write_index()
+        except OutputError:  # a full disk: no output file that the index does not list
+            (self.directory / name).unlink(missing_ok=True)
+            self.steps.pop()
+            raise
 
     def _write_index(self) -> None:
         """Replace ``solution.xdmf`` by an index of the mesh and of every output written.

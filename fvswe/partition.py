@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ConfigError
+from .output import atomic_write
 
 METHODS = ("auto", "metis", "hilbert")
 
@@ -169,7 +170,8 @@ def stats(mesh, part: np.ndarray, parts: list[Part]) -> dict:
 
 
 def draw_parts(mesh, part: np.ndarray, path, *, title: str | None = None) -> None:
-    """A PNG of the parts (one colour each) with the cut edges drawn in black."""
+    """A PNG of the parts (one colour each) with the cut edges drawn in black, whole or not at
+    all (a full disk is one line naming ``path``)."""
     from matplotlib.collections import LineCollection
     from matplotlib.figure import Figure  # no pyplot: no global state, no display needed
     from matplotlib.tri import Triangulation
@@ -201,4 +203,4 @@ def draw_parts(mesh, part: np.ndarray, path, *, title: str | None = None) -> Non
     ax.set_ylabel("y [m]")
     ax.set_title(title or f"{mesh.n_cells} cells in {nparts} parts", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    atomic_write(path, lambda p: fig.savefig(p, dpi=110, format="png"))

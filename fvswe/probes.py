@@ -452,11 +452,14 @@ def _station_frame(ds, dim: str, names: list[str], times: list[float]) -> None:
 
 
 def _write_nc(path: Path, title: str, fill) -> Path:
+    """``fill(ds)`` on a NetCDF-4 file made in memory, whose bytes Python writes to ``path``
+    (atomically): HDF5 under netCDF never meets a full disk, which it does not survive."""
     from .ugrid import netcdf4
 
-    def write(p):
-        with netcdf4().Dataset(p, "w", format="NETCDF4") as ds:
-            fill(ds)
-
-    atomic_write(path, write)
+    ds = netcdf4().Dataset(path.name, "w", format="NETCDF4", memory=1)
+    try:
+        fill(ds)
+    finally:
+        image = ds.close()
+    atomic_write(path, lambda p: Path(p).write_bytes(image))
     return path

@@ -10,9 +10,12 @@ Written with **netCDF4** (the Unidata C library's own binding): it is the
 reference implementation that QGIS, ParaView and xarray's default engine
 use, it writes an unlimited ``time`` dimension that each output appends to,
 and ``Dataset.sync()`` flushes every output to disk, so a run that dies
-leaves a readable file up to its last output. xarray reads the result
-(tests/test_ugrid.py). h5netcdf would reuse the h5py we already depend on,
-but writes through HDF5 alone and is a second implementation of the format.
+leaves a readable file up to its last output. A full disk must never fail a
+write inside HDF5 (the file is left unreadable, and closing it fails again), so
+each output is written into disk space held for it (:meth:`NetCDFSeries.write`).
+xarray reads the result (tests/test_ugrid.py). h5netcdf would reuse the h5py we
+already depend on, but writes through HDF5 alone and is a second implementation
+of the format.
 
 :class:`NetCDFSeries` has the interface of :class:`fvswe.output.Series`
 (``with NetCDFSeries(dir, sim) as s: s.write()``) so the CLI can use either.
@@ -21,17 +24,19 @@ but writes through HDF5 alone and is a second implementation of the format.
 from __future__ import annotations
 
 import datetime
+import errno
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError
-from .output import FIELD_NAMES, IDENTITY_ATTRS, original_cells, output_fields
+from .errors import ConfigError, OutputError
+from .output import FIELD_NAMES, IDENTITY_ATTRS, PART, original_cells, os_error, output_fields
 
 #: File name of the series in an output folder.
 FILENAME = "solution.nc"
@@ -39,6 +44,9 @@ FILENAME = "solution.nc"
 STATIC = ("bathymetry",)
 #: The time origin written when none is given: model time is relative, CF wants a date.
 TIME_ORIGIN = "1970-01-01 00:00:00"
+#: The disk space :class:`NetCDFSeries` holds for its next write (see :func:`_reserve`):
+#: twice the bytes it writes and this much more for HDF5's metadata.
+RESERVE_EXTRA = 64 * 1024
 
 #: Field -> (CF standard name or None, long name, units). ``cell_thickness`` is CF's name
 #: for the thickness of a model layer (CMIP's thkcello); the interface ``eta2`` has no
@@ -199,23 +207,65 @@ class NetCDFSeries:
     def path(self) -> Path:
         return self.directory / FILENAME
 
+    @property
+    def reserve(self) -> Path:
+        """The file that holds the disk space of the next output (:func:`_reserve`); a
+        temporary by its name, so :func:`fvswe.output.clean_stale` removes one a kill left."""
+        return self.directory / f".{FILENAME}{PART}reserve"
+
     def __enter__(self) -> NetCDFSeries:
         previous = self._previous() if self.resume_at is not None else []
         tmp = self.directory / f".{FILENAME}.tmp"
         self._ds = None
+        mesh = self.sim.mesh  # its nodes, connectivity, centroids and areas, and the outputs
+        made = mesh.nodes.nbytes + mesh.n_cells * (4 * mesh.k + 24)
         try:
-            self._ds = netcdf4().Dataset(tmp, "w", format="NETCDF4")
-            self._create(self._ds)
-            for t, fields in previous:
-                self._write(t, fields)
-            self._ds.sync()
-            os.replace(tmp, self.path)  # the open handle follows the file
+            self._hold(made + len(previous) * self._output_bytes())
+            self.reserve.unlink()  # its room is the new file's
+            with self._failed_write():
+                self._ds = netcdf4().Dataset(tmp, "w", format="NETCDF4")
+                self._create(self._ds)
+                for t, fields in previous:
+                    self._write(t, fields)
+                self._ds.sync()
+            self._hold(self._output_bytes())  # no series in place that cannot take an output
+            with self._failed_write():
+                os.replace(tmp, self.path)  # the open handle follows the file
         except BaseException:
-            if self._ds is not None:
-                self._ds.close()
+            self._close()
             tmp.unlink(missing_ok=True)
             raise
         return self
+
+    def _output_bytes(self) -> int:
+        """The bytes of one output: its fields, its time and (the first time) the bed."""
+        fields = len(FIELD_NAMES[self.sim.model.layers]) - len(STATIC) + 1
+        return 8 * self.sim.mesh.n_cells * fields
+
+    def _hold(self, nbytes: int) -> None:
+        """Hold the disk space of a write of ``nbytes`` (twice them and
+        :data:`RESERVE_EXTRA` for HDF5's metadata), or fail now, while the file is whole."""
+        _reserve(self.reserve, 2 * nbytes + RESERVE_EXTRA, self.path)
+
+    @contextmanager
+    def _failed_write(self) -> Iterator[None]:
+        """A netCDF error inside the block (a write that failed despite the space held: an
+        I/O error, a file system that over-commits) as a one-line OutputError naming the
+        series."""
+        try:
+            yield
+        except (RuntimeError, OSError) as exc:
+            if isinstance(exc, OSError) and (exc.errno or 0) > 0:  # netCDF's codes are < 0
+                raise os_error(self.path, exc) from None
+            raise OutputError(f"{self.path}: cannot write ({exc})") from None
+
+    def _close(self) -> None:
+        """Close the file and give back the reserve; a close that fails (its flush met the
+        error that stopped the run) adds nothing to that error."""
+        self.reserve.unlink(missing_ok=True)
+        if self._ds is not None and self._ds.isopen():
+            with suppress(RuntimeError, OSError):
+                self._ds.close()
 
     def _create(self, ds) -> None:
         mesh, sim = self.sim.mesh, self.sim
@@ -292,9 +342,51 @@ class NetCDFSeries:
         self.times.append(t)
 
     def write(self) -> None:
-        """Append the simulation's current fields at its current time, and sync."""
-        self._write(float(self.sim.t), output_fields(self.sim))
-        self._ds.sync()
+        """Append the simulation's current fields at its current time, and sync.
+
+        HDF5 does not survive a write that fails in the middle of a flush (the file is
+        left unreadable, and closing it fails again), so the write never meets a full
+        disk: it spends the space held for it, and the space of the next one is held
+        again (a full disk is then an OSError from Python, the file whole)."""
+        fields = output_fields(self.sim)
+        self.reserve.unlink(missing_ok=True)
+        with self._failed_write():
+            self._write(float(self.sim.t), fields)
+            self._ds.sync()
+        self._hold(self._output_bytes())
 
     def __exit__(self, *exc) -> None:
-        self._ds.close()
+        if exc[0] is not None:
+            self._close()
+            return
+        self.reserve.unlink(missing_ok=True)
+        with self._failed_write():
+            self._ds.close()
+
+
+def _reserve(path: Path, nbytes: int, name: Path) -> None:
+    """Make ``path`` a file of ``nbytes`` allocated on disk; a disk without the room is an
+    OutputError naming ``name`` (and leaves no ``path``)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            _allocate(fd, nbytes)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        raise os_error(name, exc) from None
+
+
+def _allocate(fd: int, nbytes: int) -> None:
+    """``posix_fallocate``, or zeros written where there is none (macOS, some file systems)."""
+    try:
+        os.posix_fallocate(fd, 0, nbytes)
+    except AttributeError:
+        pass
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS):
+            raise
+    else:
+        return
+    os.pwrite(fd, bytes(nbytes), 0)

@@ -8,7 +8,7 @@ import types
 import numpy as np
 import pytest
 
-from fvswe.errors import ConfigError
+from fvswe.errors import ConfigError, OutputError
 from fvswe.mesh.generate import structured_square
 from fvswe.output import FIELD_NAMES, original_cells, output_fields
 from fvswe.simulation import Simulation
@@ -85,6 +85,28 @@ def test_the_series_on_disk_is_readable_after_every_output(tmp_path):
             with netCDF4.Dataset(tmp_path / FILENAME) as ds:
                 assert ds.dimensions["time"].size == k + 1
                 np.testing.assert_array_equal(ds["h1"][k], output_fields(sim)["h1"])
+
+
+def test_the_series_holds_the_room_of_its_next_output_and_a_failed_write_is_one_line(
+    tmp_path,
+):
+    """Issue 34, item 3: an output is written into disk space held for it (a hidden file
+    that only a run in progress has), and a netCDF error that still comes (an I/O error) is
+    one line naming the series, the close after it adding nothing."""
+    sim = dam_break()
+    failure = pytest.raises(OutputError, match=r"solution\.nc: cannot write \(NetCDF: HDF error\)$")
+    with failure, NetCDFSeries(tmp_path, sim) as series:
+        held = series.reserve.stat().st_size
+        assert held >= 2 * 8 * sim.mesh.n_cells * len(FIELD_NAMES[2])
+        series.write()
+        assert series.reserve.stat().st_size == held
+
+        def failed(t, fields):
+            raise RuntimeError("NetCDF: HDF error")
+
+        series._write = failed
+        series.write()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [FILENAME]
 
 
 def test_a_resumed_series_keeps_the_outputs_up_to_the_restart(tmp_path):

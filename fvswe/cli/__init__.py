@@ -95,8 +95,9 @@ def _dropped(hook):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: run a subcommand. User errors, failed writes and Ctrl-C at any moment
-    become one line on stderr and a non-zero exit (2, 1 and 130), never a traceback."""
+    """Entry point: run a subcommand. User errors and failed writes (a full disk included),
+    an OS error no stage named, and Ctrl-C at any moment become one line on stderr and a
+    non-zero exit (2, 1 and 130), never a traceback."""
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _interrupt) if main_thread else None
     hook, sys.unraisablehook = sys.unraisablehook, _dropped(sys.unraisablehook)
