@@ -204,24 +204,27 @@ class CpuBackend:
         self.t, self.steps, self.dt = float(snap["t"]), int(snap["steps"]), float(snap["dt"])
         self._counts.update(snap["counters"])
         if "cut_volume" in snap:
-            self._cut_volume[...] = snap["cut_volume"]
+            # reshaped: a rank that owns none of the counted edges keeps an empty list
+            self._cut_volume[...] = np.reshape(snap["cut_volume"], self._cut_volume.shape)
 
     # -- cross-sections (fvswe.probes) ----------------------------------------------------
     #: Whether :meth:`count_edges` is available (the GPU's and the implicit method's are not).
     counts_edges = True
 
-    def count_edges(self, edges: np.ndarray) -> int:
+    def count_edges(self, edges: np.ndarray, volumes: np.ndarray | None = None) -> int:
         """From now on, count the volume per layer (m^3, float64) that the steps move through
         each of ``edges`` (this layout's numbering; those this part owns) from its first cell
         into its second: every stage adds ``weight dt Phi``, ``Phi = S + |Γ| q_i·n`` the mass
         flux of the first cell's slot as its update used it (limited slots included), as the
-        boundary inflow counters add theirs. Returns where these edges start in
-        :meth:`edge_volumes` (after those counted before)."""
+        boundary inflow counters add theirs. The counts start from ``volumes`` (one row per
+        edge: a restarted run's, from its checkpoint), else from 0. Returns where these
+        edges start in :meth:`edge_volumes` (after those counted before)."""
         edges = np.asarray(edges, dtype=np.int64)
-        mine = edges[edges < self.layout.owned_edges]
+        owned = edges < self.layout.owned_edges
         start = self._cut.size
-        self._cut = np.concatenate((self._cut, mine))
-        self._cut_volume = np.vstack((self._cut_volume, np.zeros((mine.size, self.model.layers))))
+        self._cut = np.concatenate((self._cut, edges[owned]))
+        counted = np.zeros((edges.size, self.model.layers)) if volumes is None else volumes
+        self._cut_volume = np.vstack((self._cut_volume, np.asarray(counted, np.float64)[owned]))
         return start
 
     def edge_volumes(self) -> np.ndarray:
