@@ -161,9 +161,17 @@ def test_an_edited_physics_module_drops_the_cached_passes(tmp_path, monkeypatch)
         def __call__(self, stamp=p._SOURCE_STAMP):
             return stamp
 
+    from numba.core.caching import NullCache
+    from numba.core.dispatcher import Dispatcher
+
+    passes = [f.py_func.__name__ for f in p.PASSES]
+    cached = {name for name, f in vars(p).items()
+              if isinstance(f, Dispatcher) and f.py_func.__module__ == p.__name__
+              and not isinstance(f._cache, NullCache)
+              and f.targetoptions.get("inline", "never") == "never"}  # fmt: skip
+    assert cached == {*passes, "_compiled_stamp"}  # every cached kernel is flushed (_edge_range)
     monkeypatch.setattr(p, "PHYSICS_FILES", [])
     monkeypatch.setattr(p, "_compiled_stamp", CachedStamp())
-    passes = [f.py_func.__name__ for f in p.PASSES]
     for f in p.PASSES:
         monkeypatch.setattr(f, "_cache", Recorder(f.py_func.__name__))
     p.fresh_cache.__wrapped__()  # the cached stamp matches: nothing flushed

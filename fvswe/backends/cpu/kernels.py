@@ -592,9 +592,10 @@ def _compiled_stamp():
     return _SOURCE_STAMP
 
 
-#: The passes, cached with the physics and the dispatch inlined.
-PASSES = (edge_pass, volume_pass, limiter_thetas, limited_update, combined, level_values,
-          source_means)  # fmt: skip
+#: The passes, cached with the physics and the dispatch inlined: every cached kernel here
+#: (``_edge_range`` too, which ``edge_pass`` calls: unflushed, it kept an old dispatch).
+PASSES = (edge_pass, _edge_range, volume_pass, limiter_thetas, limited_update, combined,
+          level_values, source_means)  # fmt: skip
 
 
 @functools.cache
