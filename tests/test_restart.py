@@ -406,3 +406,29 @@ def test_extending_a_finished_run_keeps_its_gauge_and_section_records(
     assert main(["run", *common, "--t-end", "0.3", *short, *restart]) == 0
     assert _probe_records(tmp_path / "short") == _probe_records(tmp_path / "whole")
     capsys.readouterr()
+
+
+def test_the_entropy_fix_belongs_to_the_run_identity(tmp_path, mesh, capsys):
+    """Issue 32, item 12: a run with --no-entropy-fix (``entropy_fix = false``) restarted with
+    the fix is refused in one line naming the key; a checkpoint recorded before the key
+    joined the identity is one of a run with the fix; a scheme without a fix refuses it."""
+    write_mesh(mesh, tmp_path / "square.npz")
+    common = ["test2", "--mesh", str(tmp_path / "square.npz"), "--backend", "cpu", "-q",
+              "--scheme", "roe", "--t-end", "0.02"]  # fmt: skip
+    out = tmp_path / "out"
+    assert (
+        main(["run", *common, "--no-entropy-fix", "-o", str(out), "--checkpoint-every", "0.01"])
+        == 0
+    )
+    capsys.readouterr()
+    restart_ = ["--restart", str(out / "checkpoint.npz")]
+    assert main(["run", *common, "-o", str(tmp_path / "b"), *restart_]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "entropy_fix: False in the checkpoint's run, True now" in err
+    assert main(["run", *common, "--no-entropy-fix", "-o", str(tmp_path / "c"), *restart_]) == 0
+    sim = casefile.from_case("test2").with_overrides(backend="cpu", scheme="roe").simulation(mesh)
+    older = {k: v for k, v in sim.identity().items() if k != "entropy_fix"}
+    assert restart.mismatch(older, sim.identity()) is None
+    with pytest.raises(ConfigError, match="^entropy_fix: false, but scheme 'hll' has no entropy"):
+        Simulation(mesh, layers=1, scheme="hll", backend="cpu", initial={"h": 1.0},
+                   entropy_fix=False)  # fmt: skip

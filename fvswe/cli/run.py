@@ -138,9 +138,10 @@ def _setting_flags(p) -> None:
     for s in run_settings.SETTINGS:
         if not s.flag:
             continue
-        flag, text = "--" + s.name.replace("_", "-"), s.flag_help().replace("%", "%%")
+        flag, text = s.flag_name(), s.flag_help().replace("%", "%%")
         if s.types is bool:  # a switch: given, it overrides the case file's value
-            p.add_argument(flag, action="store_const", const=True, help=text)
+            p.add_argument(flag, action="store_const", const=not s.default, dest=s.name,
+                           help=text)  # fmt: skip
             continue
         kinds = s.types if isinstance(s.types, tuple) else (s.types,)
         kind = float if float in kinds else int if int in kinds else str

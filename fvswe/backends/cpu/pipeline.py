@@ -44,10 +44,10 @@ EVENTS = ("clipped_cells", "nonhyperbolic_edges", "degenerate_edges", "thin_laye
           "thin_layer_cells", "limited")  # fmt: skip
 
 
-def scheme_id(name: str, layers: int) -> int:
-    """The compiled dispatch id of a scheme (:data:`fvswe.registry.KERNEL_IDS`), or a
-    one-line error naming the choices."""
-    return registry.kernel_id(name, layers)
+def scheme_id(name: str, layers: int, entropy_fix: bool = True) -> int:
+    """The compiled dispatch id of a scheme (:data:`fvswe.registry.KERNEL_IDS`; without the
+    entropy fix, its own kernel's), or a one-line error naming the choices."""
+    return registry.kernel_id(name, layers, entropy_fix)
 
 
 @dataclass
@@ -94,13 +94,14 @@ class CpuBackend:
         dt_fixed: float | None = None,
         threads: int | None = None,
         integrator: str = "euler",
+        entropy_fix: bool = True,
     ) -> None:
         check_dt_mode(dt_mode, dt_fixed)
         self.integrator = integrators.get(integrator)
         numba.set_num_threads(threads if threads is not None else default_threads())
         fresh_cache()
         self.layout, self.model = layout, layout.model
-        self.scheme = scheme_id(scheme, self.model.layers)
+        self.scheme = scheme_id(scheme, self.model.layers, entropy_fix)
         self.cfl, self.dt_mode, self.dt_fixed = float(cfl), dt_mode, dt_fixed
         self._plan = integrators.step_plan(self.integrator, dt_mode, self.model.layers)
         self._initial = integrators.initial_dt_plan()

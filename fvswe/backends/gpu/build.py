@@ -81,14 +81,17 @@ def compile_options(
     cells: int | None = None,
     fast_math: bool = False,
     sources: bool = False,
+    entropy_fix: bool = True,
 ) -> tuple[str, ...]:
     """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy.
     ``cells``: the cells a thread block owns in the ``block`` variant (default ``block``),
     whose register cap is its :func:`block_shape`'s; ``fast_math``: :data:`FAST_MATH`
     (float32 only: a ConfigError for float64); ``sources``: the run has point sources or
     rain (``FVSWE_SOURCES``: the cell update of a module without them has no feed, whose
-    double arithmetic would cost every cell update registers)."""
-    sid = registry.kernel_id(scheme, layers)
+    double arithmetic would cost every cell update registers); ``entropy_fix`` false: the
+    scheme's kernel without the entropy fix (its own ``FVSWE_SCHEME``, so the default
+    kernel has no test of it)."""
+    sid = registry.kernel_id(scheme, layers, entropy_fix)
     if variant not in (*VARIANTS, GRID_VARIANT):
         choices = ", ".join((*VARIANTS, GRID_VARIANT))
         raise ConfigError(f"variant: unknown {variant!r} (choose from {choices})")
