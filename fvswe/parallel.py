@@ -253,9 +253,10 @@ class DistributedBackend:
         """Whether the ranks' backend counts edge volumes (the CPU's; not the GPU's)."""
         return getattr(self.local, "counts_edges", False)
 
-    def count_edges(self, edges: np.ndarray) -> int:
+    def count_edges(self, edges: np.ndarray, volumes: np.ndarray | None = None) -> int:
         """As the CPU's :meth:`~fvswe.backends.cpu.CpuBackend.count_edges` of the global
-        ``edges``: each rank counts those it owns."""
+        ``edges`` (from ``volumes``, one row per edge, when given): each rank counts those
+        it owns."""
         edges = np.asarray(edges, dtype=np.int64)
         local = np.full(self.layout.n_edges, -1, dtype=np.int64)
         local[self.part.edges] = np.arange(self.part.edges.size)
@@ -264,7 +265,7 @@ class DistributedBackend:
         start = self._cut_count
         self._cut_at = np.concatenate((self._cut_at, start + at))
         self._cut_count += edges.size
-        self.local.count_edges(mine[at])
+        self.local.count_edges(mine[at], None if volumes is None else np.asarray(volumes)[at])
         return start
 
     def edge_volumes(self) -> np.ndarray:

@@ -33,10 +33,12 @@ PNG of both.
 from __future__ import annotations
 
 import csv
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -44,7 +46,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .boundary import WALL
 from .errors import ConfigError
-from .output import atomic_write, output_fields
+from .output import FIELD_NAMES, atomic_write, output_fields
 
 
 @dataclass(frozen=True)
@@ -198,7 +200,17 @@ class Probes:
     interval between samples (m³/s; the first row is 0).
     """
 
-    def __init__(self, sim, gauges: Sequence[Gauge] = (), sections: Sequence[Section] = ()):
+    def __init__(
+        self,
+        sim,
+        gauges: Sequence[Gauge] = (),
+        sections: Sequence[Section] = (),
+        *,
+        resume: Mapping[str, Any] | None = None,
+    ):
+        """``resume``: the checkpoint (:func:`fvswe.output.load_checkpoint`) ``sim`` was restored
+        from; when its run had these probes (:meth:`state`), the sections go on counting from
+        its volumes, and :meth:`keep_earlier` takes the records before it from the files."""
         self.sim = sim
         self.gauges, self.sections = tuple(gauges), tuple(sections)
         mesh = sim.mesh  # the backend's (possibly renumbered) cells, as get_state()
@@ -221,12 +233,19 @@ class Probes:
                 part, sign = self._closed_side(s, mesh, right, sim)
                 self._parts.append(part)
                 self._signs.append(sign)
+        saved = None if resume is None else self._saved(resume)
         if self.counted:  # where this object's edges start among the backend's counted ones
-            self._first = sim.backend.count_edges(np.concatenate(self.cut_edges))
+            edges = np.concatenate(self.cut_edges)
+            counted = None if saved is None else saved["probe_edges"]
+            self._first = sim.backend.count_edges(edges, counted)
         self.times: list[float] = []
         self.gauge_values: dict[str, list[np.ndarray]] = {}
+        #: Per sample, the sections' volumes less those of the run's first sample (``_base``).
         self._volumes: list[np.ndarray] = []
-        self.sample()  # the start: sections count their volume from here
+        self._base = None if saved is None else saved.get("probe_base")
+        self.resumed = saved is not None
+        if not self.resumed:
+            self.sample()  # the start: sections count their volume from here
 
     @staticmethod
     def _closed_side(section: Section, mesh, right: np.ndarray, sim) -> tuple[np.ndarray, float]:
@@ -293,12 +312,15 @@ class Probes:
             for name, values in fields.items():
                 self.gauge_values.setdefault(name, []).append(values[self.original_cells])
         if self.sections:
-            self._volumes.append(self._section_volumes())
+            v = self._section_volumes()
+            if self._base is None:
+                self._base = v
+            self._volumes.append(v - self._base)
 
     @property
     def volume(self) -> np.ndarray:
-        v = np.array(self._volumes).reshape(len(self.times), len(self.sections), -1)
-        return v - v[:1] if len(v) else v
+        shape = (len(self.times), len(self.sections), len(self._layer_names()))
+        return np.array(self._volumes).reshape(shape)
 
     @property
     def discharge(self) -> np.ndarray:
@@ -308,6 +330,113 @@ class Probes:
         if len(v) > 1:
             q[1:] = np.diff(v, axis=0) / dt[:, None, None]
         return q
+
+    # -- restarts ---------------------------------------------------------------------------
+    @property
+    def key(self) -> str:
+        """The gauges, sections and how sections count (JSON): what a restart must repeat."""
+        return json.dumps({
+            "gauges": [[g.name, g.x, g.y] for g in self.gauges],
+            "sections": [[s.name, [list(p) for p in s.points]] for s in self.sections],
+            "edge_counts": self.counted,
+        })  # fmt: skip
+
+    def state(self) -> dict[str, np.ndarray]:
+        """The arrays a checkpoint keeps (:func:`fvswe.output.save_checkpoint`) so that a
+        restart continues these records bit for bit: :attr:`key`, the sections' first
+        volumes and their counted edges' volumes. Collective on several ranks."""
+        out = {"probe_key": np.array(self.key)}
+        if self.sections:
+            out["probe_base"] = np.asarray(self._base, dtype=np.float64)
+        if self.counted:
+            n = sum(len(e) for e in self.cut_edges)
+            out["probe_edges"] = self.sim.backend.edge_volumes()[self._first : self._first + n]
+        return out
+
+    def _saved(self, snap: Mapping[str, Any]) -> dict[str, np.ndarray] | None:
+        """:meth:`state` as ``snap`` holds it; None when its run had no probes (a checkpoint
+        of an fvswe before 0.x included); a one-line error when it had others."""
+        if "probe_key" not in snap:
+            return None
+        src = snap.get("source", "snapshot")
+        then, now = json.loads(str(snap["probe_key"])), json.loads(self.key)
+        differs = next((k for k in now if then.get(k) != now[k]), None)
+        if differs is not None:
+            raise ConfigError(
+                f"{src}: its run recorded other {differs.replace('_', ' ')} ({then.get(differs)} "
+                f"then, {now[differs]} now); restart with the same, or into another --output"
+            )
+        layers = len(self._layer_names())
+        shapes = {"probe_base": (len(self.sections), layers)} if self.sections else {}
+        if self.counted:
+            shapes["probe_edges"] = (sum(len(e) for e in self.cut_edges), layers)
+        for name, shape in shapes.items():
+            if name not in snap or np.shape(snap[name]) != shape:
+                raise ConfigError(f"{src}: {name} is not the {list(shape)} of these sections")
+        return {name: np.asarray(snap[name], dtype=np.float64) for name in shapes}
+
+    def keep_earlier(self, directory: str | Path) -> None:
+        """Take the records before the restart (``sim.t``) from ``directory``'s gauges.csv and
+        sections.csv, as :class:`fvswe.output.Series` keeps a series' earlier outputs: the
+        rows the run wrote at its checkpoints, read back bitwise (``repr`` of each value).
+        Without them (a file missing) the records start at the restart."""
+        if not self.resumed or not self.sim.is_root:
+            return
+        directory, t0 = Path(directory), float(self.sim.t)
+        kinds = [k for k in ("gauges", "sections") if getattr(self, k)]
+        paths = [directory / f"{kind}.csv" for kind in kinds]
+        if not all(p.is_file() for p in paths):
+            return
+        read = [self._read_rows(p, kind, t0) for p, kind in zip(paths, kinds, strict=True)]
+        times = [t for t, _ in read[0]]
+        for p, rows in zip(paths, read, strict=True):
+            if [t for t, _ in rows] != times:
+                raise ConfigError(f"{p}: its times are not those of {paths[0].name}")
+        for k, t in enumerate(times):
+            self.times.insert(k, t)
+        for kind, rows in zip(kinds, read, strict=True):
+            if kind == "sections":
+                self._volumes[:0] = [values for _, values in rows]
+                continue
+            for j, name in enumerate(FIELD_NAMES[self.sim.model.layers]):
+                earlier = [values[:, j] for _, values in rows]
+                self.gauge_values[name] = earlier + self.gauge_values.get(name, [])
+
+    def _read_rows(self, path: Path, kind: str, before: float) -> list[tuple[float, np.ndarray]]:
+        """``(t, values)`` per sample before ``before`` in ``path``, a CSV of :meth:`write`:
+        gauges' field values ``(gauges, fields)`` or sections' volumes ``(sections, layers)``;
+        a one-line error naming the file and line when it is not this run's."""
+        items = self.gauges if kind == "gauges" else self.sections
+        layers = self._layer_names()
+        if kind == "gauges":
+            head, skip = ["t", "gauge", "x", "y", *FIELD_NAMES[self.sim.model.layers]], 4
+        else:
+            head = ["t", "section", *(f"discharge{k}" for k in layers)]
+            head, skip = head + [f"volume{k}" for k in layers], 2 + len(layers)
+        try:
+            with open(path, newline="") as f:
+                rows = list(csv.reader(f))
+        except (OSError, UnicodeDecodeError, csv.Error) as exc:
+            raise ConfigError(f"{path}: cannot read it ({exc})") from None
+        if not rows or rows[0] != head:
+            raise ConfigError(f"{path}: line 1: not the columns {','.join(head)}")
+        out = []
+        for at in range(1, len(rows), len(items)):
+            block = rows[at : at + len(items)]
+            try:
+                t = float(block[0][0])
+                ok = [
+                    r[0] == block[0][0] and r[1] == item.name
+                    for r, item in zip(block, items, strict=False)
+                ]
+                values = np.array([[float(v) for v in r[skip:]] for r in block])
+            except (ValueError, IndexError):
+                ok = []
+            if len(ok) != len(items) or not all(ok) or values.shape[1:] != (len(head) - skip,):
+                raise ConfigError(f"{path}: line {at + 1}: not a sample of this run's {kind}")
+            if t < before:
+                out.append((t, values))
+        return out
 
     # -- files ------------------------------------------------------------------------------
     def write(self, directory: str | Path, *, netcdf: bool = True, png: bool = True) -> list[Path]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,8 +37,11 @@ class Scheme:
     ``upwind``: on a supercritical edge (every wave speed positive) the whole fluctuation
     goes downstream, ``F- = 0`` (Roe, IR-Roe, the PVM family; not Rusanov).
     ``thin_fallback``: the layer counts whose kernel falls back on a layer thinner than
-    ``eps_h`` and flags it ``FLAG_THIN`` (docs/SCHEMES.md §8). The tests read these facts
-    (tests/test_schemes.py) instead of naming schemes.
+    ``eps_h`` and flags it ``FLAG_THIN`` (docs/SCHEMES.md §8). ``unfixed``: per layer count,
+    the kernel without the entropy fix of §3.6 (the run setting ``entropy_fix = false``) of
+    a scheme that has one; its own kernel id, so the default kernel is compiled without a
+    test of the setting. The tests read these facts (tests/test_schemes.py) instead of
+    naming schemes.
     """
 
     name: str
@@ -48,16 +51,18 @@ class Scheme:
     costly: bool = False
     upwind: bool = True
     thin_fallback: tuple[int, ...] = ()
+    unfixed: dict[int, str] = field(default_factory=dict)
 
 
 #: Every scheme, in the order the CLI and the docs list them (docs/SCHEMES.md §3-§6).
 SCHEMES: tuple[Scheme, ...] = (
     Scheme("roe", {2: "roe.flux2", 1: "roe.flux1"},
            "Roe, eigenvalues by EIG4 and the entropy fix (docs/SCHEMES.md §3)", costly=True,
-           thin_fallback=(2, 1)),
+           thin_fallback=(2, 1), unfixed={2: "roe.flux2_unfixed", 1: "roe.flux1_unfixed"}),
     Scheme("ir-roe", {2: "ir_roe.flux2", 1: "ir_roe.flux1"},
            "rotational-invariance Roe: Roe normal to the edge, upwind tangent (§4)", costly=True,
-           thin_fallback=(2, 1)),
+           thin_fallback=(2, 1),
+           unfixed={2: "ir_roe.flux2_unfixed", 1: "ir_roe.flux1_unfixed"}),
     Scheme("pvm-ifcp", {2: "pvm_ifcp.flux2", 1: "hll.flux1"},
            "PVM-IFCP: polynomial viscosity, no eigenvectors (§5); one layer: HLL (§6)",
            thin_fallback=(2,)),
@@ -75,10 +80,20 @@ KERNELS: dict[tuple[str, int], str] = {
     (s.name, layers): s.kernels[layers] for s in SCHEMES for layers in (2, 1) if layers in s.kernels
 }
 
-#: ``"module.function"`` -> the id of the compiled dispatch, CPU and GPU (0, 1, ...).
-KERNEL_IDS: dict[str, int] = {ref: i for i, ref in enumerate(dict.fromkeys(KERNELS.values()))}
+#: (scheme name, layers) -> ``"module.function"`` without the entropy fix (Roe, IR-Roe).
+UNFIXED: dict[tuple[str, int], str] = {
+    (s.name, layers): ref for s in SCHEMES for layers, ref in s.unfixed.items()
+}
+
+#: ``"module.function"`` -> the id of the compiled dispatch, CPU and GPU (0, 1, ...); the
+#: kernels without the entropy fix come after all the defaults.
+KERNEL_IDS: dict[str, int] = {
+    ref: i for i, ref in enumerate(dict.fromkeys([*KERNELS.values(), *UNFIXED.values()]))
+}
 #: ``"module.function"`` -> the layer count of its states.
-KERNEL_LAYERS: dict[str, int] = {ref: layers for (_, layers), ref in KERNELS.items()}
+KERNEL_LAYERS: dict[str, int] = {
+    ref: layers for (_, layers), ref in [*KERNELS.items(), *UNFIXED.items()]
+}
 
 
 def names(layers: int | None = None) -> tuple[str, ...]:
@@ -106,20 +121,29 @@ def get(name: str) -> Scheme:
         raise ConfigError(f"scheme: unknown {name!r} (choose from {', '.join(names())})") from None
 
 
-def kernel(name: str, layers: int) -> str:
-    """The ``"module.function"`` of scheme ``name`` for ``layers``, or a one-line error."""
+def kernel(name: str, layers: int, entropy_fix: bool = True) -> str:
+    """The ``"module.function"`` of scheme ``name`` for ``layers`` (without the entropy fix
+    when ``entropy_fix`` is false), or a one-line error."""
     try:
-        return KERNELS[(name, layers)]
+        ref = KERNELS[(name, layers)]
     except KeyError:
         raise ConfigError(
             f"scheme: unknown {name!r} for {layers} layer(s) "
             f"(choose from {', '.join(names(layers))})"
         ) from None
+    if entropy_fix:
+        return ref
+    if (name, layers) not in UNFIXED:
+        fixed = sorted({n for n, _ in UNFIXED})
+        raise ConfigError(f"entropy_fix: false, but scheme {name!r} has no entropy fix "
+                          f"(only {', '.join(fixed)} have one)")  # fmt: skip
+    return UNFIXED[(name, layers)]
 
 
-def kernel_id(name: str, layers: int) -> int:
-    """The dispatch id (CPU and GPU ``FVSWE_SCHEME``) of scheme ``name`` for ``layers``."""
-    return KERNEL_IDS[kernel(name, layers)]
+def kernel_id(name: str, layers: int, entropy_fix: bool = True) -> int:
+    """The dispatch id (CPU and GPU ``FVSWE_SCHEME``) of scheme ``name`` for ``layers``,
+    with or without the entropy fix."""
+    return KERNEL_IDS[kernel(name, layers, entropy_fix)]
 
 
 def cases(layers: int | None = None) -> list[tuple[str, int]]:

@@ -51,6 +51,7 @@ class Setting:
     runs whose checkpoints and series were written before the key joined the identity
     (:data:`ALWAYS`: it always belonged to it), so that they still restart. ``flag``: ``fvswe
     run`` has ``--name`` (underscores as dashes), which overrides the case file.
+    A switch whose default is true has ``--no-name`` instead (:meth:`flag_name`).
     ``example`` is the template's TOML value (default: the default's), ``active=False``
     writes it commented out. ``only``: the method (:data:`METHODS`) it belongs to (``""``:
     every method); :func:`resolve` refuses another value than the default under the other.
@@ -84,8 +85,16 @@ class Setting:
         """The template's value: ``example``, else the default written as TOML."""
         return self.example or ("" if self.default is None else _toml(self.default))
 
+    def flag_name(self) -> str:
+        """``fvswe run``'s flag: ``--name`` (underscores as dashes), ``--no-name`` for a switch
+        that is on by default."""
+        name = self.name.replace("_", "-")
+        return f"--no-{name}" if self.default is True else f"--{name}"
+
     def flag_help(self) -> str:
         """The help of ``--name``: the case file's, with the default."""
+        if self.default is True:
+            return f"switch off: {self.help}"
         plain = self.default is None or isinstance(self.default, bool)
         return self.help if plain else f"{self.help} (default: {self.default})"
 
@@ -141,6 +150,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("fast_math", bool, False, "float32 on the GPU: approximate division and square "
             "root, denormals flushed (faster, not IEEE; docs/GPU.md)", identity=True,
             older=False, example="true", active=False, only="explicit"),
+    Setting("entropy_fix", bool, True, "Roe and IR-Roe: the Harten-Hyman entropy fix of "
+            "transonic waves (docs/SCHEMES.md §3.6); false runs the paper's schemes exactly",
+            identity=True, older=True, example="false", active=False, only="explicit"),
     Setting("dt_mode", str, "lagged", "lagged, nonlagged or fixed (then give dt)",
             choices=("lagged", "nonlagged", "fixed"), identity=True),
     Setting("dt", NUMBER, None, "time step of dt_mode = fixed (s)", identity=True,
@@ -217,7 +229,7 @@ def reference_markdown() -> str:
             "|---|---|---|---|---|"]  # fmt: skip
     for s in SETTINGS:
         value = "–" if s.default is None else f"`{_toml(s.default)}`"
-        flag = f"`--{s.name.replace('_', '-')}`" if s.flag else ""
+        flag = f"`{s.flag_name()}`" if s.flag else ""
         keeps = "yes" if s.identity else ""
         rows.append(f"| `{s.name}` | {value} | {flag} | {keeps} | {s.only or 'both'} |")
     return "\n".join(rows) + "\n"

@@ -260,16 +260,18 @@ class Simulation:
     ``block``, ``cells``, ``batch``, ``graphs``: :class:`fvswe.backends.gpu.GpuBackend`).
     ``fast_math`` compiles a float32 GPU run with approximate division and square root and
     denormals flushed (faster, no longer IEEE: docs/GPU.md, "Fast math"); a ConfigError on
-    the CPU or in float64.
+    the CPU or in float64. ``entropy_fix=False`` runs Roe and IR-Roe without the
+    Harten-Hyman entropy fix (docs/SCHEMES.md §3.6): the paper's schemes exactly; a
+    ConfigError for the other schemes, which have none.
 
     ``method="implicit"`` runs the C-grid thesis's semi-implicit θ-scheme instead of the
     finite volumes (one layer, a Cartesian grid in row-major order, walls and levels;
     docs/IMPLICIT.md) with its own settings (``theta``, ``preconditioner``, ``cg_tol``, ...:
     the table's rows of that method); ``cfl`` is then the advective Courant number of its
     step and ``scheme`` is not used. A setting of the other method than the run's (the
-    explicit ``integrator``, ``eps_h``, ``threads``, ``fast_math``; the implicit ``theta``,
-    ...) must keep its default, and the implicit method refuses ``sources``, ``wind`` and
-    ``coriolis``.
+    explicit ``integrator``, ``eps_h``, ``threads``, ``fast_math``, ``entropy_fix``; the
+    implicit ``theta``, ...) must keep its default, and the implicit method refuses
+    ``sources``, ``wind`` and ``coriolis``.
 
     A run stops with a :class:`~fvswe.errors.BlowUpError` (one line) when a depth
     had to be clipped, when a layer's mass drifts beyond round-off
@@ -372,6 +374,8 @@ class Simulation:
                        integrator=s["integrator"])  # fmt: skip
         if fast_math:
             options["fast_math"] = True
+        if not s["entropy_fix"]:  # the kernel without it (Roe, IR-Roe): a ConfigError for others
+            options["entropy_fix"] = False
         options.update(backend_options or {})
         if self.comm is None:
             return cls(self.layout, self.scheme, **options)

@@ -218,13 +218,16 @@ def test_continuing_from_a_checkpoint_at_an_output_time(tmp_path, ranks, backend
     """A run continued from a checkpoint taken at one of its output times (the state of a
     finished run): it hung, rank 0 skipping the output it had while the other ranks waited
     in its gather. Now every rank writes it again, and the series is the uninterrupted
-    run's, output for output, bit for bit (a hang fails at the 120 s timeout). GPU ranks
-    share the one GPU of the test machines (host-staged halo)."""
+    run's, output for output, bit for bit (a hang fails at the 120 s timeout), and so are
+    the gauge and section records (issue 32, item 2: rank 0 writes them; on GPU ranks a
+    section is the volume of a side closed by walls). GPU ranks share the one GPU of the
+    test machines (host-staged halo)."""
     from fvswe.cli import main
 
     if backend == "gpu":
         skip_without_gpu()
-    common = ["test1", "--backend", backend, "--scheme", "roe", "-q", "--output-every", "0.01"]
+    common = ["test1", "--backend", backend, "--scheme", "roe", "-q", "--output-every", "0.01",
+              "--gauge", "1,0.5,g", "--section=0.3,-5,0.3,5", "--probe-every", "0.005"]  # fmt: skip
     out, whole = tmp_path / "out", tmp_path / "whole"
     first = fvswe(ranks, *common, "-o", str(out), "--t-end", "0.02", "--checkpoint-every", "0.02")
     assert first.returncode == 0, first.stderr[-3000:]
@@ -236,6 +239,8 @@ def test_continuing_from_a_checkpoint_at_an_output_time(tmp_path, ranks, backend
     assert [t for t, _ in continued] == [t for t, _ in uninterrupted] and len(continued) == 5
     for (_, a), (_, b) in zip(continued, uninterrupted, strict=True):
         assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    for name in ("gauges.csv", "sections.csv"):
+        assert (out / name).read_text() == (whole / name).read_text(), name
 
 
 def test_a_courant_stop_names_the_global_cell_and_stops_every_rank(capsys):

@@ -31,11 +31,16 @@ MEMBERS = sorted({n for n in vars(Backend) if not n.startswith("_")} | set(Backe
 
 def test_kernel_ids_are_one_per_kernel_and_dense():
     assert sorted(registry.KERNEL_IDS.values()) == list(range(len(registry.KERNEL_IDS)))
-    assert set(registry.KERNEL_IDS) == set(registry.KERNELS.values())
+    assert set(registry.KERNEL_IDS) == {*registry.KERNELS.values(), *registry.UNFIXED.values()}
     for name, layers in registry.cases():
         opts = gpu.compile_options(name, layers, np.float64, "edge")
         assert f"-DFVSWE_SCHEME={registry.kernel_id(name, layers)}" in opts
         assert f"-DFVSWE_LAYERS={layers}" in opts
+    defaults = max(registry.KERNEL_IDS[ref] for ref in registry.KERNELS.values())
+    for (name, layers), ref in registry.UNFIXED.items():  # after every default kernel
+        opts = gpu.compile_options(name, layers, np.float64, "edge", entropy_fix=False)
+        assert f"-DFVSWE_SCHEME={registry.KERNEL_IDS[ref]}" in opts
+        assert registry.KERNEL_IDS[ref] > defaults
 
 
 @pytest.mark.parametrize("ref", list(registry.KERNEL_IDS))
@@ -68,37 +73,61 @@ def test_generated_scheme_header_selects_the_registry_kernel(tmp_path, name, lay
     assert res.returncode != 0 and f"needs FVSWE_LAYERS {layers}" in res.stderr
 
 
-@pytest.mark.parametrize(("name", "layers"), registry.cases())
-def test_cpu_edge_pass_dispatches_to_the_registry_kernel(name, layers):
-    """The CPU edge pass (its dispatch built from the registry) writes |Γ| F∓ and |Γ| ‖D‖ of
-    the scheme's NumPy reference into every interior edge's slots, to round-off."""
+def _edge_pass(name: str, layers: int, speed: float = 0.3, **settings):
+    """``(|Γ| F∓ and |Γ| ‖D‖ per slot, of every interior edge, from one CPU edge pass;
+    the edges' states for the NumPy reference)`` on a random state of ``speed``."""
     rng = np.random.default_rng(5)
     mesh = square(60, seed=1)
     n = mesh.n_cells
     if layers == 2:
-        initial = {"h1": rng.uniform(0.5, 1.5, n), "h2": rng.uniform(1.0, 2.0, n),
-                   "q1x": rng.uniform(-0.3, 0.3, n), "q2y": rng.uniform(-0.3, 0.3, n)}  # fmt: skip
+        initial = {
+            "h1": rng.uniform(0.5, 1.5, n),
+            "h2": rng.uniform(1.0, 2.0, n),
+            "q1x": rng.uniform(-speed, speed, n),
+            "q2y": rng.uniform(-speed, speed, n),
+        }
     else:
-        initial = {"h": rng.uniform(0.5, 1.5, n), "qx": rng.uniform(-0.5, 0.5, n)}
+        initial = {"h": rng.uniform(0.5, 1.5, n), "qx": rng.uniform(-2 * speed, 2 * speed, n)}
     H = rng.uniform(3.0, 3.2, n)
-    sim = Simulation(mesh, layers=layers, scheme=name, H=H, initial=initial, backend="cpu")
+    sim = Simulation(mesh, layers=layers, scheme=name, H=H, initial=initial, backend="cpu",
+                     **settings)  # fmt: skip
     backend, lay = sim.backend, sim.layout
     backend._residual(Op("residual", "U"), _Step(1.0, np.nan))
     inner = np.flatnonzero(lay.edge_cells[:, 1] >= 0)
     i, j = lay.edge_cells[inner].T
-    W = lay.W0
-    Fm, Fp, d = get_flux(name, layers)(
-        W[i], W[j], lay.H[i], lay.H[j], lay.edge_normal[inner], sim.model.g, sim.model.r,
-        sim.model.eps_h,
-    )  # fmt: skip
-    length = lay.edge_length[inner, None]
-    nvar = lay.nvar
-    for slots, F in ((lay.edge_slot[inner, 0], Fm), (lay.edge_slot[inner, 1], Fp)):
-        got = backend.acc[slots]
-        want = np.concatenate((length * F, length * d[:, None]), axis=1)
+    W, m = lay.W0, sim.model
+    got = [backend.acc[lay.edge_slot[inner, k]] for k in (0, 1)]
+    args = (W[i], W[j], lay.H[i], lay.H[j], lay.edge_normal[inner], m.g, m.r, m.eps_h)
+    return got, args, lay.edge_length[inner, None]
+
+
+def _assert_slots(got, F, length, nvar) -> None:
+    """The slots hold ``|Γ| F`` and ``|Γ| ‖D‖`` of the reference ``F = (F-, F+, ‖D‖)``."""
+    for slots, Fk in zip(got, F[:2], strict=True):
+        want = np.concatenate((length * Fk, length * F[2][:, None]), axis=1)
         scale = np.abs(want).max(axis=0)
-        assert np.abs(got - want).max(axis=0).max() <= 1e-12 * scale.max()
+        assert np.abs(slots - want).max(axis=0).max() <= 1e-12 * scale.max()
         assert np.abs(want[:, :nvar]).max() > 0.1  # the fluxes are not trivially zero
+
+
+@pytest.mark.parametrize(("name", "layers"), registry.cases())
+def test_cpu_edge_pass_dispatches_to_the_registry_kernel(name, layers):
+    """The CPU edge pass (its dispatch built from the registry) writes |Γ| F∓ and |Γ| ‖D‖ of
+    the scheme's NumPy reference into every interior edge's slots, to round-off."""
+    got, args, length = _edge_pass(name, layers)
+    _assert_slots(got, get_flux(name, layers)(*args), length, 3 * layers)
+
+
+@pytest.mark.parametrize(("name", "layers"), list(registry.UNFIXED))
+def test_cpu_edge_pass_without_the_entropy_fix_is_its_reference(name, layers):
+    """Issue 32, item 12: with ``entropy_fix=False`` the same compiled edge pass dispatches to
+    the kernel without the fix: its NumPy reference's slots, to round-off, on a state fast
+    enough for transonic waves, where the fixed kernel's differ."""
+    got, args, length = _edge_pass(name, layers, speed=1.5, entropy_fix=False)
+    unfixed = reference(registry.kernel(name, layers, entropy_fix=False))(*args)
+    _assert_slots(got, unfixed, length, 3 * layers)
+    fixed = get_flux(name, layers)(*args)
+    assert np.abs(fixed[0] - unfixed[0]).max() > 1e-3 * np.abs(unfixed[0]).max()
 
 
 def test_cli_and_case_file_list_every_scheme(capsys):
@@ -161,9 +190,17 @@ def test_an_edited_physics_module_drops_the_cached_passes(tmp_path, monkeypatch)
         def __call__(self, stamp=p._SOURCE_STAMP):
             return stamp
 
+    from numba.core.caching import NullCache
+    from numba.core.dispatcher import Dispatcher
+
+    passes = [f.py_func.__name__ for f in p.PASSES]
+    cached = {name for name, f in vars(p).items()
+              if isinstance(f, Dispatcher) and f.py_func.__module__ == p.__name__
+              and not isinstance(f._cache, NullCache)
+              and f.targetoptions.get("inline", "never") == "never"}  # fmt: skip
+    assert cached == {*passes, "_compiled_stamp"}  # every cached kernel is flushed (_edge_range)
     monkeypatch.setattr(p, "PHYSICS_FILES", [])
     monkeypatch.setattr(p, "_compiled_stamp", CachedStamp())
-    passes = [f.py_func.__name__ for f in p.PASSES]
     for f in p.PASSES:
         monkeypatch.setattr(f, "_cache", Recorder(f.py_func.__name__))
     p.fresh_cache.__wrapped__()  # the cached stamp matches: nothing flushed

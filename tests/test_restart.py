@@ -325,3 +325,110 @@ def test_a_restart_at_t_end_reports_no_step_and_no_infinite_speed(mesh):
     assert text.startswith("c: t = 0.01 s already, no step to take (cpu, float64, hll, ")
     assert "inf" not in text and summary.steps == 0
     json.dumps(summary.to_dict(), allow_nan=False)  # raises on inf or NaN
+
+
+def _probe_records(out) -> dict:
+    """The gauge and section files of ``out``: CSV text, and NetCDF variables when written."""
+    records = {name: (out / name).read_text() for name in ("gauges.csv", "sections.csv")}
+    if (out / "gauges.nc").exists():
+        import netCDF4
+
+        for name in ("gauges.nc", "sections.nc"):
+            with netCDF4.Dataset(out / name) as ds:
+                records.update({f"{name}:{k}": v[:].tolist() for k, v in ds.variables.items()})
+    return records
+
+
+def _probe_run(tmp_path, mesh, monkeypatch, edge_counts: bool = True) -> list[str]:
+    """The arguments of a short test-1 run with a gauge and a section, sampled every 0.025 s
+    (no t_end, no folder), after its uninterrupted run to 0.3 s into ``tmp_path/whole``."""
+    from fvswe.backends.cpu.pipeline import CpuBackend
+    from fvswe.probes import Probes
+
+    monkeypatch.setattr(CpuBackend, "counts_edges", edge_counts)
+    monkeypatch.setattr(Probes, "plot", lambda self, path: open(path, "wb").close())  # speed
+    write_mesh(mesh, tmp_path / "square.npz")
+    common = ["test1", "--mesh", str(tmp_path / "square.npz"), "--output-every", "0.1",
+              "--backend", "cpu", "-q", "--gauge", "1.0,0.5,g", "--section=0.3,-5,0.3,5",
+              "--probe-every", "0.025"]  # fmt: skip
+    assert main(["run", *common, "--t-end", "0.3", "-o", str(tmp_path / "whole")]) == 0
+    return common
+
+
+@pytest.mark.parametrize("edge_counts", [True, False])
+def test_gauges_and_sections_continue_bit_for_bit_across_two_ctrl_c_and_restarts(
+    tmp_path, mesh, monkeypatch, capsys, edge_counts
+):
+    """Issue 32, item 2: a run interrupted twice and restarted twice leaves gauge and section
+    records (CSV and NetCDF) equal, row for row and bit for bit, to the uninterrupted run's;
+    with edge counts (the CPU's) and without (the GPU's: a side closed by walls)."""
+    common = _probe_run(tmp_path, mesh, monkeypatch, edge_counts)
+    whole = _probe_records(tmp_path / "whole")
+    assert whole["gauges.csv"].count("\n") == 14 == whole["sections.csv"].count("\n")
+    save, saves = output.save_checkpoint, []
+
+    def save_then_interrupt(path, snap):
+        """The first checkpoint of each of the first two runs is followed by a Ctrl-C (which
+        writes the second)."""
+        save(path, snap)
+        saves.append(float(snap["t"]))
+        if len(saves) in (1, 3):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(output, "save_checkpoint", save_then_interrupt)
+    out = tmp_path / "cut"
+    cut = [*common, "--t-end", "0.3", "-o", str(out), "--checkpoint-every", "0.06"]
+    assert main(["run", *cut]) == 130
+    assert (out / "gauges.csv").is_file() and (out / "sections.csv").is_file()
+    restart = ["--restart", str(out / "checkpoint.npz")]
+    assert main(["run", *cut, *restart]) == 130
+    assert main(["run", *cut, *restart]) == 0
+    assert saves[0] <= saves[1] < saves[2] <= saves[3] < 0.3, saves
+    assert _probe_records(out) == whole
+    capsys.readouterr()
+
+
+def test_extending_a_finished_run_keeps_its_gauge_and_section_records(
+    tmp_path, mesh, monkeypatch, capsys
+):
+    """Issue 32, item 2: a finished run to 0.1 s extended to 0.3 s by --restart keeps the
+    records to 0.1 s: both equal the uninterrupted run's, bit for bit. A restart with another
+    gauge is refused in one line before anything is written."""
+    common = _probe_run(tmp_path, mesh, monkeypatch)
+    short = ["-o", str(tmp_path / "short"), "--checkpoint-every", "0.05"]
+    assert main(["run", *common, "--t-end", "0.1", *short]) == 0
+    restart = ["--restart", str(tmp_path / "short" / "checkpoint.npz")]
+    other = [a if a != "1.0,0.5,g" else "1.0,0.5,h" for a in common]  # another gauge
+    capsys.readouterr()
+    assert main(["run", *other, "--t-end", "0.3", *short, *restart]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "its run recorded other gauges ([['g', 1.0, 0.5]]" in err
+    assert main(["run", *common, "--t-end", "0.3", *short, *restart]) == 0
+    assert _probe_records(tmp_path / "short") == _probe_records(tmp_path / "whole")
+    capsys.readouterr()
+
+
+def test_the_entropy_fix_belongs_to_the_run_identity(tmp_path, mesh, capsys):
+    """Issue 32, item 12: a run with --no-entropy-fix (``entropy_fix = false``) restarted with
+    the fix is refused in one line naming the key; a checkpoint recorded before the key
+    joined the identity is one of a run with the fix; a scheme without a fix refuses it."""
+    write_mesh(mesh, tmp_path / "square.npz")
+    common = ["test2", "--mesh", str(tmp_path / "square.npz"), "--backend", "cpu", "-q",
+              "--scheme", "roe", "--t-end", "0.02"]  # fmt: skip
+    out = tmp_path / "out"
+    assert (
+        main(["run", *common, "--no-entropy-fix", "-o", str(out), "--checkpoint-every", "0.01"])
+        == 0
+    )
+    capsys.readouterr()
+    restart_ = ["--restart", str(out / "checkpoint.npz")]
+    assert main(["run", *common, "-o", str(tmp_path / "b"), *restart_]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "entropy_fix: False in the checkpoint's run, True now" in err
+    assert main(["run", *common, "--no-entropy-fix", "-o", str(tmp_path / "c"), *restart_]) == 0
+    sim = casefile.from_case("test2").with_overrides(backend="cpu", scheme="roe").simulation(mesh)
+    older = {k: v for k, v in sim.identity().items() if k != "entropy_fix"}
+    assert restart.mismatch(older, sim.identity()) is None
+    with pytest.raises(ConfigError, match="^entropy_fix: false, but scheme 'hll' has no entropy"):
+        Simulation(mesh, layers=1, scheme="hll", backend="cpu", initial={"h": 1.0},
+                   entropy_fix=False)  # fmt: skip

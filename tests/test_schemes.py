@@ -8,7 +8,7 @@ import schemes_helpers as h
 
 from fvswe import registry
 from fvswe.errors import ConfigError
-from fvswe.schemes import common, get_flux, hll, pvm_ifcp, roe
+from fvswe.schemes import common, get_flux, hll, pvm_ifcp, reference, roe
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -133,6 +133,34 @@ def test_entropy_fix_matches_harten_hyman(name, layers, r):
     unfixed = h.rotated_normal(np.einsum("eab,eb->ea", P, h.total_fluctuation(Wi, Wj, Hi, Hj,
                                                                            n, r=r)), n)  # fmt: skip
     assert h.rel_err(mine, unfixed, scale) > 1e-3
+
+
+@pytest.mark.parametrize("r", [0.5, 0.98])
+@pytest.mark.parametrize("layers", [2, 1])
+@pytest.mark.parametrize("name", ["roe", "ir-roe"])
+def test_without_the_entropy_fix_the_split_is_the_independent_roe_split(name, layers, r):
+    """Issue 32, item 12: ``entropy_fix = false`` (the paper's schemes). On the edges the fix
+    acts on, the normal part of F- is the unfixed P- v of an independent eigen-decomposition
+    (numpy.linalg.eig) to round-off (Roe: all of F-), and differs from the fixed one."""
+    Wi, Wj, Hi, Hj, n = h.transonic_edges(4, r, layers)
+    flux = reference(registry.kernel(name, layers, entropy_fix=False))
+    Fm, Fp, _, flags = flux(Wi, Wj, Hi, Hj, n, h.G, r, 5e-3, True)
+    assert not flags.any()
+    P, _ = h.full_roe_projector(Wi, Wj, n, r=r)
+    v = h.total_fluctuation(Wi, Wj, Hi, Hj, n, r=r)
+    unfixed = np.einsum("eab,eb->ea", P, v)
+    scale = np.abs(v).max(axis=1)
+    assert h.rel_err(h.rotated_normal(Fm, n), h.rotated_normal(unfixed, n), scale) < 1e-13
+    if name == "roe":
+        assert h.rel_err(Fm, unfixed, scale) < 1e-13 and h.rel_err(Fp, v - unfixed, scale) < 1e-13
+    fixed = get_flux(name, layers)(Wi, Wj, Hi, Hj, n, r=r)[0]
+    assert h.rel_err(Fm, fixed, scale) > 1e-3
+
+
+def test_only_roe_and_ir_roe_run_without_an_entropy_fix():
+    assert sorted({name for name, _ in registry.UNFIXED}) == ["ir-roe", "roe"]
+    with pytest.raises(ConfigError, match="^entropy_fix: false, but scheme 'hll' has no "):
+        registry.kernel("hll", 1, entropy_fix=False)
 
 
 @pytest.mark.parametrize(("layers", "name"), [(2, s) for s in TWO] + [(1, s) for s in ONE])

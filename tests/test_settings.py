@@ -71,8 +71,8 @@ def _two_values(s: settings.Setting) -> tuple:
     """Two distinct values of a setting's type: one for the case file, one for the flag."""
     if s.choices:
         return s.choices[0], s.choices[1]
-    if s.types is bool:
-        return False, True
+    if s.types is bool:  # the flag sets the other value than the default (--no-name: false)
+        return bool(s.default), not s.default
     if s.types is int:
         return 1, 2
     return (0.5, 0.25) if s.types == settings.NUMBER else ("a", "b")
@@ -86,8 +86,8 @@ def test_every_flag_overrides_the_case_file(tmp_path):
     )
     flags = []
     for s in FLAGGED:
-        flag, value = "--" + s.name.replace("_", "-"), values[s.name][1]
-        flags += [flag] if value is True else [flag, str(value)]
+        flag, value = s.flag_name(), values[s.name][1]
+        flags += [flag] if isinstance(value, bool) else [flag, str(value)]
     parser = build_parser()
     from_file = _spec(parser.parse_args(["run", str(path)]))
     flagged = _spec(parser.parse_args(["run", str(path), *flags]))
@@ -106,6 +106,7 @@ def test_the_identity_holds_the_identity_settings(sim):
     assert json.loads(json.dumps(identity)) == identity  # JSON values, as checkpoints store
     assert restart.IDENTITY_ADDED == {
         "fast_math": False,
+        "entropy_fix": True,
         "integrator": "euler",
         "method": "explicit",
         "theta": 0.55,
@@ -155,7 +156,8 @@ def test_the_tables_choices_are_the_backends():
 def test_a_setting_of_the_other_method_keeps_its_default():
     """The implicit method's rows are refused in an explicit run and the explicit method's in
     an implicit one, unless at their defaults (a run would otherwise silently ignore them)."""
-    values = {"eps_h": 1e-3, "fast_math": True, "integrator": "ssp-rk2", "threads": 2, "theta": 1.0,
+    values = {"eps_h": 1e-3, "fast_math": True, "entropy_fix": False, "integrator": "ssp-rk2",
+              "threads": 2, "theta": 1.0,
               "preconditioner": "jacobi", "cg_tol": 1e-6, "dry_depth": 1e-2,
               "max_wave_courant": 5.0, "dt_max": 60.0, "rrb_coarse": 16}  # fmt: skip
     only = {s.name: s.only for s in settings.SETTINGS if s.only}

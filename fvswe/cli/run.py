@@ -138,9 +138,10 @@ def _setting_flags(p) -> None:
     for s in run_settings.SETTINGS:
         if not s.flag:
             continue
-        flag, text = "--" + s.name.replace("_", "-"), s.flag_help().replace("%", "%%")
+        flag, text = s.flag_name(), s.flag_help().replace("%", "%%")
         if s.types is bool:  # a switch: given, it overrides the case file's value
-            p.add_argument(flag, action="store_const", const=True, help=text)
+            p.add_argument(flag, action="store_const", const=not s.default, dest=s.name,
+                           help=text)  # fmt: skip
             continue
         kinds = s.types if isinstance(s.types, tuple) else (s.types,)
         kind = float if float in kinds else int if int in kinds else str
@@ -315,12 +316,7 @@ def run(args) -> int:
         check_fields(spec.png, output.FIELD_NAMES[sim.model.layers])
         check_title(spec.name, f"{spec.source}: title")
     identity = sim.identity()
-    if args.restart:
-        load = functools.partial(output.load_checkpoint, args.restart, f"--restart: {args.restart}")
-        sim.restore(load() if comm is None else parallel.on_root(comm, load))
-        if sim.t > times[-1]:
-            raise ConfigError(f"--restart: the checkpoint is at t = {sim.t:g} s, past t_end")
-    probe = probes.Probes(sim, spec.gauges, spec.sections) if spec.gauges or spec.sections else None
+    probe = _restore(args, spec, sim, comm, times[-1])
     sim.run(times[-1], max_steps=0)  # no step: checks t_end (e.g. against level series) now
     if probe is not None:
         _check_probe_memory(args, spec, sim, len(times))
@@ -340,6 +336,8 @@ def run(args) -> int:
             output.clean_stale(out)
 
         claim() if comm is None else parallel.on_root(comm, claim)
+        if probe is not None:  # a restart's records before it, as the series keeps its outputs
+            probe.keep_earlier(out)
         resume = sim.t if args.restart else None
         with _Series(fmt, out, sim, resume, spec, identity) as series:
             summary = _advance(args, spec, sim, times, series, probe, started)
@@ -354,7 +352,22 @@ def run(args) -> int:
             return _finish(args, spec, sim, summary, out, series.times)
         except KeyboardInterrupt:  # the run is done: keep its end state for a --restart
             where = f"interrupted at t = {sim.t:.6g} s (step {sim.steps})"
-            raise _interrupted(where, sim, out / output.CHECKPOINT) from None
+            raise _interrupted(where, sim, out / output.CHECKPOINT, probe) from None
+
+
+def _restore(args, spec: casefile.RunSpec, sim, comm, t_end: float) -> probes.Probes | None:
+    """Continue ``sim`` from --restart's checkpoint when given; the run's gauges and sections
+    (None without), which go on from the checkpoint's records (issue 32)."""
+    snap = None
+    if args.restart:
+        load = functools.partial(output.load_checkpoint, args.restart, f"--restart: {args.restart}")
+        snap = load() if comm is None else parallel.on_root(comm, load)
+        sim.restore(snap)
+        if sim.t > t_end:
+            raise ConfigError(f"--restart: the checkpoint is at t = {sim.t:g} s, past t_end")
+    if not (spec.gauges or spec.sections):
+        return None
+    return probes.Probes(sim, spec.gauges, spec.sections, resume=snap)
 
 
 def _check_threads(args, spec: casefile.RunSpec) -> None:
@@ -451,8 +464,8 @@ def _advance(args, spec, sim, times, series, probe=None, started=None):
     if probe is not None and spec.probe_every:
         extra = probes.sample_times(spec.probe_every, times[-1])
         near = (1e-9 * times[-1]) if times else 0.0
-        times = sorted(
-            set(times) | {t for t in extra if t > sim.t and min(abs(t - u) for u in times) > near}
+        times = sorted(  # a restart at a probe time samples it, as the run it continues did
+            set(times) | {t for t in extra if t >= sim.t and min(abs(t - u) for u in times) > near}
         )
 
     pictures = None
@@ -483,29 +496,35 @@ def _advance(args, spec, sim, times, series, probe=None, started=None):
             times,
             on_output=None if series is None else on_output,
             checkpoint_every=spec.checkpoint_every,
-            on_checkpoint=lambda s: _checkpoint(checkpoint, s),
+            on_checkpoint=lambda s: _checkpoint(checkpoint, s, probe),
             progress=sim.is_root and runner.show_progress(args.quiet),
             label=spec.name,
             say=None if args.quiet else lambda text: print(f"fvswe: {text}", file=sys.stderr),
             started=started,
         )
     except runner.RunInterruptedError as exc:
-        raise _interrupted(str(exc), sim, checkpoint) from None
+        raise _interrupted(str(exc), sim, checkpoint, probe) from None
 
 
-def _checkpoint(path: Path, sim) -> None:
-    """The run's snapshot (collective under MPI) written to ``path`` by rank 0."""
+def _checkpoint(path: Path, sim, probe=None) -> None:
+    """The run's snapshot (collective under MPI) written to ``path`` by rank 0; first the
+    gauge and section records so far, which a restart from it continues
+    (:meth:`fvswe.probes.Probes.keep_earlier`), and their state in the snapshot."""
     snap = sim.snapshot()
+    if probe is not None:
+        snap.update(probe.state())
     if sim.is_root:
+        if probe is not None:
+            probe.write(path.parent, netcdf=probes.netcdf_available(), png=False)
         output.save_checkpoint(path, snap)
 
 
-def _interrupted(where: str, sim, checkpoint) -> runner.RunInterruptedError:
+def _interrupted(where: str, sim, checkpoint, probe=None) -> runner.RunInterruptedError:
     """The error for a Ctrl-C at a whole step, after writing a checkpoint there (with -o)."""
     if checkpoint is None:
         tail = "no checkpoint written (give --output DIR to keep one)"
     else:
-        _checkpoint(checkpoint, sim)
+        _checkpoint(checkpoint, sim, probe)
         tail = f"checkpoint written to {checkpoint}; continue with --restart {checkpoint}"
     return runner.RunInterruptedError(f"{where}; {tail}")
 

@@ -1,6 +1,8 @@
 """IR-Roe per-edge kernels (docs/SCHEMES.md §4, §6), mirroring :mod:`fvswe.schemes.ir_roe`.
 
-``flux`` is the two-layer kernel (6-tuples), ``flux1`` the single-layer one.
+``flux`` is the two-layer kernel (6-tuples), ``flux1`` the single-layer one;
+``flux2_unfixed`` and ``flux1_unfixed`` are the same without the entropy fix (the paper's
+scheme, as :mod:`fvswe.physics.roe`'s).
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ from .roe import apply_fallback, normal_part2, normal_split1, thin_fallback1
 
 
 @jit
-def flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
-    """Two-layer IR-Roe: ``(F- 6-tuple, F+ 6-tuple, ||D||_inf, flag)`` (§4)."""
+def ir_roe2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, fixed):
+    """Two-layer IR-Roe: ``(F- 6-tuple, F+ 6-tuple, ||D||_inf, flag)`` (§4), with the
+    entropy fix when ``fixed``."""
     Wi, Wj, Hi, Hj, ex, ey = as_inputs2(Wi, Wj, Hi, Hj, ex, ey)
     L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     v = total_fluctuation(L1, L2, DH, r)
-    m, dmax, flag, fallback = normal_part2(v, L1, L2, r, g, eps_h)
+    m, dmax, flag, fallback = normal_part2(v, L1, L2, r, g, eps_h, fixed)
     if fallback:
         return apply_fallback(flag, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
     t1m, t1p = upwind_tangential(L1.qni + m[0], L1.qni, L1.qnj, L1.uti, L1.utj)
@@ -37,18 +40,43 @@ def flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
 
 
 @jit
-def flux1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
-    """Single-layer IR-Roe: ``(F- 3-tuple, F+ 3-tuple, ||D||_inf, flag)`` (§6)."""
+def ir_roe1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, fixed):
+    """Single-layer IR-Roe: ``(F- 3-tuple, F+ 3-tuple, ||D||_inf, flag)`` (§6), with the
+    entropy fix when ``fixed``."""
     Wi, Wj, Hi, Hj, ex, ey = as_inputs1(Wi, Wj, Hi, Hj, ex, ey)
     L, DH = edge1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     if L.hbar < eps_h:
         return thin_fallback1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     v = total_fluctuation1(L, DH)
-    m, dmax = normal_split1(v, L, g)
+    m, dmax = normal_split1(v, L, g, fixed)
     tm, tp = upwind_tangential(L.qni + m[0], L.qni, L.qnj, L.uti, L.utj)
     Fm = assemble1((m[0], m[1], tm), ex, ey)
     Fp = assemble1((v[0] - m[0], v[1] - m[1], tp), ex, ey)
     return Fm, Fp, dmax, 0
+
+
+@jit
+def flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+    """Two-layer IR-Roe with the entropy fix (the default)."""
+    return ir_roe2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, True)
+
+
+@jit
+def flux2_unfixed(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+    """Two-layer IR-Roe without the entropy fix: the paper's scheme."""
+    return ir_roe2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, False)
+
+
+@jit
+def flux1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+    """Single-layer IR-Roe with the entropy fix (the default)."""
+    return ir_roe1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, True)
+
+
+@jit
+def flux1_unfixed(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+    """Single-layer IR-Roe without the entropy fix."""
+    return ir_roe1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, False)
 
 
 flux = flux2

@@ -2,7 +2,10 @@
 
 ``flux`` is the two-layer kernel (6-tuples), ``flux1`` the single-layer one.
 Thin or non-hyperbolic edges return PVM-IFCP's contributions (HLL for one layer);
-transonic waves get the Harten-Hyman entropy fix (§3.6).
+transonic waves get the Harten-Hyman entropy fix (§3.6). ``flux2_unfixed`` and
+``flux1_unfixed`` are the same without it: the paper's scheme (``entropy_fix = false``); the
+fix is an argument of constant value in each kernel, so each compiles without the other's
+work.
 """
 
 from __future__ import annotations
@@ -133,15 +136,16 @@ def entropy_fix2(Dm, lam, near, L1, L2, r, g, fix):
 
 
 @jit
-def normal_part2(v, L1, L2, r, g, eps_h):
+def normal_part2(v, L1, L2, r, g, eps_h, fixed):
     """``(D-_4, ||D||_inf, flag, fallback)``: the Roe normal part shared with IR-Roe.
 
-    The split of :func:`normal_split2` with the entropy fix of :func:`entropy_fix2` on the
-    edges of :func:`sonic_edge` (decided first: fewer values live, fewer GPU spills).
+    The split of :func:`normal_split2` with, when ``fixed``, the entropy fix of
+    :func:`entropy_fix2` on the edges of :func:`sonic_edge` (decided first: fewer values
+    live, fewer GPU spills).
     """
     if thin_edge(L1, L2, eps_h):
         return (0.0, 0.0, 0.0, 0.0), 0.0, FLAG_THIN, True
-    fix = sonic_edge(L1, L2, r, g, eps_h)
+    fix = fixed and sonic_edge(L1, L2, r, g, eps_h)
     m, lam, near, flag = normal_split2(v, L1, L2, r)
     if flag & FLAG_NONHYPERBOLIC:
         return m, 0.0, flag, True
@@ -158,12 +162,13 @@ def apply_fallback(flag, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
 
 
 @jit
-def flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
-    """Two-layer classical Roe: ``(F- 6-tuple, F+ 6-tuple, ||D||_inf, flag)`` (§3.5)."""
+def roe2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, fixed):
+    """Two-layer classical Roe: ``(F- 6-tuple, F+ 6-tuple, ||D||_inf, flag)`` (§3.5), with
+    the entropy fix when ``fixed``."""
     Wi, Wj, Hi, Hj, ex, ey = as_inputs2(Wi, Wj, Hi, Hj, ex, ey)
     L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     v = total_fluctuation(L1, L2, DH, r)
-    m, dmax, flag, fallback = normal_part2(v, L1, L2, r, g, eps_h)
+    m, dmax, flag, fallback = normal_part2(v, L1, L2, r, g, eps_h, fixed)
     if fallback:
         return apply_fallback(flag, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
     vt1 = tangential_fluctuation(L1)
@@ -176,14 +181,16 @@ def flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
 
 
 @jit
-def normal_split1(v, L, g):
-    """Single-layer ``(D-_2, ||D||_inf)`` (§6) with the Harten-Hyman fix (§3.6)."""
+def normal_split1(v, L, g, fixed):
+    """Single-layer ``(D-_2, ||D||_inf)`` (§6) with the Harten-Hyman fix (§3.6) when ``fixed``."""
     v0, v1 = v
     c = math.sqrt(L.c2)
     lm = L.u - c
     lp = L.u + c
     tm = s_minus(lm) * ((lp * v0 - v1) / (2.0 * c))
     tp = s_minus(lp) * ((v1 - lm * v0) / (2.0 * c))
+    if not fixed:
+        return (tm + tp, tm * lm + tp * lp), abs(L.u) + c
     ci = math.sqrt(g * L.hi)
     cj = math.sqrt(g * L.hj)
     wm, sm = harten_hyman(lm, L.uni - ci, L.unj - cj)
@@ -202,19 +209,44 @@ def thin_fallback1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h):
 
 
 @jit
-def flux1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
-    """Single-layer classical Roe: ``(F- 3-tuple, F+ 3-tuple, ||D||_inf, flag)`` (§6)."""
+def roe1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, fixed):
+    """Single-layer classical Roe: ``(F- 3-tuple, F+ 3-tuple, ||D||_inf, flag)`` (§6), with
+    the entropy fix when ``fixed``."""
     Wi, Wj, Hi, Hj, ex, ey = as_inputs1(Wi, Wj, Hi, Hj, ex, ey)
     L, DH = edge1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     if L.hbar < eps_h:
         return thin_fallback1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     v = total_fluctuation1(L, DH)
-    m, dmax = normal_split1(v, L, g)
+    m, dmax = normal_split1(v, L, g, fixed)
     vt = tangential_fluctuation(L)
     t = L.w * m[0] + s_minus(L.u) * (vt - L.w * v[0])
     Fm = assemble1((m[0], m[1], t), ex, ey)
     Fp = assemble1((v[0] - m[0], v[1] - m[1], vt - t), ex, ey)
     return Fm, Fp, dmax, 0
+
+
+@jit
+def flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+    """Two-layer classical Roe with the entropy fix (the default)."""
+    return roe2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, True)
+
+
+@jit
+def flux2_unfixed(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+    """Two-layer classical Roe without the entropy fix: the paper's scheme."""
+    return roe2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, False)
+
+
+@jit
+def flux1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+    """Single-layer classical Roe with the entropy fix (the default)."""
+    return roe1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, True)
+
+
+@jit
+def flux1_unfixed(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+    """Single-layer classical Roe without the entropy fix."""
+    return roe1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, False)
 
 
 flux = flux2

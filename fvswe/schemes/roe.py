@@ -9,6 +9,8 @@ Mirrored by :mod:`fvswe.physics.roe`.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -127,19 +129,22 @@ def entropy_fix2(Dm, lam, near, L1, L2, r: float, g: float, fix):
     return Dm, speed
 
 
-def normal_part2(v, L1, L2, r: float, g: float, eps_h: float):
+def normal_part2(v, L1, L2, r: float, g: float, eps_h: float, fixed: bool = True):
     """Roe normal part shared by Roe and IR-Roe: ``(D-_4, ||D||_inf, flags, fallback)``.
 
-    The split of :func:`normal_split2` with the entropy fix of :func:`entropy_fix2` on the
-    edges of :func:`sonic_edges`. ``fallback`` marks thin (flag 4) and non-hyperbolic
-    (flag 1) edges, whose contributions :func:`apply_fallback` replaces with PVM-IFCP's.
+    The split of :func:`normal_split2` with, when ``fixed``, the entropy fix of
+    :func:`entropy_fix2` on the edges of :func:`sonic_edges`. ``fallback`` marks thin (flag
+    4) and non-hyperbolic (flag 1) edges, whose contributions :func:`apply_fallback`
+    replaces with PVM-IFCP's.
     """
     thin = thin_edge(L1, L2, eps_h)
     P1 = placeholder2(L1, thin)
     P2 = placeholder2(L2, thin)
-    fix = sonic_edges(P1, P2, r, g, eps_h)
     Dm, lam, near, flags = normal_split2(v, P1, P2, r)
-    Dm, speed = entropy_fix2(Dm, lam, near, P1, P2, r, g, fix)
+    speed = 0.0
+    if fixed:
+        fix = sonic_edges(P1, P2, r, g, eps_h)
+        Dm, speed = entropy_fix2(Dm, lam, near, P1, P2, r, g, fix)
     l1, l4 = lam[0], lam[3]
     dmax = np.maximum(np.maximum(np.abs(l1), np.abs(l4)), np.maximum(np.abs(L1.u), np.abs(L2.u)))
     dmax = np.maximum(dmax, speed)
@@ -167,8 +172,10 @@ def flux2(
     r: float = 0.5,
     eps_h: float = 5e-3,
     return_flags: bool = False,
+    entropy_fix: bool = True,
 ) -> tuple[np.ndarray, ...]:
-    """Two-layer classical Roe edge contributions ``(F-, F+, ||D||_inf[, flags])`` (§3.5).
+    """Two-layer classical Roe edge contributions ``(F-, F+, ||D||_inf[, flags])`` (§3.5),
+    with the entropy fix of §3.6 unless ``entropy_fix`` is false (the paper's scheme).
 
     Shear waves: ``D-_qkt = w_k D-_4[h_k] + s-(u_k)(vt_k - w_k v_{h_k})``.
     ``||D||_inf = max(|lambda1|, |lambda4|, |u1|, |u2|)``.
@@ -176,7 +183,7 @@ def flux2(
     Wi, Wj, Hi, Hj, ex, ey = as_inputs(Wi, Wj, Hi, Hj, normal, 6)
     L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     v = total_fluctuation(L1, L2, DH, r)
-    m, dmax, flags, fallback = normal_part2(v, L1, L2, r, g, eps_h)
+    m, dmax, flags, fallback = normal_part2(v, L1, L2, r, g, eps_h, entropy_fix)
     vt1 = tangential_fluctuation(L1)
     vt2 = tangential_fluctuation(L2)
     t1 = L1.w * m[0] + s_minus(L1.u) * (vt1 - L1.w * v[0])
@@ -189,10 +196,10 @@ def flux2(
     return Fm, Fp, dmax
 
 
-def normal_split1(v, L, g: float):
+def normal_split1(v, L, g: float, fixed: bool = True):
     """Single-layer Roe upwind part ``D-_2`` and ``||D||_inf = |u| + c`` (§6).
 
-    With the Harten-Hyman entropy fix (§3.6): a transonic wave adds
+    With the Harten-Hyman entropy fix (§3.6) when ``fixed``: a transonic wave adds
     ``harten_hyman(...) beta k`` with ``beta`` its strength in ``(Dh, Dqn)`` and the
     cell speeds ``un -/+ sqrt(g h)``; ``||D||_inf`` then covers those speeds too.
     """
@@ -202,6 +209,8 @@ def normal_split1(v, L, g: float):
     lp = L.u + c
     tm = s_minus(lm) * ((lp * v0 - v1) / (2.0 * c))
     tp = s_minus(lp) * ((v1 - lm * v0) / (2.0 * c))
+    if not fixed:
+        return (tm + tp, tm * lm + tp * lp), np.abs(L.u) + c
     ci = np.sqrt(g * L.hi)
     cj = np.sqrt(g * L.hj)
     wm, sm = harten_hyman(lm, L.uni - ci, L.unj - cj)
@@ -240,13 +249,15 @@ def flux1(
     r: float = 0.5,
     eps_h: float = 5e-3,
     return_flags: bool = False,
+    entropy_fix: bool = True,
 ) -> tuple[np.ndarray, ...]:
-    """Single-layer classical Roe ``(F-, F+, ||D||_inf[, flags])`` (§6); HLL where thin."""
+    """Single-layer classical Roe ``(F-, F+, ||D||_inf[, flags])`` (§6); HLL where thin;
+    the entropy fix unless ``entropy_fix`` is false."""
     Wi, Wj, Hi, Hj, ex, ey = as_inputs(Wi, Wj, Hi, Hj, normal, 3)
     L, DH = edge1(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     thin = L.hbar < eps_h
     v = total_fluctuation1(L, DH)
-    m, dmax = normal_split1(v, placeholder1(L, thin), g)
+    m, dmax = normal_split1(v, placeholder1(L, thin), g, entropy_fix)
     vt = tangential_fluctuation(L)
     t = L.w * m[0] + s_minus(L.u) * (vt - L.w * v[0])
     Fm = assemble1((m[0], m[1], t), ex, ey)
@@ -257,6 +268,10 @@ def flux1(
         return Fm, Fp, dmax, flags
     return Fm, Fp, dmax
 
+
+#: The kernels without the entropy fix (``entropy_fix = false``: the paper's scheme).
+flux2_unfixed = functools.partial(flux2, entropy_fix=False)
+flux1_unfixed = functools.partial(flux1, entropy_fix=False)
 
 #: The public flux: picks the two- or one-layer form by the state width.
 flux = by_layers("roe", flux2, flux1)

@@ -605,9 +605,8 @@ def _compiled_stamp():
     return _SOURCE_STAMP
 
 
-#: The passes, cached with the physics and the dispatch inlined: every compiled function of
-#: this module that is not inlined (``_edge_range`` too: ``edge_pass`` calls it, its own
-#: cache entry).
+#: The passes, cached with the physics and the dispatch inlined: every cached kernel here
+#: (``_edge_range`` too, which ``edge_pass`` calls: unflushed, it kept an old dispatch).
 PASSES = (edge_pass, _edge_range, volume_pass, limiter_thetas, limited_update, combined,
           level_values, source_means)  # fmt: skip
 

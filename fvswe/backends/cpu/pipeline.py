@@ -46,10 +46,10 @@ EVENTS = ("clipped_cells", "nonhyperbolic_edges", "degenerate_edges", "thin_laye
           "thin_layer_cells", "limited")  # fmt: skip
 
 
-def scheme_id(name: str, layers: int) -> int:
-    """The compiled dispatch id of a scheme (:data:`fvswe.registry.KERNEL_IDS`), or a
-    one-line error naming the choices."""
-    return registry.kernel_id(name, layers)
+def scheme_id(name: str, layers: int, entropy_fix: bool = True) -> int:
+    """The compiled dispatch id of a scheme (:data:`fvswe.registry.KERNEL_IDS`; without the
+    entropy fix, its own kernel's), or a one-line error naming the choices."""
+    return registry.kernel_id(name, layers, entropy_fix)
 
 
 @dataclass
@@ -96,13 +96,14 @@ class CpuBackend:
         dt_fixed: float | None = None,
         threads: int | None = None,
         integrator: str = "euler",
+        entropy_fix: bool = True,
     ) -> None:
         check_dt_mode(dt_mode, dt_fixed)
         self.integrator = integrators.get(integrator)
         numba.set_num_threads(threads if threads is not None else default_threads())
         fresh_cache()
         self.layout, self.model = layout, layout.model
-        self.scheme = scheme_id(scheme, self.model.layers)
+        self.scheme = scheme_id(scheme, self.model.layers, entropy_fix)
         self.cfl, self.dt_mode, self.dt_fixed = float(cfl), dt_mode, dt_fixed
         self._plan = integrators.step_plan(self.integrator, dt_mode, self.model.layers,
                                            layout.slide is not None)  # fmt: skip
@@ -225,24 +226,27 @@ class CpuBackend:
         self._counts.update(snap["counters"])
         self._set_bed(self.t)
         if "cut_volume" in snap:
-            self._cut_volume[...] = snap["cut_volume"]
+            # reshaped: a rank that owns none of the counted edges keeps an empty list
+            self._cut_volume[...] = np.reshape(snap["cut_volume"], self._cut_volume.shape)
 
     # -- cross-sections (fvswe.probes) ----------------------------------------------------
     #: Whether :meth:`count_edges` is available (the GPU's and the implicit method's are not).
     counts_edges = True
 
-    def count_edges(self, edges: np.ndarray) -> int:
+    def count_edges(self, edges: np.ndarray, volumes: np.ndarray | None = None) -> int:
         """From now on, count the volume per layer (m^3, float64) that the steps move through
         each of ``edges`` (this layout's numbering; those this part owns) from its first cell
         into its second: every stage adds ``weight dt Phi``, ``Phi = S + |Γ| q_i·n`` the mass
         flux of the first cell's slot as its update used it (limited slots included), as the
-        boundary inflow counters add theirs. Returns where these edges start in
-        :meth:`edge_volumes` (after those counted before)."""
+        boundary inflow counters add theirs. The counts start from ``volumes`` (one row per
+        edge: a restarted run's, from its checkpoint), else from 0. Returns where these
+        edges start in :meth:`edge_volumes` (after those counted before)."""
         edges = np.asarray(edges, dtype=np.int64)
-        mine = edges[edges < self.layout.owned_edges]
+        owned = edges < self.layout.owned_edges
         start = self._cut.size
-        self._cut = np.concatenate((self._cut, mine))
-        self._cut_volume = np.vstack((self._cut_volume, np.zeros((mine.size, self.model.layers))))
+        self._cut = np.concatenate((self._cut, edges[owned]))
+        counted = np.zeros((edges.size, self.model.layers)) if volumes is None else volumes
+        self._cut_volume = np.vstack((self._cut_volume, np.asarray(counted, np.float64)[owned]))
         return start
 
     def edge_volumes(self) -> np.ndarray:

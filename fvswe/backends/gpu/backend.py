@@ -56,7 +56,8 @@ class GpuBackend:
     ``interior_first`` its task order (:func:`.build.launch_shape`); ``batch`` the most steps
     one CUDA graph replays; ``fast_math`` compiles a float32 run's modules with approximate
     division and square root (a ConfigError for float64); ``integrator`` one of
-    :data:`fvswe.integrators.INTEGRATORS`; ``runtime`` CuPy (default) or a stand-in of its
+    :data:`fvswe.integrators.INTEGRATORS`; ``entropy_fix`` false compiles the scheme's kernel
+    without the entropy fix (Roe, IR-Roe); ``runtime`` CuPy (default) or a stand-in of its
     API. ``threads`` (the CPU backend's) is accepted for a uniform constructor and unused: the
     device runs the steps.
     """
@@ -82,6 +83,7 @@ class GpuBackend:
         fast_math: bool = False,
         threads: int | None = None,
         integrator: str = "euler",
+        entropy_fix: bool = True,
         runtime=None,
     ) -> None:
         self._cp = self.runtime = runtime_of(runtime)
@@ -99,7 +101,8 @@ class GpuBackend:
                                self.block, self.cells, fast_math,
                                sources=layout.sources is not None,
                                slide=layout.slide is not None,
-                               kinds=registry.kinds_mask(layout.edge_bc))  # fmt: skip
+                               kinds=registry.kinds_mask(layout.edge_bc),
+                               entropy_fix=entropy_fix)  # fmt: skip
         self._module = module(opts, self.variant, self._cp)
         self._k = {n: self._module.get_function(n) for n in self._kernel_names()}
         self.stream = self._cp.cuda.Stream(non_blocking=True)

@@ -83,6 +83,7 @@ def compile_options(
     sources: bool = False,
     slide: bool = False,
     kinds: int = registry.ALL_KINDS,
+    entropy_fix: bool = True,
 ) -> tuple[str, ...]:
     """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy.
     ``cells``: the cells a thread block owns in the ``block`` variant (default ``block``),
@@ -94,8 +95,10 @@ def compile_options(
     kinds the run's edges have (``FVSWE_KINDS``, :func:`fvswe.registry.kinds_mask`): the
     others' ghosts, table times and beds are compiled out, as every boundary kind's code held
     live across the flux costs the edge evaluation registers (a walls-only run paid 2.6 % of
-    PVM-IFCP's float32 step for the discharge's midpoint time and the outflow's bed)."""
-    sid = registry.kernel_id(scheme, layers)
+    PVM-IFCP's float32 step for the discharge's midpoint time and the outflow's bed);
+    ``entropy_fix`` false: the scheme's kernel without the entropy fix (its own
+    ``FVSWE_SCHEME``, so the default kernel has no test of it)."""
+    sid = registry.kernel_id(scheme, layers, entropy_fix)
     if variant not in (*VARIANTS, GRID_VARIANT):
         choices = ", ".join((*VARIANTS, GRID_VARIANT))
         raise ConfigError(f"variant: unknown {variant!r} (choose from {choices})")
