@@ -73,7 +73,10 @@ def read_raster(path: str | Path, variable: str | None = None) -> Raster:
     if path.suffix not in readers:
         raise ConfigError(f"{path}: unknown raster format (use .nc, or .npz with arrays x, y and "
                           "the variable)")  # fmt: skip
-    return readers[path.suffix](path, variable)
+    try:
+        return readers[path.suffix](path, variable)
+    except MemoryError:  # a header claiming more than this machine holds, a zip bomb
+        raise ConfigError(f"{path}: the raster does not fit in memory") from None
 
 
 def _pick(names: list[str], variable: str | None, src: str) -> str:

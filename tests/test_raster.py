@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
+
 import numpy as np
 import pytest
 
@@ -148,6 +151,20 @@ def test_bad_rasters_are_named_in_one_line(tmp_path, mesh):
         with pytest.raises(ConfigError) as exc:
             sample(read_raster(tmp_path / "inf.npz"), [0.1, 3.0], [1.2, 1.2], method)
         one_line(exc, "inf.npz:depth", f"not finite ({value}", "where cell 0")
+    huge = tmp_path / "huge.npz"  # issue 34, item 5: a header claiming 320 GB named no file
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f8", "fortran_order": False, "shape": (200_000, 200_000)}
+    )
+    with zipfile.ZipFile(huge, "w") as z:
+        for axis, values in (("x", X), ("y", Y)):
+            buf = io.BytesIO()
+            np.save(buf, values)
+            z.writestr(f"{axis}.npy", buf.getvalue())
+        z.writestr("depth.npy", header.getvalue() + bytes(64))
+    with pytest.raises(ConfigError) as exc:  # MemoryError, or EOF where memory overcommits
+        read_raster(huge)
+    one_line(exc, str(huge))
     np.savez(tmp_path / "nocoord.npz", x=X, depth=bilinear(gx, gy))
     with pytest.raises(ConfigError) as exc:
         read_raster(tmp_path / "nocoord.npz")
