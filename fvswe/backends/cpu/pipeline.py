@@ -142,7 +142,7 @@ class CpuBackend:
         # the tables at the stage's time (row 0) and at a midpoint kind's (row 1)
         self._level_now = np.zeros((2, lv.count if self._levels is not None else 1))
         self._q = integrators.table_fractions(self.integrator, dt_mode)
-        if not np.any((registry.MIDPOINT_MASK >> layout.edge_bc.astype(np.int64)) & 1):
+        if not registry.kinds_mask(layout.edge_bc) & registry.MIDPOINT_MASK:
             self._q = (0.0,) * len(self._q)  # no midpoint kind: every table at the stage's time
         if self._levels is not None:
             self._level_edges = np.flatnonzero(lv.edge_level >= 0)
