@@ -51,6 +51,7 @@ import ast
 import inspect
 import math
 from collections.abc import Callable, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -557,15 +558,22 @@ def _coefficient(table: Mapping[str, Any], key: str, path: Path) -> float | Call
     return _raster(f"friction.{key}", value, path) if isinstance(value, dict) else float(value)
 
 
+@contextmanager
+def _named(src: str):
+    """A ConfigError raised inside, prefixed with the case file ``src`` (one line)."""
+    try:
+        yield
+    except ConfigError as exc:
+        raise ConfigError(f"{src}: {exc}") from None
+
+
 def _coriolis(table: Mapping[str, Any], src: str):
     """``[coriolis]``: a :class:`~fvswe.forcing.Coriolis`, checked now."""
     from .forcing import Coriolis
 
     _table(table, "coriolis", src)
-    try:
+    with _named(src):
         return Coriolis(**table)
-    except ConfigError as exc:
-        raise ConfigError(f"{src}: {exc}") from None
 
 
 def _slid(slide, mesh, H) -> np.ndarray:
@@ -585,11 +593,9 @@ def _slide(table: Mapping[str, Any], src: str):
         if key not in table:
             raise ConfigError(f"{src}: missing key 'slide.{key}'")
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in table.items()}
-    try:
+    with _named(src):
         slide = Slide(**values)
         slide.parameters()
-    except ConfigError as exc:
-        raise ConfigError(f"{src}: {exc}") from None
     return slide
 
 
@@ -606,11 +612,9 @@ def _wind(table: Mapping[str, Any], path: Path):
             values[key] = _numbers(values[key], f"wind.{key}", src)
     if "file" in values:
         values["file"] = path.parent / values["file"]
-    try:
+    with _named(src):
         wind = Wind(**values)
         wind.table()
-    except ConfigError as exc:
-        raise ConfigError(f"{src}: {exc}") from None
     return wind
 
 
