@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gpu_skip import skip_without_gpu
 from test_cuda_sources import CXX, emulated_run
 
 from fvswe import integrators
@@ -88,9 +89,7 @@ def test_gpu_stages_on_host_are_the_cpu_stages(integrator, dt_mode):
 
 @pytest.mark.gpu
 def test_order_in_time_on_the_gpu():
-    ok, why = gpu.available()
-    if not ok:
-        pytest.skip(f"no GPU backend here: {why}")
+    skip_without_gpu()
     errs = time_convergence.errors("pvm-ifcp", 2, "ssp-rk3", steps=(0.02, 0.01, 0.005),
                                    backend="gpu")  # fmt: skip
     assert min(time_convergence.orders(errs)) >= 2.9

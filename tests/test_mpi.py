@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gpu_skip import skip_without_gpu
 
 from fvswe import registry
 from fvswe.cases import get_case
@@ -152,14 +153,6 @@ def test_limited_runs_limit_in_many_steps(reference):
 
 def fvswe(n: int, *argv: str, timeout: float = 180) -> subprocess.CompletedProcess:
     return mpiexec(n, "-m", "fvswe", "run", *argv, timeout=timeout)
-
-
-def skip_without_gpu() -> None:
-    from fvswe.backends import gpu
-
-    ok, why = gpu.available()
-    if not ok:
-        pytest.skip(f"no GPU backend here: {why}")
 
 
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gpu_skip import skip_without_gpu
 from test_cuda_sources import CXX, NVCC, cached_build
 
 from fvswe import Simulation
@@ -194,9 +195,7 @@ def test_the_gpu_bed_is_the_cpus(variant):
     (SSP-RK3): time and steps the CPU's, the state to round-off (CUDA's log and cosh of the
     law of motion are not the host's correctly rounded ones: a few ulp), the layers' volumes
     conserved."""
-    ok, why = gpu.available()
-    if not ok:
-        pytest.skip(f"no GPU backend here: {why}")
+    skip_without_gpu()
     cpu = slide_basin_simulation(2, integrator="ssp-rk3", backend="cpu")
     dev = slide_basin_simulation(2, integrator="ssp-rk3", backend="gpu",
                                  backend_options={"variant": variant})  # fmt: skip

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpu_skip import skip_without_gpu
 
-from fvswe.backends import gpu
 from fvswe.errors import BlowUpError, ConfigError
 from fvswe.mesh.generate import square, structured_square
 from fvswe.simulation import Simulation
@@ -97,9 +97,7 @@ def test_sources_on_the_gpu_are_the_cpus(variant):
     """The two-layer basin (a source into the lower layer, a pump, rain) with SSP-RK2 on the
     device: state, steps and time bit for bit the CPU backend's (float64), the counted
     volumes to round-off."""
-    ok, why = gpu.available()
-    if not ok:
-        pytest.skip(f"no GPU backend here: {why}")
+    skip_without_gpu()
     cpu = rain_basin_simulation(2, backend="cpu", integrator="ssp-rk2")
     dev = rain_basin_simulation(2, backend="gpu", integrator="ssp-rk2",
                                 backend_options={"variant": variant})  # fmt: skip
