@@ -228,6 +228,9 @@ SCHEMA: tuple[Key, ...] = (
         active=False),
     Key("output", "probe_every", NUMBER, "sample gauges and sections this often (s; default: "
         "at output times)", "1.0"),
+    Key("maxima", "arrival_threshold", NUMBER, "[maxima]: keep maximum-value and arrival-time "
+        "maps (maxima.nc / maxima.xdmf); a wave has arrived in a cell when its surface departs "
+        "from the initial one by more than this (m)", "0.01"),
     Key("gauges", "name", str, "gauge name ([[gauges]]: one table per gauge)", '"middle"'),
     Key("gauges", "x", NUMBER, "x of the gauge (m)", "50.0"),
     Key("gauges", "y", NUMBER, "y of the gauge (m)", "1.0"),
@@ -303,7 +306,17 @@ def reference_markdown() -> str:
 
 
 #: Tables and arrays of tables of a case file.
-TABLES = ("mesh", "boundary", "initial", "output", "friction", "coriolis", "wind", "slide")
+TABLES = (
+    "mesh",
+    "boundary",
+    "initial",
+    "output",
+    "friction",
+    "coriolis",
+    "wind",
+    "slide",
+    "maxima",
+)
 ARRAYS = ("gauges", "sections", "sources", "rain")
 #: Output formats of the field series.
 FORMATS = ("xdmf", "netcdf", "both")
@@ -482,6 +495,8 @@ def load(path: str | Path) -> RunSpec:
         settings["sources"] = _sources(data, path)
     if "slide" in data:
         settings["slide"] = _slide(data["slide"], src)
+    if "maxima" in data:
+        settings["maxima"] = _maxima(data["maxima"], src)
     out = data.get("output", {})
     for key, value in out.items():
         _check(key, value, keys("output"), src, section="output")
@@ -597,6 +612,15 @@ def _slide(table: Mapping[str, Any], src: str):
         slide = Slide(**values)
         slide.parameters()
     return slide
+
+
+def _maxima(table: Mapping[str, Any], src: str):
+    """``[maxima]``: a :class:`~fvswe.maxima.Maxima`, checked now."""
+    from .maxima import Maxima
+
+    _table(table, "maxima", src)
+    with _named(src):
+        return Maxima(**table)
 
 
 def _wind(table: Mapping[str, Any], path: Path):

@@ -15,6 +15,7 @@ import numpy as np
 
 from ... import integrators, registry
 from ...boundary import INFLOW_KEYS
+from ...errors import ConfigError
 from ...integrators import U
 from ...sources import counter_keys
 from ..base import check_dt_mode
@@ -86,6 +87,8 @@ class GpuBackend:
         entropy_fix: bool = True,
         runtime=None,
     ) -> None:
+        if layout.maxima is not None:
+            raise ConfigError("maxima: the GPU backend keeps no maps yet; run with backend cpu")
         self._cp = self.runtime = runtime_of(runtime)
         check_dt_mode(dt_mode, dt_fixed)
         self.layout, self.model = layout, layout.model
