@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .common import exact, jit
 from .constants import SQRT2
 
@@ -78,9 +80,9 @@ def maxima_cells(W, H, n, t, layers, eps_h, threshold, M, start):
                 M[i, 2 * k], M[i, 2 * k + 1] = -math.inf, t
             M[i, 2 * nq + 1] = NOT_ARRIVED
         d = 3 if layers == 2 else 0
-        v = quantities(float(W[i, 0]), float(W[i, 1]), float(W[i, 2]), float(W[i, d]),
-                       float(W[i, d + 1]), float(W[i, d + 2]), float(H[i]), layers,
-                       eps_h)  # fmt: skip
+        f64 = np.float64  # Numba's float() of a float32 stays float32
+        v = quantities(f64(W[i, 0]), f64(W[i, 1]), f64(W[i, 2]), f64(W[i, d]), f64(W[i, d + 1]),
+                       f64(W[i, d + 2]), f64(H[i]), layers, eps_h)  # fmt: skip
         if start:
             M[i, 2 * nq] = v[0]
         for k in range(nq):
