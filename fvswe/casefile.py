@@ -269,9 +269,24 @@ def keys(section: str) -> dict[str, Key]:
 TEMPLATE_TABLES = {"boundary.<tag>": "boundary.west", "initial.<field>": None}
 
 
-def template() -> str:
+#: The template's examples of two layers where one layer's differ: ``(section, key) ->
+#: (example, active)``. The same channel holds an upper layer of 0.4 m over a lower one of
+#: 0.6 m at rest, and the tide at its west end keeps the interface at that level.
+TWO_LAYER_EXAMPLES = {
+    ("", "layers"): ("2", True),
+    ("", "scheme"): ('"ir-roe"', True),
+    ("initial", "<field>"): (
+        'H = 1.0\n# H = {raster = "bed.nc", variable = "depth"}  # from a raster file\n'
+        'h1 = "0.4 * H"  # upper layer\nh2 = "0.6 * H"  # lower layer: at rest, eta1 = 0, '
+        "eta2 = h2 - H = -0.4 H\nu1 = 0.0", True),
+    ("boundary.<tag>", "interface"): ('"-0.4"', True),
+}  # fmt: skip
+
+
+def template(layers: int = 1) -> str:
     """A case file with every key of :data:`SCHEMA` (alternatives commented out) that runs:
-    a tide entering a 100 m channel, with a gauge and a section (``fvswe case --template``)."""
+    a tide entering a 100 m channel, with a gauge and a section (``fvswe case --template``);
+    of two layers with ``layers=2`` (:data:`TWO_LAYER_EXAMPLES`, ``--layers 2``)."""
     lines = [
         "# fvswe case file: every key, with its meaning (alternatives commented out).",
         "# Run:  fvswe run case.toml -o out   (flags override the file; see `fvswe run --help`)",
@@ -283,14 +298,17 @@ def template() -> str:
             section = key.section
             brackets = "[[{}]]" if section in ARRAYS else "[{}]"
             lines += ["", brackets.format(TEMPLATE_TABLES.get(section, section))]
-        if not key.example:
+        example, active = key.example, key.active
+        if layers == 2:
+            example, active = TWO_LAYER_EXAMPLES.get((key.section, key.name), (example, active))
+        if not example:
             continue
-        hash_ = "" if key.active and not inline else "# "
+        hash_ = "" if active and not inline else "# "
         if key.name.startswith("<"):
             lines.append(f"# {key.name}: {key.help}")
-            lines += [hash_ + line for line in key.example.splitlines()]
+            lines += [hash_ + line for line in example.splitlines()]
         else:
-            lines.append(f"{hash_}{key.name} = {key.example}  # {key.help}")
+            lines.append(f"{hash_}{key.name} = {example}  # {key.help}")
     return "\n".join(lines) + "\n"
 
 
