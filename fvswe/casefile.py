@@ -503,18 +503,7 @@ def load(path: str | Path) -> RunSpec:
     base = from_case(data["case"]) if "case" in data else None
     settings = dict(run_settings.defaults() if base is None else base.settings)
     settings.update({k: data[k] for k in run_settings.NAMES if k in data})
-    if "friction" in data:
-        settings.update(_friction(data["friction"], path))
-    if "coriolis" in data:
-        settings["coriolis"] = _coriolis(data["coriolis"], src)
-    if "wind" in data:
-        settings["wind"] = _wind(data["wind"], path)
-    if "sources" in data or "rain" in data:
-        settings["sources"] = _sources(data, path)
-    if "slide" in data:
-        settings["slide"] = _slide(data["slide"], src)
-    if "maxima" in data:
-        settings["maxima"] = _maxima(data["maxima"], src)
+    settings.update(_inputs(data, path))
     out = data.get("output", {})
     for key, value in out.items():
         _check(key, value, keys("output"), src, section="output")
@@ -559,6 +548,25 @@ def load(path: str | Path) -> RunSpec:
         sections=tuple(_section(k, s, src) for k, s in enumerate(data.get("sections", []))),
         case=None if base is None else base.case,
     )
+
+
+def _inputs(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """The Simulation keywords of the case file's tables of physics and maps: friction,
+    Coriolis, wind, sources and rain, a slide, maxima (each checked now)."""
+    src, out = str(path), {}
+    if "friction" in data:
+        out.update(_friction(data["friction"], path))
+    if "coriolis" in data:
+        out["coriolis"] = _coriolis(data["coriolis"], src)
+    if "wind" in data:
+        out["wind"] = _wind(data["wind"], path)
+    if "sources" in data or "rain" in data:
+        out["sources"] = _sources(data, path)
+    if "slide" in data:
+        out["slide"] = _slide(data["slide"], src)
+    if "maxima" in data:
+        out["maxima"] = _maxima(data["maxima"], src)
+    return out
 
 
 def _table(table: Mapping[str, Any], section: str, src: str, shown: str = "") -> None:

@@ -357,16 +357,12 @@ def run(args) -> int:
         if probe is not None:  # a restart's records before it, as the series keeps its outputs
             probe.keep_earlier(out)
         resume = sim.t if args.restart else None
-        maps = None
-        if sim.layout.maxima is not None:
-            maps = functools.partial(maxima.write, sim, out, fmt, spec.crs)
+        maps = None if sim.layout.maxima is None else functools.partial(
+            maxima.write, sim, out, fmt, spec.crs)  # fmt: skip
         with _Series(fmt, out, sim, resume, spec, identity) as series:
             summary = _advance(args, spec, sim, times, series, probe, started, maps)
         try:
-            if probe is not None and sim.is_root:
-                probe.write(out, netcdf=probes.netcdf_available())
-            if maps is not None:
-                maps()
+            _records(sim, out, probe, maps)
             output.write_final(sim, out / "final.npz")
             if spec.mesh is None and spec.case is not None and spec.case.is_grid:
                 fields = sim.fields()  # collective: every rank takes part
@@ -376,6 +372,15 @@ def run(args) -> int:
         except KeyboardInterrupt:  # the run is done: keep its end state for a --restart
             where = f"interrupted at t = {sim.t:.6g} s (step {sim.steps})"
             raise _interrupted(where, sim, out / output.CHECKPOINT, probe, maps) from None
+
+
+def _records(sim, out: Path, probe, maps) -> None:
+    """The gauge and section records (rank 0) and the maximum and arrival maps (``maps()``,
+    collective) at the end of the run."""
+    if probe is not None and sim.is_root:
+        probe.write(out, netcdf=probes.netcdf_available())
+    if maps is not None:
+        maps()
 
 
 def _restore(args, spec: casefile.RunSpec, sim, comm, t_end: float) -> probes.Probes | None:
