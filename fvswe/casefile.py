@@ -228,6 +228,9 @@ SCHEMA: tuple[Key, ...] = (
         active=False),
     Key("output", "probe_every", NUMBER, "sample gauges and sections this often (s; default: "
         "at output times)", "1.0"),
+    Key("maxima", "arrival_threshold", NUMBER, "[maxima]: keep maximum-value and arrival-time "
+        "maps (maxima.nc / maxima.xdmf); a wave has arrived in a cell when its surface departs "
+        "from the initial one by more than this (m)", "0.01"),
     Key("gauges", "name", str, "gauge name ([[gauges]]: one table per gauge)", '"middle"'),
     Key("gauges", "x", NUMBER, "x of the gauge (m)", "50.0"),
     Key("gauges", "y", NUMBER, "y of the gauge (m)", "1.0"),
@@ -266,9 +269,24 @@ def keys(section: str) -> dict[str, Key]:
 TEMPLATE_TABLES = {"boundary.<tag>": "boundary.west", "initial.<field>": None}
 
 
-def template() -> str:
+#: The template's examples of two layers where one layer's differ: ``(section, key) ->
+#: (example, active)``. The same channel holds an upper layer of 0.4 m over a lower one of
+#: 0.6 m at rest, and the tide at its west end keeps the interface at that level.
+TWO_LAYER_EXAMPLES = {
+    ("", "layers"): ("2", True),
+    ("", "scheme"): ('"ir-roe"', True),
+    ("initial", "<field>"): (
+        'H = 1.0\n# H = {raster = "bed.nc", variable = "depth"}  # from a raster file\n'
+        'h1 = "0.4 * H"  # upper layer\nh2 = "0.6 * H"  # lower layer: at rest, eta1 = 0, '
+        "eta2 = h2 - H = -0.4 H\nu1 = 0.0", True),
+    ("boundary.<tag>", "interface"): ('"-0.4"', True),
+}  # fmt: skip
+
+
+def template(layers: int = 1) -> str:
     """A case file with every key of :data:`SCHEMA` (alternatives commented out) that runs:
-    a tide entering a 100 m channel, with a gauge and a section (``fvswe case --template``)."""
+    a tide entering a 100 m channel, with a gauge and a section (``fvswe case --template``);
+    of two layers with ``layers=2`` (:data:`TWO_LAYER_EXAMPLES`, ``--layers 2``)."""
     lines = [
         "# fvswe case file: every key, with its meaning (alternatives commented out).",
         "# Run:  fvswe run case.toml -o out   (flags override the file; see `fvswe run --help`)",
@@ -280,14 +298,17 @@ def template() -> str:
             section = key.section
             brackets = "[[{}]]" if section in ARRAYS else "[{}]"
             lines += ["", brackets.format(TEMPLATE_TABLES.get(section, section))]
-        if not key.example:
+        example, active = key.example, key.active
+        if layers == 2:
+            example, active = TWO_LAYER_EXAMPLES.get((key.section, key.name), (example, active))
+        if not example:
             continue
-        hash_ = "" if key.active and not inline else "# "
+        hash_ = "" if active and not inline else "# "
         if key.name.startswith("<"):
             lines.append(f"# {key.name}: {key.help}")
-            lines += [hash_ + line for line in key.example.splitlines()]
+            lines += [hash_ + line for line in example.splitlines()]
         else:
-            lines.append(f"{hash_}{key.name} = {key.example}  # {key.help}")
+            lines.append(f"{hash_}{key.name} = {example}  # {key.help}")
     return "\n".join(lines) + "\n"
 
 
@@ -303,7 +324,17 @@ def reference_markdown() -> str:
 
 
 #: Tables and arrays of tables of a case file.
-TABLES = ("mesh", "boundary", "initial", "output", "friction", "coriolis", "wind", "slide")
+TABLES = (
+    "mesh",
+    "boundary",
+    "initial",
+    "output",
+    "friction",
+    "coriolis",
+    "wind",
+    "slide",
+    "maxima",
+)
 ARRAYS = ("gauges", "sections", "sources", "rain")
 #: Output formats of the field series.
 FORMATS = ("xdmf", "netcdf", "both")
@@ -472,16 +503,7 @@ def load(path: str | Path) -> RunSpec:
     base = from_case(data["case"]) if "case" in data else None
     settings = dict(run_settings.defaults() if base is None else base.settings)
     settings.update({k: data[k] for k in run_settings.NAMES if k in data})
-    if "friction" in data:
-        settings.update(_friction(data["friction"], path))
-    if "coriolis" in data:
-        settings["coriolis"] = _coriolis(data["coriolis"], src)
-    if "wind" in data:
-        settings["wind"] = _wind(data["wind"], path)
-    if "sources" in data or "rain" in data:
-        settings["sources"] = _sources(data, path)
-    if "slide" in data:
-        settings["slide"] = _slide(data["slide"], src)
+    settings.update(_inputs(data, path))
     out = data.get("output", {})
     for key, value in out.items():
         _check(key, value, keys("output"), src, section="output")
@@ -526,6 +548,25 @@ def load(path: str | Path) -> RunSpec:
         sections=tuple(_section(k, s, src) for k, s in enumerate(data.get("sections", []))),
         case=None if base is None else base.case,
     )
+
+
+def _inputs(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """The Simulation keywords of the case file's tables of physics and maps: friction,
+    Coriolis, wind, sources and rain, a slide, maxima (each checked now)."""
+    src, out = str(path), {}
+    if "friction" in data:
+        out.update(_friction(data["friction"], path))
+    if "coriolis" in data:
+        out["coriolis"] = _coriolis(data["coriolis"], src)
+    if "wind" in data:
+        out["wind"] = _wind(data["wind"], path)
+    if "sources" in data or "rain" in data:
+        out["sources"] = _sources(data, path)
+    if "slide" in data:
+        out["slide"] = _slide(data["slide"], src)
+    if "maxima" in data:
+        out["maxima"] = _maxima(data["maxima"], src)
+    return out
 
 
 def _table(table: Mapping[str, Any], section: str, src: str, shown: str = "") -> None:
@@ -597,6 +638,15 @@ def _slide(table: Mapping[str, Any], src: str):
         slide = Slide(**values)
         slide.parameters()
     return slide
+
+
+def _maxima(table: Mapping[str, Any], src: str):
+    """``[maxima]``: a :class:`~fvswe.maxima.Maxima`, checked now."""
+    from .maxima import Maxima
+
+    _table(table, "maxima", src)
+    with _named(src):
+        return Maxima(**table)
 
 
 def _wind(table: Mapping[str, Any], path: Path):

@@ -108,7 +108,9 @@ class Op:
     - ``advance``: ``t += dt``, ``steps += 1``; ``dst`` holds the state from now on;
     - ``bed``: a moving bed's depth ``H`` of ``dst`` at stage ``stage``'s time (after
       ``advance``: at the new ``t``), for the residuals that read it (a backend without a
-      moving bed skips it; docs/SCHEMES.md §17).
+      moving bed skips it; docs/SCHEMES.md §17);
+    - ``maxima``: the maximum and arrival maps take the new state ``dst`` (after ``advance``
+      and ``bed``: at the new ``t``; docs/SCHEMES.md §18).
     """
 
     kind: str
@@ -138,13 +140,14 @@ def _stage_ops(
 
 
 def step_plan(
-    integrator: Integrator, dt_mode: str, layers: int, bed: bool = False
+    integrator: Integrator, dt_mode: str, layers: int, bed: bool = False, maxima: bool = False
 ) -> tuple[Op, ...]:
     """The ops of one step of ``integrator`` under the Δt rule ``dt_mode`` (``lagged``: the
     first stage's speeds give the next step's Δt; ``nonlagged``: the start state's speeds give
     this step's; ``fixed``: the first stage checks the fixed Δt) for ``layers`` layers;
     ``bed``: the run has a moving bed, which the state holds at its time between steps and
-    each later stage's state at the stage's time before its residual.
+    each later stage's state at the stage's time before its residual; ``maxima``: the run
+    keeps maximum and arrival maps, which take each step's new state.
 
     The state is read from ``U``; Euler writes ``V`` (the backends then swap the two), a
     multi-stage integrator alternates ``V`` and ``W`` and combines its last stage into ``U``.
@@ -167,6 +170,8 @@ def step_plan(
     ops.append(Op("advance", dst=src))
     if bed:
         ops.append(Op("bed", dst=src))
+    if maxima:
+        ops.append(Op("maxima", dst=src))
     return tuple(ops)
 
 

@@ -37,7 +37,8 @@ CHECKPOINT_VERSION = 2
 #: What a run writes into its output folder (and ``--overwrite`` removes first).
 RESULTS = (f"{SERIES}.xdmf", f"{SERIES}.h5", SERIES, f"{SERIES}.nc", "final.npz",
            "summary.json", CHECKPOINT, "grid.npz", "gauges.csv", "gauges.nc", "sections.csv",
-           "sections.nc", "probes.png", "png")  # fmt: skip
+           "sections.nc", "probes.png", "maxima.nc", "maxima.xdmf", "maxima.h5",
+           "png")  # fmt: skip
 #: The series files that record the identity of the run that wrote them, and the attribute
 #: of the file's root that holds it (JSON). Both are HDF5 files (``solution.nc`` is NetCDF-4),
 #: so h5py reads either, without netCDF4.

@@ -234,6 +234,8 @@ class DistributedBackend:
                 "counters": self.counters()}  # fmt: skip
         if self._cut_count:
             snap["cut_volume"] = self.local.edge_volumes().tolist()
+        if self.layout.maxima is not None:
+            snap["maxima"] = self.maxima()
         return snap
 
     def restore(self, snap: dict) -> None:
@@ -244,9 +246,23 @@ class DistributedBackend:
                 key: value if key in WHOLE_COUNTERS else type(value)(0)
                 for key, value in counters.items()
             }
-        self.local.restore({**snap, "W": snap["W"][self.part.cells], "counters": counters})
+        local = {**snap, "W": snap["W"][self.part.cells], "counters": counters}
+        if "maxima" in snap:
+            local["maxima"] = np.asarray(snap["maxima"])[self.part.cells]
+        self.local.restore(local)
         if hasattr(self.local.halo, "restored"):  # the GPU's: its inflow record
             self.local.halo.restored()
+
+    def maxima(self) -> np.ndarray:
+        """The global maximum and arrival maps in layout order, on every rank: each cell's
+        row from the rank that owns it, so bitwise one process's."""
+        owned = np.ascontiguousarray(self.local.maxima()[: self.part.n_owned])
+        width = owned.shape[1]
+        flat = np.empty((self.layout.n_cells, width))
+        self.comm.Allgatherv(owned, [flat, self._counts // self.layout.nvar * width])
+        out = np.empty_like(flat)
+        out[self._gather] = flat
+        return out
 
     @property
     def counts_edges(self) -> bool:

@@ -208,6 +208,28 @@ def check(sim, snap: Mapping[str, Any]) -> None:
         if key not in snap:
             raise ConfigError(f"{src}: not a snapshot of this run's backend (no {key!r})")
         _check_array(src, key, snap[key], shape, sim.dtype)
+    _check_maxima(src, snap, sim)
+
+
+def _check_maxima(src: str, snap: Mapping[str, Any], sim) -> None:
+    """A run with maximum and arrival maps continues only the maps of a run with the same
+    arrival threshold (a run without maps ignores a snapshot's)."""
+    threshold = sim.layout.maxima
+    if threshold is None:
+        return
+    if "maxima" not in snap:
+        raise ConfigError(f"{src}: its run kept no maxima maps, which this run would continue; "
+                          "restart without maxima, or run from the start")  # fmt: skip
+    then = float(np.asarray(snap.get("maxima_threshold", np.nan)))
+    if then != threshold:
+        raise ConfigError(f"{src}: maxima.arrival_threshold: {then:g} in the checkpoint's run, "
+                          f"{threshold:g} now")  # fmt: skip
+    from .maxima import columns
+
+    shape = (sim.mesh.n_cells, columns(sim.model.layers))
+    if np.shape(snap["maxima"]) != shape:
+        raise ConfigError(f"{src}: its maxima maps are {list(np.shape(snap['maxima']))}, this "
+                          f"run's {list(shape)}")  # fmt: skip
 
 
 def _check_array(src: str, key: str, a, shape: tuple[int, ...], dtype: str) -> None:

@@ -22,6 +22,8 @@ from .backends.layout import FRICTION_KINDS, Layout
 from .boundary import OPEN, edge_conditions, inflows, level_tables
 from .errors import BlowUpError, ConfigError, check_finite
 from .forcing import Coriolis, Wind, WindTable
+from .maxima import Maxima
+from .maxima import fields as maxima_fields
 from .mesh.orderings import resolve as resolve_order
 from .model import Model, thin_layer_threshold
 from .registry import refuse_dry_cells
@@ -249,7 +251,10 @@ class Simulation:
     (:class:`fvswe.sources.Source`) and rain or evaporation (:class:`fvswe.sources.Rain`),
     their volumes counted (docs/SCHEMES.md §16). ``slide`` (a :class:`fvswe.slide.Slide`)
     moves a rigid slide over the bed ``H``: the bed at each time is ``H`` minus the slide's
-    thickness there (docs/SCHEMES.md §17); :meth:`fields` report the current bed.
+    thickness there (docs/SCHEMES.md §17); :meth:`fields` report the current bed. ``maxima`` (a
+    :class:`fvswe.maxima.Maxima`, True for its defaults, or an arrival threshold in m) keeps
+    maximum-value and arrival-time maps per cell, updated every step (docs/SCHEMES.md §18):
+    :meth:`maxima`.
 
     ``eps_h`` is the thin-layer threshold (docs/SCHEMES.md §8); by default
     :func:`fvswe.model.thin_layer_threshold` of the largest initial total depth.
@@ -302,6 +307,7 @@ class Simulation:
         wind: Wind | None = None,
         sources: Sequence[Source | Rain] | None = None,
         slide: Slide | None = None,
+        maxima: Maxima | None = None,
         allow_mass_error: bool = False,
         comm=None,
         backend_options: Mapping[str, Any] | None = None,
@@ -352,6 +358,7 @@ class Simulation:
             levels=levels if levels.count else None, coriolis=f, wind=wind_table,
             sources=source_tables(mesh, sources, layers),
             slide=slide_table(slide, mesh.centroid, Hc),
+            maxima=None if maxima is None else Maxima.of(maxima).arrival_threshold,
         )  # fmt: skip
         self.comm = comm if distributed else None
         self.backend = self._start_backend(cls, s, fast_math, backend_options)
@@ -463,6 +470,14 @@ class Simulation:
         lay = self.layout
         return lay.H if lay.slide is None else bed_at(lay.slide, self.t, lay.dtype)
 
+    def maxima(self) -> dict[str, np.ndarray]:
+        """The maximum and arrival maps so far (:data:`fvswe.maxima.NAMES`), cell fields in the
+        original cell order; a ConfigError for a run without ``maxima``. Collective on several
+        ranks."""
+        if self.layout.maxima is None:
+            raise ConfigError("maxima: this run keeps no maps (give maxima=Maxima(...))")
+        return maxima_fields(self.backend.maxima()[self._to_original], self.model.layers)
+
     def mass(self) -> list[float]:
         """Volume of each layer, ``Σ |V_i| h_k,i``, summed in float64."""
         return self.backend.layer_mass(self.mesh.area)
@@ -484,8 +499,12 @@ class Simulation:
         for the message of a mismatch). Collective on several ranks;
         :func:`fvswe.output.save_checkpoint` writes it."""
         identity = self.identity()  # and its details, cached with it
+        maps = (
+            {} if self.layout.maxima is None else {"maxima_threshold": np.array(self.layout.maxima)}
+        )
         return {
             **self.backend.snapshot(),
+            **maps,
             "mass_initial": list(self.mass_initial),
             "identity": identity,
             "identity_details": {key: dict(d) for key, d in self._identity[1].items()},
@@ -501,7 +520,8 @@ class Simulation:
         self.backend.restore(
             {"W": snap["W"], "t": float(snap["t"]), "steps": int(snap["steps"]),
              "dt": float(snap["dt"]), "counters": dict(snap["counters"]),
-             **{key: np.asarray(snap[key]) for key in restart.state_arrays(self)}}
+             **{key: np.asarray(snap[key]) for key in restart.state_arrays(self)},
+             **({} if self.layout.maxima is None else {"maxima": np.asarray(snap["maxima"])})}
         )  # fmt: skip
         self.mass_initial = [float(m) for m in snap["mass_initial"]]
 

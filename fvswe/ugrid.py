@@ -168,6 +168,46 @@ def global_attrs(ds, title: str) -> None:
     ds.source = "fvswe"
 
 
+def mesh_variables(ds, mesh, crs: str | None) -> dict[str, str]:
+    """The UGRID mesh of ``mesh`` in ``ds`` (topology, face-node connectivity, node and face
+    coordinates, face areas; faces in the original cell order) and the ``crs`` grid mapping;
+    the ``grid_mapping`` attribute its face variables take (empty without a CRS)."""
+    grid_mapping = add_crs(ds, crs)
+    ds.createDimension("node", mesh.n_nodes)
+    ds.createDimension("face", mesh.n_cells)
+    ds.createDimension("max_face_nodes", mesh.k)
+    topo = ds.createVariable("mesh", "i4")
+    topo.cf_role = "mesh_topology"
+    topo.long_name = "topology of the 2-D unstructured mesh"
+    topo.topology_dimension = 2
+    topo.node_coordinates = "node_x node_y"
+    topo.face_node_connectivity = "face_nodes"
+    topo.face_coordinates = "face_x face_y"
+    topo.face_dimension = "face"
+    topo.node_dimension = "node"
+    face_nodes = ds.createVariable("face_nodes", "i4", ("face", "max_face_nodes"))
+    face_nodes.cf_role = "face_node_connectivity"
+    face_nodes.long_name = "nodes of each face, counter-clockwise"
+    face_nodes.start_index = 0
+    face_nodes[:] = original_cells(mesh).astype(np.int32)
+    o = np.argsort(mesh.original_index)
+    coords = {
+        "node_x": ("node", mesh.nodes[:, 0], "x", "node"),
+        "node_y": ("node", mesh.nodes[:, 1], "y", "node"),
+        "face_x": ("face", mesh.centroid[o, 0], "x", "face barycentre"),
+        "face_y": ("face", mesh.centroid[o, 1], "y", "face barycentre"),
+    }
+    extra = {"grid_mapping": grid_mapping} if grid_mapping else {}
+    for name, (dim, values, axis, what) in coords.items():
+        var = ds.createVariable(name, "f8", (dim,))
+        set_attrs(var, f"projection_{axis}_coordinate", f"{axis} of {what}", "m", **extra)
+        var[:] = values
+    area = ds.createVariable("face_area", "f8", ("face",))
+    set_attrs(area, "cell_area", "face area", "m2", mesh="mesh", location="face")
+    area[:] = mesh.area[o]
+    return extra
+
+
 class NetCDFSeries:
     """A CF-UGRID NetCDF time series of :func:`fvswe.output.output_fields`.
 
@@ -268,44 +308,12 @@ class NetCDFSeries:
                 self._ds.close()
 
     def _create(self, ds) -> None:
-        mesh, sim = self.sim.mesh, self.sim
-        global_attrs(ds, self.title or mesh.source)
+        sim = self.sim
+        global_attrs(ds, self.title or sim.mesh.source)
         ds.layers = sim.model.layers
         ds.scheme = sim.scheme
         setattr(ds, IDENTITY_ATTRS[FILENAME], self.identity)
-        grid_mapping = add_crs(ds, self.crs)
-        ds.createDimension("node", mesh.n_nodes)
-        ds.createDimension("face", mesh.n_cells)
-        ds.createDimension("max_face_nodes", mesh.k)
-        topo = ds.createVariable("mesh", "i4")
-        topo.cf_role = "mesh_topology"
-        topo.long_name = "topology of the 2-D unstructured mesh"
-        topo.topology_dimension = 2
-        topo.node_coordinates = "node_x node_y"
-        topo.face_node_connectivity = "face_nodes"
-        topo.face_coordinates = "face_x face_y"
-        topo.face_dimension = "face"
-        topo.node_dimension = "node"
-        face_nodes = ds.createVariable("face_nodes", "i4", ("face", "max_face_nodes"))
-        face_nodes.cf_role = "face_node_connectivity"
-        face_nodes.long_name = "nodes of each face, counter-clockwise"
-        face_nodes.start_index = 0
-        face_nodes[:] = original_cells(mesh).astype(np.int32)
-        o = np.argsort(mesh.original_index)
-        coords = {
-            "node_x": ("node", mesh.nodes[:, 0], "x", "node"),
-            "node_y": ("node", mesh.nodes[:, 1], "y", "node"),
-            "face_x": ("face", mesh.centroid[o, 0], "x", "face barycentre"),
-            "face_y": ("face", mesh.centroid[o, 1], "y", "face barycentre"),
-        }
-        extra = {"grid_mapping": grid_mapping} if grid_mapping else {}
-        for name, (dim, values, axis, what) in coords.items():
-            var = ds.createVariable(name, "f8", (dim,))
-            set_attrs(var, f"projection_{axis}_coordinate", f"{axis} of {what}", "m", **extra)
-            var[:] = values
-        area = ds.createVariable("face_area", "f8", ("face",))
-        set_attrs(area, "cell_area", "face area", "m2", mesh="mesh", location="face")
-        area[:] = mesh.area[o]
+        extra = mesh_variables(ds, sim.mesh, self.crs)
         create_time(ds, self.time_origin)
         for name in FIELD_NAMES[sim.model.layers]:  # no gather: MPI ranks call this on rank 0
             dims = ("face",) if name in STATIC else ("time", "face")

@@ -254,19 +254,27 @@ points = [[0, -6], [0, 6]]
     assert spec.sections[0].points == ((0.0, -6.0), (0.0, 6.0))
 
 
-def test_the_template_holds_every_key_of_the_schema_and_runs(tmp_path, capsys):
+@pytest.mark.parametrize("layers", [1, 2])
+def test_the_template_holds_every_key_of_the_schema_and_runs(tmp_path, capsys, layers):
+    """One layer, and two (``--layers 2``, issue 32 item 10: the same channel with two layers
+    at rest and the interface held at the tide's boundary)."""
     from fvswe.cli import main
 
-    assert main(["case", "--template"]) == 0
+    assert main(["case", "--template", "--layers", str(layers)]) == 0
     text = capsys.readouterr().out
     for key in casefile.SCHEMA:
-        if key.example and not key.name.startswith("<"):
-            assert f"{key.name} = {key.example}" in text, key.dotted
+        example = key.example
+        if layers == 2:
+            example = casefile.TWO_LAYER_EXAMPLES.get((key.section, key.name), (example,))[0]
+        if example and not key.name.startswith("<"):
+            assert f"{key.name} = {example}" in text, key.dotted
     path = write(tmp_path, text)
     spec = casefile.load(path)
     assert spec.gauges and spec.sections and "west" in spec.boundary
+    assert spec.settings["layers"] == layers and ("h2" in spec.initial) == (layers == 2)
     out = tmp_path / "out"
-    assert main(["run", str(path), "-o", str(out), "-q", "--backend", "cpu", "--t-end", "30"]) == 0
+    t_end = "30" if layers == 1 else "5"  # the same code runs both: two layers briefly
+    assert main(["run", str(path), "-o", str(out), "-q", "--backend", "cpu", "--t-end", t_end]) == 0
     assert (out / "sections.csv").is_file() and (out / "solution.xdmf").is_file()
 
 

@@ -213,14 +213,18 @@ def test_continuing_from_a_checkpoint_at_an_output_time(tmp_path, ranks, backend
     in its gather. Now every rank writes it again, and the series is the uninterrupted
     run's, output for output, bit for bit (a hang fails at the 120 s timeout), and so are
     the gauge and section records (issue 32, item 2: rank 0 writes them; on GPU ranks a
-    section is the volume of a side closed by walls). GPU ranks share the one GPU of the
+    section is the volume of a side closed by walls) and the maximum and arrival maps (item
+    4: each cell's row from the rank that owns it). GPU ranks share the one GPU of the
     test machines (host-staged halo)."""
+    import h5py
+
     from fvswe.cli import main
 
     if backend == "gpu":
         skip_without_gpu()
     common = ["test1", "--backend", backend, "--scheme", "roe", "-q", "--output-every", "0.01",
-              "--gauge", "1,0.5,g", "--section=0.3,-5,0.3,5", "--probe-every", "0.005"]  # fmt: skip
+              "--gauge", "1,0.5,g", "--section=0.3,-5,0.3,5", "--probe-every", "0.005",
+              "--maxima", "--arrival-threshold", "0.001"]  # fmt: skip
     out, whole = tmp_path / "out", tmp_path / "whole"
     first = fvswe(ranks, *common, "-o", str(out), "--t-end", "0.02", "--checkpoint-every", "0.02")
     assert first.returncode == 0, first.stderr[-3000:]
@@ -234,6 +238,10 @@ def test_continuing_from_a_checkpoint_at_an_output_time(tmp_path, ranks, backend
         assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
     for name in ("gauges.csv", "sections.csv"):
         assert (out / name).read_text() == (whole / name).read_text(), name
+    with h5py.File(out / "maxima.h5", "r") as a, h5py.File(whole / "maxima.h5", "r") as b:
+        assert list(a) == list(b) and "arrival_time" in a
+        assert all(a[k][()].tobytes() == b[k][()].tobytes() for k in a)  # NaN too
+        assert 0 < np.count_nonzero(a["arrival_time"][()] > 0) < a["arrival_time"].size
 
 
 def test_a_courant_stop_names_the_global_cell_and_stops_every_rank(capsys):

@@ -328,8 +328,14 @@ def test_a_restart_at_t_end_reports_no_step_and_no_infinite_speed(mesh):
 
 
 def _probe_records(out) -> dict:
-    """The gauge and section files of ``out``: CSV text, and NetCDF variables when written."""
+    """The gauge and section files of ``out``: CSV text, and NetCDF variables when written;
+    the maximum and arrival maps (maxima.h5's arrays, as bytes: NaN equal to NaN)."""
+    import h5py
+
     records = {name: (out / name).read_text() for name in ("gauges.csv", "sections.csv")}
+    with h5py.File(out / "maxima.h5", "r") as f:
+        records.update({f"maxima.h5:{k}": f[k][()].tobytes() for k in f})
+        records["maxima.h5:t"] = f.attrs["t"]
     if (out / "gauges.nc").exists():
         import netCDF4
 
@@ -340,8 +346,9 @@ def _probe_records(out) -> dict:
 
 
 def _probe_run(tmp_path, mesh, monkeypatch, edge_counts: bool = True) -> list[str]:
-    """The arguments of a short test-1 run with a gauge and a section, sampled every 0.025 s
-    (no t_end, no folder), after its uninterrupted run to 0.3 s into ``tmp_path/whole``."""
+    """The arguments of a short test-1 run with a gauge and a section, sampled every 0.025 s,
+    and maximum and arrival maps (no t_end, no folder), after its uninterrupted run to 0.3 s
+    into ``tmp_path/whole``."""
     from fvswe.backends.cpu.pipeline import CpuBackend
     from fvswe.probes import Probes
 
@@ -350,7 +357,7 @@ def _probe_run(tmp_path, mesh, monkeypatch, edge_counts: bool = True) -> list[st
     write_mesh(mesh, tmp_path / "square.npz")
     common = ["test1", "--mesh", str(tmp_path / "square.npz"), "--output-every", "0.1",
               "--backend", "cpu", "-q", "--gauge", "1.0,0.5,g", "--section=0.3,-5,0.3,5",
-              "--probe-every", "0.025"]  # fmt: skip
+              "--probe-every", "0.025", "--maxima", "--arrival-threshold", "0.001"]  # fmt: skip
     assert main(["run", *common, "--t-end", "0.3", "-o", str(tmp_path / "whole")]) == 0
     return common
 
@@ -359,12 +366,15 @@ def _probe_run(tmp_path, mesh, monkeypatch, edge_counts: bool = True) -> list[st
 def test_gauges_and_sections_continue_bit_for_bit_across_two_ctrl_c_and_restarts(
     tmp_path, mesh, monkeypatch, capsys, edge_counts
 ):
-    """Issue 32, item 2: a run interrupted twice and restarted twice leaves gauge and section
-    records (CSV and NetCDF) equal, row for row and bit for bit, to the uninterrupted run's;
-    with edge counts (the CPU's) and without (the GPU's: a side closed by walls)."""
+    """Issue 32, items 2 and 4: a run interrupted twice and restarted twice leaves gauge and
+    section records (CSV and NetCDF) and maximum and arrival maps equal, row for row and bit
+    for bit, to the uninterrupted run's; with edge counts (the CPU's) and without (the GPU's:
+    a side closed by walls)."""
     common = _probe_run(tmp_path, mesh, monkeypatch, edge_counts)
     whole = _probe_records(tmp_path / "whole")
     assert whole["gauges.csv"].count("\n") == 14 == whole["sections.csv"].count("\n")
+    arrival = np.frombuffer(whole["maxima.h5:arrival_time"])
+    assert 0 < np.count_nonzero(arrival > 0) < arrival.size  # some cells, not all, reached
     save, saves = output.save_checkpoint, []
 
     def save_then_interrupt(path, snap):
@@ -380,6 +390,7 @@ def test_gauges_and_sections_continue_bit_for_bit_across_two_ctrl_c_and_restarts
     cut = [*common, "--t-end", "0.3", "-o", str(out), "--checkpoint-every", "0.06"]
     assert main(["run", *cut]) == 130
     assert (out / "gauges.csv").is_file() and (out / "sections.csv").is_file()
+    assert (out / "maxima.xdmf").is_file()  # written at the checkpoint and at the Ctrl-C
     restart = ["--restart", str(out / "checkpoint.npz")]
     assert main(["run", *cut, *restart]) == 130
     assert main(["run", *cut, *restart]) == 0

@@ -98,7 +98,9 @@ class Backend(Protocol):
         ...
 
     def snapshot(self) -> dict:
-        """Everything a bit-for-bit restart needs: ``W``, ``t``, ``steps``, ``dt``, counters."""
+        """Everything a bit-for-bit restart needs: ``W``, ``t``, ``steps``, ``dt``, counters;
+        where the layout asks for maximum and arrival maps (``Layout.maxima``, an explicit
+        backend only) also ``maxima``, the rows its method ``maxima()`` returns."""
         ...
 
     def restore(self, snap: dict) -> None:

@@ -226,6 +226,9 @@ def physics() -> str:
         physics.sources.segment_integral,  # point sources and rain
         physics.sources.fed,
         physics.slide.bed,  # a moving bed (bed_pass)
+        physics.maxima.quantities,  # the maximum and arrival maps (maxima_pass)
+        physics.maxima.keep_max,
+        physics.maxima.arrival,
         limiter.outflow_term,  # the positivity limiter (two layers)
         limiter.is_candidate,
         limiter.mass_flux,

@@ -45,6 +45,7 @@ class Layout:
     wind: WindTable | None = None  # the wind on the upper layer; None: none
     sources: SourceTables | None = None  # point sources, sinks and rain; None: none
     slide: SlideTable | None = None  # a moving bed over the static H; None: none
+    maxima: float | None = None  # maximum and arrival maps' arrival threshold (m); None: none
     # A part of a distributed run (fvswe.partition): cells [0, n_owned_cells) are updated here,
     # the rest are halo; the events of edges [0, n_owned_edges) are counted here. None: all.
     n_owned_cells: int | None = None
@@ -89,6 +90,7 @@ class Layout:
         wind: WindTable | None = None,
         sources: SourceTables | None = None,
         slide: SlideTable | None = None,
+        maxima: float | None = None,
     ):
         """Cast the mesh's arrays to the run's dtype and index the slots from both sides.
 
@@ -98,7 +100,9 @@ class Layout:
         ``coriolis`` the per-cell f (float64, mesh order) and ``wind`` the wind table
         (docs/SCHEMES.md §15; None: none); ``sources`` the point sources and rain
         (:func:`fvswe.sources.source_tables`, mesh order; None: none); ``slide`` a moving
-        bed (:func:`fvswe.slide.slide_table`, mesh order; None: the bed ``H`` is static).
+        bed (:func:`fvswe.slide.slide_table`, mesh order; None: the bed ``H`` is static);
+        ``maxima`` the arrival threshold of the run's maximum and arrival maps
+        (:class:`fvswe.maxima.Maxima`; None: no maps).
         """
         dtype = np.dtype(dtype)
         L, k = mesh.cells.shape
@@ -126,6 +130,7 @@ class Layout:
             wind=wind,
             sources=sources,
             slide=slide,
+            maxima=None if maxima is None else float(maxima),
         )
 
     def part(self, part) -> Layout:

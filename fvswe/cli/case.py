@@ -15,9 +15,12 @@ def register(sub) -> None:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--template", action="store_true", help="a case file with every key")
     what.add_argument("--keys", action="store_true", help="the table of keys (Markdown)")
+    p.add_argument("--layers", type=int, choices=(1, 2), default=1,
+                   help="with --template: a case of one layer (default) or two")  # fmt: skip
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
-    print(casefile.template() if args.template else casefile.reference_markdown(), end="")
+    text = casefile.template(args.layers) if args.template else casefile.reference_markdown()
+    print(text, end="")
     return 0

@@ -16,7 +16,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from .. import casefile, output, parallel, probes, runner, ugrid
+from .. import casefile, maxima, output, parallel, probes, runner, ugrid
 from .. import registry as schemes
 from .. import settings as run_settings
 from ..cases import CASES
@@ -40,6 +40,9 @@ flags override the case's or the file's settings. With --output DIR, write there
   gauges.csv/.nc, sections.csv/.nc, probes.png
                                with --gauge/--section: time series at points and
                                discharge per layer through lines
+  maxima.xdmf/.h5, maxima.nc   with --maxima (or [maxima]): per cell the largest surface,
+                               depth and speed and when, and the arrival time (the
+                               formats of --format), at the end and at checkpoints
   final.npz                    the final state per cell (x, y, area, H, h1, q1x, ...)
   summary.json                 steps, wall and compile time, cell-steps/s, mass balance, counters
   png/snapshot_NNNN.png        with --png: the chosen fields at every output time
@@ -119,6 +122,13 @@ def register(sub) -> None:
     p.add_argument("--rain", type=float, metavar="RATE",
                    help="rain of RATE m/s on the whole mesh (1 mm/h = 2.778e-7; negative: "
                    "evaporation)")  # fmt: skip
+    p.add_argument("--maxima", action="store_true",
+                   help="keep maximum-value and arrival-time maps: DIR/maxima.xdmf/.h5 or "
+                   "maxima.nc (as --format)")  # fmt: skip
+    p.add_argument("--arrival-threshold", type=float, metavar="M",
+                   help="with --maxima (implied): a wave has arrived in a cell when its "
+                   "surface departs from the initial one by more than M m "
+                   "(default 0.01)")  # fmt: skip
     p.add_argument("--probe-every", type=float, metavar="S",
                    help="sample gauges and sections every S simulated s (default: at output "
                    "times)")  # fmt: skip
@@ -167,6 +177,11 @@ def _spec(args) -> casefile.RunSpec:
         if old.dt is not None and settings.get("dt") == old.dt:
             settings["dt"] = new.dt
         spec = dataclasses.replace(spec, case=new, settings=settings)
+    if args.maxima or args.arrival_threshold is not None:
+        given = spec.settings.get("maxima") or maxima.Maxima()
+        threshold = args.arrival_threshold
+        chosen = given if threshold is None else maxima.Maxima(threshold)
+        spec = dataclasses.replace(spec, settings={**spec.settings, "maxima": chosen})
     sources = _sources(args)
     if sources:  # a Simulation input the case file may hold too
         settings = {**spec.settings, "sources": [*spec.settings.get("sources", []), *sources]}
@@ -286,12 +301,15 @@ def run(args) -> int:
         raise ConfigError(f"--output: {out} exists and is not a directory")
     needs_dir = (("--png", args.png), ("--checkpoint-every", args.checkpoint_every),
                  ("--format", args.format), ("--gauge", args.gauge or None),
-                 ("--gauges", args.gauges), ("--section", args.section or None))  # fmt: skip
+                 ("--gauges", args.gauges), ("--section", args.section or None),
+                 ("--maxima", args.maxima or None),
+                 ("--arrival-threshold", args.arrival_threshold))  # fmt: skip
     for flag, value in needs_dir:
         if value is not None and out is None:
             raise ConfigError(f"{flag} needs --output DIR")
-    if out is None:  # a case file's [output] pictures, checkpoints, probes need a folder
-        spec = dataclasses.replace(spec, png=(), checkpoint_every=None, gauges=(), sections=())
+    if out is None:  # a case file's [output] pictures, checkpoints, probes, maps need a folder
+        spec = dataclasses.replace(spec, png=(), checkpoint_every=None, gauges=(), sections=(),
+                                   settings={**spec.settings, "maxima": None})  # fmt: skip
     fmt = spec.output_format or "xdmf"
     if out is not None and fmt != "xdmf":
         ugrid.netcdf4()  # a one-line error now if netCDF4 is missing
@@ -339,11 +357,12 @@ def run(args) -> int:
         if probe is not None:  # a restart's records before it, as the series keeps its outputs
             probe.keep_earlier(out)
         resume = sim.t if args.restart else None
+        maps = None if sim.layout.maxima is None else functools.partial(
+            maxima.write, sim, out, fmt, spec.crs)  # fmt: skip
         with _Series(fmt, out, sim, resume, spec, identity) as series:
-            summary = _advance(args, spec, sim, times, series, probe, started)
+            summary = _advance(args, spec, sim, times, series, probe, started, maps)
         try:
-            if probe is not None and sim.is_root:
-                probe.write(out, netcdf=probes.netcdf_available())
+            _records(sim, out, probe, maps)
             output.write_final(sim, out / "final.npz")
             if spec.mesh is None and spec.case is not None and spec.case.is_grid:
                 fields = sim.fields()  # collective: every rank takes part
@@ -352,7 +371,16 @@ def run(args) -> int:
             return _finish(args, spec, sim, summary, out, series.times)
         except KeyboardInterrupt:  # the run is done: keep its end state for a --restart
             where = f"interrupted at t = {sim.t:.6g} s (step {sim.steps})"
-            raise _interrupted(where, sim, out / output.CHECKPOINT, probe) from None
+            raise _interrupted(where, sim, out / output.CHECKPOINT, probe, maps) from None
+
+
+def _records(sim, out: Path, probe, maps) -> None:
+    """The gauge and section records (rank 0) and the maximum and arrival maps (``maps()``,
+    collective) at the end of the run."""
+    if probe is not None and sim.is_root:
+        probe.write(out, netcdf=probes.netcdf_available())
+    if maps is not None:
+        maps()
 
 
 def _restore(args, spec: casefile.RunSpec, sim, comm, t_end: float) -> probes.Probes | None:
@@ -456,9 +484,10 @@ def _foreign_series(out: Path, identity: dict) -> str | None:
     return None
 
 
-def _advance(args, spec, sim, times, series, probe=None, started=None):
+def _advance(args, spec, sim, times, series, probe=None, started=None, maps=None):
     """Run through the output times, writing the series, PNGs and checkpoints on the way;
-    gauges and sections are sampled at the output times and every --probe-every seconds."""
+    gauges and sections are sampled at the output times and every --probe-every seconds;
+    ``maps()`` writes the maximum and arrival maps at every checkpoint."""
     out = None if series is None else series.directory
     index = {t: k for k, t in enumerate((0.0, *times))}
     if probe is not None and spec.probe_every:
@@ -496,35 +525,38 @@ def _advance(args, spec, sim, times, series, probe=None, started=None):
             times,
             on_output=None if series is None else on_output,
             checkpoint_every=spec.checkpoint_every,
-            on_checkpoint=lambda s: _checkpoint(checkpoint, s, probe),
+            on_checkpoint=lambda s: _checkpoint(checkpoint, s, probe, maps),
             progress=sim.is_root and runner.show_progress(args.quiet),
             label=spec.name,
             say=None if args.quiet else lambda text: print(f"fvswe: {text}", file=sys.stderr),
             started=started,
         )
     except runner.RunInterruptedError as exc:
-        raise _interrupted(str(exc), sim, checkpoint, probe) from None
+        raise _interrupted(str(exc), sim, checkpoint, probe, maps) from None
 
 
-def _checkpoint(path: Path, sim, probe=None) -> None:
+def _checkpoint(path: Path, sim, probe=None, maps=None) -> None:
     """The run's snapshot (collective under MPI) written to ``path`` by rank 0; first the
     gauge and section records so far, which a restart from it continues
-    (:meth:`fvswe.probes.Probes.keep_earlier`), and their state in the snapshot."""
+    (:meth:`fvswe.probes.Probes.keep_earlier`), and their state in the snapshot, and the
+    maximum and arrival maps so far (``maps()``, collective; the snapshot holds them)."""
     snap = sim.snapshot()
     if probe is not None:
         snap.update(probe.state())
+    if maps is not None:
+        maps()
     if sim.is_root:
         if probe is not None:
             probe.write(path.parent, netcdf=probes.netcdf_available(), png=False)
         output.save_checkpoint(path, snap)
 
 
-def _interrupted(where: str, sim, checkpoint, probe=None) -> runner.RunInterruptedError:
+def _interrupted(where: str, sim, checkpoint, probe=None, maps=None) -> runner.RunInterruptedError:
     """The error for a Ctrl-C at a whole step, after writing a checkpoint there (with -o)."""
     if checkpoint is None:
         tail = "no checkpoint written (give --output DIR to keep one)"
     else:
-        _checkpoint(checkpoint, sim, probe)
+        _checkpoint(checkpoint, sim, probe, maps)
         tail = f"checkpoint written to {checkpoint}; continue with --restart {checkpoint}"
     return runner.RunInterruptedError(f"{where}; {tail}")
 

@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     hll,
     ir_roe,
     limiter,
+    maxima,
     pvm_ifcp,
     roe,
     slide,

@@ -19,6 +19,7 @@ from ... import integrators, registry
 from ...boundary import INFLOW_KEYS
 from ...integrators import Op, U
 from ...physics.limiter import mass_flux
+from ...physics.maxima import maxima_cells
 from ...physics.slide import bed_cells
 from ...physics.update import stable_dt
 from ...sources import RAIN_KEY, SOURCE_KEYS, counter_keys
@@ -106,7 +107,8 @@ class CpuBackend:
         self.scheme = scheme_id(scheme, self.model.layers, entropy_fix)
         self.cfl, self.dt_mode, self.dt_fixed = float(cfl), dt_mode, dt_fixed
         self._plan = integrators.step_plan(self.integrator, dt_mode, self.model.layers,
-                                           layout.slide is not None)  # fmt: skip
+                                           layout.slide is not None,
+                                           layout.maxima is not None)  # fmt: skip
         self._initial = integrators.initial_dt_plan()
         self._ctrl = cpu_controls(Setup(layout, self.cfl, dt_mode, dt_fixed))
         self._mesh, self._out = _arrays(layout)
@@ -155,6 +157,13 @@ class CpuBackend:
         self._cut_volume = np.zeros((0, self.model.layers))
         self._bed_t = math.nan  # the time of the moving bed in the edge pass's H
         self._set_bed(self.t)
+        #: The maximum and arrival maps, a float64 row per cell (fvswe.maxima), or None.
+        self._maps = None
+        if layout.maxima is not None:
+            from ...maxima import start
+
+            self._maps = start(self.W, self._mesh.H, self._owned, self.t, self.model,
+                               layout.maxima)  # fmt: skip
 
     # -- the state ------------------------------------------------------------------------
     @property
@@ -217,6 +226,8 @@ class CpuBackend:
                 "counters": self.counters()}  # fmt: skip
         if self._cut.size:
             snap["cut_volume"] = self._cut_volume.tolist()
+        if self._maps is not None:
+            snap["maxima"] = self.maxima()
         return snap
 
     def restore(self, snap: dict) -> None:
@@ -228,6 +239,13 @@ class CpuBackend:
         if "cut_volume" in snap:
             # reshaped: a rank that owns none of the counted edges keeps an empty list
             self._cut_volume[...] = np.reshape(snap["cut_volume"], self._cut_volume.shape)
+        if self._maps is not None and "maxima" in snap:
+            self._maps[...] = snap["maxima"]
+
+    def maxima(self) -> np.ndarray:
+        """The maximum and arrival maps, a row per cell (layout order; a part's halo rows
+        NaN), as :func:`fvswe.maxima.fields` reads them."""
+        return self._maps.copy()
 
     # -- cross-sections (fvswe.probes) ----------------------------------------------------
     #: Whether :meth:`count_edges` is available (the GPU's and the implicit method's are not).
@@ -487,6 +505,12 @@ class CpuBackend:
             step.dt = self.halo.min(step.dt)
         else:
             step.dt_next = self.halo.min(step.dt_next)
+
+    def _maxima(self, op: Op, step: _Step) -> None:
+        """The maps take the new state of the owned cells (``U`` once ``advance`` swapped the
+        buffers), at the new ``t``."""
+        maxima_cells(self.W, self._mesh.H, self._owned, self.t, self.model.layers,
+                     float(self.model.eps_h), self.layout.maxima, self._maps, False)  # fmt: skip
 
     def _advance(self, op: Op, step: _Step) -> None:
         dt = step.step_dt(self.t)

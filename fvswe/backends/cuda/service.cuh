@@ -101,6 +101,45 @@ bed_pass(const int n_cells, real4* W, const double* __restrict__ x, const double
 }
 #endif
 
+#ifndef FVSWE_MAXIMA
+#error "FVSWE_MAXIMA (0 or 1) comes from fvswe.backends.gpu.compile_options"
+#endif
+
+#if FVSWE_MAXIMA
+// The maximum and arrival maps (fvswe.maxima; docs/SCHEMES.md §18) of cells 0 .. n_cells-1 take
+// the state W at the clock's t (after the step: the new t), a row of 2 nq + 2 doubles per cell
+// in M: per quantity its maximum and that maximum's time, then the initial surface and the
+// arrival time (maxima::* in double, as the CPU's fvswe.physics.maxima.maxima_cells). `start`:
+// the maps' first state, which sets every maximum, its time and the initial surface. Not
+// skipped when the step does not run: the same state at the same t changes no row.
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
+maxima_pass(const int n_cells, const real4* W, double* M, const double eps_h,
+            const double threshold, const Ctrl* ctrl, const int start)
+{
+    const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
+    if (c >= n_cells) return;
+    const double t = ctrl->t;
+    const real4 a = W[(size_t)c * NVEC];
+    const real4 b = W[(size_t)c * NVEC + NVEC - 1];  // two layers: the lower; one: unused
+    const int nq = FVSWE_LAYERS == 2 ? 5 : 3;
+    const auto v = maxima::quantities<double>(double(a.x), double(a.y), double(a.z), double(b.x),
+                                              double(b.y), double(b.z), double(a.w), FVSWE_LAYERS,
+                                              eps_h);
+    double* row = M + (size_t)c * (2 * nq + 2);
+    if (start) {
+        row[2 * nq] = v.f0;
+        row[2 * nq + 1] = -1.0;  // fvswe.physics.maxima.NOT_ARRIVED
+    }
+    for (int k = 0; k < nq; ++k) {
+        const double best = start ? -__longlong_as_double(0x7ff0000000000000LL) : row[2 * k];
+        const auto kept = maxima::keep_max<double>(fv_at(v, k), best, start ? t : row[2 * k + 1], t);
+        row[2 * k] = kept.f0;
+        row[2 * k + 1] = kept.f1;
+    }
+    row[2 * nq + 1] = maxima::arrival<double>(v.f0, row[2 * nq], threshold, row[2 * nq + 1], t);
+}
+#endif
+
 // Close the step (the last block of the kernel that ends it; every thread calls it): advance,
 // and with OP_DT the next step's dt from dt_next (a multi-stage step's first stage left it
 // there); no positive dt stops the stepping.

@@ -101,6 +101,7 @@ class GpuBackend:
                                self.block, self.cells, fast_math,
                                sources=layout.sources is not None,
                                slide=layout.slide is not None,
+                               maxima=layout.maxima is not None,
                                kinds=registry.kinds_mask(layout.edge_bc),
                                entropy_fix=entropy_fix)  # fmt: skip
         self._module = module(opts, self.variant, self._cp)
@@ -120,6 +121,16 @@ class GpuBackend:
         #: exchange_theta, reduce_dt and tally ops call it on this stream. None on one device.
         self.halo = None
         self.set_state(layout.W0)
+        #: The maximum and arrival maps on the device, a float64 row per cell (fvswe.maxima;
+        #: a part's halo rows NaN), or None.
+        self._maps = None
+        if layout.maxima is not None:
+            from ...maxima import columns
+
+            rows = np.full((layout.n_cells, columns(self.model.layers)), np.nan)
+            with self.stream:
+                self._maps = self._cp.asarray(rows)
+            self._maxima_pass(self._W, start=True)
 
     # -- construction ------------------------------------------------------------------------
     def _kernel_names(self) -> tuple[str, ...]:
@@ -128,6 +139,7 @@ class GpuBackend:
             ("edge_pass", "volume_pass") if self.variant == "edge" else (f"{self.variant}_step",)
         )
         names += ("bed_pass",) if self.layout.slide is not None else ()
+        names += ("maxima_pass",) if self.layout.maxima is not None else ()
         return names + (("limit_theta", "limit_update") if self.model.layers == 2 else ())
 
     def _allocate(self) -> None:
@@ -166,9 +178,10 @@ class GpuBackend:
     def _compile_plans(self) -> None:
         """The launches of a step and of the initial Δt (:func:`.plan.compile_plan`)."""
         lagged = self.dt_mode == "lagged"
-        bed = self.layout.slide is not None
-        ops = integrators.step_plan(self.integrator, self.dt_mode, self.model.layers, bed)
-        self._step_launches = compile_plan(ops, self.variant, lagged, self._has_sources, bed)
+        bed, maxima = self.layout.slide is not None, self.layout.maxima is not None
+        ops = integrators.step_plan(self.integrator, self.dt_mode, self.model.layers, bed, maxima)
+        self._step_launches = compile_plan(ops, self.variant, lagged, self._has_sources, bed,
+                                           maxima)  # fmt: skip
         self._initial_launches = compile_plan(integrators.initial_dt_plan(), self.variant, lagged)
 
     @property
@@ -345,8 +358,26 @@ class GpuBackend:
         """Everything a bit-for-bit restart needs: state, time, steps, pending dt, counters."""
         c = self._read_ctrl()
         dt = math.nan if self._need_dt else float(c["dt"])
-        return {"W": self.get_state(), "t": float(c["t"]), "steps": int(c["steps"]), "dt": dt,
+        snap = {"W": self.get_state(), "t": float(c["t"]), "steps": int(c["steps"]), "dt": dt,
                 "counters": self.counters()}  # fmt: skip
+        if self._maps is not None:
+            snap["maxima"] = self.maxima()
+        return snap
+
+    def maxima(self) -> np.ndarray:
+        """A host copy of the maximum and arrival maps, a row per cell (current cell order),
+        as :func:`fvswe.maxima.fields` reads them."""
+        return self._maps.get(stream=self.stream)
+
+    def _maxima_pass(self, W, start: bool = False) -> None:
+        """The maps of the owned cells take the state ``W`` at the clock's t (``start``: they
+        start from it)."""
+        n = int(self.layout.owned_cells)
+        threshold = np.float64(self.layout.maxima)
+        with self.stream:
+            self._k["maxima_pass"](((n + self.block - 1) // self.block,), (self.block,),
+                                   (np.int32(n), W, self._maps, np.float64(self.model.eps_h),
+                                    threshold, self._ctrl, np.int32(start)))  # fmt: skip
 
     def restore(self, snap: dict) -> None:
         """The inverse of :meth:`snapshot`."""
@@ -361,6 +392,8 @@ class GpuBackend:
         self.set_control(**fields)
         self._read_ctrl()
         self._bed_now()
+        if self._maps is not None and "maxima" in snap:
+            self._maps.set(np.ascontiguousarray(snap["maxima"], np.float64), stream=self.stream)
 
     def first_invalid(self) -> tuple[int, int] | None:
         """The first cell (and component) holding NaN/inf or a negative depth, else None."""
@@ -404,6 +437,9 @@ class GpuBackend:
             grid = (int(self.layout.n_cells) + self.block - 1) // self.block
             k((grid,), (self.block,),
               (np.int32(self.layout.n_cells), wout, *self._slide, self._ctrl, op))  # fmt: skip
+            return
+        if launch.kernel == "maxima_pass":
+            self._maxima_pass(wout)
             return
         if launch.kernel == "source_means":  # one thread works
             k((1,), (32,), (self._ctrl,))

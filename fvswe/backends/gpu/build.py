@@ -82,6 +82,7 @@ def compile_options(
     fast_math: bool = False,
     sources: bool = False,
     slide: bool = False,
+    maxima: bool = False,
     kinds: int = registry.ALL_KINDS,
     entropy_fix: bool = True,
 ) -> tuple[str, ...]:
@@ -91,11 +92,13 @@ def compile_options(
     (float32 only: a ConfigError for float64); ``sources``: the run has point sources or
     rain (``FVSWE_SOURCES``: the cell update of a module without them has no feed, whose
     double arithmetic would cost every cell update registers); ``slide``: the run has a moving
-    bed (``FVSWE_SLIDE``: the module has the ``bed_pass`` kernel); ``kinds``: the boundary
-    kinds the run's edges have (``FVSWE_KINDS``, :func:`fvswe.registry.kinds_mask`): the
-    others' ghosts, table times and beds are compiled out, as every boundary kind's code held
-    live across the flux costs the edge evaluation registers (a walls-only run paid 2.6 % of
-    PVM-IFCP's float32 step for the discharge's midpoint time and the outflow's bed);
+    bed (``FVSWE_SLIDE``: the module has the ``bed_pass`` kernel); ``maxima``: the run keeps
+    maximum and arrival maps (``FVSWE_MAXIMA``: the module has ``maxima_pass``); ``kinds``:
+    the boundary kinds the run's edges have (``FVSWE_KINDS``,
+    :func:`fvswe.registry.kinds_mask`): the others' ghosts, table times and beds are compiled
+    out, as every boundary kind's code held live across the flux costs the edge evaluation
+    registers (a walls-only run paid 2.6 % of PVM-IFCP's float32 step for the discharge's
+    midpoint time and the outflow's bed);
     ``entropy_fix`` false: the scheme's kernel without the entropy fix (its own
     ``FVSWE_SCHEME``, so the default kernel has no test of it)."""
     sid = registry.kernel_id(scheme, layers, entropy_fix)
@@ -123,6 +126,7 @@ def compile_options(
             f"-DFVSWE_TILE_X={GRID_TILE_X}",
             f"-DFVSWE_SOURCES={int(sources)}",
             f"-DFVSWE_SLIDE={int(slide)}",
+            f"-DFVSWE_MAXIMA={int(maxima)}",
             f"-DFVSWE_KINDS={int(kinds)}",
             "--fmad=false" if double else "--fmad=true",
         )

@@ -58,12 +58,18 @@ def _advance(out: list[Launch], lagged: bool) -> None:
 
 
 def compile_plan(
-    ops: tuple[Op, ...], variant: str, lagged: bool, sources: bool = False, bed: bool = False
+    ops: tuple[Op, ...],
+    variant: str,
+    lagged: bool,
+    sources: bool = False,
+    bed: bool = False,
+    maxima: bool = False,
 ) -> tuple[Launch, ...]:
     """The launches of a step plan (or of the initial Δt's) for ``variant`` (``lagged``: the
     step's first update gave the next step's Δt; ``sources``: the run has point sources or
     rain, whose means the step computes first; ``bed``: a moving bed, whose ``bed`` ops are
-    ``bed_pass`` launches)."""
+    ``bed_pass`` launches; ``maxima``: maximum and arrival maps, whose ``maxima`` op is a
+    ``maxima_pass`` launch)."""
     step = "volume_pass" if variant == "edge" else f"{variant}_step"
     out: list[Launch] = []
     slots_of = None  # edge: the buffer whose residual the slots hold
@@ -79,6 +85,8 @@ def compile_plan(
             out.append(Launch("source_means"))
         elif op.kind == "bed" and bed:
             out.append(_pass(op, "bed_pass", 0))
+        elif op.kind == "maxima" and maxima:
+            out.append(_pass(op, "maxima_pass", 0))
         elif op.kind == "speeds":
             out.append(_pass(op, step, OP_DT))
         elif op.kind == "update":
