@@ -376,6 +376,12 @@ class Simulation:
             options["fast_math"] = True
         if not s["entropy_fix"]:  # the kernel without it (Roe, IR-Roe): a ConfigError for others
             options["entropy_fix"] = False
+        if s["reconstruction"] != "constant":
+            if cls.name != "cpu" or self.comm is not None:
+                where = f"{self.comm.size} ranks" if self.comm is not None else f"the {cls.name}"
+                raise ConfigError(f"reconstruction: {s['reconstruction']!r} runs on one CPU "
+                                  f"process only so far, this run is on {where}")  # fmt: skip
+            options["reconstruction"] = s["reconstruction"]
         options.update(backend_options or {})
         if self.comm is None:
             return cls(self.layout, self.scheme, **options)

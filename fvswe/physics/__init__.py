@@ -17,6 +17,7 @@ from . import (  # noqa: F401
     ir_roe,
     limiter,
     pvm_ifcp,
+    reconstruction,
     roe,
     slide,
     sources,
