@@ -377,10 +377,9 @@ class Simulation:
         if not s["entropy_fix"]:  # the kernel without it (Roe, IR-Roe): a ConfigError for others
             options["entropy_fix"] = False
         if s["reconstruction"] != "constant":
-            if cls.name != "cpu" or self.comm is not None:
-                where = f"{self.comm.size} ranks" if self.comm is not None else f"the {cls.name}"
-                raise ConfigError(f"reconstruction: {s['reconstruction']!r} runs on one CPU "
-                                  f"process only so far, this run is on {where}")  # fmt: skip
+            if cls.name != "cpu":
+                raise ConfigError(f"reconstruction: {s['reconstruction']!r} runs on the CPU "
+                                  f"only so far, this run is on the {cls.name}")  # fmt: skip
             options["reconstruction"] = s["reconstruction"]
         options.update(backend_options or {})
         if self.comm is None:

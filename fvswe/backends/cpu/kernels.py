@@ -104,12 +104,13 @@ def _load(W, i, nvar):
 class Faces(NamedTuple):
     """The linear reconstruction's arrays (docs/SCHEMES.md §18): ``linear`` (else the edge
     pass reads the cell states and nothing here is used), the layout's per-slot weights
-    ``lsq`` and face offsets ``offset`` ``(L, k, 2)``, and what :func:`reconstruct_pass`
-    writes: each cell's ``troubled`` flag, each slot's face state ``W`` ``(L k, nvar)`` and
-    bed ``H``, its cell-interior term ``interior`` (``|Γ|`` times it, float64), per chunk of
-    cells how many fell back to first order and the range of the variables of its cells
-    that are not troubled (``chunk_range``: 7 minima, 7 maxima), and ``span``, each
-    variable's range over all of them (the limiter's scale)."""
+    ``lsq`` and face offsets ``offset`` ``(L, k, 2)``, and what :func:`troubled_pass` and
+    :func:`faces_pass` write: each cell's ``troubled`` flag, each slot's face state ``W``
+    ``(L k, nvar)`` and bed ``H``, its cell-interior term ``interior`` (``|Γ|`` times it,
+    float64), per chunk of cells how many fell back to first order and the range of the
+    variables of its cells that are not troubled (``chunk_range``: 7 minima, 7 maxima),
+    over all cells (``extent``, 14) and ``span``, each variable's range (the limiter's
+    scale)."""
 
     linear: bool
     lsq: np.ndarray
@@ -120,6 +121,7 @@ class Faces(NamedTuple):
     interior: np.ndarray
     chunk_first: np.ndarray
     chunk_range: np.ndarray
+    extent: np.ndarray
     span: np.ndarray
 
 
@@ -175,7 +177,7 @@ def evaluate_edge(scheme, Wi, Wj, Hi, Hj, edge):
 @_kernel
 def _edge_range(scheme, W, mesh, ctrl, level_now, out, faces, lo, hi):
     """Edges ``lo .. hi-1``: each edge's cells (with ``faces.linear``, their face states
-    and beds of :func:`reconstruct_pass`; on the boundary, its kind's tables from
+    and beds of :func:`faces_pass`; on the boundary, its kind's tables from
     ``level_now``: row 0 at the stage's time, row 1 at a midpoint kind's) loaded,
     :func:`evaluate_edge`, ``|Γ| F⁻`` and ``|Γ| ‖D‖`` stored into i's slot, ``|Γ| F⁺`` into
     j's (each plus its cell-interior term when linear), the flags into ``out.flags``, a
@@ -358,26 +360,38 @@ def _reconstruct_range(W, mesh, ctrl, faces, lo, hi):
 
 
 @_parallel
-def reconstruct_pass(W, mesh, ctrl, faces):
-    """The linear reconstruction of every cell of ``W`` (docs/SCHEMES.md §18): each cell's
-    troubled flag, then each cell's face states, beds and cell-interior terms into its own
-    slots (a gather over its neighbours, one writer per slot), in chunks of cells (each a
-    call, as in :func:`edge_pass`) that count the cells fallen back to first order."""
+def troubled_pass(W, mesh, ctrl, faces):
+    """The first half of the linear reconstruction (docs/SCHEMES.md §18): every cell's
+    troubled flag (halo too) and ``faces.extent``, the smallest and largest value of each
+    variable over the cells that are not troubled (a distributed run then reduces it over
+    the ranks)."""
     L = W.shape[0]
-    chunk_first = faces.chunk_first
-    nchunks = chunk_first.shape[0]
+    nchunks = faces.chunk_first.shape[0]
     for c in prange(nchunks):
         _troubled_range(W, mesh, ctrl, faces, c, c * L // nchunks, (c + 1) * L // nchunks)
-    span = faces.span
+    extent = faces.extent
     for v in range(7):
         lo, hi = math.inf, -math.inf
         for c in range(nchunks):
             lo = min(lo, faces.chunk_range[c, v])
             hi = max(hi, faces.chunk_range[c, 7 + v])
-        span[v] = max(hi - lo, 0.0)
+        extent[v] = lo
+        extent[7 + v] = hi
+
+
+@_parallel
+def faces_pass(W, mesh, ctrl, faces, owned):
+    """The second half: the ``owned`` cells' face states, beds and cell-interior terms into
+    their own slots (a gather over their neighbours, one writer per slot), in chunks of
+    cells (each a call, as in :func:`edge_pass`) that count the cells fallen back to first
+    order (a distributed run receives its halo cells' face states from their owners)."""
+    chunk_first = faces.chunk_first
+    nchunks = chunk_first.shape[0]
+    for v in range(7):
+        faces.span[v] = max(faces.extent[7 + v] - faces.extent[v], 0.0)
     for c in prange(nchunks):
-        chunk_first[c] = _reconstruct_range(W, mesh, ctrl, faces, c * L // nchunks,
-                                            (c + 1) * L // nchunks)  # fmt: skip
+        chunk_first[c] = _reconstruct_range(W, mesh, ctrl, faces, c * owned // nchunks,
+                                             (c + 1) * owned // nchunks)  # fmt: skip
 
 
 @jit_inline
@@ -772,7 +786,7 @@ def _compiled_stamp():
 
 #: The passes, cached with the physics and the dispatch inlined: every cached kernel here
 #: (``_edge_range`` too, which ``edge_pass`` calls: unflushed, it kept an old dispatch).
-PASSES = (edge_pass, _edge_range, reconstruct_pass, _troubled_range, _reconstruct_range,
+PASSES = (edge_pass, _edge_range, troubled_pass, faces_pass, _troubled_range, _reconstruct_range,
           volume_pass, limiter_thetas, limited_update, combined,
           level_values, source_means)  # fmt: skip
 

@@ -35,12 +35,13 @@ from .kernels import (
     Stage,
     combined,
     edge_pass,
+    faces_pass,
     fresh_cache,
     level_values,
     limited_update,
     limiter_thetas,
-    reconstruct_pass,
     source_means,
+    troubled_pass,
     volume_pass,
 )
 
@@ -338,14 +339,26 @@ class CpuBackend:
             level_values(t, self._ctrl, self._level_now[0])
             level_values(t_mid, self._ctrl, self._level_now[1])
         if self._faces.linear:
-            reconstruct_pass(src, self._mesh, self._ctrl, self._faces)
-            if op.count:
-                self._counts["first_order_cells"] += int(self._faces.chunk_first.sum())
+            self._reconstruct(src, op.count)
         edge_pass(self.scheme, src, self._mesh, self._ctrl, self._level_now, self._out,
                   self._faces)  # fmt: skip
         self._slots_of = (src, op.count, t_mid)
         if op.count:
             self._count_flags()
+
+    def _reconstruct(self, src: np.ndarray, count: bool) -> None:
+        """The linear reconstruction of ``src`` into the face slots (docs/SCHEMES.md §18): a
+        distributed run reduces the variables' ranges over the ranks and receives its halo
+        cells' face states from their owners (:meth:`fvswe.backends.halo.Halo.exchange_faces`)."""
+        faces = self._faces
+        troubled_pass(src, self._mesh, self._ctrl, faces)
+        if self.halo is not None:
+            self.halo.extent(faces.extent)
+        faces_pass(src, self._mesh, self._ctrl, faces, self._owned)
+        if self.halo is not None:
+            self.halo.exchange_faces(faces.W, faces.H)
+        if count:
+            self._counts["first_order_cells"] += int(faces.chunk_first.sum())
 
     def _bed(self, op: Op, step: _Step) -> None:
         """A moving bed at the time of ``op``'s stage (after ``advance``: the new t)."""
@@ -545,7 +558,8 @@ def _faces(lay: Layout, linear: bool) -> Faces:
         troubled=np.zeros(lay.n_cells if linear else 1, dtype=np.uint8),
         W=np.zeros((slots, lay.nvar), dtype=lay.dtype), H=np.zeros(slots, dtype=lay.dtype),
         interior=np.zeros((slots, lay.nvar)), chunk_first=np.zeros(CHUNKS, dtype=np.int64),
-        chunk_range=np.zeros((CHUNKS, 14)), span=np.zeros(7),
+        chunk_range=np.zeros((CHUNKS, 14)), extent=np.zeros(14),
+        span=np.zeros(7),
     )  # fmt: skip
 
 
