@@ -1,5 +1,6 @@
 """Exact one-layer solutions for verification: the dam breaks (Ritter: dry bed; Stoker: wet
-bed) and the linear long waves forced by a bed moving at constant speed.
+bed), the linear long waves forced by a bed moving at constant speed, and a steady vortex
+(:func:`vortex`, smooth: the order of accuracy in space).
 
 Flat frictionless bed, depth ``hl`` behind a dam at ``x0`` and ``hr`` beyond it, at rest at
 t = 0. The left state opens into a centred rarefaction ``h = (2 c_l - xi)^2 / (9 g)``,
@@ -89,3 +90,21 @@ def moving_bed(
         (U * U - c * c) * depth
     )
     return eta, u
+
+
+def vortex(
+    x: np.ndarray,
+    y: np.ndarray,
+    h0: float = 1.0,
+    gamma: float = 1.0,
+    R: float = 1.0,
+    g: float = 9.81,
+) -> dict[str, np.ndarray]:
+    """A steady vortex on a flat bed (``h, qx, qy`` at ``(x, y)``, any time): the azimuthal
+    velocity ``u_θ = gamma r exp(-r^2 / R^2)`` balanced by the depth's gradient,
+    ``g h' = u_θ^2 / r``, so ``h = h0 - gamma^2 R^2 / (4 g) exp(-2 r^2 / R^2)``. Smooth, an
+    exact solution of the shallow-water equations, at rest far from the centre."""
+    r2 = np.asarray(x, dtype=float) ** 2 + np.asarray(y, dtype=float) ** 2
+    h = h0 - gamma**2 * R**2 / (4.0 * g) * np.exp(-2.0 * r2 / R**2)
+    speed = gamma * np.exp(-r2 / R**2)  # u_θ / r
+    return {"h": h, "qx": -h * speed * y, "qy": h * speed * x}

@@ -21,12 +21,17 @@ parts is therefore computed on both, from the same operands and the same
 orientation, normal and slots: both parts get the single-device bits.
 
 One halo layer suffices for the first-order schemes here: a cell's update
-reads only its edge neighbours. A wider stencil (second-order
-reconstruction, gradients) would add a second ring: take the halo's own
-neighbours outside the part as ``halo2`` (numbered after ``halo``), add the
-edges between halo cells (ring-1 gradients need them), exchange both rings
-(same send/receive lists, built from the two rings), and keep the update
-restricted to owned cells.
+reads only its edge neighbours. It suffices for the linear reconstruction
+too (docs/SCHEMES.md §19), which **exchanges face states, not a second
+ring**: an owned cell's reconstruction reads its edge neighbours' states
+(the halo's, up to date after the state's exchange) and their troubled
+flags (computed from those states); the halo cells' face states, which the
+edges between an owned and a halo cell read, are computed by their owners
+and received through the same send/receive lists (each cell's ``k`` slots
+one row: ``fvswe.backends.halo.Halo.exchange_faces``), and the limiter's
+variable ranges are reduced over the ranks (``Halo.extent``, exact min and
+max). So an owned cell sees the single-device operands and gets its bits,
+at the cost of one more exchange per stage, of ``k`` face states a cell.
 """
 
 from __future__ import annotations

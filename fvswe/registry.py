@@ -242,11 +242,31 @@ class Reconstruction:
     help: str
 
 
-#: Every reconstruction; the first is the default.
+#: Every reconstruction; the first is the default. ``linear`` forms its face states in a pass
+#: of its own before the edge pass (``reconstruct_pass``, :mod:`fvswe.physics.reconstruction`),
+#: which then reads them as it reads cell states: its ``faces`` leave them as they are.
 RECONSTRUCTIONS: tuple[Reconstruction, ...] = (
     Reconstruction("constant", 1, "common.constant_faces",
                    "piecewise constant: the cell states themselves (first order)"),
+    Reconstruction("linear", 2, "common.constant_faces",
+                   "limited least-squares linear: surface, interface, bed and velocities "
+                   "(second order; a multi-stage integrator; docs/SCHEMES.md §18)"),
 )  # fmt: skip
+RECONSTRUCTION_NAMES = tuple(r.name for r in RECONSTRUCTIONS)
+
+
+def reconstruction(name: str, integrator) -> Reconstruction:
+    """The reconstruction called ``name``, or a one-line error naming the choices; a
+    second-order one with a one-stage ``integrator`` (:class:`fvswe.integrators.Integrator`)
+    is refused: forward Euler would leave it first order in time and unstable."""
+    found = {r.name: r for r in RECONSTRUCTIONS}.get(name)
+    if found is None:
+        raise ConfigError(f"reconstruction: unknown {name!r} "
+                          f"(choose from {', '.join(RECONSTRUCTION_NAMES)})")  # fmt: skip
+    if found.order > 1 and len(integrator.stages) < 2:
+        raise ConfigError(f"reconstruction: {name!r} needs a multi-stage integrator "
+                          f"(ssp-rk2 or ssp-rk3), not {integrator.name!r}")  # fmt: skip
+    return found
 
 
 def resolve(package: str, ref: str) -> Callable:

@@ -160,6 +160,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("integrator", str, "euler", "time integration: euler, ssp-rk2 or ssp-rk3 "
             "(docs/SCHEMES.md §2.6)", choices=tuple(integrators.BY_NAME), identity=True,
             older="euler", only="explicit"),
+    Setting("reconstruction", str, "constant", "constant (first order in space) or linear "
+            "(second order: limited least-squares gradients; a multi-stage integrator, the CPU; "
+            "docs/SCHEMES.md §18)", choices=schemes.RECONSTRUCTION_NAMES,
+            identity=True, older="constant", example='"linear"', active=False,
+            only="explicit"),
     Setting("threads", int, None, "CPU threads (default: the cores left idle, at least 1)",
             example="1", active=False, only="explicit"),
     Setting("method", str, "explicit", "explicit (the finite volumes) or implicit (the C-grid "

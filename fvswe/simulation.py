@@ -383,6 +383,11 @@ class Simulation:
             options["fast_math"] = True
         if not s["entropy_fix"]:  # the kernel without it (Roe, IR-Roe): a ConfigError for others
             options["entropy_fix"] = False
+        if s["reconstruction"] != "constant":
+            if cls.name != "cpu":
+                raise ConfigError(f"reconstruction: {s['reconstruction']!r} runs on the CPU "
+                                  f"only so far, this run is on the {cls.name}")  # fmt: skip
+            options["reconstruction"] = s["reconstruction"]
         options.update(backend_options or {})
         if self.comm is None:
             return cls(self.layout, self.scheme, **options)

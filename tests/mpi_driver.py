@@ -87,8 +87,8 @@ GPU_RESTARTS = [run for run in GPU_RUNS if run["name"] in ("test1-roe-float64", 
 
 def backend_options(spec: dict, comm=None) -> dict:
     """The Simulation's backend arguments of ``spec``: backend (``host-gpu``: the GPU backend
-    on the host runtime of tests/host_runtime.py), comm, GPU variant, integrator, whether a
-    mass error may pass (a run made wrong on purpose)."""
+    on the host runtime of tests/host_runtime.py), comm, GPU variant, integrator,
+    reconstruction, whether a mass error may pass (a run made wrong on purpose)."""
     options = {"variant": spec["variant"]} if "variant" in spec else {}
     backend = spec.get("backend", "cpu")
     if backend == "host-gpu":
@@ -97,6 +97,7 @@ def backend_options(spec: dict, comm=None) -> dict:
         backend, options["runtime"] = "gpu", HostRuntime()
     return {"backend": backend, "comm": comm, "backend_options": options or None,
             "integrator": spec.get("integrator", "euler"),
+            "reconstruction": spec.get("reconstruction", "constant"),
             "allow_mass_error": spec.get("allow_mass_error", False)}  # fmt: skip
 
 

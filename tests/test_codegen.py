@@ -24,7 +24,7 @@ from test_schemes_numba import run_numba
 from fvswe import codegen, registry
 from fvswe.backends import cuda_header, gpu
 from fvswe.codegen import CodegenError
-from fvswe.physics import common
+from fvswe.physics import common, reconstruction
 
 CXX = shutil.which("g++") or shutil.which("c++")
 needs_cxx = pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
@@ -141,6 +141,72 @@ def test_every_construct_equals_numba_bitwise(tmp_path):
     got = np.frombuffer(out, dtype=np.float64)
     want = np.array([sampler(*row) for row in v])
     assert np.array_equal(got, want)
+
+
+@njit
+def reconstructed(h1, q1x, q1y, h2, q2x, q2y, H, nh1, nh2, nH, ox, oy, ex, ey):
+    """The linear reconstruction's formulas chained (docs/SCHEMES.md §18): a cell and one
+    neighbour's variables, gradient sums, bounds, Venkatakrishnan's factors, a face state
+    and its cell-interior term; returns the term, the face's bed and the troubled flag."""
+    W = (h1, q1x, q1y, h2, q2x, q2y)
+    Vi = reconstruction.variables(W, H, 2)
+    Vj = reconstruction.variables((nh1, q1y, q1x, nh2, q2y, q2x), nH, 2)
+    zero = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    gx, gy = reconstruction.lsq_sums(zero, zero, Vi, Vj, 3.0 * ox, 2.0 * oy)
+    lo, hi = reconstruction.bounds(Vi, Vi, Vj)
+    span = (1.0, 0.5, 0.25, 2.0, 2.0, 1.0, 0.0)
+    ones = (1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
+    phi = reconstruction.limited(ones, Vi, gx, gy, lo, hi, ox, oy, span)
+    Wf, Hf = reconstruction.face_state(phi, Vi, gx, gy, ox, oy, 2)
+    B = reconstruction.interior(W, Wf, H, Hf, ex, ey, G, R, EPS_H)
+    bad = 1.0 if reconstruction.troubled(W, 2, G, R, EPS_H) else 0.0
+    return (B[0], B[1], B[2], B[3], B[4], B[5], Hf, bad)
+
+
+RECONSTRUCTED_MAIN = r"""
+#include <cstdio>
+#include "reconstructed.cuh"
+int main()
+{
+    double v[14];
+    while (fread(v, 8, 14, stdin) == 14) {
+        const auto t = test_codegen::reconstructed<double>(v[0], v[1], v[2], v[3], v[4], v[5],
+            v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13]);
+        const double r[8] = {t.f0, t.f1, t.f2, t.f3, t.f4, t.f5, t.f6, t.f7};
+        fwrite(r, 8, 8, stdout);
+    }
+    return 0;
+}
+"""
+
+
+@needs_cxx
+def test_reconstruction_formulas_equal_numba_bitwise(tmp_path):
+    """Issue 27: the linear reconstruction's formulas are in the subset, and their emitted C++
+    on the host is njit bit for bit (the GPU's starting point; its pipelines do not call them
+    yet) on random cells, with thin layers, sheared ones and bounds that limit."""
+    (tmp_path / "reconstructed.cuh").write_text(codegen.emit({}, [reconstructed]))
+    (tmp_path / "main.cpp").write_text(RECONSTRUCTED_MAIN)
+    exe = tmp_path / "reconstructed"
+    cmd = [CXX, "-std=c++17", "-O1", "-ffp-contract=off", f"-I{tmp_path}",
+           str(tmp_path / "main.cpp"), "-o", str(exe)]  # fmt: skip
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-4000:]
+    rng = np.random.default_rng(27)
+    n = 4000
+    v = np.column_stack((
+        rng.uniform(1e-3, 2, n), rng.normal(0, 2, n), rng.normal(0, 2, n),
+        rng.uniform(1e-3, 2, n), rng.normal(0, 2, n), rng.normal(0, 2, n), rng.uniform(1, 4, n),
+        rng.uniform(1e-3, 2, n), rng.uniform(1e-3, 2, n), rng.uniform(1, 4, n),
+        rng.normal(0, 0.3, n), rng.normal(0, 0.3, n), *(lambda a: (np.cos(a), np.sin(a)))(
+            rng.uniform(0, 2 * np.pi, n)),
+    ))  # fmt: skip
+    v[::5, 3] = 1e-4  # a thin lower layer: troubled
+    out = subprocess.run([str(exe)], input=v.tobytes(), capture_output=True, check=True).stdout
+    got = np.frombuffer(out, dtype=np.float64).reshape(n, 8)
+    want = np.array([reconstructed(*row) for row in v])
+    assert np.array_equal(got, want, equal_nan=True)
+    assert 0 < want[:, 7].sum() < n and np.abs(want[:, :6]).max() > 0.1
 
 
 FLOAT32_KERNELS = r"""

@@ -53,7 +53,11 @@ from mpi_driver import GPU_RESTARTS, GPU_RUNS, blowup_message, run_case  # noqa:
 #: velocity of a limited slot may be a halo cell's) and an upper layer pulled apart beside the
 #: parts' borders; the multi-stage integrators (fvswe.integrators), also with the limiter and
 #: a level boundary; point sources, a sink and rain over wet and dry cells (tests/test_sources.py);
-#: a moving bed, the slide leaving the basin (tests/test_slide.py), also restarted half-way.
+#: a moving bed, the slide leaving the basin (tests/test_slide.py), also restarted half-way;
+#: the linear reconstruction (docs/SCHEMES.md §18) on test1 with every two-layer scheme, the
+#: wet/dry tide, the surge to t = 1.5 s (its limiter acts once; to 4 s the three ranks' launch
+#: went past its 180 s here) and the rain basin (restarted), whose halo cells' face states come
+#: from their owners.
 RUNS = [
     *({"name": f"{case}-{scheme}", "case": case, "scheme": scheme, "t_end": 0.02}
       for case in ("test1", "test2") for scheme in registry.names(2)),
@@ -78,6 +82,14 @@ RUNS = [
     {"name": "slide-basin", "case": "slide-basin", "t_end": 1.0},
     {"name": "slide-basin-2-rk3", "case": "slide-basin", "layers": 2, "t_end": 1.0,
      "integrator": "ssp-rk3", "restart_at": 0.5},
+    *({"name": f"test1-linear-{scheme}", "case": "test1", "scheme": scheme, "t_end": 0.02,
+       "integrator": "ssp-rk2", "reconstruction": "linear"} for scheme in registry.names(2)),
+    {"name": "tide-linear", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0,
+     "integrator": "ssp-rk2", "reconstruction": "linear"},
+    {"name": "surge-linear", "case": "slope-surge", "scheme": "pvm-ifcp", "nx": 200,
+     "t_end": 1.5, "integrator": "ssp-rk2", "reconstruction": "linear"},
+    {"name": "rain-basin-linear-rk3", "case": "rain-basin", "t_end": 4.0,
+     "integrator": "ssp-rk3", "reconstruction": "linear", "restart_at": 2.0},
 ]  # fmt: skip
 
 

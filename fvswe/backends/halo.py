@@ -18,6 +18,8 @@ from ..partition import Part
 HALO_TAG = 11
 #: The tag of the exchange of the positivity limiter's theta (docs/SCHEMES.md §13.4).
 THETA_TAG = 12
+#: The tags of the exchange of the linear reconstruction's face states and beds (§19).
+FACES_TAG, FACE_BEDS_TAG = 13, 14
 
 
 class _Rows:
@@ -51,8 +53,8 @@ class Halo:
 
     :meth:`exchange` brings the halo's states up to date, :meth:`exchange_theta` the
     positivity limiter's theta of the halo cells (``theta``: the backend's array, None with
-    one layer). ``sum_keys`` are the global positions of the values this rank passes to
-    :meth:`sum`.
+    one layer), :meth:`exchange_faces` the linear reconstruction's face states. ``sum_keys``
+    are the global positions of the values this rank passes to :meth:`sum`.
     """
 
     def __init__(
@@ -60,6 +62,8 @@ class Halo:
     ) -> None:
         from mpi4py import MPI
 
+        self._part = part
+        self._faces: tuple[_Rows, _Rows] | None = None  # made at the first exchange_faces
         self._mpi, self._comm = MPI, comm
         self._states = _Rows(MPI, comm, part, W, HALO_TAG)
         self._theta = None if theta is None else _Rows(MPI, comm, part, theta, THETA_TAG)
@@ -77,6 +81,25 @@ class Halo:
     def exchange_theta(self, theta: np.ndarray) -> None:
         """Bring the halo rows of the limiter's ``theta`` up to date with their owners'."""
         self._theta.exchange(theta)
+
+    def exchange_faces(self, W: np.ndarray, H: np.ndarray) -> None:
+        """Bring the halo cells' face states ``W`` ``(L k, nvar)`` and beds ``H`` ``(L k,)``
+        (docs/SCHEMES.md §19) up to date with their owners' (each cell's k slots a row)."""
+        L = self._part.cells.size
+        rows = W.reshape(L, -1), H.reshape(L, -1)
+        if self._faces is None:
+            mpi, comm, part = self._mpi, self._comm, self._part
+            self._faces = (_Rows(mpi, comm, part, rows[0], FACES_TAG),
+                           _Rows(mpi, comm, part, rows[1], FACE_BEDS_TAG))  # fmt: skip
+        for exchange, r in zip(self._faces, rows, strict=True):
+            exchange.exchange(r)
+
+    def extent(self, extent: np.ndarray) -> None:
+        """``extent`` (7 minima, then 7 maxima) reduced in place over all ranks (exact)."""
+        n = extent.size // 2
+        for part, op in ((extent[:n], self._mpi.MIN), (extent[n:], self._mpi.MAX)):
+            local = part.copy()
+            self._comm.Allreduce(local, part, op=op)
 
     def any(self, flag: bool) -> bool:
         """Whether ``flag`` is true on some rank."""

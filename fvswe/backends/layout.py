@@ -46,6 +46,10 @@ class Layout:
     sources: SourceTables | None = None  # point sources, sinks and rain; None: none
     slide: SlideTable | None = None  # a moving bed over the static H; None: none
     maxima: float | None = None  # maximum and arrival maps' arrival threshold (m); None: none
+    # The linear reconstruction's geometry per slot (docs/SCHEMES.md §19): least-squares
+    # gradient weights and the face midpoint's offset from the centroid, (L, k, 2) float64.
+    lsq_weight: np.ndarray | None = None
+    face_offset: np.ndarray | None = None
     # A part of a distributed run (fvswe.partition): cells [0, n_owned_cells) are updated here,
     # the rest are halo; the events of edges [0, n_owned_edges) are counted here. None: all.
     n_owned_cells: int | None = None
@@ -131,6 +135,7 @@ class Layout:
             sources=sources,
             slide=slide,
             maxima=None if maxima is None else float(maxima),
+            **lsq_weights(mesh, cell_edges, cell_side),
         )
 
     def part(self, part) -> Layout:
@@ -168,6 +173,8 @@ class Layout:
             coriolis=None if self.coriolis is None else self.coriolis[cells],
             sources=None if self.sources is None else self.sources.cells(cells),
             slide=None if self.slide is None else self.slide.cells(cells),
+            lsq_weight=_cells(self.lsq_weight, cells),
+            face_offset=_cells(self.face_offset, cells),
             n_owned_cells=part.n_owned,
             n_owned_edges=part.n_owned_edges,
         )
@@ -181,6 +188,27 @@ def _coefficients(values: np.ndarray | None) -> np.ndarray | None:
 def _cells(values: np.ndarray | None, cells: np.ndarray) -> np.ndarray | None:
     """The entries of ``cells`` of a per-cell array (None stays None)."""
     return None if values is None else np.ascontiguousarray(values[cells])
+
+
+def lsq_weights(mesh, cell_edges: np.ndarray, cell_side: np.ndarray) -> dict[str, np.ndarray]:
+    """The linear reconstruction's geometry (docs/SCHEMES.md §19.2): per slot, the weight
+    ``w_m = M^-1 d_m`` of the least-squares gradient ``grad v = sum_m w_m (v_m - v_i)``,
+    ``d_m`` the offset of the neighbour's centroid (on the boundary, of the ghost's: the
+    centroid mirrored in the edge) and ``M = sum_m d_m d_m^T``; and ``o_m``, the face
+    midpoint's offset from the centroid. Float64, in the mesh's cell order."""
+    e = np.maximum(cell_edges, 0)
+    xi = mesh.centroid[:, None, :]
+    mid = mesh.nodes[mesh.edge_nodes[e]].mean(axis=2)
+    offset = mid - xi
+    other = mesh.edge_cells[e, 1 - cell_side]
+    n = mesh.edge_normal[e]
+    ghost = 2.0 * np.sum(offset * n, axis=2, keepdims=True) * n
+    d = np.where((other >= 0)[..., None], mesh.centroid[np.maximum(other, 0)] - xi, ghost)
+    d = np.where((cell_edges >= 0)[..., None], d, 0.0)
+    M = np.einsum("lma,lmb->lab", d, d)
+    return {"lsq_weight": np.ascontiguousarray(np.linalg.solve(M, d.transpose(0, 2, 1))
+                                               .transpose(0, 2, 1)),
+            "face_offset": np.ascontiguousarray(offset)}  # fmt: skip
 
 
 def _slot_owners(edge_slot: np.ndarray, L: int, k: int) -> tuple[np.ndarray, np.ndarray]:

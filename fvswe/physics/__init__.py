@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     limiter,
     maxima,
     pvm_ifcp,
+    reconstruction,
     roe,
     slide,
     sources,

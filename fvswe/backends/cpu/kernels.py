@@ -25,7 +25,7 @@ from numba import njit, prange
 from numba.core.dispatcher import Dispatcher
 
 from ... import physics, registry
-from ...physics import friction, limiter
+from ...physics import friction, limiter, reconstruction
 from ...physics.common import jit_inline
 from ...physics.forcing import force_layer, rotation, wind_stress
 from ...physics.sources import fed, segment_integral
@@ -101,6 +101,30 @@ def _load(W, i, nvar):
     return (W[i, 0], W[i, 1], W[i, 2], z, z, z)
 
 
+class Faces(NamedTuple):
+    """The linear reconstruction's arrays (docs/SCHEMES.md §19): ``linear`` (else the edge
+    pass reads the cell states and nothing here is used), the layout's per-slot weights
+    ``lsq`` and face offsets ``offset`` ``(L, k, 2)``, and what :func:`troubled_pass` and
+    :func:`faces_pass` write: each cell's ``troubled`` flag, each slot's face state ``W``
+    ``(L k, nvar)`` and bed ``H``, its cell-interior term ``interior`` (``|Γ|`` times it,
+    float64), per chunk of cells how many fell back to first order and the range of the
+    variables of its cells that are not troubled (``chunk_range``: 7 minima, 7 maxima),
+    over all cells (``extent``, 14) and ``span``, each variable's range (the limiter's
+    scale)."""
+
+    linear: bool
+    lsq: np.ndarray
+    offset: np.ndarray
+    troubled: np.ndarray
+    W: np.ndarray
+    H: np.ndarray
+    interior: np.ndarray
+    chunk_first: np.ndarray
+    chunk_range: np.ndarray
+    extent: np.ndarray
+    span: np.ndarray
+
+
 @jit_inline
 def _scaled(ln, F):
     """``|Γ| F`` of a 6-tuple."""
@@ -151,24 +175,31 @@ def evaluate_edge(scheme, Wi, Wj, Hi, Hj, edge):
 
 
 @_kernel
-def _edge_range(scheme, W, mesh, ctrl, level_now, out, lo, hi):
-    """Edges ``lo .. hi-1``: each edge's cells (on the boundary, its kind's tables from
+def _edge_range(scheme, W, mesh, ctrl, level_now, out, faces, lo, hi):
+    """Edges ``lo .. hi-1``: each edge's cells (with ``faces.linear``, their face states
+    and beds of :func:`faces_pass`; on the boundary, its kind's tables from
     ``level_now``: row 0 at the stage's time, row 1 at a midpoint kind's) loaded,
     :func:`evaluate_edge`, ``|Γ| F⁻`` and ``|Γ| ‖D‖`` stored into i's slot, ``|Γ| F⁺`` into
-    j's, the flags into ``out.flags``, a boundary edge's outward mass flux into
-    ``out.level_flux``."""
+    j's (each plus its cell-interior term when linear), the flags into ``out.flags``, a
+    boundary edge's outward mass flux into ``out.level_flux``."""
     nvar = W.shape[1]
     layers = nvar // 3
     acc = out.acc
+    linear = faces.linear
+    src = faces.W if linear else W
+    bed = faces.H if linear else mesh.H
     for e in range(lo, hi):
         i, j = mesh.edge_cells[e, 0], mesh.edge_cells[e, 1]
-        Wi = _load(W, i, nvar)
+        si = mesh.edge_slot[e, 0] if linear else i
+        Wi = _load(src, si, nvar)
+        Hi = bed[si]
         bc = 0
         a = 0.0
         b = 0.0
         if j >= 0:
-            Wj = _load(W, j, nvar)
-            Hj = mesh.H[j]
+            sj = mesh.edge_slot[e, 1] if linear else j
+            Wj = _load(src, sj, nvar)
+            Hj = bed[sj]
         else:
             bc = int(mesh.edge_bc[e])
             if has_tables(bc):
@@ -177,26 +208,34 @@ def _edge_range(scheme, W, mesh, ctrl, level_now, out, lo, hi):
                 if second_table(bc, layers):
                     b = level_now[row, mesh.edge_level[e] + 1]
             Wj = Wi
-            Hj = mesh.H[i]
+            Hj = Hi
             if ghost_bed(bc):  # rounded once to the state's precision, as the GPU
-                Hj = (mesh.H[i : i + 1] + a).astype(mesh.H.dtype)[0]
+                Hj = (bed[si : si + 1] + a).astype(bed.dtype)[0]
         edge = Edge(mesh.edge_normal[e, 0], mesh.edge_normal[e, 1], mesh.edge_length[e], bc, a,
                     b, ctrl.g, ctrl.r, ctrl.eps_h, layers)  # fmt: skip
-        Fm, Fp, d, flag, out0, out1 = evaluate_edge(scheme, Wi, Wj, mesh.H[i], Hj, edge)
+        Fm, Fp, d, flag, out0, out1 = evaluate_edge(scheme, Wi, Wj, Hi, Hj, edge)
         s = mesh.edge_slot[e, 0]
-        for v in range(nvar):
-            acc[s, v] = Fm[v]
-        acc[s, nvar] = d
+        _store(acc, s, Fm, d, faces, nvar)
         if j >= 0:
-            s = mesh.edge_slot[e, 1]
-            for v in range(nvar):
-                acc[s, v] = Fp[v]
-            acc[s, nvar] = d
+            _store(acc, mesh.edge_slot[e, 1], Fp, d, faces, nvar)
         elif has_tables(bc):
             out.level_flux[e, 0] = out0
             if layers == 2:
                 out.level_flux[e, 1] = out1
         out.flags[e] = flag
+
+
+@jit_inline
+def _store(acc, s, F, d, faces, nvar):
+    """Slot ``s`` of the edge pass: ``|Γ| F`` (plus the slot's cell-interior term when the
+    reconstruction is linear) and ``|Γ| ‖D‖``."""
+    if faces.linear:
+        for v in range(nvar):
+            acc[s, v] = F[v] + faces.interior[s, v]
+    else:
+        for v in range(nvar):
+            acc[s, v] = F[v]
+    acc[s, nvar] = d
 
 
 #: Edges a task of the edge pass takes: the parallel loop runs over chunks, each a call of
@@ -206,13 +245,153 @@ EDGE_CHUNK = 1024
 
 
 @_parallel
-def edge_pass(scheme, W, mesh, ctrl, level_now, out):
+def edge_pass(scheme, W, mesh, ctrl, level_now, out, faces):
     """Every edge once, in chunks of :data:`EDGE_CHUNK` (:func:`_edge_range`); each edge
     writes only its own slots, so the result does not depend on the chunks or threads."""
     n = mesh.edge_cells.shape[0]
     for c in prange((n + EDGE_CHUNK - 1) // EDGE_CHUNK):
-        _edge_range(scheme, W, mesh, ctrl, level_now, out, c * EDGE_CHUNK,
+        _edge_range(scheme, W, mesh, ctrl, level_now, out, faces, c * EDGE_CHUNK,
                     min(n, (c + 1) * EDGE_CHUNK))  # fmt: skip
+
+
+@jit_inline
+def _neighbour(mesh, i, m):
+    """The cell across slot m of cell i (-1: a boundary, or no edge in this layout)."""
+    e = mesh.cell_edges[i, m]
+    if e < 0:
+        return -1
+    return mesh.edge_cells[e, 1 - mesh.cell_side[i, m]]
+
+
+@jit_inline
+def _gradient(W, i, mesh, faces, layers):
+    """Cell i's variables (:func:`fvswe.physics.reconstruction.variables`), their
+    least-squares gradients and their neighbours' bounds (a ghost: the cell's own values);
+    None for the gradients where the cell or a neighbour is troubled."""
+    nvar, k = W.shape[1], mesh.cell_edges.shape[1]
+    Vi = reconstruction.variables(_load(W, i, nvar), mesh.H[i], layers)
+    gx = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    gy = gx
+    lo, hi = Vi, Vi
+    ok = faces.troubled[i] == 0
+    for m in range(k):
+        j = _neighbour(mesh, i, m)
+        Vj = Vi
+        if j >= 0:
+            ok = ok and faces.troubled[j] == 0
+            if ok:
+                Vj = reconstruction.variables(_load(W, j, nvar), mesh.H[j], layers)
+        if ok:
+            gx, gy = reconstruction.lsq_sums(gx, gy, Vi, Vj, faces.lsq[i, m, 0],
+                                             faces.lsq[i, m, 1])  # fmt: skip
+            lo, hi = reconstruction.bounds(lo, hi, Vj)
+    return ok, Vi, gx, gy, lo, hi
+
+
+@jit_inline
+def _reconstruct_cell(W, i, mesh, ctrl, faces, layers):
+    """Cell i's face states, beds and cell-interior terms into its slots (its own state, no
+    interior term, where it falls back to first order); returns 1 if it fell back."""
+    nvar, k = W.shape[1], mesh.cell_edges.shape[1]
+    ok, Vi, gx, gy, lo, hi = _gradient(W, i, mesh, faces, layers)
+    phi = (1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
+    if ok:
+        for m in range(k):
+            phi = reconstruction.limited(phi, Vi, gx, gy, lo, hi, faces.offset[i, m, 0],
+                                         faces.offset[i, m, 1], faces.span)  # fmt: skip
+        for m in range(k):
+            Wf, Hf = reconstruction.face_state(phi, Vi, gx, gy, faces.offset[i, m, 0],
+                                               faces.offset[i, m, 1], layers)  # fmt: skip
+            ok = ok and Wf[0] >= 0 and Wf[3] >= 0
+            for v in range(nvar):
+                faces.W[i * k + m, v] = Wf[v]
+            faces.H[i * k + m] = Hf
+    Wc = _load(W, i, nvar)
+    for m in range(k):
+        s = i * k + m
+        if not ok:
+            for v in range(nvar):
+                faces.W[s, v] = W[i, v]
+            faces.H[s] = mesh.H[i]
+        e = mesh.cell_edges[i, m]
+        if not ok or e < 0:
+            for v in range(nvar):
+                faces.interior[s, v] = 0.0
+            continue
+        ex, ey = mesh.edge_normal[e, 0], mesh.edge_normal[e, 1]
+        if mesh.cell_side[i, m] == 1:
+            ex, ey = -ex, -ey
+        B = reconstruction.interior(Wc, _load(faces.W, s, nvar), mesh.H[i], faces.H[s], ex, ey,
+                                    ctrl.g, ctrl.r, ctrl.eps_h)  # fmt: skip
+        for v in range(nvar):
+            faces.interior[s, v] = mesh.edge_length[e] * B[v]
+    return 0 if ok else 1
+
+
+@_kernel
+def _troubled_range(W, mesh, ctrl, faces, c, lo, hi):
+    """The troubled flags of cells ``lo .. hi-1``
+    (:func:`fvswe.physics.reconstruction.troubled`) and the range of the others' variables
+    into chunk ``c`` of ``faces.chunk_range``."""
+    nvar = W.shape[1]
+    layers = nvar // 3
+    lo7 = (math.inf, math.inf, math.inf, math.inf, math.inf, math.inf, math.inf)
+    hi7 = (-math.inf, -math.inf, -math.inf, -math.inf, -math.inf, -math.inf, -math.inf)
+    for i in range(lo, hi):
+        Wi = _load(W, i, nvar)
+        bad = reconstruction.troubled(Wi, layers, ctrl.g, ctrl.r, ctrl.eps_h)
+        faces.troubled[i] = 1 if bad else 0
+        if not bad:
+            lo7, hi7 = reconstruction.bounds(
+                lo7, hi7, reconstruction.variables(Wi, mesh.H[i], layers)
+            )
+    for v in range(7):
+        faces.chunk_range[c, v] = lo7[v]
+        faces.chunk_range[c, 7 + v] = hi7[v]
+
+
+@_kernel
+def _reconstruct_range(W, mesh, ctrl, faces, lo, hi):
+    """Cells ``lo .. hi-1`` reconstructed (:func:`_reconstruct_cell`); how many fell back."""
+    n = 0
+    for i in range(lo, hi):
+        n += _reconstruct_cell(W, i, mesh, ctrl, faces, W.shape[1] // 3)
+    return n
+
+
+@_parallel
+def troubled_pass(W, mesh, ctrl, faces):
+    """The first half of the linear reconstruction (docs/SCHEMES.md §19): every cell's
+    troubled flag (halo too) and ``faces.extent``, the smallest and largest value of each
+    variable over the cells that are not troubled (a distributed run then reduces it over
+    the ranks)."""
+    L = W.shape[0]
+    nchunks = faces.chunk_first.shape[0]
+    for c in prange(nchunks):
+        _troubled_range(W, mesh, ctrl, faces, c, c * L // nchunks, (c + 1) * L // nchunks)
+    extent = faces.extent
+    for v in range(7):
+        lo, hi = math.inf, -math.inf
+        for c in range(nchunks):
+            lo = min(lo, faces.chunk_range[c, v])
+            hi = max(hi, faces.chunk_range[c, 7 + v])
+        extent[v] = lo
+        extent[7 + v] = hi
+
+
+@_parallel
+def faces_pass(W, mesh, ctrl, faces, owned):
+    """The second half: the ``owned`` cells' face states, beds and cell-interior terms into
+    their own slots (a gather over their neighbours, one writer per slot), in chunks of
+    cells (each a call, as in :func:`edge_pass`) that count the cells fallen back to first
+    order (a distributed run receives its halo cells' face states from their owners)."""
+    chunk_first = faces.chunk_first
+    nchunks = chunk_first.shape[0]
+    for v in range(7):
+        faces.span[v] = max(faces.extent[7 + v] - faces.extent[v], 0.0)
+    for c in prange(nchunks):
+        chunk_first[c] = _reconstruct_range(W, mesh, ctrl, faces, c * owned // nchunks,
+                                             (c + 1) * owned // nchunks)  # fmt: skip
 
 
 @jit_inline
@@ -607,7 +786,8 @@ def _compiled_stamp():
 
 #: The passes, cached with the physics and the dispatch inlined: every cached kernel here
 #: (``_edge_range`` too, which ``edge_pass`` calls: unflushed, it kept an old dispatch).
-PASSES = (edge_pass, _edge_range, volume_pass, limiter_thetas, limited_update, combined,
+PASSES = (edge_pass, _edge_range, troubled_pass, faces_pass, _troubled_range, _reconstruct_range,
+          volume_pass, limiter_thetas, limited_update, combined,
           level_values, source_means)  # fmt: skip
 
 

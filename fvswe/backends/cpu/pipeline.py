@@ -20,6 +20,7 @@ from ...boundary import INFLOW_KEYS
 from ...integrators import Op, U
 from ...physics.limiter import mass_flux
 from ...physics.maxima import maxima_cells
+from ...physics.reconstruction import LINEAR_CFL
 from ...physics.slide import bed_cells
 from ...physics.update import stable_dt
 from ...sources import RAIN_KEY, SOURCE_KEYS, counter_keys
@@ -29,16 +30,19 @@ from ..layout import Layout
 from . import default_threads
 from .kernels import (
     CHUNKS,
+    Faces,
     Mesh,
     Outputs,
     Stage,
     combined,
     edge_pass,
+    faces_pass,
     fresh_cache,
     level_values,
     limited_update,
     limiter_thetas,
     source_means,
+    troubled_pass,
     volume_pass,
 )
 
@@ -81,7 +85,10 @@ class _Step:
 class CpuBackend:
     """The paper's pipeline on the CPU (a :class:`~fvswe.backends.base.Backend`).
 
-    ``integrator``: the name of one of :data:`fvswe.integrators.INTEGRATORS`.
+    ``integrator``: the name of one of :data:`fvswe.integrators.INTEGRATORS`;
+    ``reconstruction``: one of :data:`fvswe.registry.RECONSTRUCTIONS` (``linear``: a
+    multi-stage integrator, the stable step times
+    :data:`~fvswe.physics.reconstruction.LINEAR_CFL`; docs/SCHEMES.md §19).
     """
 
     name = "cpu"
@@ -98,20 +105,26 @@ class CpuBackend:
         threads: int | None = None,
         integrator: str = "euler",
         entropy_fix: bool = True,
+        reconstruction: str = "constant",
     ) -> None:
         check_dt_mode(dt_mode, dt_fixed)
         self.integrator = integrators.get(integrator)
+        self.reconstruction = registry.reconstruction(reconstruction, self.integrator)
         numba.set_num_threads(threads if threads is not None else default_threads())
         fresh_cache()
         self.layout, self.model = layout, layout.model
         self.scheme = scheme_id(scheme, self.model.layers, entropy_fix)
+        linear = self.reconstruction.order == 2
         self.cfl, self.dt_mode, self.dt_fixed = float(cfl), dt_mode, dt_fixed
+        if linear:
+            self.cfl *= LINEAR_CFL
         self._plan = integrators.step_plan(self.integrator, dt_mode, self.model.layers,
                                            layout.slide is not None,
                                            layout.maxima is not None)  # fmt: skip
         self._initial = integrators.initial_dt_plan()
         self._ctrl = cpu_controls(Setup(layout, self.cfl, dt_mode, dt_fixed))
         self._mesh, self._out = _arrays(layout)
+        self._faces = _faces(layout, linear)
         stages = len(self.integrator.stages)
         self._buffers = {name: layout.W0.copy() for name in integrators.BUFFERS[: 2 + (stages > 1)]}
         dtype = str(np.dtype(layout.dtype))
@@ -139,6 +152,8 @@ class CpuBackend:
         self._slots_of: tuple | None = None  # (buffer, counted, table time): the slots' pass
         self._counts: dict[str, int | float] = dict.fromkeys(EVENTS, 0)
         self._counts["clipped_volume"] = 0.0  # m^3 the clipping of negative depths added
+        if linear:  # cells the linear reconstruction left at first order, per residual
+            self._counts["first_order_cells"] = 0
         lv = layout.levels
         self._levels = lv if lv is not None and lv.count else None
         # the tables at the stage's time (row 0) and at a midpoint kind's (row 1)
@@ -341,10 +356,27 @@ class CpuBackend:
         if self._levels is not None:  # the tables at the stage's time, and a midpoint kind's
             level_values(t, self._ctrl, self._level_now[0])
             level_values(t_mid, self._ctrl, self._level_now[1])
-        edge_pass(self.scheme, src, self._mesh, self._ctrl, self._level_now, self._out)
+        if self._faces.linear:
+            self._reconstruct(src, op.count)
+        edge_pass(self.scheme, src, self._mesh, self._ctrl, self._level_now, self._out,
+                  self._faces)  # fmt: skip
         self._slots_of = (src, op.count, t_mid)
         if op.count:
             self._count_flags()
+
+    def _reconstruct(self, src: np.ndarray, count: bool) -> None:
+        """The linear reconstruction of ``src`` into the face slots (docs/SCHEMES.md §19): a
+        distributed run reduces the variables' ranges over the ranks and receives its halo
+        cells' face states from their owners (:meth:`fvswe.backends.halo.Halo.exchange_faces`)."""
+        faces = self._faces
+        troubled_pass(src, self._mesh, self._ctrl, faces)
+        if self.halo is not None:
+            self.halo.extent(faces.extent)
+        faces_pass(src, self._mesh, self._ctrl, faces, self._owned)
+        if self.halo is not None:
+            self.halo.exchange_faces(faces.W, faces.H)
+        if count:
+            self._counts["first_order_cells"] += int(faces.chunk_first.sum())
 
     def _bed(self, op: Op, step: _Step) -> None:
         """A moving bed at the time of ``op``'s stage (after ``advance``: the new t)."""
@@ -539,6 +571,20 @@ class CpuBackend:
         over = np.flatnonzero(courant > 1.0)
         cell = int(over[0]) if over.size else -1
         self.courant_violation = (cell, self.steps, self.t, float(courant.max(initial=0.0)))
+
+
+def _faces(lay: Layout, linear: bool) -> Faces:
+    """The :class:`~.kernels.Faces` of a layout (placeholders of one slot unless ``linear``)."""
+    slots = lay.n_cells * lay.k if linear else 1
+    return Faces(
+        linear=linear, lsq=lay.lsq_weight if linear else np.zeros((1, 1, 2)),
+        offset=lay.face_offset if linear else np.zeros((1, 1, 2)),
+        troubled=np.zeros(lay.n_cells if linear else 1, dtype=np.uint8),
+        W=np.zeros((slots, lay.nvar), dtype=lay.dtype), H=np.zeros(slots, dtype=lay.dtype),
+        interior=np.zeros((slots, lay.nvar)), chunk_first=np.zeros(CHUNKS, dtype=np.int64),
+        chunk_range=np.zeros((CHUNKS, 14)), extent=np.zeros(14),
+        span=np.zeros(7),
+    )  # fmt: skip
 
 
 def _arrays(lay: Layout) -> tuple[Mesh, Outputs]:
