@@ -329,7 +329,9 @@ class Simulation:
             self.model = replace(self.model, eps_h=thin_layer_threshold(scale, dtype))
         #: The run settings (:mod:`fvswe.settings`) as this run resolved them.
         self.settings = {**s, "order": order, "eps_h": self.model.eps_h,
-                         "fast_math": bool(fast_math)}  # fmt: skip
+                         "fast_math": bool(fast_math),
+                         "compensated": s["compensated"] and dtype == "float32"
+                         and s["method"] == "explicit"}  # fmt: skip
         if s["method"] == "explicit":  # the implicit method dries faces, not schemes' cells
             refuse_dry_cells(scheme, layers, W0[:, 0], self.model.eps_h, mesh.source)
         if order != "none":
@@ -374,6 +376,8 @@ class Simulation:
                        integrator=s["integrator"])  # fmt: skip
         if fast_math:
             options["fast_math"] = True
+        if self.settings["compensated"]:  # float32 only: float64 needs no remainders
+            options["compensated"] = True
         if not s["entropy_fix"]:  # the kernel without it (Roe, IR-Roe): a ConfigError for others
             options["entropy_fix"] = False
         options.update(backend_options or {})
