@@ -194,6 +194,26 @@ def test_compiles_to_ptx(scheme, layers, dtype, variant, k):
         assert f".entry {name}(" in ptx
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: cannot compile the CUDA sources")
+def test_the_compensated_update_is_never_contracted():
+    """A compensated float32 module (docs/SCHEMES.md §2.7; float32 modules allow FMA) forms
+    its float64 update and remainders with rounded operations only (@exact: __dadd_rn,
+    __dmul_rn): its PTX has no more fused float64 multiply-adds than the plain module's, and
+    more float64 adds (the update and the remainder). Gather's: every variant shares the
+    cell update (update_cell) and the combination (combine_step); the host-run test of
+    tests/test_grid_pass.py builds them all."""
+    scheme, layers, k, variant = "pvm-ifcp", 2, 3, "gather"
+    ptx = {}
+    for on in (False, True):
+        opts = gpu.compile_options(scheme, layers, np.float32, variant, k, compensated=on)
+        cmd = [NVCC, "--ptx", "-arch=sm_90", *opts]
+        ptx[on] = cached_build(variant, gpu.source(variant), cmd, ".cu").read_text()
+    assert ptx[True].count("fma.rn.f64") == ptx[False].count("fma.rn.f64")
+    assert ptx[True].count("add.rn.f64") > ptx[False].count("add.rn.f64")
+    assert "-DFVSWE_COMPENSATED=1" not in gpu.compile_options(scheme, layers, np.float64, variant,
+                                                              k, compensated=True)  # fmt: skip
+
+
 def _nvrtc():
     """CuPy's NVRTC binding when its library loads (no GPU needed), else None."""
     try:

@@ -29,8 +29,8 @@ def increment(w, rate, total):
 def compensated(w, c, rate, total):
     """A compensated float32 component after the step (§2.7): ``w + (c - rate total)``,
     ``c`` the remainder that earlier updates could not add to ``w``. Called with float64
-    arguments (both backends): the float32 product ``rate total`` of the GPU and ``w + c``
-    are exact there, so the sum is rounded once, in float64."""
+    arguments on both backends (``rate`` formed in float64, ``total`` the float32 sum of the
+    slots), so the new value is rounded in float64, far below float32's ulp."""
     return w + (c - rate * total)
 
 

@@ -383,9 +383,10 @@ def _increment_impl(W, Wn, C, Cn, i, v, rdt, total):
         return plain
 
     def kept(W, Wn, C, Cn, i, v, rdt, total):
-        x = compensated(float(W[i, v]), float(C[i, v]), rdt, float(total))
+        f64 = np.float64  # Numba's float() keeps a float32 a float32
+        x = compensated(f64(W[i, v]), f64(C[i, v]), f64(rdt), f64(total))
         Wn[i, v] = x
-        Cn[i, v] = remainder(x, float(Wn[i, v]))
+        Cn[i, v] = remainder(x, f64(Wn[i, v]))
 
     return kept
 
@@ -422,10 +423,10 @@ def _combine_impl(U, S, D, CU, CS, CD, i, v, a, b):
         return plain
 
     def kept(U, S, D, CU, CS, CD, i, v, a, b):
-        x = compensated_combine(a, float(U[i, v]), float(CU[i, v]), b, float(S[i, v]),
-                                float(CS[i, v]))  # fmt: skip
+        f64 = np.float64  # Numba's float() keeps a float32 a float32
+        x = compensated_combine(a, f64(U[i, v]), f64(CU[i, v]), b, f64(S[i, v]), f64(CS[i, v]))
         D[i, v] = x
-        CD[i, v] = remainder(x, float(D[i, v]))
+        CD[i, v] = remainder(x, f64(D[i, v]))
 
     return kept
 
