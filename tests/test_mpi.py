@@ -52,7 +52,9 @@ from mpi_driver import GPU_RESTARTS, GPU_RUNS, blowup_message, run_case  # noqa:
 #: velocity of a limited slot may be a halo cell's) and an upper layer pulled apart beside the
 #: parts' borders; the multi-stage integrators (fvswe.integrators), also with the limiter and
 #: a level boundary; point sources, a sink and rain over wet and dry cells (tests/test_sources.py);
-#: a moving bed, the slide leaving the basin (tests/test_slide.py), also restarted half-way.
+#: a moving bed, the slide leaving the basin (tests/test_slide.py), also restarted half-way;
+#: a compensated float32 tide (docs/SCHEMES.md §2.7: the remainders gathered into the
+#: checkpoint and scattered again) with SSP-RK3, restarted half-way.
 RUNS = [
     *({"name": f"{case}-{scheme}", "case": case, "scheme": scheme, "t_end": 0.02}
       for case in ("test1", "test2") for scheme in registry.names(2)),
@@ -65,6 +67,8 @@ RUNS = [
     {"name": "pulled-apart", "case": "pulled-apart", "nx": 100, "t_end": 0.5},
     {"name": "tide-restarted", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0,
      "restart_at": 900.0},
+    {"name": "tide-float32-rk3-restarted", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0,
+     "dtype": "float32", "integrator": "ssp-rk3", "restart_at": 900.0},
     {"name": "test1-rk2", "case": "test1", "scheme": "roe", "t_end": 0.02,
      "integrator": "ssp-rk2"},
     {"name": "tide-rk3", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0,
