@@ -96,7 +96,7 @@ def run_one(spec: dict, args, deadline: float) -> dict:
                           compensated=not args.no_compensated, allow_mass_error=plain)  # fmt: skip
     t2 = time.perf_counter()
     row.update(mesh_s=t1 - t0, setup_s=t2 - t1, scheme=case.scheme,
-               compensated=sim.settings["compensated"],
+               compensated=getattr(sim.backend, "compensated", False),
                dt_mode=case.options().get("dt_mode", "lagged"),
                variant=getattr(sim.backend, "variant", None))  # fmt: skip
     if name == "cgrid-tide":

@@ -362,8 +362,8 @@ def test_compensated_float32_keeps_the_volume_of_a_slow_tide():
             sim = case.simulation(backend="cpu", dtype="float32", compensated=on,
                                   integrator=integrator, allow_mass_error=True)  # fmt: skip
             drift[on] = abs(sim.run(hours * 3600.0).mass_rel_drift[0])
-            assert sim.settings["compensated"] is on
+            assert sim.backend.compensated is on
         assert drift[False] > 3e-7 and drift[True] < 5e-9 and drift[True] * 100 < drift[False], (
             drift
         )
-    assert case.simulation(backend="cpu", compensated=True).settings["compensated"] is False
+    assert case.simulation(backend="cpu", compensated=True).backend.compensated is False
