@@ -330,6 +330,7 @@ def test_cli_outputs_of_two_ranks_equal_one_process(tmp_path, backend):
         "wall_s",
         "compile_s",
         "setup_s",
+        "setup_stages",
         "cell_steps_per_s",
         "threads",
         "ranks",

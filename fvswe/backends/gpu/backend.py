@@ -17,7 +17,7 @@ from ... import integrators, registry
 from ...boundary import INFLOW_KEYS
 from ...integrators import U
 from ...sources import counter_keys
-from ..base import check_dt_mode
+from ..base import SetupClock, check_dt_mode
 from ..controls import CTRL_DTYPE, Setup, host_block, values
 from ..cuda_header import NO_CELL, OP_COUNT
 from ..layout import Layout
@@ -107,8 +107,10 @@ class GpuBackend:
                                slide=layout.slide is not None,
                                kinds=registry.kinds_mask(layout.edge_bc),
                                entropy_fix=entropy_fix, compensated=self.compensated)  # fmt: skip
+        clock = SetupClock()
         self._module = module(opts, self.variant, self._cp)
         self._k = {n: self._module.get_function(n) for n in self._kernel_names()}
+        clock.mark("module")  # NVRTC, or CuPy's cache of compiled modules
         self.stream = self._cp.cuda.Stream(non_blocking=True)
         real = self.dtype.type
         self._params = (real(self.model.g), real(self.model.r), real(self.model.eps_h))
@@ -118,12 +120,15 @@ class GpuBackend:
             self._allocate()
         self._setup_ctrl()
         self._compile_plans()
+        clock.mark("upload")  # the device layout, buffers and control block
         self._graphs: dict[int, object] = {}
         self._area64 = None  # float64 cell areas on the device, for layer_mass
         #: A distributed run's halo (fvswe.backends.gpu.halo.GpuHalo): the plans' exchange,
         #: exchange_theta, reduce_dt and tally ops call it on this stream. None on one device.
         self.halo = None
         self.set_state(layout.W0)
+        #: Seconds of the set-up's stages (Simulation.setup_stages reports them).
+        self.setup_stages = clock.stages
 
     # -- construction ------------------------------------------------------------------------
     def _kernel_names(self) -> tuple[str, ...]:
