@@ -5,8 +5,9 @@ the first step.
 
 For test1 on a family member (2.08 M cells by default; ``--cells``), float32, each scheme
 named: the time to the first step (mesh load, Simulation set-up with its renumbering,
-split into its stages as ``fvswe run --json`` reports them, first step with compilation), the pipeline's speed as ``throughput.py`` measures it
-(``backend.advance`` of a fixed number of steps, median of repeats), and the speed of
+split into its stages as ``fvswe run --json`` reports them, first step with compilation),
+the pipeline's speed as ``throughput.py`` measures it (``backend.advance`` of a fixed
+number of steps, median of repeats), and the speed of
 ``Simulation.run`` over ``--steps`` steps through the public API (host clock, blow-up
 checks and the summary's mass included). The ratio of the two is the run's overhead.
 """
