@@ -918,6 +918,37 @@ def test_block_edges_by_hand():
     assert twice_evaluated(ec, cells=4) == 0.0
 
 
+def _block_edges_by_sorting(edge_cells, n_cells, cells, interior_first):
+    """block_edges as it was written with NumPy sorts (the reference of the compiled pass)."""
+    E = edge_cells.shape[0]
+    i, j = edge_cells[:, 0].astype(np.int64), edge_cells[:, 1].astype(np.int64)
+    bi, bj = i // cells, np.where(j >= 0, j // cells, -1)
+    cut = np.flatnonzero((j >= 0) & (bj != bi))
+    block, edge = np.concatenate((bi, bj[cut])), np.concatenate((np.arange(E), cut))
+    order = np.argsort(block * E + edge)
+    block, edge = block[order], edge[order]
+    own_i, own_j = order < E, (j[edge] >= 0) & (bj[edge] == block)
+    if interior_first:
+        late = np.argsort(2 * block + ~(own_i & own_j), kind="stable")
+        block, edge, own_i, own_j = block[late], edge[late], own_i[late], own_j[late]
+    return np.searchsorted(block, np.arange(-(-n_cells // cells) + 1)), edge, own_i, own_j
+
+
+@pytest.mark.parametrize("interior_first", [False, True])
+def test_block_edges_compiled_pass_lists_what_the_sorts_listed(interior_first):
+    """The compiled, linear block_edges (issue 31: the argsort dominated the block variant's
+    upload) gives the arrays of the NumPy sorts bit for bit, on a mesh in random order with
+    a last block only partly filled."""
+    from fvswe.backends.layout import block_edges
+
+    lay = get_case_simulation("test1", order="random").layout
+    for cells in (7, 32):
+        got = block_edges(lay.edge_cells, lay.n_cells, cells, interior_first)
+        want = _block_edges_by_sorting(lay.edge_cells, lay.n_cells, cells, interior_first)
+        for a, b in zip(got, want, strict=True):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
 @pytest.mark.parametrize("cells", [32, 128])
 def test_block_arrays_write_every_slot_once(cells):
     """On a mesh in random order (many cut edges): each block's tasks write each of its
