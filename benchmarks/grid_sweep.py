@@ -65,8 +65,7 @@ def main() -> None:
     mesh = case.grid().mesh()
 
     def sim_of(**extra):
-        return case.simulation(mesh=mesh, backend="gpu", dtype="float32",
-                               allow_mass_error=True, **extra)  # fmt: skip
+        return case.simulation(mesh=mesh, backend="gpu", dtype="float32", **extra)
 
     doc = {
         "benchmark": "grid_sweep",

@@ -5,8 +5,9 @@ the first step.
 
 For test1 on a family member (2.08 M cells by default; ``--cells``), float32, each scheme
 named: the time to the first step (mesh load, Simulation set-up with its renumbering,
-first step with compilation), the pipeline's speed as ``throughput.py`` measures it
-(``backend.advance`` of a fixed number of steps, median of repeats), and the speed of
+split into its stages as ``fvswe run --json`` reports them, first step with compilation),
+the pipeline's speed as ``throughput.py`` measures it (``backend.advance`` of a fixed
+number of steps, median of repeats), and the speed of
 ``Simulation.run`` over ``--steps`` steps through the public API (host clock, blow-up
 checks and the summary's mass included). The ratio of the two is the run's overhead.
 """
@@ -52,6 +53,7 @@ def measure(case, cells: int, scheme: str, backend: str, steps: int, repeats: in
         "scheme": scheme,
         "cells": mesh.n_cells,
         "seconds_to_first_step": {"mesh": t_mesh, "setup": t_setup, "first_step": t_first},
+        "setup_stages": sim.setup_stages,  # the set-up's own split (Simulation.setup_stages)
         "pipeline_cell_steps_per_s": mesh.n_cells / per_step,
         "run_cell_steps_per_s": mesh.n_cells / per_step_run,
         "run_over_pipeline_time": per_step_run / per_step,

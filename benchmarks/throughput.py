@@ -15,7 +15,12 @@ included) beside the paper's GTX 580 RCM time (docs/CASES.md Tables 1-2). Result
 go to JSON with the device, library versions and date. The variant ``default`` is the one a
 run gets (:func:`fvswe.backends.gpu.default_variant`, its shape
 :func:`fvswe.backends.gpu.block_shape`); ``--fast-math`` measures each float32 row a second
-time compiled with ``fast_math`` (docs/GPU.md, "Fast math").
+time compiled with ``fast_math`` (docs/GPU.md, "Fast math"), ``--compensated`` a second
+time with a compensated state (docs/SCHEMES.md §2.7, what a float32 Simulation runs by
+default; the rows without it are the plain float32 pipeline), in the same process:
+
+    python3 benchmarks/throughput.py --variants default --order hilbert --sizes 2m \
+        --dtypes float32 --compensated --no-whole-run --out $OUT/compensated.json
 """
 
 from __future__ import annotations
@@ -163,11 +168,11 @@ def whole_run(B, layout, case, runs: int) -> dict:
 
 
 def best_variants(rows: list[dict]) -> dict[tuple, str]:
-    """The fastest GPU variant for each (scheme, dtype, cells) measured (IEEE rows)."""
+    """The fastest GPU variant for each (scheme, dtype, cells) measured (IEEE, plain rows)."""
     best: dict[tuple, dict] = {}
     for row in rows:
         key = (row["scheme"], row["dtype"], row["cells"])
-        if row.get("fast_math"):
+        if row.get("fast_math") or row.get("compensated"):
             continue
         if key not in best or row["cell_steps_per_s"] > best[key]["cell_steps_per_s"]:
             best[key] = row
@@ -194,6 +199,8 @@ def main(argv=None) -> None:
         action="store_true",
         help="GPU float32 rows also with approximate division/sqrt (fast_math)",
     )
+    ap.add_argument("--compensated", action="store_true",
+                    help="float32 rows also with a compensated state (remainders)")  # fmt: skip
     ap.add_argument("--no-whole-run", action="store_true", help="skip the full t_end runs")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -221,21 +228,25 @@ def main(argv=None) -> None:
         for dtype in args.dtypes.split(","):
             layout = case_layout(case, mesh, np.dtype(dtype))
             for scheme in args.schemes.split(","):
-                fast_too = args.fast_math and args.backend == "gpu" and dtype == "float32"
-                fast = (False, True) if fast_too else (False,)
-                for variant, fast_math in ((v, f) for v in variants for f in fast):
+                single = dtype == "float32"
+                modes = [
+                    {},
+                    *([{"fast_math": True}] if args.fast_math and single else []),
+                    *([{"compensated": True}] if args.compensated and single else []),
+                ]
+                for variant, mode in ((v, m) for v in variants for m in modes):
                     extra = {} if variant in (None, "default") else {"variant": variant}
                     if args.block and args.backend == "gpu":
                         extra["block"] = args.block
                     if args.cells and variant == "block":
                         extra["cells"] = args.cells
-                    if fast_math:
-                        extra["fast_math"] = True
-                    B = Backend(layout, scheme, cfl=case.cfl, dt_mode="lagged", **extra)
+                    fast_math = mode.get("fast_math", False)
+                    B = Backend(layout, scheme, cfl=case.cfl, dt_mode="lagged", **extra, **mode)
                     variant = getattr(B, "variant", None)
                     row = {"case": args.case, "cells": mesh.n_cells, "order": args.order,
                            "scheme": scheme, "dtype": dtype, "variant": variant,
-                           "block": getattr(B, "block", None), "fast_math": fast_math}  # fmt: skip
+                           "block": getattr(B, "block", None), "fast_math": fast_math,
+                           "compensated": mode.get("compensated", False)}  # fmt: skip
                     row.update(measure(B, timer, mesh.n_cells, args.min_time, args.repeats,
                                        args.max_steps))  # fmt: skip
                     if variant == "block":  # its locality measure (layout.twice_evaluated)
@@ -253,6 +264,7 @@ def main(argv=None) -> None:
                     del B
                     rows.append(row)
                     label = (variant or "-") + ("+fm" if fast_math else "")
+                    label += "+c" if row["compensated"] else ""
                     print(f"{row['cells']:>9} {scheme:>8} {dtype:>7} {label:>7} "
                           f"{row['cell_steps_per_s'] / 1e9:>13.3f} {row['us_per_step']:>9.1f} "
                           f"{row.get('effective_GBs', math.nan):>7.0f} "

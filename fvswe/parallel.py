@@ -208,13 +208,24 @@ class DistributedBackend:
     # -- global views (collective: every rank must call them) --------------------------------
     def get_state(self) -> np.ndarray:
         """The global state in layout order, on every rank."""
+        return self._global(self.local.get_state())
+
+    def _global(self, local: np.ndarray) -> np.ndarray:
+        """The global array in layout order, on every rank, of the ranks' per-cell ``local``
+        arrays (their owned rows)."""
         lay = self.layout
-        owned = np.ascontiguousarray(self.local.get_state()[: self.part.n_owned])
+        owned = np.ascontiguousarray(local[: self.part.n_owned])
         flat = np.empty((lay.n_cells, lay.nvar), dtype=lay.dtype)
         self.comm.Allgatherv(owned, [flat, self._counts])
         W = np.empty_like(flat)
         W[self._gather] = flat
         return W
+
+    @property
+    def snapshot_arrays(self) -> dict[str, tuple[int, ...]]:
+        """As the ranks' backend's, global: a compensated state's remainders ``C``."""
+        local = getattr(self.local, "snapshot_arrays", {})
+        return {key: (self.layout.n_cells, self.layout.nvar) for key in local}
 
     def set_state(self, W: np.ndarray) -> None:
         self.local.set_state(W[self.part.cells])
@@ -232,6 +243,8 @@ class DistributedBackend:
         (and the rank's counted edges' volumes, which :meth:`restore` gives back to it)."""
         snap = {"W": self.get_state(), "t": self.t, "steps": self.steps, "dt": self.dt,
                 "counters": self.counters()}  # fmt: skip
+        if self.snapshot_arrays:  # a compensated state's remainders, per owned cell
+            snap["C"] = self._global(self.local.remainders())
         if self._cut_count:
             snap["cut_volume"] = self.local.edge_volumes().tolist()
         if self.layout.maxima is not None:
@@ -246,10 +259,12 @@ class DistributedBackend:
                 key: value if key in WHOLE_COUNTERS else type(value)(0)
                 for key, value in counters.items()
             }
-        local = {**snap, "W": snap["W"][self.part.cells], "counters": counters}
-        if "maxima" in snap:
-            local["maxima"] = np.asarray(snap["maxima"])[self.part.cells]
-        self.local.restore(local)
+        local = {
+            key: np.asarray(snap[key])[self.part.cells]
+            for key in ("W", "C", "maxima")
+            if key in snap
+        }
+        self.local.restore({**snap, **local, "counters": counters})
         if hasattr(self.local.halo, "restored"):  # the GPU's: its inflow record
             self.local.halo.restored()
 
@@ -303,8 +318,12 @@ class DistributedBackend:
         return None if key == self.layout.n_cells * nvar else (key // nvar, key % nvar)
 
     def layer_mass(self, area: np.ndarray) -> list[float]:
-        """Volume of each layer over the global state, summed as one process sums it."""
-        return self.layout.model.layer_volumes(self.get_state(), area)
+        """Volume of each layer over the global state (with a compensated state's remainders),
+        summed as one process sums it."""
+        W = self.get_state()
+        if self.snapshot_arrays:
+            W = W.astype(np.float64) + self._global(self.local.remainders())
+        return self.layout.model.layer_volumes(W, area)
 
     @property
     def first_clip(self) -> tuple[int, int, float] | None:

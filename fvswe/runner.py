@@ -185,7 +185,11 @@ def advance(
             bar.close()
     if last is None:
         last = sim.run(sim.t)
-    return dataclasses.replace(last, steps=steps, wall_s=wall, compile_s=compile_s, setup_s=setup_s)
+    stages = {}
+    if started is not None:  # timed from the caller's start: its stages, then the compilation
+        stages = {**getattr(sim, "setup_stages", {}), "compile": compile_s}
+    return dataclasses.replace(last, steps=steps, wall_s=wall, compile_s=compile_s,
+                               setup_s=setup_s, setup_stages=stages)  # fmt: skip
 
 
 def mass_balance(sim, summary) -> list[dict[str, float | bool]]:

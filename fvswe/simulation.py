@@ -18,6 +18,7 @@ import numpy as np
 from . import restart
 from . import settings as run_settings
 from .backends import backend_class
+from .backends.base import SetupClock
 from .backends.layout import FRICTION_KINDS, Layout
 from .boundary import OPEN, edge_conditions, inflows, level_tables
 from .errors import BlowUpError, ConfigError, check_finite
@@ -60,6 +61,9 @@ class RunSummary:
     #: Seconds from the start of the command to the first step (reading, ordering and laying
     #: out the mesh, the backend's set-up, ``compile_s``); None where nobody timed it.
     setup_s: float | None = None
+    #: The set-up's stages (seconds by name: reading the mesh, the Simulation's stages of
+    #: :attr:`Simulation.setup_stages`, ``compile``); empty where nobody timed them.
+    setup_stages: dict[str, float] = field(default_factory=dict)
 
     @property
     def cell_steps_per_s(self) -> float:
@@ -93,6 +97,7 @@ class RunSummary:
             "wall_s": self.wall_s,
             "compile_s": self.compile_s,
             "setup_s": self.setup_s,
+            "setup_stages": self.setup_stages,
             "cells": self.cells,
             "cell_steps_per_s": self.cell_steps_per_s,
             "scheme": self.scheme,
@@ -313,6 +318,7 @@ class Simulation:
         backend_options: Mapping[str, Any] | None = None,
         **settings: Any,
     ) -> None:
+        clock = SetupClock()
         s = run_settings.resolve(settings)
         layers, scheme, dtype, fast_math = s["layers"], s["scheme"], s["dtype"], s["fast_math"]
         if fast_math and dtype != "float32":
@@ -327,6 +333,7 @@ class Simulation:
         order = resolve_order(s["order"], cls.name)  # "auto": the study's best for this backend
         self.scheme, self.dtype, self.order = scheme, dtype, order
         W0, Hc = self._initial_state(mesh, H, initial)
+        clock.mark("initial_state")
         kind, bottom = _friction(friction, mesh.centroid)
         interfacial = _interfacial(interfacial_friction, layers, mesh.centroid)
         if eps_h is None:
@@ -343,6 +350,7 @@ class Simulation:
             W0, Hc = W0[perm], Hc[perm]
             bottom = None if bottom is None else bottom[perm]
             interfacial = None if interfacial is None else interfacial[perm]
+        clock.mark("reorder")
         edge_bc = edge_conditions(mesh, boundary)
         levels = level_tables(mesh, boundary, layers, Hc)
         self.friction = friction
@@ -360,9 +368,15 @@ class Simulation:
             slide=slide_table(slide, mesh.centroid, Hc),
             maxima=None if maxima is None else Maxima.of(maxima).arrival_threshold,
         )  # fmt: skip
+        clock.mark("layout")
         self.comm = comm if distributed else None
         self.backend = self._start_backend(cls, s, fast_math, backend_options)
+        clock.mark("backend")
         self.mass_initial = self.mass()
+        #: Seconds of this set-up's stages (the backend's own within ``backend``, as
+        #: ``backend_*``), for ``fvswe run --json``'s ``setup_stages``.
+        own = getattr(self.backend, "setup_stages", None) or {}
+        self.setup_stages = {**clock.stages, **{f"backend_{k}": v for k, v in own.items()}}
         self._closed = not np.any(edge_bc == OPEN)  # every volume change is counted
         self._identity: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._dt_first: float | None = None  # the mean Δt of the first check interval
@@ -381,6 +395,8 @@ class Simulation:
                        integrator=s["integrator"])  # fmt: skip
         if fast_math:
             options["fast_math"] = True
+        if s["compensated"] and self.dtype == "float32":  # float64 needs no remainders
+            options["compensated"] = True
         if not s["entropy_fix"]:  # the kernel without it (Roe, IR-Roe): a ConfigError for others
             options["entropy_fix"] = False
         if s["reconstruction"] != "constant":

@@ -113,6 +113,11 @@ def test_flags_override_the_case_file(capsys, meshes, tmp_path):
     report = json.loads(stdout)
     assert (report["scheme"], report["dtype"], report["t"]) == ("pvm-ifcp", "float32", 0.02)
     assert report["source"] == str(case)
+    # the set-up's stages (issue 31), in order, which make up the time to the first step
+    stages = report["setup_stages"]
+    assert list(stages) == ["inputs", "mesh", "initial_state", "reorder", "layout", "backend",
+                            "compile"]  # fmt: skip
+    assert min(stages.values()) >= 0 and sum(stages.values()) <= report["setup_s"]
 
 
 BAD = {

@@ -194,6 +194,26 @@ def test_compiles_to_ptx(scheme, layers, dtype, variant, k):
         assert f".entry {name}(" in ptx
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: cannot compile the CUDA sources")
+def test_the_compensated_update_is_never_contracted():
+    """A compensated float32 module (docs/SCHEMES.md §2.7; float32 modules allow FMA) forms
+    its float64 update and remainders with rounded operations only (@exact: __dadd_rn,
+    __dmul_rn): its PTX has no more fused float64 multiply-adds than the plain module's, and
+    more float64 adds (the update and the remainder). Gather's: every variant shares the
+    cell update (update_cell) and the combination (combine_step); the host-run test of
+    tests/test_grid_pass.py builds them all."""
+    scheme, layers, k, variant = "pvm-ifcp", 2, 3, "gather"
+    ptx = {}
+    for on in (False, True):
+        opts = gpu.compile_options(scheme, layers, np.float32, variant, k, compensated=on)
+        cmd = [NVCC, "--ptx", "-arch=sm_90", *opts]
+        ptx[on] = cached_build(variant, gpu.source(variant), cmd, ".cu").read_text()
+    assert ptx[True].count("fma.rn.f64") == ptx[False].count("fma.rn.f64")
+    assert ptx[True].count("add.rn.f64") > ptx[False].count("add.rn.f64")
+    assert "-DFVSWE_COMPENSATED=1" not in gpu.compile_options(scheme, layers, np.float64, variant,
+                                                              k, compensated=True)  # fmt: skip
+
+
 def _nvrtc():
     """CuPy's NVRTC binding when its library loads (no GPU needed), else None."""
     try:
@@ -896,6 +916,37 @@ def test_block_edges_by_hand():
     assert own_j.tolist() == [1, 0, 0, 1, 1, 1, 0, 0]
     assert twice_evaluated(ec, cells=2) == 2 / 6
     assert twice_evaluated(ec, cells=4) == 0.0
+
+
+def _block_edges_by_sorting(edge_cells, n_cells, cells, interior_first):
+    """block_edges as it was written with NumPy sorts (the reference of the compiled pass)."""
+    E = edge_cells.shape[0]
+    i, j = edge_cells[:, 0].astype(np.int64), edge_cells[:, 1].astype(np.int64)
+    bi, bj = i // cells, np.where(j >= 0, j // cells, -1)
+    cut = np.flatnonzero((j >= 0) & (bj != bi))
+    block, edge = np.concatenate((bi, bj[cut])), np.concatenate((np.arange(E), cut))
+    order = np.argsort(block * E + edge)
+    block, edge = block[order], edge[order]
+    own_i, own_j = order < E, (j[edge] >= 0) & (bj[edge] == block)
+    if interior_first:
+        late = np.argsort(2 * block + ~(own_i & own_j), kind="stable")
+        block, edge, own_i, own_j = block[late], edge[late], own_i[late], own_j[late]
+    return np.searchsorted(block, np.arange(-(-n_cells // cells) + 1)), edge, own_i, own_j
+
+
+@pytest.mark.parametrize("interior_first", [False, True])
+def test_block_edges_compiled_pass_lists_what_the_sorts_listed(interior_first):
+    """The compiled, linear block_edges (issue 31: the argsort dominated the block variant's
+    upload) gives the arrays of the NumPy sorts bit for bit, on a mesh in random order with
+    a last block only partly filled."""
+    from fvswe.backends.layout import block_edges
+
+    lay = get_case_simulation("test1", order="random").layout
+    for cells in (7, 32):
+        got = block_edges(lay.edge_cells, lay.n_cells, cells, interior_first)
+        want = _block_edges_by_sorting(lay.edge_cells, lay.n_cells, cells, interior_first)
+        for a, b in zip(got, want, strict=True):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
 
 
 @pytest.mark.parametrize("cells", [32, 128])

@@ -54,10 +54,12 @@ from mpi_driver import GPU_RESTARTS, GPU_RUNS, blowup_message, run_case  # noqa:
 #: parts' borders; the multi-stage integrators (fvswe.integrators), also with the limiter and
 #: a level boundary; point sources, a sink and rain over wet and dry cells (tests/test_sources.py);
 #: a moving bed, the slide leaving the basin (tests/test_slide.py), also restarted half-way;
-#: the linear reconstruction (docs/SCHEMES.md §18) on test1 with every two-layer scheme, the
+#: the linear reconstruction (docs/SCHEMES.md §19) on test1 with every two-layer scheme, the
 #: wet/dry tide, the surge to t = 1.5 s (its limiter acts once; to 4 s the three ranks' launch
 #: went past its 180 s here) and the rain basin (restarted), whose halo cells' face states come
 #: from their owners.
+#: a compensated float32 tide (docs/SCHEMES.md §2.7: the remainders gathered into the
+#: checkpoint and scattered again) with SSP-RK3, restarted half-way.
 RUNS = [
     *({"name": f"{case}-{scheme}", "case": case, "scheme": scheme, "t_end": 0.02}
       for case in ("test1", "test2") for scheme in registry.names(2)),
@@ -70,6 +72,8 @@ RUNS = [
     {"name": "pulled-apart", "case": "pulled-apart", "nx": 100, "t_end": 0.5},
     {"name": "tide-restarted", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0,
      "restart_at": 900.0},
+    {"name": "tide-float32-rk3-restarted", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0,
+     "dtype": "float32", "integrator": "ssp-rk3", "restart_at": 900.0},
     {"name": "test1-rk2", "case": "test1", "scheme": "roe", "t_end": 0.02,
      "integrator": "ssp-rk2"},
     {"name": "tide-rk3", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0,
@@ -339,6 +343,7 @@ def test_cli_outputs_of_two_ranks_equal_one_process(tmp_path, backend):
         "wall_s",
         "compile_s",
         "setup_s",
+        "setup_stages",
         "cell_steps_per_s",
         "threads",
         "ranks",

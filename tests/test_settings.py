@@ -106,6 +106,7 @@ def test_the_identity_holds_the_identity_settings(sim):
     assert json.loads(json.dumps(identity)) == identity  # JSON values, as checkpoints store
     assert restart.IDENTITY_ADDED == {
         "fast_math": False,
+        "compensated": True,
         "entropy_fix": True,
         "integrator": "euler",
         "reconstruction": "constant",
@@ -157,8 +158,8 @@ def test_the_tables_choices_are_the_backends():
 def test_a_setting_of_the_other_method_keeps_its_default():
     """The implicit method's rows are refused in an explicit run and the explicit method's in
     an implicit one, unless at their defaults (a run would otherwise silently ignore them)."""
-    values = {"eps_h": 1e-3, "fast_math": True, "entropy_fix": False, "integrator": "ssp-rk2",
-              "reconstruction": "linear", "threads": 2, "theta": 1.0,
+    values = {"eps_h": 1e-3, "fast_math": True, "compensated": False, "entropy_fix": False,
+              "integrator": "ssp-rk2", "reconstruction": "linear", "threads": 2, "theta": 1.0,
               "preconditioner": "jacobi", "cg_tol": 1e-6, "dry_depth": 1e-2,
               "max_wave_courant": 5.0, "dt_max": 60.0, "rrb_coarse": 16}  # fmt: skip
     only = {s.name: s.only for s in settings.SETTINGS if s.only}

@@ -17,6 +17,7 @@ volume of a side closed by walls.
 
 from __future__ import annotations
 
+import time
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -135,3 +136,17 @@ class Backend(Protocol):
     def cold_start_note(self) -> str | None:
         """A sentence for the user when the first step must compile kernels, else None."""
         ...
+
+
+class SetupClock:
+    """Seconds between marks: ``stages[name]`` the time since the previous mark (or since
+    ``start``, a ``time.perf_counter()`` reading, by default now), for the set-up's stages."""
+
+    def __init__(self, start: float | None = None) -> None:
+        self.stages: dict[str, float] = {}
+        self._last = time.perf_counter() if start is None else start
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.stages[name] = now - self._last
+        self._last = now

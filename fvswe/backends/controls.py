@@ -223,7 +223,8 @@ CONTROLS: tuple[Control, ...] = (
     Control("owned", "int", "cells [0, owned) are this part's (all cells on one device)",
             lambda s: s.layout.owned_cells),
     Control("halo_listed", "int", "halo cells in lim_cells after the candidates"),
-    Control("pad2", "int", "alignment"),
+    Control("rest", "int", "a compensated float32 state (docs/SCHEMES.md §2.7): its remainders "
+            "follow each state buffer after this many 4-vectors (0: none)"),
 )  # fmt: skip
 
 #: C type -> NumPy field type (pointers are 8-byte device addresses).

@@ -223,6 +223,9 @@ def physics() -> str:
         update.damped,
         update.stable_dt,
         update.combine,
+        update.compensated,  # a compensated float32 state's update and combination
+        update.remainder,
+        update.compensated_combine,
         physics.sources.segment_integral,  # point sources and rain
         physics.sources.fed,
         physics.slide.bed,  # a moving bed (bed_pass)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+from numba import njit
 
 from ..boundary import LevelTables
 from ..forcing import WindTable
@@ -243,20 +244,45 @@ def block_edges(
     boundary edges after them (each group in edge order), so that the warps reading other
     blocks' cells or the boundary tables are grouped. Either order writes each slot once.
     """
-    E = edge_cells.shape[0]
-    i, j = edge_cells[:, 0].astype(np.int64), edge_cells[:, 1].astype(np.int64)
-    bi, bj = i // cells, np.where(j >= 0, j // cells, -1)
-    cut = np.flatnonzero((j >= 0) & (bj != bi))
-    block = np.concatenate((bi, bj[cut]))
-    edge = np.concatenate((np.arange(E), cut))
-    order = np.argsort(block * E + edge)  # block-major, edges ascending: one key, no lexsort
-    block, edge = block[order], edge[order]
-    own_i = order < E  # the first E entries list each edge in i's block
-    own_j = (j[edge] >= 0) & (bj[edge] == block)
-    if interior_first:
-        late = np.argsort(2 * block + ~(own_i & own_j), kind="stable")
-        block, edge, own_i, own_j = block[late], edge[late], own_i[late], own_j[late]
-    start = np.searchsorted(block, np.arange(-(-n_cells // cells) + 1))
+    n_blocks = -(-n_cells // cells)
+    ij = np.ascontiguousarray(edge_cells, dtype=np.int64)
+    return _block_lists(ij, n_blocks, cells, interior_first)
+
+
+@njit(cache=True)
+def _block_lists(ij, n_blocks, cells, interior_first):
+    """:func:`block_edges` as a compiled pass, linear in the edges: the entries counted per
+    block (and, for ``interior_first``, per group), then placed sweeping the edges in
+    increasing order, so each block's (group's) entries come in edge order, as a sort by
+    (block, edge) would give them (an ``argsort`` of 3.4 M keys took 1.3 s at 2.08 M cells)."""
+    E = ij.shape[0]
+    count = np.zeros(2 * n_blocks, np.int64)  # per block: its interior edges, the others
+    for e in range(E):
+        bi, j = ij[e, 0] // cells, ij[e, 1]
+        inside = j >= 0 and j // cells == bi
+        count[2 * bi + (0 if inside and interior_first else 1)] += 1
+        if j >= 0 and not inside:
+            count[2 * (j // cells) + 1] += 1
+    at = np.zeros(2 * n_blocks + 1, np.int64)
+    for g in range(2 * n_blocks):
+        at[g + 1] = at[g] + count[g]
+    start = at[::2].copy()
+    n = at[-1]
+    edge = np.empty(n, np.int64)
+    own_i = np.empty(n, np.bool_)
+    own_j = np.empty(n, np.bool_)
+    for e in range(E):
+        bi, j = ij[e, 0] // cells, ij[e, 1]
+        inside = j >= 0 and j // cells == bi
+        g = 2 * bi + (0 if inside and interior_first else 1)
+        k = at[g]
+        at[g] += 1
+        edge[k], own_i[k], own_j[k] = e, True, inside
+        if j >= 0 and not inside:
+            g = 2 * (j // cells) + 1
+            k = at[g]
+            at[g] += 1
+            edge[k], own_i[k], own_j[k] = e, False, True
     return start, edge, own_i, own_j
 
 

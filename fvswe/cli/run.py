@@ -19,6 +19,7 @@ from pathlib import Path
 from .. import casefile, maxima, output, parallel, probes, runner, ugrid
 from .. import registry as schemes
 from .. import settings as run_settings
+from ..backends.base import SetupClock
 from ..cases import CASES
 from ..errors import ConfigError, FvsweError
 from ..restart import mismatch
@@ -322,11 +323,16 @@ def run(args) -> int:
     _check_netcdf_keys(args, spec)
     times = spec.times()
     comm = parallel.world()  # None unless launched by mpiexec as several processes
+    clock = SetupClock(started)
+    clock.mark("inputs")  # the case file and the checks of its values
+    # under MPI rank 0 reads the mesh; every rank builds the same global layout from it
+    mesh = spec.load_mesh() if comm is None else parallel.on_root(comm, spec.load_mesh)
+    clock.mark("mesh")
     if comm is None:
-        sim = spec.simulation(spec.load_mesh())
-    else:  # rank 0 reads the mesh; every rank builds the same global layout from it
-        mesh = parallel.on_root(comm, spec.load_mesh)
+        sim = spec.simulation(mesh)
+    else:
         sim = dataclasses.replace(spec, settings={**spec.settings, "comm": comm}).simulation(mesh)
+    sim.setup_stages = {**clock.stages, **sim.setup_stages}  # the summary's setup_stages
     sim.allow_mass_error = args.allow_mass_error
     if spec.png:
         from ..plot import check_fields, check_title

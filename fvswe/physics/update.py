@@ -1,6 +1,7 @@
 """The formulas of a cell's update (docs/SCHEMES.md §2, §8), written once for both backends.
 
-``W_i - dt/|V_i| sum(slots)`` (:func:`rate`, :func:`increment`), the thin-layer damping of
+``W_i - dt/|V_i| sum(slots)`` (:func:`rate`, :func:`increment`; a compensated float32 state's
+:func:`compensated` and :func:`remainder`, §2.7), the thin-layer damping of
 the discharge (:func:`damped`), a cell's stable step (:func:`stable_dt`) and the convex
 combination of the multi-stage integrators (:func:`combine`). Summing a cell's slots walks
 arrays and stays in the pipelines. ``@exact``: every operation rounded on its own, so all
@@ -22,6 +23,29 @@ def rate(dt, area):
 def increment(w, rate, total):
     """One component after the step: ``w - (dt / |V|) total``."""
     return w - rate * total
+
+
+@exact
+def compensated(w, c, rate, total):
+    """A compensated float32 component after the step (§2.7): ``w + (c - rate total)``,
+    ``c`` the remainder that earlier updates could not add to ``w``. Called with float64
+    arguments on both backends (``rate`` formed in float64, ``total`` the float32 sum of the
+    slots), so the new value is rounded in float64, far below float32's ulp."""
+    return w + (c - rate * total)
+
+
+@exact
+def remainder(x, w):
+    """What rounding ``x`` (float64) to the float32 ``w`` left out, ``x - w`` (exact in
+    float64), stored as the component's next ``c`` (rounded to float32 itself)."""
+    return x - w
+
+
+@exact
+def compensated_combine(a, u, cu, b, w, cw):
+    """:func:`combine` of compensated components, ``a (u + cu) + b (w + cw)``, in float64
+    with float64 weights (float32 weights such as ``1/3 + 2/3`` do not sum to 1)."""
+    return a * (u + cu) + b * (w + cw)
 
 
 @exact

@@ -87,20 +87,27 @@ def default_threads() -> int:
     return max(1, min(most, len(os.sched_getaffinity(0)), int(idle + 0.5)))
 
 
-def kernels_cached(dtype: str) -> bool | None:
-    """Whether the edge and volume passes for states of ``dtype`` are compiled already.
+def kernels_cached(dtype: str, compensated: bool = False) -> bool | None:
+    """Whether the edge and volume passes for states of ``dtype`` (with the remainders of a
+    ``compensated`` state: docs/SCHEMES.md §2.7) are compiled already.
 
     True when this process compiled them or Numba's on-disk cache (``cache=True``)
     holds them, so a run starts without compiling; None when Numba's cache
     cannot be inspected (its layout is not public API).
     """
+    from numba.core import types
+
     from . import pipeline
+
+    def fits(sig, w: int) -> bool:
+        remainders = w == 0 and isinstance(sig[2], types.Array)
+        return str(sig[w].dtype) == dtype and remainders == (compensated and w == 0)
 
     try:
         for dispatcher, w in ((pipeline.edge_pass, 1), (pipeline.volume_pass, 0)):
             index = dispatcher._cache._cache_file._load_index()
             signatures = [*dispatcher.signatures, *(key[0] for key in index)]
-            if not any(str(sig[w].dtype) == dtype for sig in signatures):
+            if not any(fits(sig, w) for sig in signatures):
                 return False
     except (AttributeError, IndexError, TypeError, OSError):
         return None

@@ -22,14 +22,25 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
+from numba.core import types
 from numba.core.dispatcher import Dispatcher
+from numba.extending import overload
 
 from ... import physics, registry
 from ...physics import friction, limiter, reconstruction
 from ...physics.common import jit_inline
 from ...physics.forcing import force_layer, rotation, wind_stress
 from ...physics.sources import fed, segment_integral
-from ...physics.update import combine, damped, increment, rate, stable_dt
+from ...physics.update import (
+    combine,
+    compensated,
+    compensated_combine,
+    damped,
+    increment,
+    rate,
+    remainder,
+    stable_dt,
+)
 from .dispatch import (
     edge_flux,
     faces,
@@ -534,11 +545,77 @@ def _force(Wn, i, ctrl, dt, ax, ay):
         Wn[i, v + 2] = qy
 
 
+def _increment(W, Wn, C, Cn, i, v, rdt, total):
+    """``Wn[i, v] = W[i, v] - rdt total``; compensated (``C``, ``Cn`` the old and new
+    remainders, docs/SCHEMES.md §2.7) in float64, the new remainder what the float32
+    component could not hold. ``C`` None (float64, or compensation off) compiles that out:
+    the implementation is chosen by the arguments' types (:func:`_increment_impl`)."""
+
+
+@overload(_increment, inline="always")
+def _increment_impl(W, Wn, C, Cn, i, v, rdt, total):
+    if isinstance(C, types.NoneType):
+
+        def plain(W, Wn, C, Cn, i, v, rdt, total):
+            Wn[i, v] = increment(W[i, v], rdt, total)
+
+        return plain
+
+    def kept(W, Wn, C, Cn, i, v, rdt, total):
+        f64 = np.float64  # Numba's float() keeps a float32 a float32
+        x = compensated(f64(W[i, v]), f64(C[i, v]), f64(rdt), f64(total))
+        Wn[i, v] = x
+        Cn[i, v] = remainder(x, f64(Wn[i, v]))
+
+    return kept
+
+
+def _drop(Cn, i, v):
+    """A compensated state's remainder ``Cn[i, v] = 0`` (a component set outright: a
+    clipped depth, a damped discharge); nothing without one (``Cn`` None)."""
+
+
+@overload(_drop, inline="always")
+def _drop_impl(Cn, i, v):
+    if isinstance(Cn, types.NoneType):
+        return lambda Cn, i, v: None
+
+    def drop(Cn, i, v):
+        Cn[i, v] = 0
+
+    return drop
+
+
+def _combine(U, S, D, CU, CS, CD, i, v, a, b):
+    """``D[i, v] = a U[i, v] + b S[i, v]`` (:func:`fvswe.physics.update.combine`); of a
+    compensated state (remainders ``CU``, ``CS``, ``CD``, else None) in float64
+    (:func:`~fvswe.physics.update.compensated_combine`), split into value and remainder."""
+
+
+@overload(_combine, inline="always")
+def _combine_impl(U, S, D, CU, CS, CD, i, v, a, b):
+    if isinstance(CU, types.NoneType):
+
+        def plain(U, S, D, CU, CS, CD, i, v, a, b):
+            D[i, v] = combine(a, U[i, v], b, S[i, v])
+
+        return plain
+
+    def kept(U, S, D, CU, CS, CD, i, v, a, b):
+        f64 = np.float64  # Numba's float() keeps a float32 a float32
+        x = compensated_combine(a, f64(U[i, v]), f64(CU[i, v]), b, f64(S[i, v]), f64(CS[i, v]))
+        D[i, v] = x
+        CD[i, v] = remainder(x, f64(D[i, v]))
+
+    return kept
+
+
 @jit_inline
-def _update_cell(W, Wn, i, mesh, ctrl, acc, stage, eps_u, ax, ay):
+def _update_cell(W, Wn, C, Cn, i, mesh, ctrl, acc, stage, eps_u, ax, ay):
     """Cell i's new state ``Wn[i]`` from its old one ``W[i]``: ``W_i - dt/|V_i| Σ_slots``
-    (slots summed in local order), the negative depths clipped to 0, the discharges of
-    layers thinner than ``eps_u`` damped (``eps_h`` but in the limiter's cells), the forcing
+    (slots summed in local order; compensated where ``C`` is given: :func:`_increment`),
+    the negative depths clipped to 0, the discharges of layers thinner than ``eps_u``
+    damped (``eps_h`` but in the limiter's cells; their remainders dropped), the forcing
     (the wind ``(ax, ay)``) and the friction. Returns (clipped layers, thin layers, m^3 the
     clip added)."""
     nvar, k = W.shape[1], mesh.cell_edges.shape[1]
@@ -548,7 +625,7 @@ def _update_cell(W, Wn, i, mesh, ctrl, acc, stage, eps_u, ax, ay):
         total = acc[s0, v]
         for m in range(1, k):
             total += acc[s0 + m, v]
-        Wn[i, v] = increment(W[i, v], rdt, total)
+        _increment(W, Wn, C, Cn, i, v, rdt, total)
     if ctrl.n_sources > 0:
         _feed(Wn, i, ctrl, dt)
     clipped = 0
@@ -559,12 +636,15 @@ def _update_cell(W, Wn, i, mesh, ctrl, acc, stage, eps_u, ax, ay):
             added -= float(Wn[i, v]) * mesh.area[i]
             Wn[i, v] = 0
             clipped += 1
+            _drop(Cn, i, v)
         elif Wn[i, v] < ctrl.eps_h and Wn[i, v] > 0:
             thin += 1
         if Wn[i, v] < eps_u:
             qx, qy = damped(Wn[i, v], Wn[i, v + 1], Wn[i, v + 2], eps_u)
             Wn[i, v + 1] = qx
             Wn[i, v + 2] = qy
+            _drop(Cn, i, v + 1)
+            _drop(Cn, i, v + 2)
     if ctrl.n_wind != 0 or ctrl.coriolis_f.shape[0] > 0:
         _force(Wn, i, ctrl, dt, ax, ay)
     if ctrl.friction != 0 or ctrl.interfacial_coef.shape[0] > 0:
@@ -590,7 +670,7 @@ def _candidate(W, i, mesh, acc, dt):
 
 
 @jit_inline
-def _close_cell(W, Wn, i, mesh, ctrl, acc, status, stage, ax, ay):
+def _close_cell(W, Wn, C, Cn, i, mesh, ctrl, acc, status, stage, ax, ay):
     """Cell i's stable step (inf without speeds) and, when the stage updates, its update:
     ``(dt_i, candidate, clipped layers, thin layers, clipped m^3)``; its status is written."""
     nvar, k = W.shape[1], mesh.cell_edges.shape[1]
@@ -605,19 +685,21 @@ def _close_cell(W, Wn, i, mesh, ctrl, acc, status, stage, ax, ay):
     flag = 0
     if nvar == 6 and _candidate(W, i, mesh, acc, stage.dt):
         flag = 1
-    n_clip, n_thin, added = _update_cell(W, Wn, i, mesh, ctrl, acc, stage, ctrl.eps_h, ax, ay)
+    n_clip, n_thin, added = _update_cell(W, Wn, C, Cn, i, mesh, ctrl, acc, stage, ctrl.eps_h, ax,
+                                         ay)  # fmt: skip
     status[i] = flag | (2 if n_clip else 0)
     return dt_i, flag, n_clip, n_thin, added
 
 
 @_parallel
-def volume_pass(W, Wn, mesh, ctrl, out, stage):
+def volume_pass(W, Wn, C, Cn, mesh, ctrl, out, stage):
     """Per owned cell (``W``, ``Wn``: the owned rows) its stable step ``2 cfl |V_i| / Σ |Γ| ‖D‖``
     into the chunk minima and, if ``stage.update``, ``Wn_i = W_i - dt/|V_i| Σ_slots`` with the
     clip of negative depths (counted, with the volume it adds; docs/SCHEMES.md §8), the
     damping of thin layers' discharges, the forcing at the stage's time (§15) and the
     friction (§14). The counts per chunk are (clipped layers, thin layers, candidates of the
-    limiter: two layers, :func:`_candidate`)."""
+    limiter: two layers, :func:`_candidate`). ``C``, ``Cn``: a compensated state's old and
+    new remainders (docs/SCHEMES.md §2.7), else None."""
     L = W.shape[0]
     acc = out.acc
     status = out.status
@@ -634,7 +716,7 @@ def volume_pass(W, Wn, mesh, ctrl, out, stage):
         added = 0.0
         for i in range(c * L // nchunks, (c + 1) * L // nchunks):
             dt_i, flag, n_clip, n_thin, a = _close_cell(
-                W, Wn, i, mesh, ctrl, acc, status, stage, ax, ay
+                W, Wn, C, Cn, i, mesh, ctrl, acc, status, stage, ax, ay
             )
             dt_min = min(dt_min, dt_i)
             candidates += flag
@@ -730,7 +812,7 @@ def _limit_slots(W, i, mesh, acc, theta, level_flux, eps_h):
 
 
 @_kernel
-def limited_update(cells, W, Wn, mesh, ctrl, out, theta, stage):
+def limited_update(cells, W, Wn, C, Cn, mesh, ctrl, out, theta, stage):
     """The update of ``cells`` (those with a layer's ``theta < 1`` and their neighbours) again
     from the old state ``W``, with the limited slots of :func:`_limit_slots`
     (docs/SCHEMES.md §13.4) and the discharges of layers thinner than ``stage.eps_u``
@@ -743,9 +825,10 @@ def limited_update(cells, W, Wn, mesh, ctrl, out, theta, stage):
     added = 0.0
     for i in cells:
         # volume_pass's result again (the same bits), for the counts it contributed
-        c0, t0, a0 = _update_cell(W, Wn, i, mesh, ctrl, out.acc, stage, ctrl.eps_h, ax, ay)
+        c0, t0, a0 = _update_cell(W, Wn, C, Cn, i, mesh, ctrl, out.acc, stage, ctrl.eps_h, ax, ay)
         _limit_slots(W, i, mesh, out.acc, theta, out.level_flux, ctrl.eps_h)
-        c1, t1, a1 = _update_cell(W, Wn, i, mesh, ctrl, out.acc, stage, stage.eps_u, ax, ay)
+        c1, t1, a1 = _update_cell(W, Wn, C, Cn, i, mesh, ctrl, out.acc, stage, stage.eps_u, ax,
+                                  ay)  # fmt: skip
         clipped += c1 - c0
         thin += t1 - t0
         added += a1 - a0
@@ -754,12 +837,15 @@ def limited_update(cells, W, Wn, mesh, ctrl, out, theta, stage):
 
 
 @_parallel
-def combined(U, S, D, a, b):
+def combined(U, S, D, CU, CS, CD, a, b):
     """``D = a U + b S`` cell by cell (:func:`fvswe.physics.update.combine`; ``D`` may be ``U``
-    or ``S``): a stage of a multi-stage integrator, ``a`` and ``b`` in the state's type."""
+    or ``S``): a stage of a multi-stage integrator, ``a`` and ``b`` in the state's type. A
+    compensated state (``CU``, ``CS``, ``CD`` the remainders, else None; docs/SCHEMES.md
+    §2.7) is combined in float64 (:func:`~fvswe.physics.update.compensated_combine`, float64
+    ``a`` and ``b``) and split into its float32 value and remainder."""
     for i in prange(U.shape[0]):
         for v in range(U.shape[1]):
-            D[i, v] = combine(a, U[i, v], b, S[i, v])
+            _combine(U, S, D, CU, CS, CD, i, v, a, b)
 
 
 #: The physics modules' sources (fvswe/physics/*.py), which the cached passes inline.

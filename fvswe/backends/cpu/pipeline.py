@@ -89,6 +89,8 @@ class CpuBackend:
     ``reconstruction``: one of :data:`fvswe.registry.RECONSTRUCTIONS` (``linear``: a
     multi-stage integrator, the stable step times
     :data:`~fvswe.physics.reconstruction.LINEAR_CFL`; docs/SCHEMES.md §19).
+    ``compensated``: a float32 state keeps each component's rounding remainder in a second
+    float32 array (docs/SCHEMES.md §2.7; ignored in float64, which needs none).
     """
 
     name = "cpu"
@@ -106,6 +108,7 @@ class CpuBackend:
         integrator: str = "euler",
         entropy_fix: bool = True,
         reconstruction: str = "constant",
+        compensated: bool = False,
     ) -> None:
         check_dt_mode(dt_mode, dt_fixed)
         self.integrator = integrators.get(integrator)
@@ -127,6 +130,11 @@ class CpuBackend:
         self._faces = _faces(layout, linear)
         stages = len(self.integrator.stages)
         self._buffers = {name: layout.W0.copy() for name in integrators.BUFFERS[: 2 + (stages > 1)]}
+        #: Per buffer, a compensated state's remainders (docs/SCHEMES.md §2.7): float32
+        #: only; None in float64 or when off, which compiles them out of the passes.
+        self.compensated = bool(compensated) and np.dtype(layout.dtype) == np.float32
+        self._rest = {name: np.zeros_like(W) if self.compensated else None
+                      for name, W in self._buffers.items()}  # fmt: skip
         dtype = str(np.dtype(layout.dtype))
         #: The positivity limiter's theta per cell and layer (two layers; 1 but where a step
         #: limits) and its margin (docs/SCHEMES.md §13.4).
@@ -199,12 +207,26 @@ class CpuBackend:
         """Says so when the passes for this dtype are not compiled yet, nor in Numba's cache."""
         from . import kernels_cached  # looked up at call time: tests replace it
 
-        if kernels_cached(str(np.dtype(self.layout.dtype))) is False:
+        if kernels_cached(str(np.dtype(self.layout.dtype)), self.compensated) is False:
             return "compiling the CPU kernels (once: later runs load them from Numba's cache) ..."
         return None
 
-    def set_state(self, W: np.ndarray) -> None:
+    @property
+    def snapshot_arrays(self) -> dict[str, tuple[int, ...]]:
+        """The arrays a snapshot holds beyond ``W``: a compensated state's remainders ``C``
+        (docs/SCHEMES.md §2.7), which a bit-for-bit restart needs."""
+        return {"C": self.W.shape} if self.compensated else {}
+
+    def remainders(self) -> np.ndarray | None:
+        """A compensated state's remainders (a copy; layout order), else None."""
+        rest = self._rest[U]
+        return None if rest is None else rest.copy()
+
+    def set_state(self, W: np.ndarray, C: np.ndarray | None = None) -> None:
+        """The state ``W``, and a compensated state's remainders ``C`` (default 0)."""
         self.W[...] = W
+        if self._rest[U] is not None:
+            self._rest[U][...] = 0 if C is None else C
         self._slots_of = None
         self.dt = math.nan
 
@@ -219,8 +241,11 @@ class CpuBackend:
         return self.W.copy()
 
     def layer_mass(self, area: np.ndarray) -> list[float]:
-        """Volume of each layer, ``Σ area_i h_k,i`` in float64 (``area`` in cell order)."""
-        return self.model.layer_volumes(self.W, area)
+        """Volume of each layer, ``Σ area_i h_k,i`` in float64 (``area`` in cell order); of a
+        compensated state ``h + c``, the depth it carries (docs/SCHEMES.md §2.7)."""
+        rest = self._rest[U]
+        W = self.W if rest is None else self.W.astype(np.float64) + rest
+        return self.model.layer_volumes(W, area)
 
     def counters(self) -> dict[str, int | float]:
         """Event counts; with level, discharge or characteristic boundaries also
@@ -239,6 +264,8 @@ class CpuBackend:
         array, as sections count from the start of each run)."""
         snap = {"W": self.get_state(), "t": self.t, "steps": self.steps, "dt": self.dt,
                 "counters": self.counters()}  # fmt: skip
+        if self.compensated:
+            snap["C"] = self.remainders()
         if self._cut.size:
             snap["cut_volume"] = self._cut_volume.tolist()
         if self._maps is not None:
@@ -247,7 +274,7 @@ class CpuBackend:
 
     def restore(self, snap: dict) -> None:
         """The inverse of :meth:`snapshot`."""
-        self.set_state(snap["W"])
+        self.set_state(snap["W"], snap.get("C"))
         self.t, self.steps, self.dt = float(snap["t"]), int(snap["steps"]), float(snap["dt"])
         self._counts.update(snap["counters"])
         self._set_bed(self.t)
@@ -402,10 +429,19 @@ class CpuBackend:
         """The volume pass of ``op`` over the owned cells; the local minimum of the cells'
         stable steps."""
         n = self._owned
-        src = self._buffers[op.src]
-        dst = self._buffers[op.dst] if op.dst else src
-        volume_pass(src[:n], dst[:n], self._mesh, self._ctrl, self._out, stage)
+        (W, C), (Wn, Cn) = self._states(op.src, op.dst or op.src, n)
+        volume_pass(W, Wn, C, Cn, self._mesh, self._ctrl, self._out, stage)
         return float(self._out.chunk_dt.min())
+
+    def _states(self, src: str, dst: str, n: int) -> tuple[tuple, tuple]:
+        """The first ``n`` rows of buffers ``src`` and ``dst`` as (state, remainders) pairs,
+        the remainders None unless compensated."""
+
+        def rows(name: str) -> tuple:
+            rest = self._rest[name]
+            return self._buffers[name][:n], None if rest is None else rest[:n]
+
+        return rows(src), rows(dst)
 
     def _speeds(self, op: Op, step: _Step) -> None:
         step.dt = self._volume(op, self._stage(op, step, update=False))
@@ -487,8 +523,8 @@ class CpuBackend:
         edges = lay.cell_edges[limited]
         around = np.unique(lay.edge_cells[edges[edges >= 0]])
         around = around[(around >= 0) & (around < n)]
-        src, dst = self._buffers[op.src], self._buffers[op.dst]
-        more = limited_update(around, src, dst, self._mesh, self._ctrl, self._out, theta,
+        (W, C), (Wn, Cn) = self._states(op.src, op.dst, lay.n_cells)
+        more = limited_update(around, W, Wn, C, Cn, self._mesh, self._ctrl, self._out, theta,
                               self._stage(op, step))  # fmt: skip
         step.clipped += more[0]
         step.thin += more[1]
@@ -517,9 +553,11 @@ class CpuBackend:
 
     def _combine(self, op: Op, step: _Step) -> None:
         a = self.integrator.stages[op.stage].a
-        real = np.dtype(self.layout.dtype).type
-        n, b = self._owned, self._buffers
-        combined(b[U][:n], b[op.src][:n], b[op.dst][:n], real(a), real(1.0 - a))
+        real = np.float64 if self.compensated else np.dtype(self.layout.dtype).type
+        n = self._owned
+        (u, cu), (s, cs) = self._states(U, op.src, n)
+        (d, cd), _ = self._states(op.dst, op.dst, n)
+        combined(u, s, d, cu, cs, cd, real(a), real(1.0 - a))
 
     def _exchange(self, op: Op, step: _Step) -> None:
         if self.halo is None:
@@ -556,7 +594,8 @@ class CpuBackend:
         self.t = step.t_end if step.last else self.t + dt
         self.steps += 1
         if op.dst != U:
-            self._buffers[U], self._buffers[op.dst] = self._buffers[op.dst], self._buffers[U]
+            for b in (self._buffers, self._rest):
+                b[U], b[op.dst] = b[op.dst], b[U]
 
     def _check_courant(self, dt: float) -> None:
         """Record the step if the fixed ``dt`` exceeds the stable step of the speeds it used:

@@ -60,7 +60,7 @@ block_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__
     const int cells = n_cells - first < FVSWE_CELLS ? n_cells - first : FVSWE_CELLS;
     if (!step_active(ctrl)) {
         if (op & OP_UPDATE)
-            for (int l = threadIdx.x; l < cells; l += FVSWE_BLOCK) pass_cell(Win, Wout, first + l);
+            for (int l = threadIdx.x; l < cells; l += FVSWE_BLOCK) pass_cell(Win, Wout, first + l, ctrl);
         return;
     }
     const Params prm{g, r, eps_h};
@@ -81,7 +81,7 @@ block_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__
             for (int m = 0; m <= NVAR; ++m) acc[m] = s == 0 ? v[m] : add_rn(acc[m], v[m]);
             limit_sums(sums, w, v, v[SLOT_LEN], s == 0);
         }
-        dti = min_dt(dti, close_cell(Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl,
+        dti = min_dt(dti, close_cell(Win, Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl,
                                      eps_h, op));
     }
     finish_step(ctrl, partial, dti, op);

@@ -37,7 +37,7 @@ volume_pass(const int n_cells, const real4* __restrict__ Win, real4* __restrict_
 {
     const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
     if (!step_active(ctrl)) {
-        if ((op & OP_UPDATE) && c < n_cells) pass_cell(Win, Wout, c);
+        if ((op & OP_UPDATE) && c < n_cells) pass_cell(Win, Wout, c, ctrl);
         return;
     }
     real dti = REAL_INF;
@@ -47,7 +47,7 @@ volume_pass(const int n_cells, const real4* __restrict__ Win, real4* __restrict_
         load_cell(Win, c, w, H);
 #pragma unroll
         for (int l = 0; l < FVSWE_K; ++l) add_slot(S, c * FVSWE_K + l, acc, l == 0, w, sums);
-        dti = close_cell(Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl, eps_h, op);
+        dti = close_cell(Win, Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl, eps_h, op);
     }
     finish_step(ctrl, partial, dti, op);
 }

@@ -12,7 +12,7 @@ gather_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict_
 {
     const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
     if (!step_active(ctrl)) {
-        if ((op & OP_UPDATE) && c < n_cells) pass_cell(Win, Wout, c);
+        if ((op & OP_UPDATE) && c < n_cells) pass_cell(Win, Wout, c, ctrl);
         return;
     }
     real dti = REAL_INF;
@@ -28,7 +28,7 @@ gather_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict_
             for (int m = 0; m <= NVAR; ++m) acc[m] = l == 0 ? v[m] : add_rn(acc[m], v[m]);
             limit_sums(sums, w, v, len, l == 0);
         }
-        dti = close_cell(Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl, eps_h, op);
+        dti = close_cell(Win, Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl, eps_h, op);
     }
     finish_step(ctrl, partial, dti, op);
 }

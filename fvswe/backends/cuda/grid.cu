@@ -129,7 +129,7 @@ __device__ __forceinline__ void grid_tile(const int n_cells, const int nx, const
     const int ix = ix0 + tx, iy = iy0 + ty, c = iy * nx + ix;
     const bool mine = ix < nx && iy < ny;
     if (!step_active(ctrl)) {
-        if ((op & OP_UPDATE) && mine) pass_cell(Win, Wout, c);
+        if ((op & OP_UPDATE) && mine) pass_cell(Win, Wout, c, ctrl);
         return;
     }
     for (int e = threadIdx.x; e < N_TE; e += FVSWE_BLOCK)
@@ -161,7 +161,7 @@ __device__ __forceinline__ void grid_tile(const int n_cells, const int nx, const
 #else
         const real A = __ldg(area + (size_t)c * area_stride);
 #endif
-        dti = close_cell(Wout, c, w, H, A, acc, sums, ctrl, prm.eps_h, op);
+        dti = close_cell(Win, Wout, c, w, H, A, acc, sums, ctrl, prm.eps_h, op);
     }
     finish_step(ctrl, partial, dti, op);
 }

@@ -9,6 +9,9 @@
 //   FVSWE_BLOCK   threads per block
 //   FVSWE_MIN_BLOCKS  blocks per SM the step kernels must fit (caps their registers;
 //                 gpu.RESIDENT_THREADS)
+//   FVSWE_COMPENSATED  1: a float32 state with its rounding remainders (docs/SCHEMES.md §2.7),
+//                 which follow each state buffer after ctrl->rest 4-vectors; 0 (always in
+//                 float64): none, compiled out
 //
 // Packed state (docs/ARCHITECTURE.md): two layers use two 4-vectors per cell,
 // (h1, q1x, q1y, H) and (h2, q2x, q2y, area); one layer uses (h, qx, qy, H) with
@@ -30,6 +33,12 @@
 #endif
 #ifndef FVSWE_MIN_BLOCKS
 #define FVSWE_MIN_BLOCKS 1
+#endif
+#ifndef FVSWE_COMPENSATED
+#define FVSWE_COMPENSATED 0
+#endif
+#if FVSWE_COMPENSATED && FVSWE_DOUBLE
+#error "FVSWE_COMPENSATED: float32 modules only"
 #endif
 
 // Generated from Python (fvswe/backends/cuda_header.py): the constants and struct Ctrl
@@ -332,6 +341,33 @@ __device__ __forceinline__ void store_cell(real4* W, int c, const real* w, real 
     st4(W + (size_t)c * NVEC + 1, real4{w[3], w[4], w[5], A});
 #else
     st4(W + (size_t)c, real4{w[0], w[1], w[2], H});
+#endif
+}
+
+// A compensated state's remainders (docs/SCHEMES.md §2.7): packed as the state's 4-vectors
+// (the 4th entries unused), ctrl->rest vectors after the start of the state buffer W. Per
+// owned cell: read and written by its own update only, never exchanged.
+__device__ __forceinline__ void load_rest(const real4* W, const Ctrl* ctrl, int c, real* r)
+{
+#if FVSWE_COMPENSATED
+    const real4* R = W + ctrl->rest + (size_t)c * NVEC;
+    const real4 a = R[0];
+    r[0] = a.x; r[1] = a.y; r[2] = a.z;
+#if FVSWE_LAYERS == 2
+    const real4 b = R[1];
+    r[3] = b.x; r[4] = b.y; r[5] = b.z;
+#endif
+#endif
+}
+
+__device__ __forceinline__ void store_rest(real4* W, const Ctrl* ctrl, int c, const real* r)
+{
+#if FVSWE_COMPENSATED
+    real4* R = W + ctrl->rest + (size_t)c * NVEC;
+    R[0] = real4{r[0], r[1], r[2], real(0)};
+#if FVSWE_LAYERS == 2
+    R[1] = real4{r[3], r[4], r[5], real(0)};
+#endif
 #endif
 }
 
@@ -709,16 +745,33 @@ __device__ __forceinline__ void feed(real* w, int c, const Ctrl* ctrl, double dt
 // with the desingularised u = q inverse_depth(h, eps_u) (docs/SCHEMES.md §8, §13.4; 0 on a
 // dry layer); then wind and Coriolis (apply_forcing), then friction (apply_friction);
 // stored into Wout. The same operations in the same order as the CPU backend's volume_pass.
-// Returns the layers clipped and those left thin (0 < h < eps_h), for count_cell.
-__device__ __forceinline__ void update_cell(real4* Wout, int c, real* w, real H, real A,
-                                            const real* acc, const Ctrl* ctrl, real eps_h, real eps_u,
-                                            int op, double dt, int& clipped, int& thin)
+// A compensated state (FVSWE_COMPENSATED) adds in float64, with dt/|V_c| in float64 as the
+// CPU, the remainders its update in Win left (update::compensated) and stores the new ones
+// beside Wout; a clipped depth and a
+// damped discharge drop theirs. Returns the layers clipped and those left thin
+// (0 < h < eps_h), for count_cell.
+__device__ __forceinline__ void update_cell(const real4* Win, real4* Wout, int c, real* w, real H,
+                                            real A, const real* acc, const Ctrl* ctrl, real eps_h,
+                                            real eps_u, int op, double dt, int& clipped, int& thin)
 {
     const real rdt = update::rate<real>(real(dt), A);
     clipped = 0;
     thin = 0;
+#if FVSWE_COMPENSATED
+    real rest[NVAR];
+    load_rest(Win, ctrl, c, rest);
+    const double rdt64 = update::rate<double>(dt, double(A));  // as the CPU: dt/|V| in float64
+#pragma unroll
+    for (int m = 0; m < NVAR; ++m) {
+        const double x = update::compensated<double>(double(w[m]), double(rest[m]), rdt64,
+                                                     double(acc[m]));
+        w[m] = real(x);
+        rest[m] = real(update::remainder<double>(x, double(w[m])));
+    }
+#else
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) w[m] = update::increment<real>(w[m], rdt, acc[m]);
+#endif
 #if FVSWE_SOURCES
     if (ctrl->n_sources) feed(w, c, ctrl, dt);
 #endif
@@ -728,6 +781,9 @@ __device__ __forceinline__ void update_cell(real4* Wout, int c, real* w, real H,
         if (layer[0] < real(0)) {
             layer[0] = real(0);
             ++clipped;
+#if FVSWE_COMPENSATED
+            rest[3 * l] = real(0);
+#endif
         } else if (layer[0] < eps_h && layer[0] > real(0)) {
             ++thin;
         }
@@ -735,12 +791,19 @@ __device__ __forceinline__ void update_cell(real4* Wout, int c, real* w, real H,
             const auto q = update::damped<real>(layer[0], layer[1], layer[2], eps_u);
             layer[1] = q.f0;
             layer[2] = q.f1;
+#if FVSWE_COMPENSATED
+            rest[3 * l + 1] = real(0);
+            rest[3 * l + 2] = real(0);
+#endif
         }
     }
     if (ctrl->n_wind > 0 || ctrl->coriolis_f)
         apply_forcing(w, c, ctrl, pass_time(ctrl, op), dt, eps_h);
     if (ctrl->friction || ctrl->interfacial_coef) apply_friction(w, ctrl, c, dt);
     store_cell(Wout, c, w, H, A);
+#if FVSWE_COMPENSATED
+    store_rest(Wout, ctrl, c, rest);
+#endif
 }
 
 // Count cell c's clipped and thin layers (signed: a recomputed cell takes back the count of
@@ -758,8 +821,9 @@ __device__ __forceinline__ void count_cell(Ctrl* ctrl, int c, int clipped, int t
 // when op & OP_DT, else inf) and, when op & OP_UPDATE, update_cell over the current step.
 // A cell that the limiter may have to change (limit_mark: a candidate) is left uncounted:
 // limit_update recomputes and counts it.
-__device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, real A, const real* acc,
-                                          const LimitSums& sums, Ctrl* ctrl, real eps_h, int op)
+__device__ __forceinline__ real close_cell(const real4* Win, real4* Wout, int c, real* w, real H, real A,
+                                          const real* acc, const LimitSums& sums, Ctrl* ctrl,
+                                          real eps_h, int op)
 {
     real dti = REAL_INF;
     if ((op & OP_DT) && acc[NVAR] > real(0)) dti = update::stable_dt<real>(real(2 * ctrl->cfl), A, acc[NVAR]);
@@ -771,7 +835,7 @@ __device__ __forceinline__ real close_cell(real4* Wout, int c, real* w, real H, 
             atomicMin(&ctrl->cfl_cell, c - NO_CELL);
         const bool candidate = limit_mark(ctrl, c, w, A, sums, dt);
         int clipped, thin;
-        update_cell(Wout, c, w, H, A, acc, ctrl, eps_h, eps_h, op, dt, clipped, thin);
+        update_cell(Win, Wout, c, w, H, A, acc, ctrl, eps_h, eps_h, op, dt, clipped, thin);
         if (!candidate) count_cell(ctrl, c, clipped, thin);
     }
     return dti;
@@ -908,7 +972,7 @@ __device__ __forceinline__ void limit_cell_update(const real4* __restrict__ Win,
     }
     const real eps_u = around ? real(EPS_U_RATIO * double(prm.eps_h)) : prm.eps_h;
     int clipped, thin;
-    update_cell(Wout, c, w, H, cell_area(Win, area, c), acc, ctrl, prm.eps_h, eps_u, OP_AFTER,
+    update_cell(Win, Wout, c, w, H, cell_area(Win, area, c), acc, ctrl, prm.eps_h, eps_u, OP_AFTER,
                 ctrl->dt_used, clipped, thin);
     count_cell(ctrl, c, clipped, thin - thin_before);
 }
@@ -917,9 +981,15 @@ __device__ __forceinline__ void limit_cell_update(const real4* __restrict__ Win,
 // An idle step (past t_end or max_steps) of a double-buffered variant still hands cell c
 // to the other buffer, so that the buffer holding the state depends only on how many
 // steps a graph contains.
-__device__ __forceinline__ void pass_cell(const real4* __restrict__ Win, real4* Wout, int c)
+__device__ __forceinline__ void pass_cell(const real4* __restrict__ Win, real4* Wout, int c,
+                                          const Ctrl* ctrl)
 {
 #pragma unroll
     for (int v = 0; v < NVEC; ++v) st4(Wout + (size_t)c * NVEC + v, ld4(Win + (size_t)c * NVEC + v));
+#if FVSWE_COMPENSATED
+    real rest[NVAR];
+    load_rest(Win, ctrl, c, rest);
+    store_rest(Wout, ctrl, c, rest);
+#endif
 }
 

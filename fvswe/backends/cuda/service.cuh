@@ -157,15 +157,39 @@ __device__ void close_step(Ctrl* ctrl, int op)
 
 // A multi-stage integrator's combination (fvswe.integrators, op "combine"): D = a U + b S cell
 // by cell (update::combine on the state's components; the depth and area stay U's), in a step
-// that runs; D may be U or S (each thread reads, then writes, its own cell: plain loads). With
-// OP_ADVANCE it closes the step (close_step).
+// that runs; D may be U or S (each thread reads, then writes, its own cell: plain loads). A
+// compensated state (FVSWE_COMPENSATED: float64 weights) combines value and remainder in
+// float64 (update::compensated_combine) and splits the result into both again, as the CPU.
+// With OP_ADVANCE it closes the step (close_step).
+#if FVSWE_COMPENSATED
+typedef double weight_t;
+#else
+typedef real weight_t;
+#endif
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
-combine_step(const int n_cells, const real4* U, const real4* S, real4* D, const real a, const real b,
-             Ctrl* ctrl, const int op)
+combine_step(const int n_cells, const real4* U, const real4* S, real4* D, const weight_t a,
+             const weight_t b, Ctrl* ctrl, const int op)
 {
     if (!step_active(ctrl)) return;
     const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
     if (c < n_cells) {
+#if FVSWE_COMPENSATED
+        real u[NVAR], cu[NVAR], s[NVAR], cs[NVAR], H, A;
+        load_cell(U, c, u, H);
+        load_cell(S, c, s, A);
+        load_rest(U, ctrl, c, cu);
+        load_rest(S, ctrl, c, cs);
+        A = U[(size_t)c * NVEC + NVEC - 1].w;  // two layers: the area; one: H again
+#pragma unroll
+        for (int m = 0; m < NVAR; ++m) {
+            const double x = update::compensated_combine<double>(a, double(u[m]), double(cu[m]), b,
+                                                                 double(s[m]), double(cs[m]));
+            u[m] = real(x);
+            cu[m] = real(update::remainder<double>(x, double(u[m])));
+        }
+        store_cell(D, c, u, H, A);
+        store_rest(D, ctrl, c, cu);
+#else
 #pragma unroll
         for (int v = 0; v < NVEC; ++v) {
             const size_t k = (size_t)c * NVEC + v;
@@ -173,6 +197,7 @@ combine_step(const int n_cells, const real4* U, const real4* S, real4* D, const 
             st4(D + k, real4{update::combine<real>(a, x.x, b, y.x), update::combine<real>(a, x.y, b, y.y),
                              update::combine<real>(a, x.z, b, y.z), x.w});
         }
+#endif
     }
     if (op & OP_ADVANCE) close_step(ctrl, op);
 }

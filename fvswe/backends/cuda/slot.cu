@@ -19,7 +19,7 @@ slot_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__ 
     const int c = blockIdx.x * CELLS_PER_BLOCK + local;
     const bool mine = local < CELLS_PER_BLOCK && c < n_cells;
     if (!step_active(ctrl)) {
-        if ((op & OP_UPDATE) && mine && l == 0) pass_cell(Win, Wout, c);
+        if ((op & OP_UPDATE) && mine && l == 0) pass_cell(Win, Wout, c, ctrl);
         return;
     }
     real w[NVAR], H;
@@ -41,7 +41,7 @@ slot_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__ 
             for (int m = 0; m <= NVAR; ++m) acc[m] = k == 0 ? v[m] : add_rn(acc[m], v[m]);
             limit_sums(sums, w, v, v[NVAR + 1], k == 0);
         }
-        dti = close_cell(Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl, eps_h, op);
+        dti = close_cell(Win, Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl, eps_h, op);
     }
     finish_step(ctrl, partial, dti, op);
 }

@@ -17,7 +17,7 @@ from ... import integrators, registry
 from ...boundary import INFLOW_KEYS
 from ...integrators import U
 from ...sources import counter_keys
-from ..base import check_dt_mode
+from ..base import SetupClock, check_dt_mode
 from ..controls import CTRL_DTYPE, Setup, host_block, values
 from ..cuda_header import NO_CELL, OP_COUNT
 from ..layout import Layout
@@ -57,7 +57,9 @@ class GpuBackend:
     one CUDA graph replays; ``fast_math`` compiles a float32 run's modules with approximate
     division and square root (a ConfigError for float64); ``integrator`` one of
     :data:`fvswe.integrators.INTEGRATORS`; ``entropy_fix`` false compiles the scheme's kernel
-    without the entropy fix (Roe, IR-Roe); ``runtime`` CuPy (default) or a stand-in of its
+    without the entropy fix (Roe, IR-Roe); ``compensated`` keeps a float32 state's rounding
+    remainders beside each state buffer (docs/SCHEMES.md §2.7; ignored in float64);
+    ``runtime`` CuPy (default) or a stand-in of its
     API. ``threads`` (the CPU backend's) is accepted for a uniform constructor and unused: the
     device runs the steps.
     """
@@ -84,6 +86,7 @@ class GpuBackend:
         threads: int | None = None,
         integrator: str = "euler",
         entropy_fix: bool = True,
+        compensated: bool = False,
         runtime=None,
     ) -> None:
         self._cp = self.runtime = runtime_of(runtime)
@@ -91,6 +94,7 @@ class GpuBackend:
         self.layout, self.model = layout, layout.model
         self.integrator = integrators.get(integrator)
         self.dtype = np.dtype(layout.dtype)
+        self.compensated = bool(compensated) and self.dtype == np.float32
         self.scheme, self.dt_mode, self.cfl, self.dt_fixed = scheme, dt_mode, float(cfl), dt_fixed
         shape = launch_shape(layout, scheme, variant, block, cells, interior_first)
         self.variant, self.block, self.cells, self.interior_first, grid = shape
@@ -103,9 +107,11 @@ class GpuBackend:
                                slide=layout.slide is not None,
                                maxima=layout.maxima is not None,
                                kinds=registry.kinds_mask(layout.edge_bc),
-                               entropy_fix=entropy_fix)  # fmt: skip
+                               entropy_fix=entropy_fix, compensated=self.compensated)  # fmt: skip
+        clock = SetupClock()
         self._module = module(opts, self.variant, self._cp)
         self._k = {n: self._module.get_function(n) for n in self._kernel_names()}
+        clock.mark("module")  # NVRTC, or CuPy's cache of compiled modules
         self.stream = self._cp.cuda.Stream(non_blocking=True)
         real = self.dtype.type
         self._params = (real(self.model.g), real(self.model.r), real(self.model.eps_h))
@@ -115,6 +121,7 @@ class GpuBackend:
             self._allocate()
         self._setup_ctrl()
         self._compile_plans()
+        clock.mark("upload")  # the device layout, buffers and control block
         self._graphs: dict[int, object] = {}
         self._area64 = None  # float64 cell areas on the device, for layer_mass
         #: A distributed run's halo (fvswe.backends.gpu.halo.GpuHalo): the plans' exchange,
@@ -131,6 +138,8 @@ class GpuBackend:
             with self.stream:
                 self._maps = self._cp.asarray(rows)
             self._maxima_pass(self._W, start=True)
+        #: Seconds of the set-up's stages (Simulation.setup_stages reports them).
+        self.setup_stages = clock.stages
 
     # -- construction ------------------------------------------------------------------------
     def _kernel_names(self) -> tuple[str, ...]:
@@ -143,12 +152,17 @@ class GpuBackend:
         return names + (("limit_theta", "limit_update") if self.model.layers == 2 else ())
 
     def _allocate(self) -> None:
-        """The state buffers (two; a multi-stage integrator's stages need a third), the
-        per-block partial minima, the control block and the blow-up finder's result."""
+        """The state buffers (two; a multi-stage integrator's stages need a third), each
+        followed by its remainders when compensated (``_rests``; the kernels find them
+        ``ctrl->rest`` 4-vectors on), the per-block partial minima, the control block and the
+        blow-up finder's result."""
         cp, lay = self._cp, self.layout
-        shape = (lay.n_cells, 2 if self.model.layers == 2 else 1, 4)
+        n, nvec = lay.n_cells, 2 if self.model.layers == 2 else 1
         count = 3 if len(self.integrator.stages) > 1 else 2
-        self._bufs = [cp.empty(shape, dtype=self.dtype) for _ in range(count)]
+        whole = [cp.zeros(((1 + self.compensated) * n, nvec, 4), dtype=self.dtype)
+                 for _ in range(count)]  # fmt: skip
+        self._bufs = [w[:n] for w in whole]
+        self._rests = [w[n:] for w in whole] if self.compensated else None
         self._partial = cp.empty(self._dev.cell_grid, dtype=self.dtype)
         self._ctrl = cp.zeros(CTRL_DTYPE.itemsize, dtype=np.uint8)
         self._first = cp.empty(1, dtype=np.int32)
@@ -171,6 +185,8 @@ class GpuBackend:
         self._has_levels = self.layout.levels is not None and self.layout.levels.count > 0
         self._has_sources = self.layout.sources is not None
         self._source_keys = counter_keys(self.layout.sources, self.model.layers)
+        if self.compensated:
+            ctrl["rest"] = self._bufs[0].shape[0] * self._bufs[0].shape[1]
         self._write_ctrl(ctrl)
         self._host = ctrl[0]
         self._need_dt = self.dt_mode == "lagged"
@@ -282,11 +298,29 @@ class GpuBackend:
         return None
 
     # -- state ---------------------------------------------------------------------------------
-    def set_state(self, W: np.ndarray) -> None:
-        """Upload ``W (L, nvar)``; a lagged dt is then recomputed from the new state."""
+    @property
+    def snapshot_arrays(self) -> dict[str, tuple[int, ...]]:
+        """The arrays a snapshot holds beyond ``W``: a compensated state's remainders ``C``."""
+        return {"C": (self.layout.n_cells, self.model.nvar)} if self.compensated else {}
+
+    def remainders(self) -> np.ndarray | None:
+        """A host copy ``(L, nvar)`` of a compensated state's remainders, else None."""
+        if not self.compensated:
+            return None
+        return unpack_state(self._rests[0].get(stream=self.stream), self.model.layers)
+
+    def set_state(self, W: np.ndarray, C: np.ndarray | None = None) -> None:
+        """Upload ``W (L, nvar)`` (and a compensated state's remainders ``C``, default 0); a
+        lagged dt is then recomputed from the new state."""
         lay = self.layout
         P = pack_state(np.asarray(W, dtype=self.dtype), lay.H, lay.area, self.model.layers)
         self._W.set(P, stream=self.stream)
+        if self.compensated:
+            R = np.zeros_like(P)
+            if C is not None:
+                R[...] = pack_state(np.asarray(C, dtype=self.dtype), 0 * lay.H, 0 * lay.area,
+                                    self.model.layers)  # fmt: skip
+            self._rests[0].set(R, stream=self.stream)
         self.set_control(dt=self.dt_fixed if self.dt_mode == "fixed" else math.nan, stalled=0)
         self._need_dt = self.dt_mode == "lagged"
         self._bed_now()
@@ -307,10 +341,13 @@ class GpuBackend:
         if self._area64 is None or self._area64.size != area.size:
             self._area64 = cp.asarray(area, dtype=np.float64)
         with self.stream:
-            return [
-                float(cp.dot(self._W[:, vec, 0].astype(np.float64), self._area64))
-                for vec in range(self._W.shape[1])
-            ]
+            out = []
+            for vec in range(self._W.shape[1]):
+                h = self._W[:, vec, 0].astype(np.float64)
+                if self.compensated:  # the depth the state carries, h + c (§2.7)
+                    h += self._rests[0][:, vec, 0]
+                out.append(float(cp.dot(h, self._area64)))
+            return out
 
     def counters(self) -> dict[str, int | float]:
         """Event counts; with level, discharge or characteristic boundaries also the inflow
@@ -362,6 +399,8 @@ class GpuBackend:
                 "counters": self.counters()}  # fmt: skip
         if self._maps is not None:
             snap["maxima"] = self.maxima()
+        if self.compensated:
+            snap["C"] = self.remainders()
         return snap
 
     def maxima(self) -> np.ndarray:
@@ -381,7 +420,7 @@ class GpuBackend:
 
     def restore(self, snap: dict) -> None:
         """The inverse of :meth:`snapshot`."""
-        self.set_state(snap["W"])
+        self.set_state(snap["W"], snap.get("C"))
         fields = {"t": snap["t"], "steps": snap["steps"]}
         if self.dt_mode == "lagged" and math.isfinite(snap["dt"]):
             fields["dt"] = snap["dt"]
@@ -446,7 +485,7 @@ class GpuBackend:
             return
         if launch.kernel == "combine_step":
             a = self.integrator.stages[launch.stage].a
-            real = self.dtype.type
+            real = np.float64 if self.compensated else self.dtype.type  # the weights' type
             grid = (int(d.L) + self.block - 1) // self.block
             k((grid,), (self.block,),
               (d.L, bufs[U], win, wout, real(a), real(1.0 - a), self._ctrl, op))  # fmt: skip
@@ -515,7 +554,8 @@ class GpuBackend:
     def bytes_per_step(self) -> int:
         """Compulsory device-memory traffic of one lagged Euler step (:func:`.step_bytes`)."""
         state = self._W.nbytes + (self._dev.area.nbytes if self.model.layers == 1 else 0)
-        return step_bytes(self._dev, self.variant, state)
+        rest = 2 * self._W.nbytes if self.compensated else 0  # remainders read and written
+        return step_bytes(self._dev, self.variant, state) + rest
 
     # -- tests -----------------------------------------------------------------------------------
     def debug_flux(self, Wi, Wj, Hi, Hj, normal):

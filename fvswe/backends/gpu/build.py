@@ -85,6 +85,7 @@ def compile_options(
     maxima: bool = False,
     kinds: int = registry.ALL_KINDS,
     entropy_fix: bool = True,
+    compensated: bool = False,
 ) -> tuple[str, ...]:
     """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy.
     ``cells``: the cells a thread block owns in the ``block`` variant (default ``block``),
@@ -100,7 +101,9 @@ def compile_options(
     registers (a walls-only run paid 2.6 % of PVM-IFCP's float32 step for the discharge's
     midpoint time and the outflow's bed);
     ``entropy_fix`` false: the scheme's kernel without the entropy fix (its own
-    ``FVSWE_SCHEME``, so the default kernel has no test of it)."""
+    ``FVSWE_SCHEME``, so the default kernel has no test of it); ``compensated``: a float32
+    state with its rounding remainders (``FVSWE_COMPENSATED``, docs/SCHEMES.md §2.7;
+    float64 modules never have them)."""
     sid = registry.kernel_id(scheme, layers, entropy_fix)
     if variant not in (*VARIANTS, GRID_VARIANT):
         choices = ", ".join((*VARIANTS, GRID_VARIANT))
@@ -132,6 +135,7 @@ def compile_options(
         )
         + ((f"-DFVSWE_CELLS={cells or block}",) if variant == "block" else ())
         + (FAST_MATH if fast_math else ())
+        + (("-DFVSWE_COMPENSATED=1",) if compensated and not double else ())
     )
 
 
