@@ -373,10 +373,7 @@ class Simulation:
         self.backend = self._start_backend(cls, s, fast_math, backend_options)
         clock.mark("backend")
         self.mass_initial = self.mass()
-        #: Seconds of this set-up's stages (the backend's own within ``backend``, as
-        #: ``backend_*``), for ``fvswe run --json``'s ``setup_stages``.
-        own = getattr(self.backend, "setup_stages", None) or {}
-        self.setup_stages = {**clock.stages, **{f"backend_{k}": v for k, v in own.items()}}
+        self.setup_stages = _setup_stages(clock, self.backend)
         self._closed = not np.any(edge_bc == OPEN)  # every volume change is counted
         self._identity: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._dt_first: float | None = None  # the mean Δt of the first check interval
@@ -699,3 +696,10 @@ class Simulation:
                                      f"is <= {tol:g}), {err:.3g} m^3, by step {self.steps}, "
                                      f"t = {self.t:.6g} s"))  # fmt: skip
         return out
+
+
+def _setup_stages(clock: SetupClock, backend) -> dict[str, float]:
+    """Seconds of a set-up's stages (the backend's own within ``backend``, as ``backend_*``),
+    for ``fvswe run --json``'s ``setup_stages``."""
+    own = getattr(backend, "setup_stages", None) or {}
+    return {**clock.stages, **{f"backend_{k}": v for k, v in own.items()}}

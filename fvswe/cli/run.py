@@ -294,12 +294,9 @@ class _Series(ExitStack):
             writer.write()
 
 
-def run(args) -> int:
-    started = time.perf_counter()  # the summary's time to the first step counts from here
-    spec = _spec(args)
-    out = Path(args.output) if args.output else None
-    if out is not None and out.exists() and not out.is_dir():
-        raise ConfigError(f"--output: {out} exists and is not a directory")
+def _checked(args, spec, out: Path | None):
+    """The run's flags checked against each other and the case file, before anything is
+    read or written; the spec without its folder's outputs where there is no ``--output``."""
     needs_dir = (("--png", args.png), ("--checkpoint-every", args.checkpoint_every),
                  ("--format", args.format), ("--gauge", args.gauge or None),
                  ("--gauges", args.gauges), ("--section", args.section or None),
@@ -321,6 +318,17 @@ def run(args) -> int:
     _check_threads(args, spec)
     _check_output_count(args, spec)
     _check_netcdf_keys(args, spec)
+    return spec
+
+
+def run(args) -> int:
+    started = time.perf_counter()  # the summary's time to the first step counts from here
+    spec = _spec(args)
+    out = Path(args.output) if args.output else None
+    if out is not None and out.exists() and not out.is_dir():
+        raise ConfigError(f"--output: {out} exists and is not a directory")
+    spec = _checked(args, spec, out)
+    fmt = spec.output_format or "xdmf"
     times = spec.times()
     comm = parallel.world()  # None unless launched by mpiexec as several processes
     clock = SetupClock(started)

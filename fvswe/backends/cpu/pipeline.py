@@ -158,6 +158,10 @@ class CpuBackend:
         #: and ``any`` of the limiter's candidates over all ranks. None on one device.
         self.halo = None
         self._slots_of: tuple | None = None  # (buffer, counted, table time): the slots' pass
+        self._start_records(layout, linear)
+
+    def _start_records(self, layout: Layout, linear: bool) -> None:
+        """The run's counters, boundary tables, counted edges, moving bed and maps at t = 0."""
         self._counts: dict[str, int | float] = dict.fromkeys(EVENTS, 0)
         self._counts["clipped_volume"] = 0.0  # m^3 the clipping of negative depths added
         if linear:  # cells the linear reconstruction left at first order, per residual
@@ -166,7 +170,7 @@ class CpuBackend:
         self._levels = lv if lv is not None and lv.count else None
         # the tables at the stage's time (row 0) and at a midpoint kind's (row 1)
         self._level_now = np.zeros((2, lv.count if self._levels is not None else 1))
-        self._q = integrators.table_fractions(self.integrator, dt_mode)
+        self._q = integrators.table_fractions(self.integrator, self.dt_mode)
         if not registry.kinds_mask(layout.edge_bc) & registry.MIDPOINT_MASK:
             self._q = (0.0,) * len(self._q)  # no midpoint kind: every table at the stage's time
         if self._levels is not None:
