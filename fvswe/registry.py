@@ -250,7 +250,7 @@ RECONSTRUCTIONS: tuple[Reconstruction, ...] = (
                    "piecewise constant: the cell states themselves (first order)"),
     Reconstruction("linear", 2, "common.constant_faces",
                    "limited least-squares linear: surface, interface, bed and velocities "
-                   "(second order; a multi-stage integrator; docs/SCHEMES.md §18)"),
+                   "(second order; a multi-stage integrator; docs/SCHEMES.md §19)"),
 )  # fmt: skip
 RECONSTRUCTION_NAMES = tuple(r.name for r in RECONSTRUCTIONS)
 

@@ -31,7 +31,7 @@ EVENTS = {
     "degenerate_edges": ("edge", "had near-coincident internal eigenvalues"),
     "thin_layer_edges": ("edge", "fell back to the thin-layer flux"),
     "limited": ("cell", "limited a layer's outflow to its content (docs/SCHEMES.md §13.4)"),
-    "first_order_cells": ("cell", "fell back to first order (linear reconstruction, §18.3)"),
+    "first_order_cells": ("cell", "fell back to first order (linear reconstruction, §19.3)"),
 }
 #: A counter becomes a sentence once it reaches this fraction of its updates.
 EVENTS_WORTH_SAYING = 1e-3

@@ -166,7 +166,7 @@ SETTINGS: tuple[Setting, ...] = (
             older="euler", only="explicit"),
     Setting("reconstruction", str, "constant", "constant (first order in space) or linear "
             "(second order: limited least-squares gradients; a multi-stage integrator, the CPU; "
-            "docs/SCHEMES.md §18)", choices=schemes.RECONSTRUCTION_NAMES,
+            "docs/SCHEMES.md §19)", choices=schemes.RECONSTRUCTION_NAMES,
             identity=True, older="constant", example='"linear"', active=False,
             only="explicit"),
     Setting("threads", int, None, "CPU threads (default: the cores left idle, at least 1)",

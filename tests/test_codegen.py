@@ -145,7 +145,7 @@ def test_every_construct_equals_numba_bitwise(tmp_path):
 
 @njit
 def reconstructed(h1, q1x, q1y, h2, q2x, q2y, H, nh1, nh2, nH, ox, oy, ex, ey):
-    """The linear reconstruction's formulas chained (docs/SCHEMES.md §18): a cell and one
+    """The linear reconstruction's formulas chained (docs/SCHEMES.md §19): a cell and one
     neighbour's variables, gradient sums, bounds, Venkatakrishnan's factors, a face state
     and its cell-interior term; returns the term, the face's bed and the troubled flag."""
     W = (h1, q1x, q1y, h2, q2x, q2y)

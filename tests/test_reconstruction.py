@@ -1,4 +1,4 @@
-"""The linear reconstruction (docs/SCHEMES.md §18, issue 27): second order in space on
+"""The linear reconstruction (docs/SCHEMES.md §19, issue 27): second order in space on
 irregular triangles that keeps lakes at rest, each layer's mass and non-negative depths
 where layers vanish, falls back to first order where it must, and is one setting."""
 
