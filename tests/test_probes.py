@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from matplotlib.tri import Triangulation
-from test_cuda_sources import CXX
+from test_cuda_sources import CXX, NVCC, cached_build
 from test_maxima import _host_gpu
 
 from fvswe.backends.cpu.pipeline import CpuBackend
@@ -243,6 +243,23 @@ def test_gpu_sections_on_the_host_are_the_cpus(make, variant, t_end):
     assert pa.volume[-1].tobytes() == pc.volume[-1].tobytes()
     if make is _pulled_apart:
         assert cpu.backend.counters()["limited"] > 0
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: cannot compile the CUDA sources")
+@pytest.mark.parametrize(("layers", "variant"), [(2, "slot"), (1, "grid")])
+def test_the_count_edges_kernel_compiles_for_the_device(layers, variant):
+    """A module that counts edges (FVSWE_COUNTS) compiles to sm_90 PTX with count_edges; one
+    without has none (a default run's module is unchanged)."""
+    from fvswe.backends import gpu
+
+    ptx = {}
+    for counts in (True, False):
+        k = 4 if variant == "grid" else 3
+        opts = gpu.compile_options("roe" if layers == 2 else "hll-wd", layers, np.float64,
+                                   variant, k, counts=counts)  # fmt: skip
+        cmd = [NVCC, "--ptx", "-arch=sm_90", *opts]
+        ptx[counts] = cached_build(variant, gpu.source(variant), cmd, ".cu").read_text()
+    assert ".entry count_edges(" in ptx[True] and "count_edges" not in ptx[False]
 
 
 @pytest.mark.gpu

@@ -1,6 +1,5 @@
 // Kernels every module carries besides its step: the positivity limiter (two layers), the
-// blow-up finder, the inflow counters of a distributed run, the volumes through counted
-// edges (fvswe.probes' sections) and a debug kernel that evaluates
+// blow-up finder, the inflow counters of a distributed run and a debug kernel that evaluates
 // the scheme's flux on plain arrays (the parity tests compare it with the NumPy reference).
 #pragma once
 
@@ -46,7 +45,12 @@ level_inflow(Ctrl* ctrl, const double* lf, const int n, long long* seen)
 // donor's theta (limit_cell_update's rule; lim_theta still holds it: launched before
 // limit_update), Phi then taken again in double from the slot as the CPU does; vol[e] adds
 // weight dt Phi in double. An update counted already (updates == *seen: an idle step) adds
-// nothing. One block of FVSWE_BLOCK threads.
+// nothing. One block of FVSWE_BLOCK threads. Only in a run's module that counts edges
+// (FVSWE_COUNTS: GpuBackend.count_edges compiles it then).
+#ifndef FVSWE_COUNTS
+#error "FVSWE_COUNTS (0 or 1) comes from fvswe.backends.gpu.compile_options"
+#endif
+#if FVSWE_COUNTS
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
 count_edges(const real4* __restrict__ Win, const int n, const int* __restrict__ cell,
             const int* __restrict__ code, const real2* __restrict__ normal,
@@ -82,6 +86,7 @@ count_edges(const real4* __restrict__ Win, const int n, const int* __restrict__ 
     __syncthreads();
     if (threadIdx.x == 0) *seen = updates;
 }
+#endif
 
 // The integral over [a, b] of the piecewise-linear table of samples lo..hi, end values held
 // outside, piece by piece (sources::segment_integral; mirrors the CPU's table_integral).

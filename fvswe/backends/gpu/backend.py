@@ -97,15 +97,16 @@ class GpuBackend:
         self.graphs, self.fast_math = graphs, fast_math
         self.batch = 2 ** max(1, int(math.log2(max(batch, 2))))  # a power of two: even steps
         self.sync_every = max(SYNC_EVERY, self.batch)
-        opts = compile_options(scheme, self.model.layers, self.dtype, self.variant, layout.k,
-                               self.block, self.cells, fast_math,
-                               sources=layout.sources is not None,
-                               slide=layout.slide is not None,
-                               maxima=layout.maxima is not None,
-                               kinds=registry.kinds_mask(layout.edge_bc),
-                               entropy_fix=entropy_fix)  # fmt: skip
-        self._module = module(opts, self.variant, self._cp)
-        self._k = {n: self._module.get_function(n) for n in self._kernel_names()}
+        #: The module's options but whether it counts edges (count_edges sets it).
+        self._options = dict(scheme=scheme, layers=self.model.layers, dtype=self.dtype,
+                             variant=self.variant, k=layout.k, block=self.block,
+                             cells=self.cells, fast_math=fast_math,
+                             sources=layout.sources is not None,
+                             slide=layout.slide is not None, maxima=layout.maxima is not None,
+                             kinds=registry.kinds_mask(layout.edge_bc),
+                             entropy_fix=entropy_fix)  # fmt: skip
+        self._cut = np.zeros(0, dtype=np.int64)
+        self._load_module()
         self.stream = self._cp.cuda.Stream(non_blocking=True)
         real = self.dtype.type
         self._params = (real(self.model.g), real(self.model.r), real(self.model.eps_h))
@@ -114,9 +115,8 @@ class GpuBackend:
                                (self.cells, self.interior_first), grid)  # fmt: skip
             self._allocate()
         self._setup_ctrl()
-        #: The edges whose volumes are counted (:meth:`count_edges`) and the count_edges
-        #: kernel's arguments, their volumes among them (None: none counted).
-        self._cut = np.zeros(0, dtype=np.int64)
+        #: The edges whose volumes are counted (:meth:`count_edges`, ``_cut``) and the
+        #: count_edges kernel's arguments, their volumes among them (None: none counted).
         self._cut_dev: tuple | None = None
         self._compile_plans()
         self._graphs: dict[int, object] = {}
@@ -137,14 +137,20 @@ class GpuBackend:
             self._maxima_pass(self._W, start=True)
 
     # -- construction ------------------------------------------------------------------------
-    def _kernel_names(self) -> tuple[str, ...]:
+    def _load_module(self, counts: bool = False) -> None:
+        """This run's module (``counts``: with the ``count_edges`` kernel) and its kernels."""
+        self._module = module(compile_options(**self._options, counts=counts), self.variant,
+                              self._cp)  # fmt: skip
+        self._k = {n: self._module.get_function(n) for n in self._kernel_names(counts)}
+
+    def _kernel_names(self, counts: bool = False) -> tuple[str, ...]:
         names = ("find_invalid", "debug_flux", "level_inflow", "combine_step", "source_means")
         names += (
             ("edge_pass", "volume_pass") if self.variant == "edge" else (f"{self.variant}_step",)
         )
         names += ("bed_pass",) if self.layout.slide is not None else ()
         names += ("maxima_pass",) if self.layout.maxima is not None else ()
-        names += ("count_edges",)
+        names += ("count_edges",) if counts else ()
         return names + (("limit_theta", "limit_update") if self.model.layers == 2 else ())
 
     def _allocate(self) -> None:
@@ -418,6 +424,8 @@ class GpuBackend:
         starting from ``volumes`` or 0. Returns where these edges start in
         :meth:`edge_volumes`."""
         lay, cp = self.layout, self._cp
+        if self._cut_dev is None:
+            self._load_module(counts=True)
         edges = np.asarray(edges, dtype=np.int64)
         owned = edges < lay.owned_edges
         start = self._cut.size
