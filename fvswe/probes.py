@@ -220,8 +220,8 @@ class Probes:
             if len(set(names)) != len(names):
                 raise ConfigError(f"{kind}s: two named {_duplicate(names)!r}")
         self.cells = np.array([self._cell(mesh, g) for g in self.gauges], dtype=np.int64)
-        #: The backend counts the volume through each cut edge (the CPU's, on ranks too);
-        #: else a section's volume is that of a side closed by walls.
+        #: The backend counts the volume through each cut edge (the CPU's and the GPU's, on
+        #: ranks too); else a section's volume is that of a side closed by walls.
         self.counted = bool(self.sections) and getattr(sim.backend, "counts_edges", False)
         self._parts, self._signs, self.cut_edges, self._right = [], [], [], []
         for s in self.sections:
