@@ -281,7 +281,7 @@ class DistributedBackend:
 
     @property
     def counts_edges(self) -> bool:
-        """Whether the ranks' backend counts edge volumes (the CPU's; not the GPU's)."""
+        """Whether the ranks' backend counts edge volumes (the CPU's and the GPU's)."""
         return getattr(self.local, "counts_edges", False)
 
     def count_edges(self, edges: np.ndarray, volumes: np.ndarray | None = None) -> int:

@@ -11,11 +11,12 @@ point to its last) and the part to the left; the section is the set of mesh
 edges between them. The finite-volume update is conservative in every layer's
 mass (docs/SCHEMES.md §2.1-2.2: the mass rows of ``F-_ij + F+_ij`` are
 ``(q_j - q_i)·n``, so edge ``ij`` moves ``dt |Γ_ij| (q_i·n + F-_ij,h)`` from
-``i`` to ``j``; docs/theory.md). The CPU backend (on MPI ranks too) counts that
-volume for every cut edge at every stage, as the update used it, exactly as it
-counts the boundary inflow (:meth:`fvswe.backends.cpu.CpuBackend.count_edges`);
-the section's volume, positive to the right, is their signed sum, wherever the
-section lies. Backends that count no edges (the GPU's, the implicit method's)
+``i`` to ``j``; docs/theory.md). The CPU and GPU backends (on MPI ranks too) count
+that volume for every cut edge at every stage, as the update used it, exactly as
+they count the boundary inflow (:meth:`fvswe.backends.cpu.CpuBackend.count_edges`;
+the GPU's ``count_edges`` kernel, bitwise the CPU's in float64); the section's
+volume, positive to the right, is their signed sum, wherever the section lies.
+A backend that counts no edges (the implicit method's)
 take the route that needs no edge fluxes: a layer's volume in a region changes
 only by the mass fluxes through the region's boundary edges, and a wall edge
 carries none, so when one part is bounded by walls and the section alone, the
@@ -219,8 +220,8 @@ class Probes:
             if len(set(names)) != len(names):
                 raise ConfigError(f"{kind}s: two named {_duplicate(names)!r}")
         self.cells = np.array([self._cell(mesh, g) for g in self.gauges], dtype=np.int64)
-        #: The backend counts the volume through each cut edge (the CPU's, on ranks too);
-        #: else a section's volume is that of a side closed by walls.
+        #: The backend counts the volume through each cut edge (the CPU's and the GPU's, on
+        #: ranks too); else a section's volume is that of a side closed by walls.
         self.counted = bool(self.sections) and getattr(sim.backend, "counts_edges", False)
         self._parts, self._signs, self.cut_edges, self._right = [], [], [], []
         for s in self.sections:
@@ -256,8 +257,8 @@ class Probes:
                 return np.flatnonzero(part), sign
         raise ConfigError(
             f"section {section.name!r}: both sides reach an open or level boundary, and the "
-            f"{sim.backend.name} backend counts no edge fluxes; run it on the CPU, or close "
-            "one side with walls"
+            f"{sim.backend.name} backend counts no edge fluxes; run it with the explicit method, "
+            "or close one side with walls"
         )
 
     @staticmethod

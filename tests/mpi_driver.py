@@ -2,12 +2,14 @@
 
 ``mpiexec -n P python tests/mpi_driver.py RUNS.json OUT.npz``: RUNS.json is a list of
 ``{"name", "case", "t_end", "scheme", "order", "dtype", "nx", "backend", "variant",
-"dt_mode", "restart_at"}`` (from "scheme" on optional; backend "cpu" by default; with
-"restart_at", the run is continued from a checkpoint written at that time; the cases ``slope-surge``
+"dt_mode", "restart_at", "section"}`` (from "scheme" on optional; backend "cpu" by default;
+with "restart_at", the run is continued from a checkpoint written at that time; with
+"section" (a list of points), a section's volume is counted; the cases ``slope-surge``
 and ``pulled-apart`` are tests/test_vanishing.py's, on ``nx`` x 2 triangles); OUT.npz
 gets, per run, ``NAME.state`` (the global state in the original cell order), ``NAME.mass``,
 ``NAME.steps``, ``NAME.counters`` (sorted by name), ``NAME.inflow`` (the counter
-``level_inflow``) and ``NAME.limited`` (the positivity limiter's counter), as
+``level_inflow``), ``NAME.limited`` (the positivity limiter's counter) and ``NAME.sections``
+(the section's volume per layer at the end; empty without one), as
 :func:`run_case` returns them.
 
 ``mpiexec -n P python tests/mpi_driver.py --blowup``: rank 0 prints the smallest border
@@ -32,6 +34,7 @@ import numpy as np
 from fvswe import registry
 from fvswe.cases import get_case
 from fvswe.errors import BlowUpError
+from fvswe.probes import Probes, Section
 
 
 def chezy_field(x, y):
@@ -49,7 +52,9 @@ def interfacial_field(x, y):
     return 0.05 + 0.02 * np.cos(x * y)
 
 
-TIDE = {"case": "cgrid-tide", "nx": 12, "t_end": 1800.0, "backend": "gpu"}
+#: A section across the pulled-apart strip where the limiter acts, and across the tide's grid.
+PULLED_SECTION, TIDE_SECTION = [[0.1, -1.0], [-0.1, 2.0]], [[110.0, -1e4], [90.0, 1e4]]
+TIDE = {"case": "cgrid-tide", "nx": 12, "t_end": 1800.0, "backend": "gpu", "section": TIDE_SECTION}
 #: GPU ranks (--gpu): test1 with every two-layer scheme in both dtypes (at 4000 cells the
 #: default variant is slot), the edge variant (its halo edges are a second launch) and the
 #: gather variant, and the non-lagged Δt (a reduction between the two kernels of a step);
@@ -78,7 +83,7 @@ GPU_RUNS = [
     {"name": "test1-friction-fields", "case": "test1", "t_end": 0.02, "backend": "gpu",
      "friction": ("manning", manning_field), "interfacial_friction": interfacial_field},
     *({"name": f"pulled-apart-{variant}", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
-       "variant": variant, "backend": "gpu", "limits": True}
+       "variant": variant, "backend": "gpu", "limits": True, "section": PULLED_SECTION}
       for variant in ("slot", "edge", "gather")),
 ]  # fmt: skip
 #: The GPU runs restarted across rank counts: test1, and the tide (its inflow counters).
@@ -139,8 +144,11 @@ def run_case(spec: dict, comm=None) -> dict[str, np.ndarray]:
     sim = simulation(spec, comm)
     if spec.get("no_theta_exchange") and comm is not None:
         sim.backend.local.halo.exchange_theta = lambda: None
+    probes = None
+    if "section" in spec:  # counted edge by edge (Backend.count_edges)
+        probes = Probes(sim, sections=[Section("s", tuple(map(tuple, spec["section"])))])
     sim.run(spec["t_end"])
-    return results(sim)
+    return results(sim, probes)
 
 
 def restarted(spec: dict, comm=None):
@@ -171,14 +179,17 @@ def restarted(spec: dict, comm=None):
     return again
 
 
-def results(sim) -> dict[str, np.ndarray]:
+def results(sim, probes=None) -> dict[str, np.ndarray]:
     """What a run is compared by: state (original cell order), masses, steps, counters (the
-    positivity limiter's also alone)."""
+    positivity limiter's also alone), the section volumes of ``probes`` (collective)."""
     counters = sim.backend.counters()
+    if probes is not None:
+        probes.sample()
     return {"state": sim.state(), "mass": np.array(sim.mass()), "steps": np.array(sim.steps),
             "counters": np.array([counters[k] for k in sorted(counters)]),
             "inflow": np.array(counters.get("level_inflow", 0.0)),
-            "limited": np.array(counters.get("limited", 0))}  # fmt: skip
+            "limited": np.array(counters.get("limited", 0)),
+            "sections": np.zeros(0) if probes is None else probes.volume[-1]}  # fmt: skip
 
 
 def blowup_message(sim, first: int) -> str:
@@ -210,7 +221,7 @@ def same(a: dict, b: dict) -> bool:
     """Whether two :func:`results` are bitwise equal, after more than one step. Not the
     masses: one GPU sums them on the device (cupy.dot), the ranks over the gathered
     state on the host; the state they sum is compared bitwise."""
-    keys = ("state", "steps", "counters", "inflow")
+    keys = ("state", "steps", "counters", "inflow", "sections")
     return int(a["steps"]) > 1 and all(np.array_equal(a[k], b[k]) for k in keys)
 
 

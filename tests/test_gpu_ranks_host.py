@@ -3,9 +3,10 @@
 ``mpiexec -n 2`` and ``-n 3`` of tests/mpi_driver.py run the GPU backend on the host runtime
 (tests/host_runtime.py: its plans, launches and kernels, the CUDA built by g++ with the
 emulator) with its halo hook (fvswe.backends.gpu.halo.GpuHalo, staging through host memory
-and MPI, as ranks sharing a GPU do); the owned cells, steps and counters must be the single
-device's bit for bit, with the positivity limiter acting beside the parts' borders and with
-the multi-stage integrators. The device runs the same with NCCL: tests/mpi_driver.py --gpu.
+and MPI, as ranks sharing a GPU do); the owned cells, steps, counters and section volumes
+(count_edges: each cut edge counted by its rank) must be the single device's bit for bit, with
+the positivity limiter acting beside the parts' borders and with the multi-stage integrators.
+The device runs the same with NCCL: tests/mpi_driver.py --gpu.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 
 import numpy as np
 import pytest
-from mpi_driver import run_case
+from mpi_driver import PULLED_SECTION, TIDE_SECTION, run_case
 from test_cuda_sources import CXX
 from test_mpi import mpiexec, pytestmark  # noqa: F401  (needs mpi4py and mpiexec)
 
@@ -24,13 +25,13 @@ HOST = {"backend": "host-gpu"}
 #: moving bed (the bed computed by every rank for its halo cells too).
 RUNS = [
     *({"name": f"pulled-apart-{v}", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
-       "variant": v, **HOST} for v in ("slot", "gather", "edge")),
+       "variant": v, "section": PULLED_SECTION, **HOST} for v in ("slot", "gather", "edge")),
     {"name": "pulled-apart-rk2", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
      "variant": "gather", "integrator": "ssp-rk2", **HOST},
     {"name": "test1-rk3-float32", "case": "test1", "scheme": "roe", "t_end": 0.02,
      "dtype": "float32", "variant": "edge", "integrator": "ssp-rk3", **HOST},
     {"name": "tide-rk2", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0, "variant": "gather",
-     "integrator": "ssp-rk2", **HOST},
+     "integrator": "ssp-rk2", "section": TIDE_SECTION, **HOST},
     {"name": "rain-basin-rk2", "case": "rain-basin", "t_end": 2.0, "variant": "gather",
      "integrator": "ssp-rk2", **HOST},
     {"name": "slide-basin-edge-rk3", "case": "slide-basin", "layers": 2, "t_end": 1.0,
@@ -38,7 +39,7 @@ RUNS = [
     {"name": "unexchanged", "case": "pulled-apart", "nx": 100, "t_end": 0.5, "variant": "gather",
      "no_theta_exchange": True, "allow_mass_error": True, **HOST},
 ]  # fmt: skip
-KEYS = ("state", "steps", "counters", "inflow", "limited")
+KEYS = ("state", "steps", "counters", "inflow", "limited", "sections")
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +72,16 @@ def test_gpu_ranks_give_the_single_device_bits(launched, reference, name):
 def test_the_limiter_acts_and_its_theta_must_cross_the_border(launched, reference):
     """The pulled-apart layer limits cell-layers beside the borders (87 with Euler): without
     the exchange of theta, an owned cell beside a halo cell limited by its owner keeps its
-    unlimited update and the ranks' state differs from one device's."""
+    unlimited update and the ranks' state differs from one device's. The section across the
+    limited cells (counted edge by edge) has the CPU's volume on one device too."""
     assert int(reference["pulled-apart-gather"]["limited"]) == 87
+    gather = next(s for s in RUNS if s["name"] == "pulled-apart-gather")
+    cpu = {k: v for k, v in gather.items() if k not in ("backend", "variant")}
+    assert np.abs(reference["pulled-apart-gather"]["sections"]).max() > 0
+    assert (
+        run_case(cpu)["sections"].tobytes()
+        == reference["pulled-apart-gather"]["sections"].tobytes()
+    )
     assert int(reference["pulled-apart-rk2"]["limited"]) > 50
     assert np.array_equal(
         reference["unexchanged"]["state"], reference["pulled-apart-gather"]["state"]

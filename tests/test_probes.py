@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from matplotlib.tri import Triangulation
+from test_cuda_sources import CXX, NVCC, cached_build
+from test_maxima import _host_gpu
 
 from fvswe.backends.cpu.pipeline import CpuBackend
 from fvswe.boundary import Discharge, Level
@@ -140,16 +142,18 @@ def test_bad_gauges_and_sections_are_one_line_errors(make, message):
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
-def open_channel(layers: int, initial: dict) -> tuple[Simulation, Probes]:
+def open_channel(layers: int, initial: dict, **options) -> tuple[Simulation, Probes]:
     """A 10 m x 2 m channel, a discharge in at the west end and a level at the east, with a
-    slanted section across it (both sides reach an open boundary)."""
+    slanted section across it (both sides reach an open boundary); ``options``: the backend's
+    (the CPU's when none)."""
     if layers == 1:
         scheme, bc = "hll", {"west": Discharge(0.6), "east": Level(0.0)}
     else:
         scheme = "ir-roe"
         bc = {"west": Discharge(0.4, lower=-0.2), "east": Level(0.0, interface=-0.5)}
     sim = Simulation(strip(10, 2, x0=0.0, x1=10.0), layers=layers, scheme=scheme, H=1.0,
-                     backend="cpu", initial=initial, boundary={**bc, "wall": "wall"})  # fmt: skip
+                     initial=initial, boundary={**bc, "wall": "wall"},
+                     **(options or {"backend": "cpu"}))  # fmt: skip
     return sim, Probes(sim, sections=[Section("sill", ((3.3, -1.0), (6.7, 3.0)))])
 
 
@@ -189,8 +193,100 @@ def test_a_section_across_an_open_channel_balances_the_side_with_the_imposed_inf
     np.testing.assert_array_equal(twin.volume, probes.volume)
 
 
+def _steady(layers: int):
+    initial = {"h": 1.0, "qx": 0.3} if layers == 1 else {"h1": 0.5, "q1x": 0.2, "h2": 0.5,
+                                                         "q2x": -0.1}  # fmt: skip
+    return lambda **options: open_channel(layers, initial, **options)
+
+
+def _pulled_apart(**options):
+    """tests/test_vanishing.py's two layers pulled apart at x = 0, where the limiter acts from
+    the first steps, and a section there."""
+    from test_vanishing import pulled_apart_simulation
+
+    sim = pulled_apart_simulation(20, **(options or {"backend": "cpu"}))
+    return sim, Probes(sim, sections=[Section("x0", ((0.1, -1.0), (-0.1, 2.0)))])
+
+
+def _tide_grid(**options):
+    """cgrid-tide on a 12 x 3 Cartesian grid (the grid variant), a section across it."""
+    from fvswe.cases import get_case
+
+    sim = get_case("cgrid-tide").with_grid(12, 3).simulation(order="none", **options)
+    return sim, Probes(sim, sections=[Section("x100", ((110.0, -1e4), (90.0, 1e4)))])
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize(
+    ("make", "variant", "t_end"),
+    [(_steady(1), "edge", 0.5), (_steady(2), "gather", 0.5), (_steady(1), "slot", 0.5),
+     (_steady(2), "block", 0.5), (_tide_grid, "grid", 600.0),
+     *((_pulled_apart, v, 0.3) for v in ("edge", "gather", "slot", "block"))],
+)  # fmt: skip
+def test_gpu_sections_on_the_host_are_the_cpus(make, variant, t_end):
+    """The GPU's count_edges kernel on the host (tests/host_runtime.py): every variant's
+    section volumes are the CPU's bit for bit in float64, on the steady open channel and where
+    the positivity limiter scales the cut edges' fluxes (pulled apart), also after a restore
+    half-way from the GPU's snapshot."""
+    (cpu, pc), (dev, pd) = make(backend="cpu"), make(**_host_gpu(variant))
+    again = make(**_host_gpu(variant))[0]
+    for sim in (cpu, dev):
+        sim.run(t_end / 2)
+    snap = {**dev.snapshot(), **pd.state()}
+    again.restore(snap)
+    pa = Probes(again, sections=pd.sections, resume=snap)
+    for sim, probes in ((cpu, pc), (dev, pd), (again, pa)):
+        sim.run(t_end)
+        probes.sample()
+    assert dev.steps == cpu.steps > 4
+    assert pd.volume.tobytes() == pc.volume.tobytes() and np.abs(pc.volume).max() > 0
+    assert pa.volume[-1].tobytes() == pc.volume[-1].tobytes()
+    if make is _pulled_apart:
+        assert cpu.backend.counters()["limited"] > 0
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: cannot compile the CUDA sources")
+@pytest.mark.parametrize(("layers", "variant"), [(2, "slot"), (1, "grid")])
+def test_the_count_edges_kernel_compiles_for_the_device(layers, variant):
+    """A module that counts edges (FVSWE_COUNTS) compiles to sm_90 PTX with count_edges; one
+    without has none (a default run's module is unchanged)."""
+    from fvswe.backends import gpu
+
+    ptx = {}
+    for counts in (True, False):
+        k = 4 if variant == "grid" else 3
+        opts = gpu.compile_options("roe" if layers == 2 else "hll-wd", layers, np.float64,
+                                   variant, k, counts=counts)  # fmt: skip
+        cmd = [NVCC, "--ptx", "-arch=sm_90", *opts]
+        ptx[counts] = cached_build(variant, gpu.source(variant), cmd, ".cu").read_text()
+    assert ".entry count_edges(" in ptx[True] and "count_edges" not in ptx[False]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", ["edge", "gather", "slot", "block"])
+@pytest.mark.parametrize("make", [_steady(2), _pulled_apart])
+def test_gpu_sections_are_the_cpus(make, variant):
+    """On a GPU, float64: the section volumes bitwise the CPU's in every variant, in steady
+    flow between two open ends and where the limiter scales the cut edges' fluxes."""
+    from fvswe.backends import gpu
+
+    ok, why = gpu.available()
+    if not ok:
+        pytest.skip(f"no GPU backend here: {why}")
+    (cpu, pc), (dev, pd) = (
+        make(backend="cpu"),
+        make(backend="gpu", backend_options={"variant": variant}),
+    )
+    for sim, probes in ((cpu, pc), (dev, pd)):
+        sim.run(0.3)
+        probes.sample()
+    assert (dev.t, dev.steps) == (cpu.t, cpu.steps)
+    assert pd.volume.tobytes() == pc.volume.tobytes()
+
+
 def test_without_edge_counts_a_section_between_two_open_boundaries_is_refused(monkeypatch):
-    """A backend that counts no edge fluxes (the GPU's) needs a side closed by walls."""
+    """A backend that counts no edge fluxes (the implicit method's) needs a side closed by
+    walls."""
     monkeypatch.setattr(CpuBackend, "counts_edges", False)
     mesh = strip(10, 2, x0=0.0, x1=10.0)
     sim = Simulation(mesh, layers=1, scheme="hll", backend="cpu", H=1.0, initial={"h": 1.0},

@@ -10,9 +10,9 @@ being its own keywords (the GPU's ``variant``, ``block``, ...: ``Simulation(...,
 backend_options=...)``).
 
 Optional, outside the protocol: a backend with ``counts_edges`` true has ``count_edges``
-and ``edge_volumes`` (the CPU's, also on MPI ranks), with which :mod:`fvswe.probes` takes a
-section's discharge from the mass fluxes of its cut edges; the others' sections use the
-volume of a side closed by walls.
+and ``edge_volumes`` (the CPU's and the GPU's, also on MPI ranks), with which
+:mod:`fvswe.probes` takes a section's discharge from the mass fluxes of its cut edges; the
+others' (the implicit method's) sections use the volume of a side closed by walls.
 """
 
 from __future__ import annotations

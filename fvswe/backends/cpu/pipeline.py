@@ -294,7 +294,7 @@ class CpuBackend:
         return self._maps.copy()
 
     # -- cross-sections (fvswe.probes) ----------------------------------------------------
-    #: Whether :meth:`count_edges` is available (the GPU's and the implicit method's are not).
+    #: Whether :meth:`count_edges` is available (the implicit method's is not).
     counts_edges = True
 
     def count_edges(self, edges: np.ndarray, volumes: np.ndarray | None = None) -> int:

@@ -37,6 +37,57 @@ level_inflow(Ctrl* ctrl, const double* lf, const int n, long long* seen)
     }
 }
 
+// The volumes through counted edges (fvswe.probes; the CPU's CpuBackend.count_edges): after
+// each stage's update, per counted edge e (cell[e] its first cell, code, normal out of that
+// cell and length its slot's) and layer, the mass flux out of the first cell as the update used
+// it, Phi = S_d + |Gamma| q.n (limiter::mass_flux of edge_contribution's slot, OP_AFTER: the
+// stage just taken), where the limiter scaled the slot S'_d = theta Phi - |Gamma| q.n with its
+// donor's theta (limit_cell_update's rule; lim_theta still holds it: launched before
+// limit_update), Phi then taken again in double from the slot as the CPU does; vol[e] adds
+// weight dt Phi in double. An update counted already (updates == *seen: an idle step) adds
+// nothing. One block of FVSWE_BLOCK threads. Only in a run's module that counts edges
+// (FVSWE_COUNTS: GpuBackend.count_edges compiles it then).
+#ifndef FVSWE_COUNTS
+#error "FVSWE_COUNTS (0 or 1) comes from fvswe.backends.gpu.compile_options"
+#endif
+#if FVSWE_COUNTS
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
+count_edges(const real4* __restrict__ Win, const int n, const int* __restrict__ cell,
+            const int* __restrict__ code, const real2* __restrict__ normal,
+            const real* __restrict__ length, Ctrl* ctrl, double* vol, long long* seen,
+            const real g, const real r, const real eps_h)
+{
+    const long long updates = ctrl->updates;
+    if (updates == *seen) return;
+    const double share = mul_rn(ctrl->weight, ctrl->dt_used);
+    for (int e = threadIdx.x; e < n; e += FVSWE_BLOCK) {
+        const int c = cell[e], cd = code[e];
+        const real2 nv = normal[e];
+        const real len = length[e];
+        real w[NVAR], H, v[NVAR + 1];
+        load_cell(Win, c, w, H);
+        edge_contribution(Win, w, H, cd, nv, len, Params{g, r, eps_h}, ctrl, OP_AFTER, v);
+#pragma unroll
+        for (int l = 0; l < FVSWE_LAYERS; ++l) {
+            real S = v[3 * l];
+#if FVSWE_LAYERS == 2
+            const auto f = limiter::mass_flux<real>(S, len, w[3 * l + 1], w[3 * l + 2], nv.x, nv.y);
+            const int donor = f.f0 > real(0) ? c : cd >> 1;
+            const double th = ctrl->lim_theta[2 * donor + l];
+            if (th != 1.0 && f.f0 != real(0))
+                S = real(limiter::limited_mass<double>(th, double(f.f0), double(f.f1)));
+#endif
+            const auto phi = limiter::mass_flux<double>(double(S), double(len), double(w[3 * l + 1]),
+                                                        double(w[3 * l + 2]), double(nv.x),
+                                                        double(nv.y));
+            vol[FVSWE_LAYERS * e + l] = add_rn(vol[FVSWE_LAYERS * e + l], mul_rn(share, phi.f0));
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) *seen = updates;
+}
+#endif
+
 // The integral over [a, b] of the piecewise-linear table of samples lo..hi, end values held
 // outside, piece by piece (sources::segment_integral; mirrors the CPU's table_integral).
 __device__ double table_integral(const double* times, const double* values, int lo, int hi, double a,

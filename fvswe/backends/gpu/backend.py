@@ -22,7 +22,7 @@ from ..controls import CTRL_DTYPE, Setup, host_block, values
 from ..cuda_header import NO_CELL, OP_COUNT
 from ..layout import Layout
 from .build import compile_options, launch_shape, module, runtime_of
-from .device import pack_state, step_bytes, unpack_state, upload
+from .device import pack_state, slot_codes, step_bytes, unpack_state, upload
 from .plan import HOOKS, Launch, batch_size, compile_plan, steps_left
 from .tuning import (
     GRID_VARIANT,
@@ -101,16 +101,17 @@ class GpuBackend:
         self.graphs, self.fast_math = graphs, fast_math
         self.batch = 2 ** max(1, int(math.log2(max(batch, 2))))  # a power of two: even steps
         self.sync_every = max(SYNC_EVERY, self.batch)
-        opts = compile_options(scheme, self.model.layers, self.dtype, self.variant, layout.k,
-                               self.block, self.cells, fast_math,
-                               sources=layout.sources is not None,
-                               slide=layout.slide is not None,
-                               maxima=layout.maxima is not None,
-                               kinds=registry.kinds_mask(layout.edge_bc),
-                               entropy_fix=entropy_fix, compensated=self.compensated)  # fmt: skip
+        #: The module's options but whether it counts edges (count_edges sets it).
+        self._options = dict(scheme=scheme, layers=self.model.layers, dtype=self.dtype,
+                             variant=self.variant, k=layout.k, block=self.block,
+                             cells=self.cells, fast_math=fast_math,
+                             sources=layout.sources is not None,
+                             slide=layout.slide is not None, maxima=layout.maxima is not None,
+                             kinds=registry.kinds_mask(layout.edge_bc),
+                             entropy_fix=entropy_fix, compensated=self.compensated)  # fmt: skip
+        self._cut = np.zeros(0, dtype=np.int64)
         clock = SetupClock()
-        self._module = module(opts, self.variant, self._cp)
-        self._k = {n: self._module.get_function(n) for n in self._kernel_names()}
+        self._load_module()
         clock.mark("module")  # NVRTC, or CuPy's cache of compiled modules
         self.stream = self._cp.cuda.Stream(non_blocking=True)
         real = self.dtype.type
@@ -120,6 +121,9 @@ class GpuBackend:
                                (self.cells, self.interior_first), grid)  # fmt: skip
             self._allocate()
         self._setup_ctrl()
+        #: The edges whose volumes are counted (:meth:`count_edges`, ``_cut``) and the
+        #: count_edges kernel's arguments, their volumes among them (None: none counted).
+        self._cut_dev: tuple | None = None
         self._compile_plans()
         clock.mark("upload")  # the device layout, buffers and control block
         self._graphs: dict[int, object] = {}
@@ -142,13 +146,20 @@ class GpuBackend:
         self.setup_stages = clock.stages
 
     # -- construction ------------------------------------------------------------------------
-    def _kernel_names(self) -> tuple[str, ...]:
+    def _load_module(self, counts: bool = False) -> None:
+        """This run's module (``counts``: with the ``count_edges`` kernel) and its kernels."""
+        self._module = module(compile_options(**self._options, counts=counts), self.variant,
+                              self._cp)  # fmt: skip
+        self._k = {n: self._module.get_function(n) for n in self._kernel_names(counts)}
+
+    def _kernel_names(self, counts: bool = False) -> tuple[str, ...]:
         names = ("find_invalid", "debug_flux", "level_inflow", "combine_step", "source_means")
         names += (
             ("edge_pass", "volume_pass") if self.variant == "edge" else (f"{self.variant}_step",)
         )
         names += ("bed_pass",) if self.layout.slide is not None else ()
         names += ("maxima_pass",) if self.layout.maxima is not None else ()
+        names += ("count_edges",) if counts else ()
         return names + (("limit_theta", "limit_update") if self.model.layers == 2 else ())
 
     def _allocate(self) -> None:
@@ -197,7 +208,7 @@ class GpuBackend:
         bed, maxima = self.layout.slide is not None, self.layout.maxima is not None
         ops = integrators.step_plan(self.integrator, self.dt_mode, self.model.layers, bed, maxima)
         self._step_launches = compile_plan(ops, self.variant, lagged, self._has_sources, bed,
-                                           maxima)  # fmt: skip
+                                           maxima, self._cut.size > 0)  # fmt: skip
         self._initial_launches = compile_plan(integrators.initial_dt_plan(), self.variant, lagged)
 
     @property
@@ -397,6 +408,8 @@ class GpuBackend:
         dt = math.nan if self._need_dt else float(c["dt"])
         snap = {"W": self.get_state(), "t": float(c["t"]), "steps": int(c["steps"]), "dt": dt,
                 "counters": self.counters()}  # fmt: skip
+        if self._cut.size:
+            snap["cut_volume"] = self.edge_volumes().tolist()
         if self._maps is not None:
             snap["maxima"] = self.maxima()
         if self.compensated:
@@ -431,8 +444,51 @@ class GpuBackend:
         self.set_control(**fields)
         self._read_ctrl()
         self._bed_now()
+        if self._cut_dev is not None:  # none of the updates since is counted yet
+            self._cut_dev[-1].fill(self.read_control("updates"))
+            if "cut_volume" in snap:
+                volumes = np.reshape(snap["cut_volume"], (self._cut.size, self.model.layers))
+                self._cut_dev[-2].set(np.ascontiguousarray(volumes, np.float64), stream=self.stream)
         if self._maps is not None and "maxima" in snap:
             self._maps.set(np.ascontiguousarray(snap["maxima"], np.float64), stream=self.stream)
+
+    # -- cross-sections (fvswe.probes) ------------------------------------------------------
+    #: :meth:`count_edges` is available, as the CPU's.
+    counts_edges = True
+
+    def count_edges(self, edges: np.ndarray, volumes: np.ndarray | None = None) -> int:
+        """As the CPU's :meth:`~fvswe.backends.cpu.CpuBackend.count_edges`: from now on each
+        stage adds ``weight dt Phi`` per layer to the volume of each of ``edges`` this part owns
+        (the ``count_edges`` kernel: the flux the update used, bitwise the CPU's in float64),
+        starting from ``volumes`` or 0. Returns where these edges start in
+        :meth:`edge_volumes`."""
+        lay, cp = self.layout, self._cp
+        if self._cut_dev is None:
+            self._load_module(counts=True)
+        edges = np.asarray(edges, dtype=np.int64)
+        owned = edges < lay.owned_edges
+        start = self._cut.size
+        counted = np.zeros((edges.size, self.model.layers)) if volumes is None else volumes
+        volume = np.vstack((self.edge_volumes(), np.asarray(counted, np.float64)[owned]))
+        self._cut = np.concatenate((self._cut, edges[owned]))
+        e = self._cut  # each edge's first cell and its slot's code, normal and length
+        cells = lay.edge_cells[e, 0].astype(np.int32)
+        code = slot_codes(lay)[lay.edge_slot[e, 0]]
+        arrays = (cells, code, lay.edge_normal[e], lay.edge_length[e])
+        seen = np.full(1, self.read_control("updates"), np.int64)
+        with self.stream:
+            dev = [cp.asarray(np.ascontiguousarray(a)) for a in (*arrays, volume, seen)]
+        self._cut_dev = (np.int32(e.size), *dev[:4], self._ctrl, *dev[4:])
+        self._compile_plans()
+        self.drop_graphs()
+        return start
+
+    def edge_volumes(self) -> np.ndarray:
+        """``(counted edges, layers)``: the volumes :meth:`count_edges` counted so far."""
+        shape = (self._cut.size, self.model.layers)
+        if self._cut_dev is None:
+            return np.zeros(shape)
+        return self._cut_dev[-2].get(stream=self.stream).reshape(shape)
 
     def first_invalid(self) -> tuple[int, int] | None:
         """The first cell (and component) holding NaN/inf or a negative depth, else None."""
@@ -479,6 +535,9 @@ class GpuBackend:
             return
         if launch.kernel == "maxima_pass":
             self._maxima_pass(wout)
+            return
+        if launch.kernel == "count_edges":  # one block
+            k((1,), (self.block,), (win, *self._cut_dev, *self._params))
             return
         if launch.kernel == "source_means":  # one thread works
             k((1,), (32,), (self._ctrl,))

@@ -83,6 +83,7 @@ def compile_options(
     sources: bool = False,
     slide: bool = False,
     maxima: bool = False,
+    counts: bool = False,
     kinds: int = registry.ALL_KINDS,
     entropy_fix: bool = True,
     compensated: bool = False,
@@ -94,7 +95,9 @@ def compile_options(
     rain (``FVSWE_SOURCES``: the cell update of a module without them has no feed, whose
     double arithmetic would cost every cell update registers); ``slide``: the run has a moving
     bed (``FVSWE_SLIDE``: the module has the ``bed_pass`` kernel); ``maxima``: the run keeps
-    maximum and arrival maps (``FVSWE_MAXIMA``: the module has ``maxima_pass``); ``kinds``:
+    maximum and arrival maps (``FVSWE_MAXIMA``: the module has ``maxima_pass``); ``counts``:
+    the run counts the volumes through edges (``FVSWE_COUNTS``: the module has
+    ``count_edges``, for fvswe.probes' sections); ``kinds``:
     the boundary kinds the run's edges have (``FVSWE_KINDS``,
     :func:`fvswe.registry.kinds_mask`): the others' ghosts, table times and beds are compiled
     out, as every boundary kind's code held live across the flux costs the edge evaluation
@@ -130,6 +133,7 @@ def compile_options(
             f"-DFVSWE_SOURCES={int(sources)}",
             f"-DFVSWE_SLIDE={int(slide)}",
             f"-DFVSWE_MAXIMA={int(maxima)}",
+            f"-DFVSWE_COUNTS={int(counts)}",
             f"-DFVSWE_KINDS={int(kinds)}",
             "--fmad=false" if double else "--fmad=true",
         )

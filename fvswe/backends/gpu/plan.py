@@ -64,16 +64,19 @@ def compile_plan(
     sources: bool = False,
     bed: bool = False,
     maxima: bool = False,
+    counted: bool = False,
 ) -> tuple[Launch, ...]:
     """The launches of a step plan (or of the initial Δt's) for ``variant`` (``lagged``: the
     step's first update gave the next step's Δt; ``sources``: the run has point sources or
     rain, whose means the step computes first; ``bed``: a moving bed, whose ``bed`` ops are
     ``bed_pass`` launches; ``maxima``: maximum and arrival maps, whose ``maxima`` op is a
-    ``maxima_pass`` launch)."""
+    ``maxima_pass`` launch; ``counted``: edges whose volumes are counted, a ``count_edges``
+    launch after each update, before its ``limit_update`` where the limiter's theta is)."""
     step = "volume_pass" if variant == "edge" else f"{variant}_step"
     out: list[Launch] = []
     slots_of = None  # edge: the buffer whose residual the slots hold
     count = False  # fused: the residual the next pass evaluates is counted
+    limited = any(op.kind == "limit_update" for op in ops)  # count_edges reads its theta
     for op in ops:
         if op.kind == "residual" and variant == "edge":
             if slots_of != op.src:
@@ -93,7 +96,11 @@ def compile_plan(
             bits = OP_UPDATE | (OP_DT if op.dt else 0) | (OP_COUNT if count else 0)
             out.append(_pass(op, step, bits))
             slots_of = None
+            if counted and not limited:
+                out.append(_pass(op, "count_edges", 0))
         elif op.kind in ("limit_theta", "limit_update"):
+            if counted and op.kind == "limit_update":
+                out.append(_pass(op, "count_edges", 0))
             out.append(_pass(op, op.kind, 0))
         elif op.kind == "combine":
             out.append(_pass(op, "combine_step", 0))
