@@ -233,7 +233,7 @@ def test_grid_launch_is_the_sweeps_fastest_and_caps_registers():
 def test_compensated_float32_on_host_every_variant_keeps_the_tide_volume():
     """The slow tide of tests/test_simulation.py (8 x 1 quads, float32, 1 h) on the host-run
     GPU code: with its remainders (docs/SCHEMES.md §2.7) every variant (edge, gather, slot,
-    block, grid) gives the same state and remainders bit for bit, the volume net of the
+    block, grid) gives the same state and depth remainders bit for bit, the volume net of the
     inflow drifts >= 100 times less than the plain float32 run's, and the state stays
     within float32 round-off of the CPU's compensated run (the CPU forms dt/|V| in float64)."""
     from host_runtime import HostRuntime
@@ -255,6 +255,7 @@ def test_compensated_float32_on_host_every_variant_keeps_the_tide_volume():
         assert np.array_equal(Wv, W) and np.array_equal(Cv, C), variant
     plain = run("gather", False)[2]
     assert np.count_nonzero(C) > 0 and drift * 100 < plain and drift < 5e-9, (drift, plain)
+    assert C.shape == (sim.mesh.n_cells, 1)  # the depths' remainders only: one per layer
     sim.run(t_end)
     ref = sim.backend.get_state()
     for c, tol in ((0, 1e-5), (1, 1e-3)):  # h; qx (qy stays 0), from float32 fluxes
