@@ -260,3 +260,31 @@ def test_compensated_float32_on_host_every_variant_keeps_the_tide_volume():
     ref = sim.backend.get_state()
     for c, tol in ((0, 1e-5), (1, 1e-3)):  # h; qx (qy stays 0), from float32 fluxes
         assert np.abs(W - ref)[:, c].max() <= tol * np.abs(ref[:, c]).max()
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_compensated_float32_two_layers_on_host_keeps_a_remainder_per_layer():
+    """Two layers, float32, SSP-RK3 (test2 on 8 x 8 squares, 20 steps) on the host-run GPU
+    code: the remainders are the depths' only (docs/SCHEMES.md §2.7: a real2 per cell), every
+    edge-list variant gives the same state and remainders bit for bit through the update and
+    the float64 combination, and the volumes are those of h + c, as the CPU's."""
+    from host_runtime import HostRuntime
+
+    from fvswe import casefile
+
+    spec = casefile.from_case("test2").with_overrides(backend="cpu", dtype="float32",
+                                                      integrator="ssp-rk3")  # fmt: skip
+    sim = spec.simulation(structured_square(8))
+
+    def run(variant: str):
+        b = gpu.GpuBackend(sim.layout, sim.scheme, variant=variant, compensated=True,
+                           integrator="ssp-rk3", runtime=HostRuntime())  # fmt: skip
+        b.advance(1e9, 20)
+        return b.get_state(), b.remainders(), b.layer_mass(sim.mesh.area)
+
+    runs = {v: run(v) for v in gpu.VARIANTS}
+    W, C, mass = runs["gather"]
+    assert C.shape == (sim.mesh.n_cells, 2) and np.count_nonzero(C) > 0
+    for variant, (Wv, Cv, _) in runs.items():
+        assert np.array_equal(Wv, W) and np.array_equal(Cv, C), variant
+    assert mass == pytest.approx(sim.model.layer_volumes(W, sim.mesh.area, C), rel=1e-14)
