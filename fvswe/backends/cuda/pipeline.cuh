@@ -743,8 +743,8 @@ __device__ __forceinline__ void feed(real* w, int c, const Ctrl* ctrl, double dt
 // stored into Wout. The same operations in the same order as the CPU backend's volume_pass.
 // A compensated state (FVSWE_COMPENSATED) adds the depths in float64, with dt/|V_c| in float64
 // as the CPU, the remainders its update in Win left (update::compensated) and stores the new
-// ones beside Wout (the discharges as without); a clipped depth drops its remainder. Returns the layers clipped and those left thin
-// (0 < h < eps_h), for count_cell.
+// ones beside Wout (the discharges as without); a clipped depth drops its remainder. Returns
+// the layers clipped and those left thin (0 < h < eps_h), for count_cell.
 __device__ __forceinline__ void update_cell(const real4* Win, real4* Wout, int c, real* w, real H,
                                             real A, const real* acc, const Ctrl* ctrl, real eps_h,
                                             real eps_u, int op, double dt, int& clipped, int& thin)
