@@ -73,10 +73,13 @@ class Model:
         """Component indices of the layer thicknesses (h1, h2) or (h,)."""
         return (0, 3) if self.layers == 2 else (0,)
 
-    def layer_volumes(self, W: np.ndarray, area: np.ndarray) -> list[float]:
+    def layer_volumes(self, W: np.ndarray, area: np.ndarray, C=None) -> list[float]:
         """Volume of each layer, ``Σ area_i h_k,i``, summed in float64 (W and area in one
-        cell order)."""
+        cell order); with a compensated state's depth remainders ``C`` (one column per
+        layer, docs/SCHEMES.md §2.7) of ``h + c``, the depth it carries."""
         W = W.astype(np.float64)
+        if C is not None:
+            W[:, list(self.depth_components)] += C
         return [float(np.dot(area, W[:, c])) for c in self.depth_components]
 
     def pack(self, fields: dict[str, np.ndarray], n: int, dtype=np.float64) -> np.ndarray:

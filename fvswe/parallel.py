@@ -212,11 +212,11 @@ class DistributedBackend:
 
     def _global(self, local: np.ndarray) -> np.ndarray:
         """The global array in layout order, on every rank, of the ranks' per-cell ``local``
-        arrays (their owned rows)."""
-        lay = self.layout
+        arrays (their owned rows; any width and type)."""
         owned = np.ascontiguousarray(local[: self.part.n_owned])
-        flat = np.empty((lay.n_cells, lay.nvar), dtype=lay.dtype)
-        self.comm.Allgatherv(owned, [flat, self._counts])
+        width = owned.shape[1]
+        flat = np.empty((self.layout.n_cells, width), dtype=owned.dtype)
+        self.comm.Allgatherv(owned, [flat, self._counts // self.layout.nvar * width])
         W = np.empty_like(flat)
         W[self._gather] = flat
         return W
@@ -225,7 +225,7 @@ class DistributedBackend:
     def snapshot_arrays(self) -> dict[str, tuple[int, ...]]:
         """As the ranks' backend's, global: a compensated state's remainders ``C``."""
         local = getattr(self.local, "snapshot_arrays", {})
-        return {key: (self.layout.n_cells, self.layout.nvar) for key in local}
+        return {key: (self.layout.n_cells, *shape[1:]) for key, shape in local.items()}
 
     def set_state(self, W: np.ndarray) -> None:
         self.local.set_state(W[self.part.cells])
@@ -271,13 +271,7 @@ class DistributedBackend:
     def maxima(self) -> np.ndarray:
         """The global maximum and arrival maps in layout order, on every rank: each cell's
         row from the rank that owns it, so bitwise one process's."""
-        owned = np.ascontiguousarray(self.local.maxima()[: self.part.n_owned])
-        width = owned.shape[1]
-        flat = np.empty((self.layout.n_cells, width))
-        self.comm.Allgatherv(owned, [flat, self._counts // self.layout.nvar * width])
-        out = np.empty_like(flat)
-        out[self._gather] = flat
-        return out
+        return self._global(self.local.maxima())
 
     @property
     def counts_edges(self) -> bool:
@@ -320,10 +314,8 @@ class DistributedBackend:
     def layer_mass(self, area: np.ndarray) -> list[float]:
         """Volume of each layer over the global state (with a compensated state's remainders),
         summed as one process sums it."""
-        W = self.get_state()
-        if self.snapshot_arrays:
-            W = W.astype(np.float64) + self._global(self.local.remainders())
-        return self.layout.model.layer_volumes(W, area)
+        C = self._global(self.local.remainders()) if self.snapshot_arrays else None
+        return self.layout.model.layer_volumes(self.get_state(), area, C)
 
     @property
     def first_clip(self) -> tuple[int, int, float] | None:

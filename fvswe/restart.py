@@ -207,6 +207,10 @@ def check(sim, snap: Mapping[str, Any]) -> None:
     for key, shape in state_arrays(sim).items():
         if key not in snap:
             raise ConfigError(f"{src}: not a snapshot of this run's backend (no {key!r})")
+        if key == "C" and np.shape(snap[key]) == (shape[0], sim.model.nvar) != shape:
+            raise ConfigError(f"{src}: state C holds a remainder per component (fvswe before "
+                              f"issue 31's depth-only remainders); this run keeps one per "
+                              f"layer: restart from the start or a newer checkpoint")  # fmt: skip
         _check_array(src, key, snap[key], shape, sim.dtype)
     _check_maxima(src, snap, sim)
 

@@ -150,8 +150,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("fast_math", bool, False, "float32 on the GPU: approximate division and square "
             "root, denormals flushed (faster, not IEEE; docs/GPU.md)", identity=True,
             older=False, example="true", active=False, only="explicit"),
-    Setting("compensated", bool, True, "float32: keep each state component's rounding "
-            "remainder in a second float32 array, so that long runs keep their volume "
+    Setting("compensated", bool, True, "float32: keep each depth's rounding remainder "
+            "(one per layer) in a second float32 array, so that long runs keep their volume "
             "(docs/SCHEMES.md §2.7); no effect in float64", identity=True, older=True,
             example="false", active=False, only="explicit"),
     Setting("entropy_fix", bool, True, "Roe and IR-Roe: the Harten-Hyman entropy fix of "

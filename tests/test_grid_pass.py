@@ -233,7 +233,7 @@ def test_grid_launch_is_the_sweeps_fastest_and_caps_registers():
 def test_compensated_float32_on_host_every_variant_keeps_the_tide_volume():
     """The slow tide of tests/test_simulation.py (8 x 1 quads, float32, 1 h) on the host-run
     GPU code: with its remainders (docs/SCHEMES.md §2.7) every variant (edge, gather, slot,
-    block, grid) gives the same state and remainders bit for bit, the volume net of the
+    block, grid) gives the same state and depth remainders bit for bit, the volume net of the
     inflow drifts >= 100 times less than the plain float32 run's, and the state stays
     within float32 round-off of the CPU's compensated run (the CPU forms dt/|V| in float64)."""
     from host_runtime import HostRuntime
@@ -255,7 +255,36 @@ def test_compensated_float32_on_host_every_variant_keeps_the_tide_volume():
         assert np.array_equal(Wv, W) and np.array_equal(Cv, C), variant
     plain = run("gather", False)[2]
     assert np.count_nonzero(C) > 0 and drift * 100 < plain and drift < 5e-9, (drift, plain)
+    assert C.shape == (sim.mesh.n_cells, 1)  # the depths' remainders only: one per layer
     sim.run(t_end)
     ref = sim.backend.get_state()
     for c, tol in ((0, 1e-5), (1, 1e-3)):  # h; qx (qy stays 0), from float32 fluxes
         assert np.abs(W - ref)[:, c].max() <= tol * np.abs(ref[:, c]).max()
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_compensated_float32_two_layers_on_host_keeps_a_remainder_per_layer():
+    """Two layers, float32, SSP-RK3 (test2 on 8 x 8 squares, 20 steps) on the host-run GPU
+    code: the remainders are the depths' only (docs/SCHEMES.md §2.7: a real2 per cell), every
+    edge-list variant gives the same state and remainders bit for bit through the update and
+    the float64 combination, and the volumes are those of h + c, as the CPU's."""
+    from host_runtime import HostRuntime
+
+    from fvswe import casefile
+
+    spec = casefile.from_case("test2").with_overrides(backend="cpu", dtype="float32",
+                                                      integrator="ssp-rk3")  # fmt: skip
+    sim = spec.simulation(structured_square(8))
+
+    def run(variant: str):
+        b = gpu.GpuBackend(sim.layout, sim.scheme, variant=variant, compensated=True,
+                           integrator="ssp-rk3", runtime=HostRuntime())  # fmt: skip
+        b.advance(1e9, 20)
+        return b.get_state(), b.remainders(), b.layer_mass(sim.mesh.area)
+
+    runs = {v: run(v) for v in gpu.VARIANTS}
+    W, C, mass = runs["gather"]
+    assert C.shape == (sim.mesh.n_cells, 2) and np.count_nonzero(C) > 0
+    for variant, (Wv, Cv, _) in runs.items():
+        assert np.array_equal(Wv, W) and np.array_equal(Cv, C), variant
+    assert mass == pytest.approx(sim.model.layer_volumes(W, sim.mesh.area, C), rel=1e-14)

@@ -446,9 +446,10 @@ def test_the_entropy_fix_belongs_to_the_run_identity(tmp_path, mesh, capsys):
 
 
 def test_a_compensated_float32_checkpoint_holds_the_remainders_bit_for_bit(tmp_path):
-    """A compensated float32 run (docs/SCHEMES.md §2.7) keeps each component's rounding
-    remainder; its checkpoint holds them (``C``), so the restart continues bit for bit, and
-    a restart without them would not: the remainders are part of the state."""
+    """A compensated float32 run (docs/SCHEMES.md §2.7) keeps each depth's rounding
+    remainder; its checkpoint holds them (``C``, one column per layer), so the restart
+    continues bit for bit, and a restart without them would not: the remainders are part of
+    the state. A checkpoint of the older remainders per component is refused in one line."""
     case = get_case("cgrid-tide").with_grid(8, 1)
     options = dict(backend="cpu", dtype="float32")
     whole = case.simulation(**options)
@@ -459,6 +460,7 @@ def test_a_compensated_float32_checkpoint_holds_the_remainders_bit_for_bit(tmp_p
     output.save_checkpoint(tmp_path / "c.npz", first.snapshot())
     snap = output.load_checkpoint(tmp_path / "c.npz")
     assert snap["C"].dtype == np.float32 and np.count_nonzero(snap["C"]) > 0
+    assert snap["C"].shape == (whole.mesh.n_cells, 1)  # the depths' only: one per layer
     again = case.simulation(**options)
     again.restore(snap)
     again.run(3600.0)
@@ -470,3 +472,6 @@ def test_a_compensated_float32_checkpoint_holds_the_remainders_bit_for_bit(tmp_p
     lost.restore({**snap, "C": np.zeros_like(snap["C"])})
     lost.run(3600.0)
     assert not np.array_equal(lost.backend.get_state(), whole.backend.get_state())
+    older = {**snap, "C": np.zeros((whole.mesh.n_cells, 3), np.float32)}
+    with pytest.raises(ConfigError, match=r"^.*c\.npz: state C holds a remainder per component "):
+        case.simulation(**options).restore(older)

@@ -363,6 +363,8 @@ def test_compensated_float32_keeps_the_volume_of_a_slow_tide():
                                   integrator=integrator, allow_mass_error=True)  # fmt: skip
             drift[on] = abs(sim.run(hours * 3600.0).mass_rel_drift[0])
             assert sim.backend.compensated is on
+            if on:  # the depths' remainders only: one per layer and cell
+                assert sim.backend.remainders().shape == (sim.mesh.n_cells, 1)
         assert drift[False] > 3e-7 and drift[True] < 5e-9 and drift[True] * 100 < drift[False], (
             drift
         )

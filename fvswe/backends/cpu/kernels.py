@@ -25,6 +25,7 @@ from numba import njit, prange
 from numba.core import types
 from numba.core.dispatcher import Dispatcher
 from numba.extending import overload
+from numba.np.numpy_support import as_dtype
 
 from ... import physics, registry
 from ...physics import friction, limiter, reconstruction
@@ -546,10 +547,11 @@ def _force(Wn, i, ctrl, dt, ax, ay):
 
 
 def _increment(W, Wn, C, Cn, i, v, rdt, total):
-    """``Wn[i, v] = W[i, v] - rdt total``; compensated (``C``, ``Cn`` the old and new
-    remainders, docs/SCHEMES.md §2.7) in float64, the new remainder what the float32
-    component could not hold. ``C`` None (float64, or compensation off) compiles that out:
-    the implementation is chosen by the arguments' types (:func:`_increment_impl`)."""
+    """``Wn[i, v] = W[i, v] - rdt total``; a depth (``v`` a multiple of 3) of a compensated
+    state (``C``, ``Cn`` the old and new remainders per layer, docs/SCHEMES.md §2.7) in
+    float64, the new remainder what the float32 depth could not hold; the discharges as
+    without. ``C`` None (float64, or compensation off) compiles that out: the
+    implementation is chosen by the arguments' types (:func:`_increment_impl`)."""
 
 
 @overload(_increment, inline="always")
@@ -562,17 +564,20 @@ def _increment_impl(W, Wn, C, Cn, i, v, rdt, total):
         return plain
 
     def kept(W, Wn, C, Cn, i, v, rdt, total):
+        if v % 3 != 0:  # a discharge: no remainder
+            Wn[i, v] = increment(W[i, v], rdt, total)
+            return
         f64 = np.float64  # Numba's float() keeps a float32 a float32
-        x = compensated(f64(W[i, v]), f64(C[i, v]), f64(rdt), f64(total))
+        x = compensated(f64(W[i, v]), f64(C[i, v // 3]), f64(rdt), f64(total))
         Wn[i, v] = x
-        Cn[i, v] = remainder(x, f64(Wn[i, v]))
+        Cn[i, v // 3] = remainder(x, f64(Wn[i, v]))
 
     return kept
 
 
 def _drop(Cn, i, v):
-    """A compensated state's remainder ``Cn[i, v] = 0`` (a component set outright: a
-    clipped depth, a damped discharge); nothing without one (``Cn`` None)."""
+    """A compensated state's depth remainder ``Cn[i, v // 3] = 0`` (a clipped depth ``v``,
+    set outright); nothing without one (``Cn`` None)."""
 
 
 @overload(_drop, inline="always")
@@ -581,15 +586,16 @@ def _drop_impl(Cn, i, v):
         return lambda Cn, i, v: None
 
     def drop(Cn, i, v):
-        Cn[i, v] = 0
+        Cn[i, v // 3] = 0
 
     return drop
 
 
 def _combine(U, S, D, CU, CS, CD, i, v, a, b):
-    """``D[i, v] = a U[i, v] + b S[i, v]`` (:func:`fvswe.physics.update.combine`); of a
-    compensated state (remainders ``CU``, ``CS``, ``CD``, else None) in float64
-    (:func:`~fvswe.physics.update.compensated_combine`), split into value and remainder."""
+    """``D[i, v] = a U[i, v] + b S[i, v]`` (:func:`fvswe.physics.update.combine`); a depth of
+    a compensated state (remainders per layer ``CU``, ``CS``, ``CD``, else None) in float64
+    (:func:`~fvswe.physics.update.compensated_combine`), split into value and remainder; its
+    discharges as without (the weights rounded to the state's type)."""
 
 
 @overload(_combine, inline="always")
@@ -601,11 +607,16 @@ def _combine_impl(U, S, D, CU, CS, CD, i, v, a, b):
 
         return plain
 
+    real = as_dtype(U.dtype).type
+
     def kept(U, S, D, CU, CS, CD, i, v, a, b):
-        f64 = np.float64  # Numba's float() keeps a float32 a float32
-        x = compensated_combine(a, f64(U[i, v]), f64(CU[i, v]), b, f64(S[i, v]), f64(CS[i, v]))
+        if v % 3 != 0:  # a discharge: as a plain state's
+            D[i, v] = combine(real(a), U[i, v], real(b), S[i, v])
+            return
+        f64, k = np.float64, v // 3  # Numba's float() keeps a float32 a float32
+        x = compensated_combine(a, f64(U[i, v]), f64(CU[i, k]), b, f64(S[i, v]), f64(CS[i, k]))
         D[i, v] = x
-        CD[i, v] = remainder(x, f64(D[i, v]))
+        CD[i, k] = remainder(x, f64(D[i, v]))
 
     return kept
 
@@ -615,7 +626,7 @@ def _update_cell(W, Wn, C, Cn, i, mesh, ctrl, acc, stage, eps_u, ax, ay):
     """Cell i's new state ``Wn[i]`` from its old one ``W[i]``: ``W_i - dt/|V_i| Σ_slots``
     (slots summed in local order; compensated where ``C`` is given: :func:`_increment`),
     the negative depths clipped to 0, the discharges of layers thinner than ``eps_u``
-    damped (``eps_h`` but in the limiter's cells; their remainders dropped), the forcing
+    damped (``eps_h`` but in the limiter's cells), a clipped depth's remainder dropped, the forcing
     (the wind ``(ax, ay)``) and the friction. Returns (clipped layers, thin layers, m^3 the
     clip added)."""
     nvar, k = W.shape[1], mesh.cell_edges.shape[1]
@@ -643,8 +654,6 @@ def _update_cell(W, Wn, C, Cn, i, mesh, ctrl, acc, stage, eps_u, ax, ay):
             qx, qy = damped(Wn[i, v], Wn[i, v + 1], Wn[i, v + 2], eps_u)
             Wn[i, v + 1] = qx
             Wn[i, v + 2] = qy
-            _drop(Cn, i, v + 1)
-            _drop(Cn, i, v + 2)
     if ctrl.n_wind != 0 or ctrl.coriolis_f.shape[0] > 0:
         _force(Wn, i, ctrl, dt, ax, ay)
     if ctrl.friction != 0 or ctrl.interfacial_coef.shape[0] > 0:

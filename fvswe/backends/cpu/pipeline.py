@@ -89,8 +89,9 @@ class CpuBackend:
     ``reconstruction``: one of :data:`fvswe.registry.RECONSTRUCTIONS` (``linear``: a
     multi-stage integrator, the stable step times
     :data:`~fvswe.physics.reconstruction.LINEAR_CFL`; docs/SCHEMES.md §19).
-    ``compensated``: a float32 state keeps each component's rounding remainder in a second
-    float32 array (docs/SCHEMES.md §2.7; ignored in float64, which needs none).
+    ``compensated``: a float32 state keeps each depth's rounding remainder in a second
+    float32 array, one column per layer (docs/SCHEMES.md §2.7; ignored in float64, which
+    needs none).
     """
 
     name = "cpu"
@@ -130,11 +131,12 @@ class CpuBackend:
         self._faces = _faces(layout, linear)
         stages = len(self.integrator.stages)
         self._buffers = {name: layout.W0.copy() for name in integrators.BUFFERS[: 2 + (stages > 1)]}
-        #: Per buffer, a compensated state's remainders (docs/SCHEMES.md §2.7): float32
-        #: only; None in float64 or when off, which compiles them out of the passes.
+        #: Per buffer, a compensated state's depth remainders ``(L, layers)`` (docs/SCHEMES.md
+        #: §2.7): float32 only; None in float64 or when off, which compiles them out.
         self.compensated = bool(compensated) and np.dtype(layout.dtype) == np.float32
-        self._rest = {name: np.zeros_like(W) if self.compensated else None
-                      for name, W in self._buffers.items()}  # fmt: skip
+        rests = (layout.n_cells, self.model.layers)
+        self._rest = {name: np.zeros(rests, np.float32) if self.compensated else None
+                      for name in self._buffers}  # fmt: skip
         dtype = str(np.dtype(layout.dtype))
         #: The positivity limiter's theta per cell and layer (two layers; 1 but where a step
         #: limits) and its margin (docs/SCHEMES.md §13.4).
@@ -217,17 +219,19 @@ class CpuBackend:
 
     @property
     def snapshot_arrays(self) -> dict[str, tuple[int, ...]]:
-        """The arrays a snapshot holds beyond ``W``: a compensated state's remainders ``C``
-        (docs/SCHEMES.md §2.7), which a bit-for-bit restart needs."""
-        return {"C": self.W.shape} if self.compensated else {}
+        """The arrays a snapshot holds beyond ``W``: a compensated state's depth remainders
+        ``C`` (one column per layer; docs/SCHEMES.md §2.7), which a bit-for-bit restart
+        needs."""
+        return {"C": self._rest[U].shape} if self.compensated else {}
 
     def remainders(self) -> np.ndarray | None:
-        """A compensated state's remainders (a copy; layout order), else None."""
+        """A compensated state's depth remainders ``(L, layers)`` (a copy; layout order),
+        else None."""
         rest = self._rest[U]
         return None if rest is None else rest.copy()
 
     def set_state(self, W: np.ndarray, C: np.ndarray | None = None) -> None:
-        """The state ``W``, and a compensated state's remainders ``C`` (default 0)."""
+        """The state ``W``, and a compensated state's depth remainders ``C`` (default 0)."""
         self.W[...] = W
         if self._rest[U] is not None:
             self._rest[U][...] = 0 if C is None else C
@@ -247,9 +251,7 @@ class CpuBackend:
     def layer_mass(self, area: np.ndarray) -> list[float]:
         """Volume of each layer, ``Σ area_i h_k,i`` in float64 (``area`` in cell order); of a
         compensated state ``h + c``, the depth it carries (docs/SCHEMES.md §2.7)."""
-        rest = self._rest[U]
-        W = self.W if rest is None else self.W.astype(np.float64) + rest
-        return self.model.layer_volumes(W, area)
+        return self.model.layer_volumes(self.W, area, self._rest[U])
 
     def counters(self) -> dict[str, int | float]:
         """Event counts; with level, discharge or characteristic boundaries also

@@ -344,30 +344,26 @@ __device__ __forceinline__ void store_cell(real4* W, int c, const real* w, real 
 #endif
 }
 
-// A compensated state's remainders (docs/SCHEMES.md §2.7): packed as the state's 4-vectors
-// (the 4th entries unused), ctrl->rest vectors after the start of the state buffer W. Per
-// owned cell: read and written by its own update only, never exchanged.
+// A compensated state's depth remainders (docs/SCHEMES.md §2.7): FVSWE_LAYERS reals per cell
+// (a real2 for two layers, one real for one), ctrl->rest 4-vectors after the start of the
+// state buffer W. Per owned cell: read and written by its own update only, never exchanged.
 __device__ __forceinline__ void load_rest(const real4* W, const Ctrl* ctrl, int c, real* r)
 {
-#if FVSWE_COMPENSATED
-    const real4* R = W + ctrl->rest + (size_t)c * NVEC;
-    const real4 a = R[0];
-    r[0] = a.x; r[1] = a.y; r[2] = a.z;
-#if FVSWE_LAYERS == 2
-    const real4 b = R[1];
-    r[3] = b.x; r[4] = b.y; r[5] = b.z;
-#endif
+#if FVSWE_COMPENSATED && FVSWE_LAYERS == 2
+    const real2 a = reinterpret_cast<const real2*>(W + ctrl->rest)[c];
+    r[0] = a.x;
+    r[1] = a.y;
+#elif FVSWE_COMPENSATED
+    r[0] = reinterpret_cast<const real*>(W + ctrl->rest)[c];
 #endif
 }
 
 __device__ __forceinline__ void store_rest(real4* W, const Ctrl* ctrl, int c, const real* r)
 {
-#if FVSWE_COMPENSATED
-    real4* R = W + ctrl->rest + (size_t)c * NVEC;
-    R[0] = real4{r[0], r[1], r[2], real(0)};
-#if FVSWE_LAYERS == 2
-    R[1] = real4{r[3], r[4], r[5], real(0)};
-#endif
+#if FVSWE_COMPENSATED && FVSWE_LAYERS == 2
+    reinterpret_cast<real2*>(W + ctrl->rest)[c] = real2{r[0], r[1]};
+#elif FVSWE_COMPENSATED
+    reinterpret_cast<real*>(W + ctrl->rest)[c] = r[0];
 #endif
 }
 
@@ -745,11 +741,10 @@ __device__ __forceinline__ void feed(real* w, int c, const Ctrl* ctrl, double dt
 // with the desingularised u = q inverse_depth(h, eps_u) (docs/SCHEMES.md §8, §13.4; 0 on a
 // dry layer); then wind and Coriolis (apply_forcing), then friction (apply_friction);
 // stored into Wout. The same operations in the same order as the CPU backend's volume_pass.
-// A compensated state (FVSWE_COMPENSATED) adds in float64, with dt/|V_c| in float64 as the
-// CPU, the remainders its update in Win left (update::compensated) and stores the new ones
-// beside Wout; a clipped depth and a
-// damped discharge drop theirs. Returns the layers clipped and those left thin
-// (0 < h < eps_h), for count_cell.
+// A compensated state (FVSWE_COMPENSATED) adds the depths in float64, with dt/|V_c| in float64
+// as the CPU, the remainders its update in Win left (update::compensated) and stores the new
+// ones beside Wout (the discharges as without); a clipped depth drops its remainder. Returns
+// the layers clipped and those left thin (0 < h < eps_h), for count_cell.
 __device__ __forceinline__ void update_cell(const real4* Win, real4* Wout, int c, real* w, real H,
                                             real A, const real* acc, const Ctrl* ctrl, real eps_h,
                                             real eps_u, int op, double dt, int& clipped, int& thin)
@@ -758,20 +753,23 @@ __device__ __forceinline__ void update_cell(const real4* Win, real4* Wout, int c
     clipped = 0;
     thin = 0;
 #if FVSWE_COMPENSATED
-    real rest[NVAR];
+    real rest[FVSWE_LAYERS];
     load_rest(Win, ctrl, c, rest);
     const double rdt64 = update::rate<double>(dt, double(A));  // as the CPU: dt/|V| in float64
+#endif
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) {
-        const double x = update::compensated<double>(double(w[m]), double(rest[m]), rdt64,
-                                                     double(acc[m]));
-        w[m] = real(x);
-        rest[m] = real(update::remainder<double>(x, double(w[m])));
-    }
-#else
-#pragma unroll
-    for (int m = 0; m < NVAR; ++m) w[m] = update::increment<real>(w[m], rdt, acc[m]);
+#if FVSWE_COMPENSATED
+        if (m % 3 == 0) {  // a depth: in float64 with its remainder; the discharges as without
+            const double x = update::compensated<double>(double(w[m]), double(rest[m / 3]), rdt64,
+                                                         double(acc[m]));
+            w[m] = real(x);
+            rest[m / 3] = real(update::remainder<double>(x, double(w[m])));
+            continue;
+        }
 #endif
+        w[m] = update::increment<real>(w[m], rdt, acc[m]);
+    }
 #if FVSWE_SOURCES
     if (ctrl->n_sources) feed(w, c, ctrl, dt);
 #endif
@@ -782,7 +780,7 @@ __device__ __forceinline__ void update_cell(const real4* Win, real4* Wout, int c
             layer[0] = real(0);
             ++clipped;
 #if FVSWE_COMPENSATED
-            rest[3 * l] = real(0);
+            rest[l] = real(0);
 #endif
         } else if (layer[0] < eps_h && layer[0] > real(0)) {
             ++thin;
@@ -791,10 +789,6 @@ __device__ __forceinline__ void update_cell(const real4* Win, real4* Wout, int c
             const auto q = update::damped<real>(layer[0], layer[1], layer[2], eps_u);
             layer[1] = q.f0;
             layer[2] = q.f1;
-#if FVSWE_COMPENSATED
-            rest[3 * l + 1] = real(0);
-            rest[3 * l + 2] = real(0);
-#endif
         }
     }
     if (ctrl->n_wind > 0 || ctrl->coriolis_f)
@@ -987,7 +981,7 @@ __device__ __forceinline__ void pass_cell(const real4* __restrict__ Win, real4* 
 #pragma unroll
     for (int v = 0; v < NVEC; ++v) st4(Wout + (size_t)c * NVEC + v, ld4(Win + (size_t)c * NVEC + v));
 #if FVSWE_COMPENSATED
-    real rest[NVAR];
+    real rest[FVSWE_LAYERS];
     load_rest(Win, ctrl, c, rest);
     store_rest(Wout, ctrl, c, rest);
 #endif

@@ -209,8 +209,9 @@ __device__ void close_step(Ctrl* ctrl, int op)
 // A multi-stage integrator's combination (fvswe.integrators, op "combine"): D = a U + b S cell
 // by cell (update::combine on the state's components; the depth and area stay U's), in a step
 // that runs; D may be U or S (each thread reads, then writes, its own cell: plain loads). A
-// compensated state (FVSWE_COMPENSATED: float64 weights) combines value and remainder in
-// float64 (update::compensated_combine) and splits the result into both again, as the CPU.
+// compensated state (FVSWE_COMPENSATED: float64 weights) combines each depth and its remainder
+// in float64 (update::compensated_combine) and splits the result into both again, as the CPU;
+// its discharges as without.
 // With OP_ADVANCE it closes the step (close_step).
 #if FVSWE_COMPENSATED
 typedef double weight_t;
@@ -225,7 +226,7 @@ combine_step(const int n_cells, const real4* U, const real4* S, real4* D, const 
     const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
     if (c < n_cells) {
 #if FVSWE_COMPENSATED
-        real u[NVAR], cu[NVAR], s[NVAR], cs[NVAR], H, A;
+        real u[NVAR], cu[FVSWE_LAYERS], s[NVAR], cs[FVSWE_LAYERS], H, A;
         load_cell(U, c, u, H);
         load_cell(S, c, s, A);
         load_rest(U, ctrl, c, cu);
@@ -233,10 +234,14 @@ combine_step(const int n_cells, const real4* U, const real4* S, real4* D, const 
         A = U[(size_t)c * NVEC + NVEC - 1].w;  // two layers: the area; one: H again
 #pragma unroll
         for (int m = 0; m < NVAR; ++m) {
-            const double x = update::compensated_combine<double>(a, double(u[m]), double(cu[m]), b,
-                                                                 double(s[m]), double(cs[m]));
+            if (m % 3) {  // a discharge: as without, the weights rounded to real
+                u[m] = update::combine<real>(real(a), u[m], real(b), s[m]);
+                continue;
+            }
+            const double x = update::compensated_combine<double>(a, double(u[m]), double(cu[m / 3]),
+                                                                 b, double(s[m]), double(cs[m / 3]));
             u[m] = real(x);
-            cu[m] = real(update::remainder<double>(x, double(u[m])));
+            cu[m / 3] = real(update::remainder<double>(x, double(u[m])));
         }
         store_cell(D, c, u, H, A);
         store_rest(D, ctrl, c, cu);

@@ -57,9 +57,9 @@ class GpuBackend:
     one CUDA graph replays; ``fast_math`` compiles a float32 run's modules with approximate
     division and square root (a ConfigError for float64); ``integrator`` one of
     :data:`fvswe.integrators.INTEGRATORS`; ``entropy_fix`` false compiles the scheme's kernel
-    without the entropy fix (Roe, IR-Roe); ``compensated`` keeps a float32 state's rounding
-    remainders beside each state buffer (docs/SCHEMES.md §2.7; ignored in float64);
-    ``runtime`` CuPy (default) or a stand-in of its
+    without the entropy fix (Roe, IR-Roe); ``compensated`` keeps a float32 state's depths'
+    rounding remainders (one real per layer and cell) beside each state buffer
+    (docs/SCHEMES.md §2.7; ignored in float64); ``runtime`` CuPy (default) or a stand-in of its
     API. ``threads`` (the CPU backend's) is accepted for a uniform constructor and unused: the
     device runs the steps.
     """
@@ -164,16 +164,18 @@ class GpuBackend:
 
     def _allocate(self) -> None:
         """The state buffers (two; a multi-stage integrator's stages need a third), each
-        followed by its remainders when compensated (``_rests``; the kernels find them
-        ``ctrl->rest`` 4-vectors on), the per-block partial minima, the control block and the
-        blow-up finder's result."""
+        followed by its depth remainders ``(L, layers)`` when compensated (``_rests``; the
+        kernels find them ``ctrl->rest`` 4-vectors on), the per-block partial minima, the
+        control block and the blow-up finder's result."""
         cp, lay = self._cp, self.layout
-        n, nvec = lay.n_cells, 2 if self.model.layers == 2 else 1
+        n, layers = lay.n_cells, self.model.layers
+        nvec = 2 if layers == 2 else 1
         count = 3 if len(self.integrator.stages) > 1 else 2
-        whole = [cp.zeros(((1 + self.compensated) * n, nvec, 4), dtype=self.dtype)
-                 for _ in range(count)]  # fmt: skip
-        self._bufs = [w[:n] for w in whole]
-        self._rests = [w[n:] for w in whole] if self.compensated else None
+        extra = -(-n * layers // 4) if self.compensated else 0  # 4-vectors of remainders
+        whole = [cp.zeros((n * nvec + extra, 4), dtype=self.dtype) for _ in range(count)]
+        self._bufs = [w[: n * nvec].reshape(n, nvec, 4) for w in whole]
+        self._rests = ([w[n * nvec :].reshape(-1)[: n * layers].reshape(n, layers) for w in whole]
+                       if self.compensated else None)  # fmt: skip
         self._partial = cp.empty(self._dev.cell_grid, dtype=self.dtype)
         self._ctrl = cp.zeros(CTRL_DTYPE.itemsize, dtype=np.uint8)
         self._first = cp.empty(1, dtype=np.int32)
@@ -311,26 +313,23 @@ class GpuBackend:
     # -- state ---------------------------------------------------------------------------------
     @property
     def snapshot_arrays(self) -> dict[str, tuple[int, ...]]:
-        """The arrays a snapshot holds beyond ``W``: a compensated state's remainders ``C``."""
-        return {"C": (self.layout.n_cells, self.model.nvar)} if self.compensated else {}
+        """The arrays a snapshot holds beyond ``W``: a compensated state's depth remainders
+        ``C`` (one column per layer)."""
+        return {"C": (self.layout.n_cells, self.model.layers)} if self.compensated else {}
 
     def remainders(self) -> np.ndarray | None:
-        """A host copy ``(L, nvar)`` of a compensated state's remainders, else None."""
-        if not self.compensated:
-            return None
-        return unpack_state(self._rests[0].get(stream=self.stream), self.model.layers)
+        """A host copy ``(L, layers)`` of a compensated state's depth remainders, else None."""
+        return self._rests[0].get(stream=self.stream) if self.compensated else None
 
     def set_state(self, W: np.ndarray, C: np.ndarray | None = None) -> None:
-        """Upload ``W (L, nvar)`` (and a compensated state's remainders ``C``, default 0); a
-        lagged dt is then recomputed from the new state."""
+        """Upload ``W (L, nvar)`` (and a compensated state's depth remainders ``C (L, layers)``,
+        default 0); a lagged dt is then recomputed from the new state."""
         lay = self.layout
         P = pack_state(np.asarray(W, dtype=self.dtype), lay.H, lay.area, self.model.layers)
         self._W.set(P, stream=self.stream)
         if self.compensated:
-            R = np.zeros_like(P)
-            if C is not None:
-                R[...] = pack_state(np.asarray(C, dtype=self.dtype), 0 * lay.H, 0 * lay.area,
-                                    self.model.layers)  # fmt: skip
+            R = np.zeros(self._rests[0].shape, dtype=self.dtype)
+            R[...] = 0 if C is None else C
             self._rests[0].set(R, stream=self.stream)
         self.set_control(dt=self.dt_fixed if self.dt_mode == "fixed" else math.nan, stalled=0)
         self._need_dt = self.dt_mode == "lagged"
@@ -356,7 +355,7 @@ class GpuBackend:
             for vec in range(self._W.shape[1]):
                 h = self._W[:, vec, 0].astype(np.float64)
                 if self.compensated:  # the depth the state carries, h + c (§2.7)
-                    h += self._rests[0][:, vec, 0]
+                    h += self._rests[0][:, vec]
                 out.append(float(cp.dot(h, self._area64)))
             return out
 
@@ -613,7 +612,7 @@ class GpuBackend:
     def bytes_per_step(self) -> int:
         """Compulsory device-memory traffic of one lagged Euler step (:func:`.step_bytes`)."""
         state = self._W.nbytes + (self._dev.area.nbytes if self.model.layers == 1 else 0)
-        rest = 2 * self._W.nbytes if self.compensated else 0  # remainders read and written
+        rest = 2 * self._rests[0].nbytes if self.compensated else 0  # remainders read, written
         return step_bytes(self._dev, self.variant, state) + rest
 
     # -- tests -----------------------------------------------------------------------------------
