@@ -116,9 +116,12 @@ class BeachRunup:
     ``eta = -phi_l / 4 - u^2 / 2``, ``x = sigma^2 / 16 - eta``, ``t = u + lambda / 2``; t = 0
     is ``lambda = 0``, where ``phi = 0`` and ``phi_l = -4 eta0``. Its solution is the Hankel
     integral ``phi = int A(k) J0(k sigma) sin(k lambda) dk``, ``A(k) = int phi_l(s, 0) J0(k s)
-    s ds`` (the initial-value integral), evaluated here by Gauss-Legendre quadrature; a point
-    ``(x, t)`` is found by Newton's method in ``lambda`` along each ``sigma``. Valid while
-    the wave does not break (the transformation's Jacobian keeps its sign).
+    s ds`` (the initial-value integral), evaluated here by Gauss-Legendre quadrature up to
+    ``kmax`` (``A`` must have decayed there: 25 for Carrier, Wu & Yeh's wave, whose digits 40
+    does not change); a point ``(x, t)`` is found by Newton's method in ``lambda`` along each
+    ``sigma``. Valid while the wave does not break (the transformation's Jacobian keeps its
+    sign); where the solution folds (Carrier, Wu & Yeh's shoreline for 0.3 s near 173 s) the
+    bracketed iteration returns one of its branches.
     """
 
     def __init__(self, surface: Callable[[np.ndarray], np.ndarray], slope: float,
