@@ -2,17 +2,18 @@
 leading-depression wave running up a 1:10 beach, against the analytic solution of Carrier,
 Wu & Yeh (2003), side by side with ANUGA's DE algorithms on ANUGA's own set-up.
 
-    python benchmarks/runup_beach.py [--dx 25,4,1] [--backend cpu|gpu]
+    python benchmarks/runup_beach.py [--dx 25,4,1] [--backend cpu|gpu] [--reference analytic]
                                      [--anuga-python /path/to/venv/bin/python --anuga DE0,DE1]
                                      [-o docs/images/runup_beach.png] [--json ...]
 
 Set-up (docs/benchmarks.md; data in benchmarks/data/runup_beach/): x is the distance
 offshore from the still shoreline, the bed ``z = -x / 10`` on ``[-400, 59600]`` m (ANUGA's
-validation script's domain), the initial surface ``initial_condition.txt`` (0 beyond its
-last point; the land dry), at rest, walls at both ends (no reflection reaches the shore
-before 600 s). fvswe: one row of quads (exactly 1-D), ``hll-wd``, float64; ``--dx`` is the
-cell length from the land to 500 m offshore, growing beyond as ``sqrt(depth)`` (a uniform
-Courant number) up to ``DX_MAX``, except ``--dx 25`` and larger, uniform (ANUGA's 25 m).
+validation script's domain), the initial surface Carrier, Wu & Yeh's two Gaussians
+(:func:`cwy_surface`; ``initial_condition.txt`` samples it; the land dry), at rest, walls
+at both ends (no reflection reaches the shore before 600 s). fvswe: one row of quads
+(exactly 1-D), ``hll-wd``, float64; ``--dx`` is the cell length from the land to 500 m
+offshore, growing beyond as ``sqrt(depth)`` (a uniform Courant number) up to ``DX_MAX``,
+except ``--dx 25`` and larger, uniform (ANUGA's 25 m).
 ANUGA (``--anuga-python``: an interpreter with ``pip install anuga``, ANUGA is no fvswe
 dependency): ``anuga.rectangular_cross`` 25 m squares (4 triangles each) of 60 km x 25 m,
 reflective walls, no friction, flow algorithms ``--anuga`` -- the set-up of
@@ -24,13 +25,17 @@ solution's points at t = 160, 175 and 220 s (RMS and maximum difference, linear
 interpolation between cell centres), and the shoreline from 100 to 280 s: the landward end
 of the water connected to the sea (the centre of the last cell deeper than ``WET``, 1 cm
 as in ANUGA's plot_results.py), every second, against ``Shoreline.csv`` (RMS and maximum
-difference, and the highest runup ``-min(x_s) / 10``).
+difference, and the highest runup ``-min(x_s) / 10``). Without the benchmark's files (or with
+``--reference analytic``) the reference is fvswe's own evaluation of the analytic solution
+(:class:`fvswe.exact.BeachRunup`: the profiles at 101 points from the shoreline to 800 m, the
+shoreline every 0.25 s), which matches the files (tests/test_runup_beach.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import platform
@@ -53,7 +58,17 @@ WET = 0.01
 X_FINE, DX_MAX, WIDTH = 500.0, 100.0, 100.0
 
 
-# -- the data ----------------------------------------------------------------------------------
+# -- the data and the analytic solution ------------------------------------------------------
+#: Carrier, Wu & Yeh's initial wave (2003, the benchmark's): in units of ``L`` and
+#: ``SLOPE L``, ``eta0 = a1 exp(-k1 (xi - x1)^2) - a2 exp(-k2 (xi - x2)^2)`` at
+#: ``xi = x + eta0 / SLOPE`` (initial_condition.txt holds it to 1e-8 m).
+CWY = {"L": 5000.0, "a1": 0.006, "a2": 0.018, "k1": 4.0 / 9.0, "k2": 4.0, "x1": 4.1209,
+       "x2": 1.6384}  # fmt: skip
+#: Where the analytic profiles are compared: 101 points from the shoreline to PROFILE_END m
+#: offshore (the benchmark files' points: from the shoreline to about 800 m).
+PROFILE_END, PROFILE_POINTS = 800.0, 101
+
+
 def _data(name: str) -> Path:
     path = DATA / name
     if not path.is_file():
@@ -65,26 +80,67 @@ def _data(name: str) -> Path:
     return path
 
 
+def has_data() -> bool:
+    """Whether all the benchmark's files are in DATA."""
+    names = ("initial_condition.txt", "Shoreline.csv", *(f"t{t:g}.csv" for t in TIMES))
+    return all((DATA / n).is_file() for n in names)
+
+
 def initial_surface() -> tuple[np.ndarray, np.ndarray]:
-    """``(x, eta)`` of the initial wave (m; the file's 13 lines of text first)."""
+    """``(x, eta)`` of the initial wave from the data file (m; its 13 lines of text first)."""
     data = np.loadtxt(_data("initial_condition.txt"), skiprows=13)
     return data[:, 0], data[:, 1]
 
 
-def profile(t: float) -> np.ndarray:
-    """The analytic ``(x, eta, u)`` rows at ``t`` (160, 175 or 220 s)."""
-    return np.loadtxt(_data(f"t{t:g}.csv"), delimiter=",", skiprows=1)
-
-
-def shoreline() -> np.ndarray:
-    """The analytic shoreline ``(t, x_s, u_s)`` rows."""
-    return np.loadtxt(_data("Shoreline.csv"), delimiter=",", skiprows=1)
+def cwy_surface(xi: np.ndarray) -> np.ndarray:
+    """The initial surface (m) as Carrier, Wu & Yeh give it, at ``xi = x + eta / SLOPE`` (m)."""
+    X = np.asarray(xi, dtype=float) / CWY["L"]
+    wave = CWY["a1"] * np.exp(-CWY["k1"] * (X - CWY["x1"]) ** 2) - CWY["a2"] * np.exp(
+        -CWY["k2"] * (X - CWY["x2"]) ** 2
+    )
+    return SLOPE * CWY["L"] * wave
 
 
 def eta0(x: np.ndarray) -> np.ndarray:
-    """The initial surface at ``x``, 0 beyond the data, never below the bed (dry land)."""
-    xi, ei = initial_surface()
-    return np.maximum(np.interp(x, xi, ei, left=0.0, right=0.0), -SLOPE * np.asarray(x))
+    """The initial surface at ``x``: ``eta = cwy_surface(x + eta / SLOPE)`` by fixed-point
+    iteration (it contracts: the wave's slope is a few hundredths of the beach's), never
+    below the bed (dry land)."""
+    x = np.asarray(x, dtype=float)
+    eta = np.zeros_like(x)
+    for _ in range(40):
+        eta = cwy_surface(x + eta / SLOPE)
+    return np.maximum(eta, -SLOPE * x)
+
+
+@functools.cache
+def analytic():
+    """The exact solution of the benchmark (:class:`fvswe.exact.BeachRunup`)."""
+    from fvswe.exact import BeachRunup
+
+    return BeachRunup(cwy_surface, SLOPE, 10.0 * CWY["L"], G)
+
+
+def profile(t: float, reference: str = "data") -> np.ndarray:
+    """The analytic ``(x, eta, u)`` rows at ``t`` (160, 175 or 220 s): the benchmark's file,
+    or (``reference="analytic"``) :func:`analytic` at PROFILE_POINTS points."""
+    if reference == "data":
+        return np.loadtxt(_data(f"t{t:g}.csv"), delimiter=",", skiprows=1)
+    x = np.linspace(float(analytic().shoreline([t])[0][0]), PROFILE_END, PROFILE_POINTS)
+    return np.column_stack([x, *analytic().profile(x, t)])
+
+
+def shoreline(reference: str = "data") -> np.ndarray:
+    """The analytic shoreline ``(t, x_s, u_s)`` rows: the benchmark's file (0.7 to 357 s), or
+    (``reference="analytic"``) :func:`analytic` every 0.25 s from 0 to 357 s."""
+    if reference == "data":
+        return np.loadtxt(_data("Shoreline.csv"), delimiter=",", skiprows=1)
+    return _analytic_shoreline().copy()
+
+
+@functools.cache
+def _analytic_shoreline() -> np.ndarray:
+    t = np.arange(0.0, 357.0 + 1e-9, 0.25)
+    return np.column_stack([t, *analytic().shoreline(t)])
 
 
 # -- fvswe -------------------------------------------------------------------------------------
@@ -216,12 +272,13 @@ def run_anuga(python: str, alg: str) -> dict:
 
 
 # -- the comparison ----------------------------------------------------------------------------
-def errors(res: dict) -> dict:
+def errors(res: dict, reference: str = "data") -> dict:
     """Surface and velocity errors at the analytic points of each profile, and the shoreline's
-    RMS and largest error over SHORE_T and the highest runup (m)."""
+    RMS and largest error over SHORE_T and the highest runup (m), against the benchmark's
+    files (``reference="data"``) or fvswe's own analytic solution (``"analytic"``)."""
     out = {}
     for t in TIMES:
-        exact = profile(t)
+        exact = profile(t, reference)
         model = res["profiles"][t]
         eta = np.interp(exact[:, 0], model[:, 0], model[:, 1])
         u = np.interp(exact[:, 0], model[:, 0], model[:, 2])
@@ -230,7 +287,7 @@ def errors(res: dict) -> dict:
                           "eta_max": float(np.abs(d).max()),
                           "u_rms": float(np.sqrt(np.mean(du**2)))}  # fmt: skip
     ts, xs = np.array(res["t"]), np.array(res["shore"])
-    s = shoreline()
+    s = shoreline(reference)
     window = (ts >= SHORE_T[0]) & (ts <= SHORE_T[1])
     d = xs[window] - np.interp(ts[window], s[:, 0], s[:, 1])
     out["shore"] = {"rms": float(np.sqrt(np.mean(d**2))), "max": float(np.abs(d).max()),
@@ -239,7 +296,7 @@ def errors(res: dict) -> dict:
     return out
 
 
-def figure(results: list[dict], path: Path) -> None:
+def figure(results: list[dict], path: Path, reference: str = "data") -> None:
     """The three surface profiles near the shore and the shoreline, every run and the analytic."""
     import matplotlib
 
@@ -248,7 +305,7 @@ def figure(results: list[dict], path: Path) -> None:
 
     fig, axes = plt.subplots(2, 2, figsize=(10, 7))
     for ax, t in zip(axes.flat, TIMES, strict=False):
-        exact = profile(t)
+        exact = profile(t, reference)
         ax.plot(exact[:, 0], exact[:, 1], "k-", lw=2, label="analytic")
         for r in results:
             p = r["profiles"][t]
@@ -258,7 +315,7 @@ def figure(results: list[dict], path: Path) -> None:
         ax.plot(x, -SLOPE * x, color="0.6", lw=0.8)
         ax.set(title=f"t = {t:g} s", xlabel="x (m)", ylabel="eta (m)", ylim=(-25, 20))
     ax = axes.flat[3]
-    s = shoreline()
+    s = shoreline(reference)
     ax.plot(s[:, 0], s[:, 1], "k-", lw=2, label="analytic")
     for r in results:
         ax.plot(r["t"], r["shore"], lw=1, label=r["label"])
@@ -278,9 +335,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, help="CPU threads (default: the idle cores)")
     parser.add_argument("--anuga-python", help="an interpreter that imports anuga")
     parser.add_argument("--anuga", default="DE0,DE1", help="ANUGA flow algorithms")
+    parser.add_argument("--reference", choices=("data", "analytic"),
+                        help="the benchmark's files (default, where present) or fvswe's own "
+                        "analytic solution (fvswe.exact.BeachRunup)")  # fmt: skip
     parser.add_argument("-o", "--figure", type=Path)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
+    reference = args.reference or ("data" if has_data() else "analytic")
     results = []
     for dx in (float(v) for v in args.dx.split(",")):
         results.append(run_fvswe(dx, args.backend, args.dtype, args.threads))
@@ -291,15 +352,16 @@ def main(argv: list[str] | None = None) -> int:
         r["label"] = f"{r['code']}, {r['cells']} cells (dx {r['dx']:g} m at the shore)"
         rows.append({k: r.get(k) for k in ("code", "cells", "dx", "backend", "threads", "steps",
                                             "wall_s", "loadavg")}
-                    | {"errors": errors(r)})  # fmt: skip
+                    | {"errors": errors(r, reference)})  # fmt: skip
         print(json.dumps(rows[-1], default=float))
     if args.json:
         report = {"benchmark": "runup on a 1:10 beach (LWRM 2004 benchmark 1)", "wet": WET,
+                  "reference": reference,
                   "machine": platform.node(), "cpu": platform.processor(), "runs": rows,
                   "date": datetime.datetime.now().isoformat(timespec="seconds")}  # fmt: skip
         args.json.write_text(json.dumps(report, indent=1, default=float) + "\n")
     if args.figure:
-        figure(results, args.figure)
+        figure(results, args.figure, reference)
     return 0
 
 
