@@ -13,6 +13,7 @@ import math
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -125,15 +126,22 @@ int main()
 """
 
 
-@needs_cxx
-def test_every_construct_equals_numba_bitwise(tmp_path):
-    (tmp_path / "sampler.cuh").write_text(codegen.emit({}, [sampler]))
-    (tmp_path / "main.cpp").write_text(SAMPLER_MAIN)
-    exe = tmp_path / "sampler"
+def host_program(tmp_path: Path, name: str, function, main: str) -> Path:
+    """``function`` emitted into ``NAME.cuh`` beside the C++ ``main``, built by the host
+    compiler without contraction (as the float64 GPU modules are): the executable."""
+    (tmp_path / f"{name}.cuh").write_text(codegen.emit({}, [function]))
+    (tmp_path / "main.cpp").write_text(main)
+    exe = tmp_path / name
     cmd = [CXX, "-std=c++17", "-O1", "-ffp-contract=off", f"-I{tmp_path}",
            str(tmp_path / "main.cpp"), "-o", str(exe)]  # fmt: skip
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-4000:]
+    return exe
+
+
+@needs_cxx
+def test_every_construct_equals_numba_bitwise(tmp_path):
+    exe = host_program(tmp_path, "sampler", sampler, SAMPLER_MAIN)
     rng = np.random.default_rng(5)
     v = rng.uniform(-3, 3, (5000, 3))
     v[::7, 1] = v[::7, 0]  # x == y breaks the tuple loop
@@ -185,13 +193,7 @@ def test_reconstruction_formulas_equal_numba_bitwise(tmp_path):
     """Issue 27: the linear reconstruction's formulas are in the subset, and their emitted C++
     on the host is njit bit for bit (the GPU's starting point; its pipelines do not call them
     yet) on random cells, with thin layers, sheared ones and bounds that limit."""
-    (tmp_path / "reconstructed.cuh").write_text(codegen.emit({}, [reconstructed]))
-    (tmp_path / "main.cpp").write_text(RECONSTRUCTED_MAIN)
-    exe = tmp_path / "reconstructed"
-    cmd = [CXX, "-std=c++17", "-O1", "-ffp-contract=off", f"-I{tmp_path}",
-           str(tmp_path / "main.cpp"), "-o", str(exe)]  # fmt: skip
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr[-4000:]
+    exe = host_program(tmp_path, "reconstructed", reconstructed, RECONSTRUCTED_MAIN)
     rng = np.random.default_rng(27)
     n = 4000
     v = np.column_stack((
