@@ -100,7 +100,7 @@ def _gpu_variants(base: list[dict]) -> list[dict]:
 
 
 def _name(spec: dict) -> str:
-    skip = ("backend", "name")
+    skip = ("backend", "name", "compensated")
     return ",".join(f"{k}={spec[k]}" for k in sorted(spec) if k not in skip)
 
 
@@ -202,6 +202,12 @@ def main(argv=None) -> int:
         metavar="I/N",
         help="run every N-th configuration from the I-th (processes sharing a GPU)",
     )
+    ap.add_argument(
+        "--plain-float32",
+        action="store_true",
+        help="float32 runs without the compensated state (issue 31), under the same names: "
+        "to compare with a tree that predates it",
+    )
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
     args = ap.parse_args(argv)
     if args.compare:
@@ -216,6 +222,8 @@ def main(argv=None) -> int:
     out = {}
     first, every = (int(x) for x in args.shard.split("/"))
     chosen = specs("gpu" if args.backend == "host-gpu" else args.backend)[first::every]
+    if args.plain_float32:
+        chosen = [{**s, "compensated": False} if s.get("dtype") == "float32" else s for s in chosen]
     for spec in chosen:
         if args.only not in spec["name"]:
             continue

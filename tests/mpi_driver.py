@@ -93,7 +93,8 @@ GPU_RESTARTS = [run for run in GPU_RUNS if run["name"] in ("test1-roe-float64", 
 def backend_options(spec: dict, comm=None) -> dict:
     """The Simulation's backend arguments of ``spec``: backend (``host-gpu``: the GPU backend
     on the host runtime of tests/host_runtime.py), comm, GPU variant, integrator,
-    reconstruction, whether a mass error may pass (a run made wrong on purpose)."""
+    reconstruction, whether a mass error may pass (a run made wrong on purpose), and the
+    compensated float32 state where the spec names it."""
     options = {"variant": spec["variant"]} if "variant" in spec else {}
     backend = spec.get("backend", "cpu")
     if backend == "host-gpu":
@@ -103,7 +104,8 @@ def backend_options(spec: dict, comm=None) -> dict:
     return {"backend": backend, "comm": comm, "backend_options": options or None,
             "integrator": spec.get("integrator", "euler"),
             "reconstruction": spec.get("reconstruction", "constant"),
-            "allow_mass_error": spec.get("allow_mass_error", False)}  # fmt: skip
+            "allow_mass_error": spec.get("allow_mass_error", False),
+            **({"compensated": spec["compensated"]} if "compensated" in spec else {})}  # fmt: skip
 
 
 def simulation(spec: dict, comm=None):
