@@ -238,6 +238,7 @@ def test_a_collapsing_dt_stops_in_one_line(capsys, meshes, monkeypatch):
     def shrink(self, floor):
         area = self._mesh.area.copy()
         area[5] *= 1e-9
+        area.flags.writeable = False  # as the backend's (no second compilation of the passes)
         self._mesh = self._mesh._replace(area=area)
         watch(self, floor)
 

@@ -632,18 +632,30 @@ def _faces(lay: Layout, linear: bool) -> Faces:
     )  # fmt: skip
 
 
+def _readonly(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a``."""
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
 def _arrays(lay: Layout) -> tuple[Mesh, Outputs]:
     """The passes' :class:`~.kernels.Mesh` of a layout and their :class:`~.kernels.Outputs`."""
     ce = lay.cell_edges
     edge_level = np.full(1, -1, dtype=np.int32)  # never indexed: no edge has tables
     if lay.levels is not None and lay.levels.count:
         edge_level = lay.levels.edge_level
-    H = lay.H if lay.slide is None else lay.H.copy()  # a moving bed's, written by _set_bed
+    # A moving bed's H is written by _set_bed; the rest is read only. One writeability per
+    # field whatever the layout's arrays are (views of the mesh or converted copies): Numba
+    # compiles every pass once per combination of readonly flags (60-90 s each).
+    H = lay.H if lay.slide is None and lay.H.flags.writeable else lay.H.copy()
     mesh = Mesh(
-        H=H, area=lay.area, edge_cells=lay.edge_cells, edge_normal=lay.edge_normal,
-        edge_length=lay.edge_length, edge_slot=lay.edge_slot, edge_bc=lay.edge_bc,
-        edge_level=edge_level, cell_edges=ce, cell_side=lay.cell_side,
-        slot_length=np.where(ce >= 0, lay.edge_length[np.maximum(ce, 0)], 0),
+        H=H, area=_readonly(lay.area), edge_cells=_readonly(lay.edge_cells),
+        edge_normal=_readonly(lay.edge_normal), edge_length=_readonly(lay.edge_length),
+        edge_slot=_readonly(lay.edge_slot), edge_bc=_readonly(lay.edge_bc),
+        edge_level=_readonly(edge_level), cell_edges=_readonly(ce),
+        cell_side=_readonly(lay.cell_side),
+        slot_length=_readonly(np.where(ce >= 0, lay.edge_length[np.maximum(ce, 0)], 0)),
     )  # fmt: skip
     tables = lay.levels is not None and lay.levels.count
     out = Outputs(
