@@ -11,13 +11,11 @@ The device runs the same with NCCL: tests/mpi_driver.py --gpu.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 from mpi_driver import PULLED_SECTION, TIDE_SECTION, run_case
 from test_cuda_sources import CXX
-from test_mpi import mpiexec, pytestmark  # noqa: F401  (needs mpi4py and mpiexec)
+from test_mpi import launch_runs, pytestmark  # noqa: F401  (needs mpi4py and mpiexec)
 
 HOST = {"backend": "host-gpu"}
 #: The limiter beside the borders in three variants, the multi-stage integrators (stage
@@ -50,13 +48,8 @@ def reference():
 
 @pytest.fixture(scope="module", params=[2, 3])
 def launched(request, reference, tmp_path_factory):
-    d = tmp_path_factory.mktemp(f"host-gpu{request.param}")
-    (d / "runs.json").write_text(json.dumps(RUNS))
-    done = mpiexec(request.param, "tests/mpi_driver.py", str(d / "runs.json"), str(d / "out.npz"),
-                   timeout=900)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    with np.load(d / "out.npz") as z:
-        return {key: z[key] for key in z.files}
+    folder = tmp_path_factory.mktemp(f"host-gpu{request.param}")
+    return launch_runs(RUNS, request.param, folder, timeout=900)
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")

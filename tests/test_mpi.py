@@ -109,6 +109,16 @@ def mpiexec(
     )  # fmt: skip
 
 
+def launch_runs(runs: list[dict], n: int, folder: Path, timeout: float = 180) -> dict:
+    """tests/mpi_driver.py's ``runs`` on ``n`` ranks: ``{"name.key": array}``."""
+    (folder / "runs.json").write_text(json.dumps(runs))
+    done = mpiexec(n, "tests/mpi_driver.py", str(folder / "runs.json"), str(folder / "out.npz"),
+                   timeout=timeout)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    with np.load(folder / "out.npz") as z:
+        return {key: z[key] for key in z.files}
+
+
 @pytest.fixture(scope="module")
 def reference():
     """Every run in this single process (compiling and caching the kernels for the ranks)."""
@@ -117,12 +127,7 @@ def reference():
 
 @pytest.fixture(scope="module", params=[2, 3])
 def launched(request, reference, tmp_path_factory):
-    d = tmp_path_factory.mktemp(f"mpi{request.param}")
-    (d / "runs.json").write_text(json.dumps(RUNS))
-    done = mpiexec(request.param, "tests/mpi_driver.py", str(d / "runs.json"), str(d / "out.npz"))
-    assert done.returncode == 0, done.stderr[-3000:]
-    with np.load(d / "out.npz") as z:
-        return {key: z[key] for key in z.files}
+    return launch_runs(RUNS, request.param, tmp_path_factory.mktemp(f"mpi{request.param}"))
 
 
 @pytest.mark.parametrize("name", [spec["name"] for spec in RUNS])

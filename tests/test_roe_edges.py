@@ -13,6 +13,7 @@ from fvswe import exact, registry
 from fvswe.errors import ConfigError
 from fvswe.mesh.generate import strip
 from fvswe.physics import common as ncommon
+from fvswe.physics import constants
 from fvswe.physics import roe as nroe
 from fvswe.schemes import common, get_flux, roe
 from fvswe.simulation import Simulation
@@ -59,9 +60,9 @@ def test_split_across_internal_gaps(r, side):
     gap = (lam[:, 2] - lam[:, 1]) / (lam[:, 3] - lam[:, 0])
     real = lam[:, 4] >= 0
     assert gap[real].max() > 0.05 and gap[real].min() < 1e-7  # the sweep is live
-    near = real & (gap < common.NEAR_COINCIDENT)
+    near = real & (gap < constants.NEAR_COINCIDENT)
     assert near.sum() >= 2
-    assert np.array_equal(flags[real], np.where(near, common.FLAG_NEAR_COINCIDENT, 0)[real])
+    assert np.array_equal(flags[real], np.where(near, constants.FLAG_NEAR_COINCIDENT, 0)[real])
     errors = []
     for e in np.flatnonzero(real):
         A = h.normal_matrix4(L1.u[e : e + 1], L2.u[e : e + 1], L1.c2[e : e + 1],
@@ -111,7 +112,7 @@ def test_opposite_sign_split_against_the_conditioning_of_its_data(r, factor, con
     (docs/SCHEMES.md §3.5 (b))."""
     L1, L2, v, lam, Dm, flags = split_states(r, 0, steps=range(2, 11, 2), E=2)
     gap = (lam[:, 2] - lam[:, 1]) / (lam[:, 3] - lam[:, 0])
-    split = (lam[:, 4] >= 0) & (gap >= common.NEAR_COINCIDENT)  # the four-wave sum
+    split = (lam[:, 4] >= 0) & (gap >= constants.NEAR_COINCIDENT)  # the four-wave sum
     assert np.all(flags[split] == 0) and gap[split].min() < 1e-5 and split.sum() >= 8
     rng = np.random.default_rng(5)
     moves = []
@@ -128,9 +129,9 @@ def test_near_coincident_edges_are_counted():
     """A run whose edges include near-coincident internal pairs reports them in the summary
     counter degenerate_edges (flag 2), like the non-hyperbolic ones."""
     flags = split_states(0.5, 1)[-1]
-    assert np.count_nonzero(flags == common.FLAG_NEAR_COINCIDENT) >= 2
+    assert np.count_nonzero(flags == constants.FLAG_NEAR_COINCIDENT) >= 2
     Wi, Wj, _, _, n = h.gap_sweep_edges(0.5, 1)
-    e = int(np.flatnonzero(flags == common.FLAG_NEAR_COINCIDENT)[0])
+    e = int(np.flatnonzero(flags == constants.FLAG_NEAR_COINCIDENT)[0])
     R = h.rotation(-np.arctan2(n[e, 1], n[e, 0]))  # velocities along x, the dam's normal
     Wi, Wj = h.rotate_states(Wi[e : e + 1], R)[0], h.rotate_states(Wj[e : e + 1], R)[0]
     mesh = strip(2, 1, -1.0, 1.0)

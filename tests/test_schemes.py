@@ -8,6 +8,7 @@ import schemes_helpers as h
 
 from fvswe import registry
 from fvswe.errors import ConfigError
+from fvswe.physics import constants
 from fvswe.schemes import common, get_flux, hll, pvm_ifcp, reference, roe
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -301,12 +302,12 @@ def test_near_coincident_pair_projector(shift):
     Wi, Wj, Hi, Hj, n = h.near_double_internal_root(r, shift)
     for name in ("roe", "ir-roe"):
         Fm, Fp, _, flags = get_flux(name, 2)(Wi, Wj, Hi, Hj, n, r=r, return_flags=True)
-        near = (flags & common.FLAG_NEAR_COINCIDENT) != 0
-        fb = (flags & common.FLAG_NONHYPERBOLIC) != 0
+        near = (flags & constants.FLAG_NEAR_COINCIDENT) != 0
+        fb = (flags & constants.FLAG_NONHYPERBOLIC) != 0
         assert near.sum() + fb.sum() == len(flags)
         assert near.sum() > len(flags) // 4
     Fm, Fp, _, flags = roe.flux2(Wi, Wj, Hi, Hj, n, r=r, return_flags=True)
-    near = (flags & common.FLAG_NEAR_COINCIDENT) != 0
+    near = (flags & constants.FLAG_NEAR_COINCIDENT) != 0
     P = h.sign_projector(Wi[near], Wj[near], n[near], r=r)
     v = h.total_fluctuation(Wi[near], Wj[near], Hi[near], Hj[near], n[near], r=r)
     ref = np.einsum("eab,eb->ea", P, v)
@@ -326,7 +327,7 @@ def test_near_coincident_pair_of_mixed_sign_gets_half_weight():
     l1, l2, l3, l4, disc = common.eig4(L1.u, L2.u, L1.c2, L2.c2, r)
     v = common.total_fluctuation(L1, L2, DH, r)
     Dm, _, _, flags = roe.normal_split2(v, L1, L2, r)
-    mixed = (np.sign(l2) != np.sign(l3)) & (flags == common.FLAG_NEAR_COINCIDENT)
+    mixed = (np.sign(l2) != np.sign(l3)) & (flags == constants.FLAG_NEAR_COINCIDENT)
     assert mixed.sum() > 5
     A = h.normal_matrix4(L1.u, L2.u, L1.c2, L2.c2, r)[mixed]
     lam, K = np.linalg.eig(A)
@@ -359,10 +360,10 @@ def test_complex_pair_falls_back_to_pvm_ifcp():
     ref = pvm_ifcp.flux2(Wi, Wj, Hi, Hj, n, r=r, return_flags=True)
     for name in ("roe", "ir-roe"):
         Fm, Fp, d, flags = get_flux(name, 2)(Wi, Wj, Hi, Hj, n, r=r, return_flags=True)
-        assert np.all(flags & common.FLAG_NONHYPERBOLIC)
+        assert np.all(flags & constants.FLAG_NONHYPERBOLIC)
         assert np.array_equal(Fm, ref[0]) and np.array_equal(Fp, ref[1])
         assert np.array_equal(d, ref[2])
-    assert np.all(ref[3] & common.FLAG_NONHYPERBOLIC)
+    assert np.all(ref[3] & constants.FLAG_NONHYPERBOLIC)
 
 
 @pytest.mark.parametrize(("layers", "name"), [(2, s) for s in TWO] + [(1, s) for s in ONE])
@@ -380,8 +381,8 @@ def test_thin_layer_fallback(layers, name):
     Hi = rng.uniform(4.0, 6.0, E)
     Fm, Fp, d, flags = get_flux(name, layers)(Wi, Wj, Hi, Hi, n, r=0.5, return_flags=True)
     assert np.isfinite(Fm).all() and np.isfinite(Fp).all() and np.all(d > 0)
-    expect = common.FLAG_THIN if layers in registry.get(name).thin_fallback else 0
-    assert np.all(flags & common.FLAG_THIN == expect)
+    expect = constants.FLAG_THIN if layers in registry.get(name).thin_fallback else 0
+    assert np.all(flags & constants.FLAG_THIN == expect)
     # Mass components: F-_h + F+_h = Dqn exactly as in the wet case.
     qn = lambda W, k: W[:, k + 1] * n[:, 0] + W[:, k + 2] * n[:, 1]  # noqa: E731
     for k in range(0, Wi.shape[1], 3):

@@ -15,17 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import ConfigError
-from ..physics.constants import (  # noqa: F401  (the reference uses them; tests read them here)
-    FLAG_NEAR_COINCIDENT,
-    FLAG_NONHYPERBOLIC,
-    FLAG_THIN,
-    NEAR_COINCIDENT,
-    NEWTON_MAXIT,
-    NEWTON_TOL,
-    POLISH_STEPS,
-    SQRT2,
-    Layer,
-)
+from ..physics.constants import NEWTON_MAXIT, NEWTON_TOL, POLISH_STEPS, SQRT2, Layer
 
 
 def s_minus(x: np.ndarray) -> np.ndarray:

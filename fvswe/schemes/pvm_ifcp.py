@@ -11,11 +11,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..physics.constants import DRY_DEPTH, RUSANOV_GAP
+from ..physics.constants import DRY_DEPTH, FLAG_NONHYPERBOLIC, FLAG_THIN, RUSANOV_GAP
 from . import hll
 from .common import (
-    FLAG_NONHYPERBOLIC,
-    FLAG_THIN,
     as_inputs,
     assemble2,
     by_layers,

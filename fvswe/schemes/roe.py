@@ -14,12 +14,9 @@ import functools
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..physics.constants import FLAG_NEAR_COINCIDENT, FLAG_NONHYPERBOLIC, FLAG_THIN, NEAR_COINCIDENT
 from . import hll, pvm_ifcp
 from .common import (
-    FLAG_NEAR_COINCIDENT,
-    FLAG_NONHYPERBOLIC,
-    FLAG_THIN,
-    NEAR_COINCIDENT,
     as_inputs,
     assemble1,
     assemble2,
