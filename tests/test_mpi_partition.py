@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import numba
 import numpy as np
 import pytest
 
@@ -93,6 +94,20 @@ def test_part_layout_sums_the_same_edges_in_the_same_slots(mesh):
         ec = loc.edge_cells
         back = np.where(ec >= 0, p.cells[np.maximum(ec, 0)], -1)
         assert np.array_equal(back, lay.edge_cells[p.edges])
+
+
+def test_a_part_has_the_argument_types_of_one_process(mesh):
+    """A rank's passes take arguments of one process's Numba types, read-only flags included
+    (a part's arrays are copies, the whole layout's the mesh's read-only views): otherwise
+    the first ``mpiexec`` run compiles every pass again after a single-process run."""
+    from fvswe.backends.cpu.pipeline import _arrays
+
+    model = Model(layers=2)
+    W0 = np.ones((mesh.n_cells, 6))
+    lay = Layout.build(mesh, model, W0, np.ones(mesh.n_cells), edge_conditions(mesh), np.float64)
+    whole = numba.typeof(_arrays(lay))
+    for p in split(mesh, assign(mesh, 2, "hilbert")):
+        assert numba.typeof(_arrays(lay.part(p))) == whole
 
 
 def test_bad_partitions_are_one_line_errors():

@@ -618,12 +618,21 @@ class CpuBackend:
         self.courant_violation = (cell, self.steps, self.t, float(courant.max(initial=0.0)))
 
 
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """A read-only view of ``array``: Numba types (and caches) a pass per writability of each
+    argument, and a layout's arrays are the mesh's read-only views or writable copies
+    (a rank's part, a reordering); one writability gives one compiled pass for all."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
 def _faces(lay: Layout, linear: bool) -> Faces:
     """The :class:`~.kernels.Faces` of a layout (placeholders of one slot unless ``linear``)."""
     slots = lay.n_cells * lay.k if linear else 1
     return Faces(
-        linear=linear, lsq=lay.lsq_weight if linear else np.zeros((1, 1, 2)),
-        offset=lay.face_offset if linear else np.zeros((1, 1, 2)),
+        linear=linear, lsq=_read_only(lay.lsq_weight if linear else np.zeros((1, 1, 2))),
+        offset=_read_only(lay.face_offset if linear else np.zeros((1, 1, 2))),
         troubled=np.zeros(lay.n_cells if linear else 1, dtype=np.uint8),
         W=np.zeros((slots, lay.nvar), dtype=lay.dtype), H=np.zeros(slots, dtype=lay.dtype),
         interior=np.zeros((slots, lay.nvar)), chunk_first=np.zeros(CHUNKS, dtype=np.int64),
@@ -632,31 +641,24 @@ def _faces(lay: Layout, linear: bool) -> Faces:
     )  # fmt: skip
 
 
-def _readonly(a: np.ndarray) -> np.ndarray:
-    """A read-only view of ``a``."""
-    view = a.view()
-    view.flags.writeable = False
-    return view
-
-
 def _arrays(lay: Layout) -> tuple[Mesh, Outputs]:
     """The passes' :class:`~.kernels.Mesh` of a layout and their :class:`~.kernels.Outputs`."""
     ce = lay.cell_edges
     edge_level = np.full(1, -1, dtype=np.int32)  # never indexed: no edge has tables
     if lay.levels is not None and lay.levels.count:
         edge_level = lay.levels.edge_level
-    # A moving bed's H is written by _set_bed; the rest is read only. One writeability per
-    # field whatever the layout's arrays are (views of the mesh or converted copies): Numba
-    # compiles every pass once per combination of readonly flags (60-90 s each).
-    H = lay.H if lay.slide is None and lay.H.flags.writeable else lay.H.copy()
-    mesh = Mesh(
-        H=H, area=_readonly(lay.area), edge_cells=_readonly(lay.edge_cells),
-        edge_normal=_readonly(lay.edge_normal), edge_length=_readonly(lay.edge_length),
-        edge_slot=_readonly(lay.edge_slot), edge_bc=_readonly(lay.edge_bc),
-        edge_level=_readonly(edge_level), cell_edges=_readonly(ce),
-        cell_side=_readonly(lay.cell_side),
-        slot_length=_readonly(np.where(ce >= 0, lay.edge_length[np.maximum(ce, 0)], 0)),
-    )  # fmt: skip
+    fixed = {
+        name: _read_only(array)
+        for name, array in (
+            ("area", lay.area), ("edge_cells", lay.edge_cells), ("edge_normal", lay.edge_normal),
+            ("edge_length", lay.edge_length), ("edge_slot", lay.edge_slot),
+            ("edge_bc", lay.edge_bc), ("edge_level", edge_level), ("cell_edges", ce),
+            ("cell_side", lay.cell_side),
+            ("slot_length", np.where(ce >= 0, lay.edge_length[np.maximum(ce, 0)], 0)),
+        )
+    }  # fmt: skip
+    # H writable (a moving bed's is written by _set_bed), every other array read-only
+    mesh = Mesh(H=lay.H.copy(), **fixed)
     tables = lay.levels is not None and lay.levels.count
     out = Outputs(
         acc=np.zeros((lay.n_cells * lay.k, lay.nvar + 1), dtype=lay.dtype),
