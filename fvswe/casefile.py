@@ -219,7 +219,8 @@ SCHEMA: tuple[Key, ...] = (
     Key("output", "format", str, "field series: xdmf (solution.xdmf + .h5), netcdf "
         "(CF-UGRID solution.nc) or both", '"xdmf"'),
     Key("output", "crs", str, "coordinate reference system of the mesh, EPSG:n or WKT "
-        "(NetCDF grid mapping)", '"EPSG:32631"', active=False),
+        "(NetCDF grid mapping); a projected one (lon/lat is refused)", '"EPSG:32631"',
+        active=False),
     Key("output", "time_origin", str, "the date model time 0 is written as in NetCDF files, "
         "an ISO date or date-time (default 1970-01-01 00:00:00)", '"2026-01-01 00:00:00"',
         active=False),

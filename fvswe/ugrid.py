@@ -136,6 +136,32 @@ def check_crs(crs: str, where: str) -> str:
     return text
 
 
+# Geographic (degree) CRSs recognised without pyproj: WGS 84, ETRS89, NAD83, GDA94/2020,
+# JGD2000, SIRGAS 2000, CGCS2000, NAD83(2011), ED50 and WGS 84 3D.
+GEOGRAPHIC_EPSG = {4326, 4258, 4269, 4283, 7844, 4612, 4674, 4490, 6318, 4230, 4979}
+GEOGRAPHIC_WKT = re.compile(r"\s*(GEOGCS|GEOGCRS|GEOGRAPHICCRS)\s*\[", re.IGNORECASE)
+
+
+def refuse_geographic(crs: str, where: str) -> None:
+    """A one-line ConfigError if ``crs`` is geographic (longitude/latitude in degrees): the
+    solver reads mesh coordinates as metres, so a lon/lat mesh would run as a tiny plane."""
+    text = crs.strip()
+    epsg = re.fullmatch(r"EPSG:(\d+)", text, re.IGNORECASE)
+    geographic = bool(GEOGRAPHIC_WKT.match(text)) or bool(
+        epsg and int(epsg.group(1)) in GEOGRAPHIC_EPSG
+    )
+    try:
+        import pyproj
+
+        geographic = geographic or pyproj.CRS.from_user_input(text).is_geographic
+    except ImportError:
+        pass
+    if geographic:
+        raise ConfigError(f"{where}: {text!r} is a geographic (longitude/latitude) CRS; fvswe "
+                          "solves on planar meshes in metres only: project the mesh first "
+                          "(e.g. to its UTM zone)")  # fmt: skip
+
+
 def _balanced(wkt: str) -> bool:
     """Whether the brackets of ``wkt`` outside its quoted strings pair up and close at its end."""
     depth, quoted = 0, False

@@ -12,7 +12,15 @@ from fvswe.errors import ConfigError, OutputError
 from fvswe.mesh.generate import structured_square
 from fvswe.output import FIELD_NAMES, original_cells, output_fields
 from fvswe.simulation import Simulation
-from fvswe.ugrid import FIELD_ATTRS, FILENAME, STATIC, NetCDFSeries, check_crs, check_time_origin
+from fvswe.ugrid import (
+    FIELD_ATTRS,
+    FILENAME,
+    STATIC,
+    NetCDFSeries,
+    check_crs,
+    check_time_origin,
+    refuse_geographic,
+)
 
 xr = pytest.importorskip("xarray", reason="the netcdf extra: pip install 'fvswe[netcdf]'")
 pytest.importorskip("netCDF4", reason="the netcdf extra: pip install 'fvswe[netcdf]'")
@@ -223,3 +231,21 @@ def test_time_origin_and_crs_are_checked_and_written_readably(tmp_path, monkeypa
 
 def fake_error():
     raise ValueError("unknown code")
+
+
+def test_geographic_crs_is_refused_and_projected_passes(monkeypatch):
+    """Issue 32: a lon/lat mesh ran its degrees as metres; a geographic CRS (EPSG code, WKT
+    keyword, or pyproj's verdict where installed) is refused in one line, a projected one not."""
+    for good in ("EPSG:32631", "EPSG:2154", 'PROJCRS["x", CS[]]'):
+        refuse_geographic(good, "k")
+    for bad in ("EPSG:4326", " epsg:4258", 'GEOGCRS["WGS 84"]', 'GEOGCS["x"]'):
+        with pytest.raises(ConfigError, match=r"^k: '.*' is a geographic \(longitude/latitude"):
+            refuse_geographic(bad, "k")
+    fake = types.ModuleType("pyproj")
+    fake.CRS = types.SimpleNamespace(
+        from_user_input=lambda t: types.SimpleNamespace(is_geographic=t == "EPSG:4167")
+    )
+    monkeypatch.setitem(sys.modules, "pyproj", fake)
+    refuse_geographic("EPSG:32631", "k")
+    with pytest.raises(ConfigError, match=r"^k: 'EPSG:4167' is a geographic"):
+        refuse_geographic("EPSG:4167", "k")
