@@ -622,14 +622,14 @@ def _combine_impl(U, S, D, CU, CS, CD, i, v, a, b):
 
 
 @jit_inline
-def _update_cell(states, i, mesh, ctrl, acc, stage, eps_u, wind):
-    """Cell i's new state ``Wn[i]`` from its old one ``W[i]`` (``states = (W, Wn, C, Cn)``):
-    ``W_i - dt/|V_i| Σ_slots`` (slots summed in local order; compensated where ``C`` is
-    given: :func:`_increment`), the negative depths clipped to 0, the discharges of layers
-    thinner than ``eps_u`` damped (``eps_h`` but in the limiter's cells), a clipped depth's
-    remainder dropped, the forcing (the wind ``(ax, ay)``) and the friction. Returns (clipped
-    layers, thin layers, m^3 the clip added)."""
-    W, Wn, C, Cn = states
+def _update_cell(W, Wn, rests, i, mesh, ctrl, acc, stage, eps_u, wind):
+    """Cell i's new state ``Wn[i]`` from its old one ``W[i]``: ``W_i - dt/|V_i| Σ_slots``
+    (slots summed in local order; compensated where ``C`` is given: :func:`_increment`),
+    the negative depths clipped to 0, the discharges of layers thinner than ``eps_u``
+    damped (``eps_h`` but in the limiter's cells), a clipped depth's remainder dropped, the forcing
+    (the wind ``(ax, ay)``) and the friction. Returns (clipped layers, thin layers, m^3 the
+    clip added). ``rests = (C, Cn)``, ``wind = (ax, ay)``."""
+    C, Cn = rests
     nvar, k = W.shape[1], mesh.cell_edges.shape[1]
     dt, s0 = stage.dt, i * k
     rdt = rate(dt, mesh.area[i])
@@ -680,11 +680,9 @@ def _candidate(W, i, mesh, acc, dt):
 
 
 @jit_inline
-def _close_cell(states, i, mesh, ctrl, acc, status, stage, wind):
-    """Cell i's stable step (inf without speeds) and, when the stage updates, its update
-    (:func:`_update_cell`): ``(dt_i, candidate, clipped layers, thin layers, clipped m^3)``;
-    its status is written."""
-    W = states[0]
+def _close_cell(W, Wn, rests, i, mesh, ctrl, acc, status, stage, wind):
+    """Cell i's stable step (inf without speeds) and, when the stage updates, its update:
+    ``(dt_i, candidate, clipped layers, thin layers, clipped m^3)``; its status is written."""
     nvar, k = W.shape[1], mesh.cell_edges.shape[1]
     speed = acc[i * k, nvar]
     for m in range(1, k):
@@ -697,7 +695,7 @@ def _close_cell(states, i, mesh, ctrl, acc, status, stage, wind):
     flag = 0
     if nvar == 6 and _candidate(W, i, mesh, acc, stage.dt):
         flag = 1
-    n_clip, n_thin, added = _update_cell(states, i, mesh, ctrl, acc, stage, ctrl.eps_h, wind)
+    n_clip, n_thin, added = _update_cell(W, Wn, rests, i, mesh, ctrl, acc, stage, ctrl.eps_h, wind)
     status[i] = flag | (2 if n_clip else 0)
     return dt_i, flag, n_clip, n_thin, added
 
@@ -719,7 +717,6 @@ def volume_pass(W, Wn, C, Cn, mesh, ctrl, out, stage):
     clip_mass = out.chunk_clip_mass
     nchunks = chunk_dt.shape[0]
     wind = _wind(stage.t, ctrl)
-    states = (W, Wn, C, Cn)
     for c in prange(nchunks):
         dt_min = math.inf
         clipped = 0
@@ -728,7 +725,7 @@ def volume_pass(W, Wn, C, Cn, mesh, ctrl, out, stage):
         added = 0.0
         for i in range(c * L // nchunks, (c + 1) * L // nchunks):
             dt_i, flag, n_clip, n_thin, a = _close_cell(
-                states, i, mesh, ctrl, acc, status, stage, wind
+                W, Wn, (C, Cn), i, mesh, ctrl, acc, status, stage, wind
             )
             dt_min = min(dt_min, dt_i)
             candidates += flag
@@ -832,15 +829,14 @@ def limited_update(cells, W, Wn, C, Cn, mesh, ctrl, out, theta, stage):
     :func:`volume_pass`'s counts of these cells, and updates their clip flag (2) in
     ``out.status``."""
     wind = _wind(stage.t, ctrl)
-    states = (W, Wn, C, Cn)
     clipped = 0
     thin = 0
     added = 0.0
     for i in cells:
         # volume_pass's result again (the same bits), for the counts it contributed
-        c0, t0, a0 = _update_cell(states, i, mesh, ctrl, out.acc, stage, ctrl.eps_h, wind)
+        c0, t0, a0 = _update_cell(W, Wn, (C, Cn), i, mesh, ctrl, out.acc, stage, ctrl.eps_h, wind)
         _limit_slots(W, i, mesh, out.acc, theta, out.level_flux, ctrl.eps_h)
-        c1, t1, a1 = _update_cell(states, i, mesh, ctrl, out.acc, stage, stage.eps_u, wind)
+        c1, t1, a1 = _update_cell(W, Wn, (C, Cn), i, mesh, ctrl, out.acc, stage, stage.eps_u, wind)
         clipped += c1 - c0
         thin += t1 - t0
         added += a1 - a0

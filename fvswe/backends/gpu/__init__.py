@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from ..controls import CTRL_DTYPE, level_edges
 from ..cuda_header import NO_CELL
-from .backend import COUNTERS, DEFAULT_BATCH, GpuBackend
+from .backend import DEFAULT_BATCH, GpuBackend
 from .build import (
     CUDA_DIR,
     FAST_MATH,
@@ -48,6 +48,7 @@ from .device import (
     unpack_state,
 )
 from .plan import Launch, batch_size, compile_plan, steps_left
+from .state import COUNTERS
 from .tuning import (
     BLOCK_SHAPES,
     BLOCK_SHARED_MAX,
