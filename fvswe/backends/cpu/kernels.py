@@ -114,17 +114,16 @@ def _load(W, i, nvar):
 
 
 class Faces(NamedTuple):
-    """The linear reconstruction's arrays (docs/SCHEMES.md §19): ``linear`` (else the edge
-    pass reads the cell states and nothing here is used), the layout's per-slot weights
-    ``lsq`` and face offsets ``offset`` ``(L, k, 2)``, and what :func:`troubled_pass` and
-    :func:`faces_pass` write: each cell's ``troubled`` flag, each slot's face state ``W``
-    ``(L k, nvar)`` and bed ``H``, its cell-interior term ``interior`` (``|Γ|`` times it,
-    float64), per chunk of cells how many fell back to first order and the range of the
-    variables of its cells that are not troubled (``chunk_range``: 7 minima, 7 maxima),
-    over all cells (``extent``, 14) and ``span``, each variable's range (the limiter's
-    scale)."""
+    """The linear reconstruction's arrays (docs/SCHEMES.md §19; None in a piecewise-constant
+    run, which compiles the edge pass without them: :func:`_edge_inputs`, :func:`_store`):
+    the layout's per-slot weights ``lsq`` and face offsets ``offset`` ``(L, k, 2)``, and
+    what :func:`troubled_pass` and :func:`faces_pass` write: each cell's ``troubled`` flag,
+    each slot's face state ``W`` ``(L k, nvar)`` and bed ``H``, its cell-interior term
+    ``interior`` (``|Γ|`` times it, float64), per chunk of cells how many fell back to first
+    order and the range of the variables of its cells that are not troubled
+    (``chunk_range``: 7 minima, 7 maxima), over all cells (``extent``, 14) and ``span``,
+    each variable's range (the limiter's scale)."""
 
-    linear: bool
     lsq: np.ndarray
     offset: np.ndarray
     troubled: np.ndarray
@@ -188,30 +187,27 @@ def evaluate_edge(scheme, Wi, Wj, Hi, Hj, edge):
 
 @_kernel
 def _edge_range(scheme, W, mesh, ctrl, level_now, out, faces, lo, hi):
-    """Edges ``lo .. hi-1``: each edge's cells (with ``faces.linear``, their face states
-    and beds of :func:`faces_pass`; on the boundary, its kind's tables from
-    ``level_now``: row 0 at the stage's time, row 1 at a midpoint kind's) loaded,
-    :func:`evaluate_edge`, ``|Γ| F⁻`` and ``|Γ| ‖D‖`` stored into i's slot, ``|Γ| F⁺`` into
-    j's (each plus its cell-interior term when linear), the flags into ``out.flags``, a
-    boundary edge's outward mass flux into ``out.level_flux``."""
+    """Edges ``lo .. hi-1``: each edge's cells (with ``faces``, their face states and beds
+    of :func:`faces_pass`; on the boundary, its kind's tables from ``level_now``: row 0 at
+    the stage's time, row 1 at a midpoint kind's) loaded, :func:`evaluate_edge`, ``|Γ| F⁻``
+    and ``|Γ| ‖D‖`` stored into i's slot, ``|Γ| F⁺`` into j's (each plus its cell-interior
+    term with ``faces``), the flags into ``out.flags``, a boundary edge's outward mass flux
+    into ``out.level_flux``."""
     nvar = W.shape[1]
     layers = nvar // 3
     acc = out.acc
-    linear = faces.linear
-    src = faces.W if linear else W
-    bed = faces.H if linear else mesh.H
+    src, bed, index = _edge_inputs(W, mesh, faces)
     for e in range(lo, hi):
-        i, j = mesh.edge_cells[e, 0], mesh.edge_cells[e, 1]
-        si = mesh.edge_slot[e, 0] if linear else i
+        j = mesh.edge_cells[e, 1]
+        si = index[e, 0]
         Wi = _load(src, si, nvar)
         Hi = bed[si]
         bc = 0
         a = 0.0
         b = 0.0
         if j >= 0:
-            sj = mesh.edge_slot[e, 1] if linear else j
-            Wj = _load(src, sj, nvar)
-            Hj = bed[sj]
+            Wj = _load(src, index[e, 1], nvar)
+            Hj = bed[index[e, 1]]
         else:
             bc = int(mesh.edge_bc[e])
             if has_tables(bc):
@@ -226,8 +222,7 @@ def _edge_range(scheme, W, mesh, ctrl, level_now, out, faces, lo, hi):
         edge = Edge(mesh.edge_normal[e, 0], mesh.edge_normal[e, 1], mesh.edge_length[e], bc, a,
                     b, ctrl.g, ctrl.r, ctrl.eps_h, layers)  # fmt: skip
         Fm, Fp, d, flag, out0, out1 = evaluate_edge(scheme, Wi, Wj, Hi, Hj, edge)
-        s = mesh.edge_slot[e, 0]
-        _store(acc, s, Fm, d, faces, nvar)
+        _store(acc, mesh.edge_slot[e, 0], Fm, d, faces, nvar)
         if j >= 0:
             _store(acc, mesh.edge_slot[e, 1], Fp, d, faces, nvar)
         elif has_tables(bc):
@@ -237,17 +232,42 @@ def _edge_range(scheme, W, mesh, ctrl, level_now, out, faces, lo, hi):
         out.flags[e] = flag
 
 
-@jit_inline
+def _edge_inputs(W, mesh, faces):
+    """What the edge pass loads: the states, the beds and, per edge, the rows of its two
+    sides (the cells' states; with ``faces``, their slots' face states). The choice is made
+    by the type of ``faces`` when the pass compiles, so the piecewise-constant pass carries
+    no branch of the linear one (:func:`_edge_inputs_impl`)."""
+
+
+@overload(_edge_inputs, inline="always")
+def _edge_inputs_impl(W, mesh, faces):
+    if isinstance(faces, types.NoneType):
+        return lambda W, mesh, faces: (W, mesh.H, mesh.edge_cells)
+    return lambda W, mesh, faces: (faces.W, faces.H, mesh.edge_slot)
+
+
 def _store(acc, s, F, d, faces, nvar):
-    """Slot ``s`` of the edge pass: ``|Γ| F`` (plus the slot's cell-interior term when the
-    reconstruction is linear) and ``|Γ| ‖D‖``."""
-    if faces.linear:
+    """Slot ``s`` of the edge pass: ``|Γ| F`` (plus the slot's cell-interior term with
+    ``faces``) and ``|Γ| ‖D‖``; chosen by the type of ``faces`` (:func:`_store_impl`)."""
+
+
+@overload(_store, inline="always")
+def _store_impl(acc, s, F, d, faces, nvar):
+    if isinstance(faces, types.NoneType):
+
+        def plain(acc, s, F, d, faces, nvar):
+            for v in range(nvar):
+                acc[s, v] = F[v]
+            acc[s, nvar] = d
+
+        return plain
+
+    def linear(acc, s, F, d, faces, nvar):
         for v in range(nvar):
             acc[s, v] = F[v] + faces.interior[s, v]
-    else:
-        for v in range(nvar):
-            acc[s, v] = F[v]
-    acc[s, nvar] = d
+        acc[s, nvar] = d
+
+    return linear
 
 
 #: Edges a task of the edge pass takes: the parallel loop runs over chunks, each a call of

@@ -128,7 +128,7 @@ class CpuBackend:
         self._initial = integrators.initial_dt_plan()
         self._ctrl = cpu_controls(Setup(layout, self.cfl, dt_mode, dt_fixed))
         self._mesh, self._out = _arrays(layout)
-        self._faces = _faces(layout, linear)
+        self._faces = _faces(layout) if linear else None
         stages = len(self.integrator.stages)
         self._buffers = {name: layout.W0.copy() for name in integrators.BUFFERS[: 2 + (stages > 1)]}
         #: Per buffer, a compensated state's depth remainders ``(L, layers)`` (docs/SCHEMES.md
@@ -389,7 +389,7 @@ class CpuBackend:
         if self._levels is not None:  # the tables at the stage's time, and a midpoint kind's
             level_values(t, self._ctrl, self._level_now[0])
             level_values(t_mid, self._ctrl, self._level_now[1])
-        if self._faces.linear:
+        if self._faces is not None:
             self._reconstruct(src, op.count)
         edge_pass(self.scheme, src, self._mesh, self._ctrl, self._level_now, self._out,
                   self._faces)  # fmt: skip
@@ -627,13 +627,12 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return view
 
 
-def _faces(lay: Layout, linear: bool) -> Faces:
-    """The :class:`~.kernels.Faces` of a layout (placeholders of one slot unless ``linear``)."""
-    slots = lay.n_cells * lay.k if linear else 1
+def _faces(lay: Layout) -> Faces:
+    """The :class:`~.kernels.Faces` of a layout, for a linear reconstruction."""
+    slots = lay.n_cells * lay.k
     return Faces(
-        linear=linear, lsq=_read_only(lay.lsq_weight if linear else np.zeros((1, 1, 2))),
-        offset=_read_only(lay.face_offset if linear else np.zeros((1, 1, 2))),
-        troubled=np.zeros(lay.n_cells if linear else 1, dtype=np.uint8),
+        lsq=_read_only(lay.lsq_weight), offset=_read_only(lay.face_offset),
+        troubled=np.zeros(lay.n_cells, dtype=np.uint8),
         W=np.zeros((slots, lay.nvar), dtype=lay.dtype), H=np.zeros(slots, dtype=lay.dtype),
         interior=np.zeros((slots, lay.nvar)), chunk_first=np.zeros(CHUNKS, dtype=np.int64),
         chunk_range=np.zeros((CHUNKS, 14)), extent=np.zeros(14),
