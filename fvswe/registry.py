@@ -242,9 +242,10 @@ class Reconstruction:
     help: str
 
 
-#: Every reconstruction; the first is the default. ``linear`` forms its face states in a pass
-#: of its own before the edge pass (``reconstruct_pass``, :mod:`fvswe.physics.reconstruction`),
-#: which then reads them as it reads cell states: its ``faces`` leave them as they are.
+#: Every reconstruction; the first is the default. ``linear`` forms its face states in passes
+#: of its own before the edge pass (``troubled_pass``, ``faces_pass``;
+#: :mod:`fvswe.physics.reconstruction`), which then reads them as it reads cell states: its
+#: ``faces`` leave them as they are.
 RECONSTRUCTIONS: tuple[Reconstruction, ...] = (
     Reconstruction("constant", 1, "common.constant_faces",
                    "piecewise constant: the cell states themselves (first order)"),
