@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from test_vanishing import bump_and_shore, lake
+from test_cuda_sources import CXX
+from test_maxima import _host_gpu
+from test_vanishing import bump_and_shore, lake, pulled_apart_simulation
 
 from fvswe import registry
+from fvswe.backends.gpu.build import check_linear
 from fvswe.cli import main
 from fvswe.errors import ConfigError
+from fvswe.grid import Grid
 from fvswe.simulation import Simulation
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "second_order.py"
@@ -91,14 +96,24 @@ def test_second_order_on_irregular_triangles():
 
 
 def test_linear_is_refused_where_it_does_not_run():
-    """One line each: forward Euler, another backend than the CPU, an unknown name."""
+    """One line each: forward Euler, an unknown name; on the GPU the grid variant, GPU ranks
+    and counted sections (not there yet)."""
     mesh = irregular(4)
     with pytest.raises(ConfigError, match="needs a multi-stage integrator"):
         Simulation(mesh, layers=1, scheme="hll", H=1.0, initial={"h": 1.0},
                    reconstruction="linear", backend="cpu")  # fmt: skip
-    with pytest.raises(ConfigError, match="runs on the CPU only so far"):
-        Simulation(mesh, layers=1, scheme="hll", H=1.0, initial={"h": 1.0},
-                   integrator="ssp-rk2", reconstruction="linear", backend="gpu")  # fmt: skip
+    one = dict(layers=1, scheme="hll", H=1.0, initial={"h": 1.0}, integrator="ssp-rk2",
+               reconstruction="linear")  # fmt: skip
+    with pytest.raises(ConfigError, match="^reconstruction: 'linear' .* grid variant yet") as e:
+        Simulation(Grid(4, 3, 1.0, 1.0).mesh(), **one, **_host_gpu("grid"))
+    assert "\n" not in str(e.value)
+    part = SimpleNamespace(owned_cells=5, n_cells=7)
+    with pytest.raises(ConfigError, match="^reconstruction: 'linear' does not run on GPU ranks"):
+        check_linear(part, "gather")
+    if CXX is not None:
+        sim = Simulation(mesh, **one, **_host_gpu("gather"))
+        with pytest.raises(ConfigError, match="^sections: .* reconstruction 'linear'"):
+            sim.backend.count_edges(np.array([0]))
     with pytest.raises(ConfigError, match="reconstruction: unknown 'cubic'"):
         Simulation(mesh, layers=1, scheme="hll", H=1.0, initial={"h": 1.0},
                    reconstruction="cubic")  # fmt: skip
@@ -121,3 +136,59 @@ def test_cli_flag_and_restart_identity(tmp_path):
     with pytest.raises(ConfigError, match="reconstruction") as err:
         runs[1].restore(runs[0].snapshot())
     assert "\n" not in str(err.value)
+
+
+def _wet_dry_bump(mesh, **kw):
+    """One layer over the emerged bump of :func:`emerged_bump`, 0.3 m higher for x < 0: a
+    dam break around a dry island (its cells and their neighbours first order)."""
+    return Simulation(mesh, layers=1, scheme="hll-wd", H=emerged_bump, initial={
+        "h": lambda x, y: np.maximum(0.0, emerged_bump(x, y) + 0.3 * (x < 0))}, **kw)  # fmt: skip
+
+
+def _dry_lower_layer(mesh, scheme="pvm-ifcp", **kw):
+    """Two layers breaking onto a dry lower layer (x > 0): the front's cells first order."""
+    initial = {"h2": lambda x, y: np.where(x < 0, 0.5, 0.0),
+               "h1": lambda x, y: np.where(x < 0, 0.5, 1.0)}  # fmt: skip
+    return Simulation(mesh, layers=2, scheme=scheme, r=0.5, H=1.0, initial=initial, **kw)
+
+
+def _pulled_apart(mesh, **kw):
+    """tests/test_vanishing.py's pulled-apart upper layer (non-lagged Δt): the positivity
+    limiter acts (``mesh`` unused: its own strip)."""
+    return pulled_apart_simulation(30, **kw)
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize(("make", "variant", "integrator", "steps"), [
+    (_wet_dry_bump, "block", "ssp-rk2", 12), (_dry_lower_layer, "block", "ssp-rk3", 8),
+    (_pulled_apart, "edge", "ssp-rk2", 12), (_wet_dry_bump, "gather", "ssp-rk3", 6),
+    (_dry_lower_layer, "slot", "ssp-rk2", 6)])  # fmt: skip
+def test_linear_on_the_host_gpu_is_the_cpu_bitwise(make, variant, integrator, steps):
+    """Issue 27 stage 3: the GPU's linear reconstruction (linear.cuh: troubled_pass and
+    faces_pass before each residual, the edges on the face states), run on the host, gives
+    the CPU's float64 state, time and counters bit for bit: one and two layers, SSP-RK2 and
+    SSP-RK3, with dry cells and a dry lower layer (first-order fallback) and with the
+    positivity limiter acting (pulled apart); in every variant but grid."""
+    mesh = irregular(6, half=5.0)
+    cpu = make(mesh, backend="cpu", integrator=integrator, reconstruction="linear")
+    dev = make(mesh, integrator=integrator, reconstruction="linear", **_host_gpu(variant))
+    for sim in (cpu, dev):
+        sim.run(1e6, max_steps=steps)
+    assert (dev.t, dev.steps) == (cpu.t, cpu.steps) and cpu.steps == steps
+    assert np.array_equal(dev.state(), cpu.state())
+    counts = cpu.backend.counters()
+    assert dev.backend.counters() == counts and counts["first_order_cells"] > 0
+    assert counts["limited"] > 0 or make is not _pulled_apart
+
+
+def test_every_residual_counts_its_first_order_cells():
+    """A lake at rest around a dry island (its fallen-back cells the same in every residual):
+    two lagged SSP-RK2 steps count twice the first-order cells of one, also the residual of
+    the first stage whose reconstruction the initial Δt's speeds made (it was left out)."""
+    mesh = irregular(6, half=5.0)
+    counts = []
+    for steps in (1, 2):
+        sim = Simulation(mesh, layers=1, scheme="hll-wd", H=emerged_bump, initial={
+            "h": lambda x, y: np.maximum(0.0, emerged_bump(x, y))}, **LINEAR)  # fmt: skip
+        counts.append(sim.run(1e6, max_steps=steps).counters["first_order_cells"])
+    assert counts[1] == 2 * counts[0] and counts[0] > 0

@@ -15,6 +15,9 @@
 #if FVSWE_K != 4
 #error "grid.cu: a Cartesian grid has quads (FVSWE_K 4)"
 #endif
+#if FVSWE_LINEAR
+#error "grid.cu: the linear reconstruction does not run on the grid variant yet"
+#endif
 
 // The code (2*neighbour + side, or minus the boundary code), unit normal and length of
 // local slot l of cell c = (ix, iy): the normals of fvswe.grid.Grid's edges, signed zeros
@@ -88,7 +91,7 @@ __device__ __forceinline__ void tile_edge(int e, int ix0, int iy0, int nx, int n
     grid_slot(first ? (x ? 3 : 0) : (x ? 1 : 2), c, sx, sy, nx, ny, length, side_code, cd, n, len);
     load_cell(Win, c, w, H);
     if (cd < 0) {
-        edge_contribution(Win, w, H, cd, n, len, prm, ctrl, op, out);
+        edge_contribution(Win, w, H, -1, cd, n, len, prm, ctrl, op, out);
 #pragma unroll
         for (int m = 0; m < NVAR; ++m)
             if (!SPEEDS) val[(side * NVAR + m) * N_TE + e] = out[m];
