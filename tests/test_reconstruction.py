@@ -10,11 +10,12 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from test_cuda_sources import CXX
+from test_cuda_sources import CXX, NVCC, cached_build
 from test_maxima import _host_gpu
 from test_vanishing import bump_and_shore, lake, pulled_apart_simulation
 
 from fvswe import registry
+from fvswe.backends import gpu
 from fvswe.backends.gpu.build import check_linear
 from fvswe.cli import main
 from fvswe.errors import ConfigError
@@ -192,3 +193,23 @@ def test_every_residual_counts_its_first_order_cells():
             "h": lambda x, y: np.maximum(0.0, emerged_bump(x, y))}, **LINEAR)  # fmt: skip
         counts.append(sim.run(1e6, max_steps=steps).counters["first_order_cells"])
     assert counts[1] == 2 * counts[0] and counts[0] > 0
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: cannot compile the CUDA sources")
+def test_the_linear_module_compiles_for_the_device_and_first_order_has_none_of_it():
+    """A linear module (FVSWE_LINEAR) compiles to sm_90 PTX with troubled_pass and
+    faces_pass beside its step; a first-order module's options are those it had before the
+    switch existed (no FVSWE_LINEAR) and its PTX has neither kernel (its PTX was checked
+    equal to the one before this change: PVM-IFCP block float32, HLL block float64, Roe
+    gather float64, IR-Roe edge float32, HLL-WD slot float32)."""
+    scheme, layers, dtype, variant = "pvm-ifcp", 2, np.float32, "block"
+    plain = gpu.compile_options(scheme, layers, dtype, variant)
+    assert gpu.compile_options(scheme, layers, dtype, variant, linear=False) == plain
+    ptx = {}
+    for linear in (False, True):
+        opts = gpu.compile_options(scheme, layers, dtype, variant, linear=linear)
+        cmd = [NVCC, "--ptx", "-arch=sm_90", *opts]
+        ptx[linear] = cached_build(variant, gpu.source(variant), cmd, ".cu").read_text()
+    for name in ("troubled_pass", "faces_pass", "block_step"):
+        assert f".entry {name}(" in ptx[True]
+        assert (f".entry {name}(" in ptx[False]) == (name == "block_step")
