@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,7 +15,6 @@ from test_vanishing import bump_and_shore, lake, pulled_apart_simulation
 
 from fvswe import registry
 from fvswe.backends import gpu
-from fvswe.backends.gpu.build import check_linear
 from fvswe.cli import main
 from fvswe.errors import ConfigError
 from fvswe.grid import Grid
@@ -97,8 +95,8 @@ def test_second_order_on_irregular_triangles():
 
 
 def test_linear_is_refused_where_it_does_not_run():
-    """One line each: forward Euler, an unknown name; on the GPU the grid variant, GPU ranks
-    and counted sections (not there yet)."""
+    """One line each: forward Euler, an unknown name; on the GPU the grid variant and counted
+    sections (not there yet)."""
     mesh = irregular(4)
     with pytest.raises(ConfigError, match="needs a multi-stage integrator"):
         Simulation(mesh, layers=1, scheme="hll", H=1.0, initial={"h": 1.0},
@@ -108,9 +106,6 @@ def test_linear_is_refused_where_it_does_not_run():
     with pytest.raises(ConfigError, match="^reconstruction: 'linear' .* grid variant yet") as e:
         Simulation(Grid(4, 3, 1.0, 1.0).mesh(), **one, **_host_gpu("grid"))
     assert "\n" not in str(e.value)
-    part = SimpleNamespace(owned_cells=5, n_cells=7)
-    with pytest.raises(ConfigError, match="^reconstruction: 'linear' does not run on GPU ranks"):
-        check_linear(part, "gather")
     if CXX is not None:
         sim = Simulation(mesh, **one, **_host_gpu("gather"))
         with pytest.raises(ConfigError, match="^sections: .* reconstruction 'linear'"):

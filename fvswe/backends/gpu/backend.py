@@ -54,7 +54,7 @@ class GpuBackend(DeviceState):
     :data:`fvswe.registry.RECONSTRUCTIONS` (``linear``: troubled_pass and faces_pass of
     linear.cuh before each residual, the Δt scaled by
     :data:`~fvswe.physics.reconstruction.LINEAR_CFL`; docs/SCHEMES.md §19; not on the grid
-    variant nor GPU ranks yet); ``runtime`` CuPy (default) or a stand-in of its API.
+    variant yet); ``runtime`` CuPy (default) or a stand-in of its API.
     ``threads`` (the CPU backend's) is accepted for a uniform constructor and unused: the
     device runs the steps.
     """
@@ -98,7 +98,7 @@ class GpuBackend(DeviceState):
         self.linear = self.reconstruction.order == 2
         if self.linear:
             self.cfl *= LINEAR_CFL
-            check_linear(layout, self.variant)
+            check_linear(self.variant)
         self.graphs, self.fast_math = graphs, fast_math
         self.batch = 2 ** max(1, int(math.log2(max(batch, 2))))  # a power of two: even steps
         self.sync_every = max(SYNC_EVERY, self.batch)

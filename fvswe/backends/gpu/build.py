@@ -219,15 +219,12 @@ def _grid_of(layout: Layout, variant: str | None, block: int):
     return grid
 
 
-def check_linear(layout: Layout, variant: str) -> None:
+def check_linear(variant: str) -> None:
     """A one-line error where the linear reconstruction does not run on the GPU yet: the
-    ``grid`` variant, and GPU ranks (a part's halo face states are not exchanged)."""
+    ``grid`` variant."""
     if variant == GRID_VARIANT:
         raise ConfigError("reconstruction: 'linear' does not run on the GPU's grid variant yet; "
                           "use variant block, gather, slot or edge")  # fmt: skip
-    if layout.owned_cells != layout.n_cells:
-        raise ConfigError("reconstruction: 'linear' does not run on GPU ranks yet; use one GPU "
-                          "or the CPU")  # fmt: skip
 
 
 def launch_shape(layout: Layout, scheme: str, variant, block, cells, interior_first=None):

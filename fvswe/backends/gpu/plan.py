@@ -20,7 +20,7 @@ from ...integrators import Op
 from ..cuda_header import OP_ADVANCE, OP_COUNT, OP_DT, OP_STAGE_SHIFT, OP_UPDATE
 
 #: The calls of a distributed run's halo hook (:class:`fvswe.backends.gpu.halo.GpuHalo`).
-HOOKS = ("exchange", "exchange_theta", "reduce_dt", "tally")
+HOOKS = ("exchange", "exchange_theta", "reduce_dt", "tally", "reduce_extent", "exchange_faces")
 
 
 @dataclass(frozen=True)
@@ -74,8 +74,9 @@ def compile_plan(
     ``maxima_pass`` launch; ``counted``: edges whose volumes are counted, a ``count_edges``
     launch after each update, before its ``limit_update`` where the limiter's theta is;
     ``linear``: the linear reconstruction, whose ``troubled_pass`` and ``faces_pass`` precede
-    each residual's evaluation, but where the face slots hold that residual's state already,
-    as the CPU's do)."""
+    each residual's evaluation (on GPU ranks each followed by its halo hook: the variables'
+    range reduced over the ranks, the halo cells' face states from their owners), but where
+    the face slots hold that residual's state already, as the CPU's do)."""
     step = "volume_pass" if variant == "edge" else f"{variant}_step"
     out: list[Launch] = []
     slots_of = None  # edge: the buffer whose residual the slots hold
@@ -84,8 +85,9 @@ def compile_plan(
     faces_of = None  # linear: the buffer whose face states the face slots hold
     for op in ops:
         if op.kind == "residual" and linear and faces_of != op.src:
-            out += [_pass(op, "troubled_pass", 0),
-                    _pass(op, "faces_pass", OP_COUNT if op.count else 0)]  # fmt: skip
+            out += [_pass(op, "troubled_pass", 0), Launch("reduce_extent"),
+                    _pass(op, "faces_pass", OP_COUNT if op.count else 0),
+                    Launch("exchange_faces")]  # fmt: skip
             faces_of = op.src
         if op.kind == "residual" and variant == "edge":
             if slots_of != op.src:
