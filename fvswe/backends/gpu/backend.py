@@ -21,7 +21,7 @@ from ..base import SetupClock, check_dt_mode
 from ..controls import CTRL_DTYPE, Setup, host_block, values
 from ..cuda_header import OP_COUNT
 from ..layout import Layout
-from .build import check_linear, compile_options, launch_shape, module, runtime_of
+from .build import compile_options, launch_shape, module, runtime_of
 from .device import linear_arrays, step_bytes, upload
 from .plan import HOOKS, Launch, batch_size, compile_plan, steps_left
 from .state import DeviceState
@@ -53,8 +53,8 @@ class GpuBackend(DeviceState):
     (docs/SCHEMES.md §2.7; ignored in float64); ``reconstruction`` one of
     :data:`fvswe.registry.RECONSTRUCTIONS` (``linear``: troubled_pass and faces_pass of
     linear.cuh before each residual, the Δt scaled by
-    :data:`~fvswe.physics.reconstruction.LINEAR_CFL`; docs/SCHEMES.md §19; not on the grid
-    variant yet); ``runtime`` CuPy (default) or a stand-in of its API.
+    :data:`~fvswe.physics.reconstruction.LINEAR_CFL`; docs/SCHEMES.md §19); ``runtime`` CuPy
+    (default) or a stand-in of its API.
     ``threads`` (the CPU backend's) is accepted for a uniform constructor and unused: the
     device runs the steps.
     """
@@ -98,7 +98,6 @@ class GpuBackend(DeviceState):
         self.linear = self.reconstruction.order == 2
         if self.linear:
             self.cfl *= LINEAR_CFL
-            check_linear(self.variant)
         self.graphs, self.fast_math = graphs, fast_math
         self.batch = 2 ** max(1, int(math.log2(max(batch, 2))))  # a power of two: even steps
         self.sync_every = max(SYNC_EVERY, self.batch)

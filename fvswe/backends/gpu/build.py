@@ -219,14 +219,6 @@ def _grid_of(layout: Layout, variant: str | None, block: int):
     return grid
 
 
-def check_linear(variant: str) -> None:
-    """A one-line error where the linear reconstruction does not run on the GPU yet: the
-    ``grid`` variant."""
-    if variant == GRID_VARIANT:
-        raise ConfigError("reconstruction: 'linear' does not run on the GPU's grid variant yet; "
-                          "use variant block, gather, slot or edge")  # fmt: skip
-
-
 def launch_shape(layout: Layout, scheme: str, variant, block, cells, interior_first=None):
     """``(variant, threads a block, cells a block, interior-first order, grid arrays)`` of a run:
     the variant asked for, else the default of :func:`.tuning.resolve_variant`, and its
