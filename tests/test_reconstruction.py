@@ -208,3 +208,21 @@ def test_the_linear_module_compiles_for_the_device_and_first_order_has_none_of_i
     for name in ("troubled_pass", "faces_pass", "block_step"):
         assert f".entry {name}(" in ptx[True]
         assert (f".entry {name}(" in ptx[False]) == (name == "block_step")
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_a_linear_host_gpu_run_restored_half_way_is_the_straight_run():
+    """A linear GPU run (block, on the host) snapshot after 6 steps and restored into a fresh
+    one goes on to the straight 12-step run's state and counters (first_order_cells among
+    them) bit for bit."""
+    mesh = irregular(6, half=5.0)
+    options = dict(integrator="ssp-rk2", reconstruction="linear", **_host_gpu("block"))
+    straight, half = _wet_dry_bump(mesh, **options), _wet_dry_bump(mesh, **options)
+    straight.run(1e6, max_steps=12)
+    half.run(1e6, max_steps=6)
+    again = _wet_dry_bump(mesh, **options)
+    again.restore(half.snapshot())
+    again.run(1e6, max_steps=6)
+    assert again.steps == 12 and np.array_equal(again.state(), straight.state())
+    counts = straight.backend.counters()
+    assert again.backend.counters() == counts and counts["first_order_cells"] > 0

@@ -94,10 +94,7 @@ class GpuBackend(DeviceState):
         self.scheme, self.dt_mode, self.cfl, self.dt_fixed = scheme, dt_mode, float(cfl), dt_fixed
         shape = launch_shape(layout, scheme, variant, block, cells, interior_first)
         self.variant, self.block, self.cells, self.interior_first, grid = shape
-        self.reconstruction = registry.reconstruction(reconstruction, self.integrator)
-        self.linear = self.reconstruction.order == 2
-        if self.linear:
-            self.cfl *= LINEAR_CFL
+        self._start_reconstruction(reconstruction)
         self.graphs, self.fast_math = graphs, fast_math
         self.batch = 2 ** max(1, int(math.log2(max(batch, 2))))  # a power of two: even steps
         self.sync_every = max(SYNC_EVERY, self.batch)
@@ -122,8 +119,6 @@ class GpuBackend(DeviceState):
                                (self.cells, self.interior_first), grid, self.linear)  # fmt: skip
             self._allocate()
         self._setup_ctrl()
-        if self.linear:
-            self._setup_linear()
         #: The edges whose volumes are counted (:meth:`count_edges`, ``_cut``) and the
         #: count_edges kernel's arguments, their volumes among them (None: none counted).
         self._cut_dev: tuple | None = None
@@ -187,6 +182,14 @@ class GpuBackend(DeviceState):
         self._slide = () if slide is None else tuple(
             cp.asarray(a) for a in (slide.x, slide.y, slide.H0, slide.params))  # fmt: skip
 
+    def _start_reconstruction(self, name: str) -> None:
+        """The run's reconstruction (:func:`fvswe.registry.reconstruction`); a linear one
+        scales the Δt by :data:`~fvswe.physics.reconstruction.LINEAR_CFL`, as the CPU's."""
+        self.reconstruction = registry.reconstruction(name, self.integrator)
+        self.linear = self.reconstruction.order == 2
+        if self.linear:
+            self.cfl *= LINEAR_CFL
+
     def _setup_linear(self) -> None:
         """The linear reconstruction's device arrays (linear.cuh), pointed to by the control
         block: face states and cell-interior terms per slot, the slots across, the LSQ weights
@@ -219,7 +222,7 @@ class GpuBackend(DeviceState):
 
     def _setup_ctrl(self) -> None:
         """The control block: the run's controls (:mod:`fvswe.backends.controls`), its arrays
-        uploaded and pointed to."""
+        uploaded and pointed to (and the linear reconstruction's, :meth:`_setup_linear`)."""
         setup = Setup(self.layout, self.cfl, self.dt_mode, self.dt_fixed, self.integrator)
         with self.stream:
             self._pointed = {
@@ -237,6 +240,8 @@ class GpuBackend(DeviceState):
         self._write_ctrl(ctrl)
         self._host = ctrl[0]
         self._need_dt = self.dt_mode == "lagged"
+        if self.linear:  # its buffers, pointed to by the block just written
+            self._setup_linear()
 
     def _compile_plans(self) -> None:
         """The launches of a step and of the initial Δt (:func:`.plan.compile_plan`)."""
