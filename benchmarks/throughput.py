@@ -21,6 +21,13 @@ default; the rows without it are the plain float32 pipeline), in the same proces
 
     python3 benchmarks/throughput.py --variants default --order hilbert --sizes 2m \
         --dtypes float32 --compensated --no-whole-run --out $OUT/compensated.json
+
+``--reconstruction linear`` measures the second-order pipeline (docs/SCHEMES.md §19): SSP-RK2,
+one step two stages, each with its reconstruction passes; the effective bandwidth (which
+counts a first-order Euler step's bytes) is left out of its rows:
+
+    python3 benchmarks/throughput.py --variants block --order hilbert --sizes 2m \
+        --reconstruction linear --no-whole-run --out $OUT/second_order_gpu.json
 """
 
 from __future__ import annotations
@@ -201,6 +208,9 @@ def main(argv=None) -> None:
     )
     ap.add_argument("--compensated", action="store_true",
                     help="float32 rows also with a compensated state (remainders)")  # fmt: skip
+    ap.add_argument("--reconstruction", choices=("constant", "linear"), default="constant",
+                    help="linear: second order (docs/SCHEMES.md §19), one step = two SSP-RK2 "
+                    "stages")  # fmt: skip
     ap.add_argument("--no-whole-run", action="store_true", help="skip the full t_end runs")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -240,19 +250,22 @@ def main(argv=None) -> None:
                         extra["block"] = args.block
                     if args.cells and variant == "block":
                         extra["cells"] = args.cells
+                    if args.reconstruction == "linear":  # a step: two stages, each reconstructed
+                        extra.update(integrator="ssp-rk2", reconstruction="linear")
                     fast_math = mode.get("fast_math", False)
                     B = Backend(layout, scheme, cfl=case.cfl, dt_mode="lagged", **extra, **mode)
                     variant = getattr(B, "variant", None)
                     row = {"case": args.case, "cells": mesh.n_cells, "order": args.order,
                            "scheme": scheme, "dtype": dtype, "variant": variant,
                            "block": getattr(B, "block", None), "fast_math": fast_math,
-                           "compensated": mode.get("compensated", False)}  # fmt: skip
+                           "compensated": mode.get("compensated", False),
+                           "reconstruction": args.reconstruction}  # fmt: skip
                     row.update(measure(B, timer, mesh.n_cells, args.min_time, args.repeats,
                                        args.max_steps))  # fmt: skip
                     if variant == "block":  # its locality measure (layout.twice_evaluated)
                         twice = twice_evaluated(mesh.edge_cells, B.cells)
                         row.update(cells_per_block=B.cells, twice_evaluated=twice)
-                    if hasattr(B, "bytes_per_step"):
+                    if hasattr(B, "bytes_per_step") and args.reconstruction == "constant":
                         gbs = B.bytes_per_step() / (row["us_per_step"] * 1e-6) / 1e9
                         row.update(bytes_per_step=B.bytes_per_step(), effective_GBs=gbs,
                                    fraction_of_copy=gbs / copy_bw)  # fmt: skip

@@ -396,10 +396,7 @@ class Simulation:
             options["compensated"] = True
         if not s["entropy_fix"]:  # the kernel without it (Roe, IR-Roe): a ConfigError for others
             options["entropy_fix"] = False
-        if s["reconstruction"] != "constant":
-            if cls.name != "cpu":
-                raise ConfigError(f"reconstruction: {s['reconstruction']!r} runs on the CPU "
-                                  f"only so far, this run is on the {cls.name}")  # fmt: skip
+        if s["reconstruction"] != "constant":  # the CPU and GPU backends (one GPU: not ranks)
             options["reconstruction"] = s["reconstruction"]
         options.update(backend_options or {})
         if self.comm is None:

@@ -63,7 +63,8 @@ TIDE = {"case": "cgrid-tide", "nx": 12, "t_end": 1800.0, "backend": "gpu", "sect
 #: cell; test1 with Coriolis on a beta-plane (f per cell) and wind, and with bottom and
 #: interfacial friction coefficients varying per cell; the positivity limiter acting beside
 #: the parts' borders ("limits": it must limit, and the ranks without the exchange of theta
-#: must differ) in each variant.
+#: must differ) in each variant; the linear reconstruction (SSP-RK2) on gather and edge, and
+#: with the limiter acting on slot.
 GPU_RUNS = [
     *({"name": f"test1-{scheme}-{dtype}", "case": "test1", "scheme": scheme, "dtype": dtype,
        "t_end": 0.02, "backend": "gpu"}
@@ -85,6 +86,12 @@ GPU_RUNS = [
     *({"name": f"pulled-apart-{variant}", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
        "variant": variant, "backend": "gpu", "limits": True, "section": PULLED_SECTION}
       for variant in ("slot", "edge", "gather")),
+    *({"name": f"test1-linear-{variant}", "case": "test1", "scheme": "pvm-ifcp", "t_end": 0.02,
+       "variant": variant, "integrator": "ssp-rk2", "reconstruction": "linear", "backend": "gpu"}
+      for variant in ("gather", "edge")),
+    {"name": "pulled-apart-linear", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
+     "variant": "slot", "integrator": "ssp-rk2", "reconstruction": "linear", "backend": "gpu",
+     "limits": True},
 ]  # fmt: skip
 #: The GPU runs restarted across rank counts: test1, and the tide (its inflow counters).
 GPU_RESTARTS = [run for run in GPU_RUNS if run["name"] in ("test1-roe-float64", "tide-float64")]

@@ -19,8 +19,10 @@ from test_mpi import launch_runs, pytestmark  # noqa: F401  (needs mpi4py and mp
 
 HOST = {"backend": "host-gpu"}
 #: The limiter beside the borders in three variants, the multi-stage integrators (stage
-#: halos, the deferred Δt, the weighted inflow of a level boundary), a float32 run and a
-#: moving bed (the bed computed by every rank for its halo cells too).
+#: halos, the deferred Δt, the weighted inflow of a level boundary), a float32 run, a
+#: moving bed (the bed computed by every rank for its halo cells too) and the linear
+#: reconstruction (the variables' ranges reduced over the ranks, the halo cells' face states
+#: from their owners; with the limiter acting and cells fallen back to first order).
 RUNS = [
     *({"name": f"pulled-apart-{v}", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
        "variant": v, "section": PULLED_SECTION, **HOST} for v in ("slot", "gather", "edge")),
@@ -34,6 +36,10 @@ RUNS = [
      "integrator": "ssp-rk2", **HOST},
     {"name": "slide-basin-edge-rk3", "case": "slide-basin", "layers": 2, "t_end": 1.0,
      "variant": "edge", "integrator": "ssp-rk3", **HOST},
+    {"name": "test1-linear-gather", "case": "test1", "scheme": "pvm-ifcp", "t_end": 0.02,
+     "variant": "gather", "integrator": "ssp-rk2", "reconstruction": "linear", **HOST},
+    {"name": "pulled-apart-linear-edge", "case": "pulled-apart", "nx": 60, "t_end": 0.3,
+     "variant": "edge", "integrator": "ssp-rk2", "reconstruction": "linear", **HOST},
     {"name": "unexchanged", "case": "pulled-apart", "nx": 100, "t_end": 0.5, "variant": "gather",
      "no_theta_exchange": True, "allow_mass_error": True, **HOST},
 ]  # fmt: skip

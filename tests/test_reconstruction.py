@@ -9,11 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_vanishing import bump_and_shore, lake
+from test_cuda_sources import CXX, NVCC, cached_build
+from test_maxima import _host_gpu
+from test_vanishing import bump_and_shore, lake, pulled_apart_simulation
 
 from fvswe import registry
+from fvswe.backends import gpu
 from fvswe.cli import main
 from fvswe.errors import ConfigError
+from fvswe.grid import Grid
 from fvswe.simulation import Simulation
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "second_order.py"
@@ -91,14 +95,18 @@ def test_second_order_on_irregular_triangles():
 
 
 def test_linear_is_refused_where_it_does_not_run():
-    """One line each: forward Euler, another backend than the CPU, an unknown name."""
+    """One line each: forward Euler, an unknown name; on the GPU counted sections (not there
+    yet)."""
     mesh = irregular(4)
     with pytest.raises(ConfigError, match="needs a multi-stage integrator"):
         Simulation(mesh, layers=1, scheme="hll", H=1.0, initial={"h": 1.0},
                    reconstruction="linear", backend="cpu")  # fmt: skip
-    with pytest.raises(ConfigError, match="runs on the CPU only so far"):
-        Simulation(mesh, layers=1, scheme="hll", H=1.0, initial={"h": 1.0},
-                   integrator="ssp-rk2", reconstruction="linear", backend="gpu")  # fmt: skip
+    one = dict(layers=1, scheme="hll", H=1.0, initial={"h": 1.0}, integrator="ssp-rk2",
+               reconstruction="linear")  # fmt: skip
+    if CXX is not None:
+        sim = Simulation(mesh, **one, **_host_gpu("gather"))
+        with pytest.raises(ConfigError, match="^sections: .* reconstruction 'linear'"):
+            sim.backend.count_edges(np.array([0]))
     with pytest.raises(ConfigError, match="reconstruction: unknown 'cubic'"):
         Simulation(mesh, layers=1, scheme="hll", H=1.0, initial={"h": 1.0},
                    reconstruction="cubic")  # fmt: skip
@@ -121,3 +129,100 @@ def test_cli_flag_and_restart_identity(tmp_path):
     with pytest.raises(ConfigError, match="reconstruction") as err:
         runs[1].restore(runs[0].snapshot())
     assert "\n" not in str(err.value)
+
+
+def _wet_dry_bump(mesh, **kw):
+    """One layer over the emerged bump of :func:`emerged_bump`, 0.3 m higher for x < 0: a
+    dam break around a dry island (its cells and their neighbours first order)."""
+    return Simulation(mesh, layers=1, scheme="hll-wd", H=emerged_bump, initial={
+        "h": lambda x, y: np.maximum(0.0, emerged_bump(x, y) + 0.3 * (x < 0))}, **kw)  # fmt: skip
+
+
+def _dry_lower_layer(mesh, scheme="pvm-ifcp", **kw):
+    """Two layers breaking onto a dry lower layer (x > 0): the front's cells first order."""
+    initial = {"h2": lambda x, y: np.where(x < 0, 0.5, 0.0),
+               "h1": lambda x, y: np.where(x < 0, 0.5, 1.0)}  # fmt: skip
+    return Simulation(mesh, layers=2, scheme=scheme, r=0.5, H=1.0, initial=initial, **kw)
+
+
+def _pulled_apart(mesh, **kw):
+    """tests/test_vanishing.py's pulled-apart upper layer (non-lagged Δt): the positivity
+    limiter acts (``mesh`` unused: its own strip)."""
+    return pulled_apart_simulation(30, **kw)
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize(("make", "variant", "integrator", "steps"), [
+    (_wet_dry_bump, "block", "ssp-rk2", 12), (_dry_lower_layer, "block", "ssp-rk3", 8),
+    (_pulled_apart, "edge", "ssp-rk2", 12), (_wet_dry_bump, "gather", "ssp-rk3", 6),
+    (_dry_lower_layer, "slot", "ssp-rk2", 6), (_wet_dry_bump, "grid", "ssp-rk3", 8)])  # fmt: skip
+def test_linear_on_the_host_gpu_is_the_cpu_bitwise(make, variant, integrator, steps):
+    """Issue 27 stage 3: the GPU's linear reconstruction (linear.cuh: troubled_pass and
+    faces_pass before each residual, the edges on the face states), run on the host, gives
+    the CPU's float64 state, time and counters bit for bit: one and two layers, SSP-RK2 and
+    SSP-RK3, with dry cells and a dry lower layer (first-order fallback) and with the
+    positivity limiter acting (pulled apart); in every variant (grid: on a Cartesian grid)."""
+    grid = Grid(12, 12, 0.8, 0.8, origin=(-4.8, -4.8))
+    mesh = grid.mesh() if variant == "grid" else irregular(6, half=5.0)
+    cpu = make(mesh, backend="cpu", integrator=integrator, reconstruction="linear")
+    dev = make(mesh, integrator=integrator, reconstruction="linear", **_host_gpu(variant))
+    assert dev.backend.variant == variant
+    for sim in (cpu, dev):
+        sim.run(1e6, max_steps=steps)
+    assert (dev.t, dev.steps) == (cpu.t, cpu.steps) and cpu.steps == steps
+    assert np.array_equal(dev.state(), cpu.state())
+    counts = cpu.backend.counters()
+    assert dev.backend.counters() == counts and counts["first_order_cells"] > 0
+    assert counts["limited"] > 0 or make is not _pulled_apart
+
+
+def test_every_residual_counts_its_first_order_cells():
+    """A lake at rest around a dry island (its fallen-back cells the same in every residual):
+    two lagged SSP-RK2 steps count twice the first-order cells of one, also the residual of
+    the first stage whose reconstruction the initial Δt's speeds made (it was left out)."""
+    mesh = irregular(6, half=5.0)
+    counts = []
+    for steps in (1, 2):
+        sim = Simulation(mesh, layers=1, scheme="hll-wd", H=emerged_bump, initial={
+            "h": lambda x, y: np.maximum(0.0, emerged_bump(x, y))}, **LINEAR)  # fmt: skip
+        counts.append(sim.run(1e6, max_steps=steps).counters["first_order_cells"])
+    assert counts[1] == 2 * counts[0] and counts[0] > 0
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: cannot compile the CUDA sources")
+def test_the_linear_module_compiles_for_the_device_and_first_order_has_none_of_it():
+    """A linear module (FVSWE_LINEAR) compiles to sm_90 PTX with troubled_pass and
+    faces_pass beside its step; a first-order module's options are those it had before the
+    switch existed (no FVSWE_LINEAR) and its PTX has neither kernel (its PTX was checked
+    equal to the one before this change: PVM-IFCP block float32, HLL block float64, Roe
+    gather float64, IR-Roe edge float32, HLL-WD slot float32, HLL-WD grid float32, Roe grid
+    float64)."""
+    scheme, layers, dtype, variant = "pvm-ifcp", 2, np.float32, "block"
+    plain = gpu.compile_options(scheme, layers, dtype, variant)
+    assert gpu.compile_options(scheme, layers, dtype, variant, linear=False) == plain
+    ptx = {}
+    for linear in (False, True):
+        opts = gpu.compile_options(scheme, layers, dtype, variant, linear=linear)
+        cmd = [NVCC, "--ptx", "-arch=sm_90", *opts]
+        ptx[linear] = cached_build(variant, gpu.source(variant), cmd, ".cu").read_text()
+    for name in ("troubled_pass", "faces_pass", "block_step"):
+        assert f".entry {name}(" in ptx[True]
+        assert (f".entry {name}(" in ptx[False]) == (name == "block_step")
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_a_linear_host_gpu_run_restored_half_way_is_the_straight_run():
+    """A linear GPU run (block, on the host) snapshot after 6 steps and restored into a fresh
+    one goes on to the straight 12-step run's state and counters (first_order_cells among
+    them) bit for bit."""
+    mesh = irregular(6, half=5.0)
+    options = dict(integrator="ssp-rk2", reconstruction="linear", **_host_gpu("block"))
+    straight, half = _wet_dry_bump(mesh, **options), _wet_dry_bump(mesh, **options)
+    straight.run(1e6, max_steps=12)
+    half.run(1e6, max_steps=6)
+    again = _wet_dry_bump(mesh, **options)
+    again.restore(half.snapshot())
+    again.run(1e6, max_steps=6)
+    assert again.steps == 12 and np.array_equal(again.state(), straight.state())
+    counts = straight.backend.counters()
+    assert again.backend.counters() == counts and counts["first_order_cells"] > 0

@@ -225,6 +225,16 @@ CONTROLS: tuple[Control, ...] = (
     Control("halo_listed", "int", "halo cells in lim_cells after the candidates"),
     Control("rest", "int", "a compensated float32 state (docs/SCHEMES.md §2.7): its remainders "
             "follow each state buffer after this many 4-vectors (0: none)"),
+    # The linear reconstruction (docs/SCHEMES.md §19; FVSWE_LINEAR modules only, last so that
+    # the fields above keep their offsets): GpuBackend points them when the run is linear.
+    Control("lin_faces", "void*", "per slot its face state, packed as the state (real4s)"),
+    Control("lin_interior", "double*", "per slot its |Gamma| times cell-interior term (NVAR)"),
+    Control("lin_slot", "const int*", "per slot the slot across its edge (-1 boundary, -2 none)"),
+    Control("lin_geom", "const double*", "per slot: the LSQ weights (wx, wy), the face offset"),
+    Control("lin_troubled", "int*", "per cell: 1 where troubled (troubled_pass)"),
+    Control("lin_partial", "double*", "per block of troubled_pass: 7 minima, 7 maxima"),
+    Control("lin_extent", "double*", "the variables' 7 minima and 7 maxima over the cells"),
+    Control("first_order", "unsigned long long", "cells left first order by the reconstruction"),
 )  # fmt: skip
 
 #: C type -> NumPy field type (pointers are 8-byte device addresses).

@@ -201,13 +201,13 @@ def dispatch() -> str:
 def physics() -> str:
     """The text of ``physics.cuh``: the device physics emitted from the Numba modules
     (docs/CODEGEN.md), every kernel of :data:`fvswe.registry.KERNELS` with its
-    pointer adapter, and what the pipeline calls besides: the boundary ghosts, the forcing
-    and the friction."""
+    pointer adapter, and what the pipeline calls besides: the boundary ghosts, the forcing,
+    the friction and the linear reconstruction."""
     from .. import codegen, physics
 
     fluxes = {resolve("fvswe.physics", ref): 3 * n for ref, n in registry.KERNEL_LAYERS.items()}
     friction, forcing = physics.friction, physics.forcing
-    update, limiter = physics.update, physics.limiter
+    update, limiter, rec = physics.update, physics.limiter, physics.reconstruction
     faces = resolve("fvswe.physics", registry.RECONSTRUCTIONS[0].faces)
     ghosts_and_fluxes = [
         resolve("fvswe.physics", ref)
@@ -243,6 +243,13 @@ def physics() -> str:
         forcing.force_layer,
         friction.interfacial,
         friction.bottom,
+        rec.variables,  # the linear reconstruction (linear.cuh; FVSWE_LINEAR modules)
+        rec.troubled,
+        rec.lsq_sums,
+        rec.bounds,
+        rec.limited,
+        rec.face_state,
+        rec.interior,
     ]
     return codegen.emit(fluxes, extra, physics.common.FLOAT32)
 

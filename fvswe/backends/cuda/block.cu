@@ -30,20 +30,38 @@ __device__ __forceinline__ void block_edge(const real4* __restrict__ Win, const 
                                            real (*slots)[SLOT_COLS])
 {
     real Wi[NVAR], Hi;
-    load_cell(Win, id.x, Wi, Hi);
     EdgeFlux f;
+#if FVSWE_LINEAR
+    // the sides' global slots: a local slot is first * K + its global one; the other across
+    const int base = blockIdx.x * FVSWE_CELLS * FVSWE_K;
+    const int si = id.z >= 0 ? base + id.z : ctrl->lin_slot[base + id.w];
+    const int sj = id.w >= 0 ? base + id.w : id.y >= 0 ? ctrl->lin_slot[si] : -1;
+    load_face(ctrl, si, Wi, Hi);
+    evaluate_edge(Wi, Hi, [&](real* w, real& H) { load_face(ctrl, sj, w, H); }, false,
+                  id.y < 0 ? -id.y : 0, n, len, prm, ctrl, op, f);
+#else
+    load_cell(Win, id.x, Wi, Hi);
     evaluate_edge(Wi, Hi, [&](real* w, real& H) { load_cell(Win, id.y, w, H); }, false,
                   id.y < 0 ? -id.y : 0, n, len, prm, ctrl, op, f);
+#endif
     if (id.z >= 0) {  // side i here (else only side j: i's block counts the edge)
         if ((op & OP_COUNT) && f.flags) count_flags(ctrl, f.flags);
 #pragma unroll
         for (int m = 0; m < NVAR; ++m) slots[id.z][m] = mul_rn(len, f.Fm[m]);
+#if FVSWE_LINEAR
+#pragma unroll
+        for (int m = 0; m < NVAR; ++m) slots[id.z][m] = with_interior(ctrl, si, m, slots[id.z][m]);
+#endif
         slots[id.z][NVAR] = mul_rn(len, f.d);
         if (FVSWE_LAYERS == 2) slots[id.z][SLOT_LEN] = len;
     }
     if (id.w < 0) return;
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) slots[id.w][m] = mul_rn(len, f.Fp[m]);
+#if FVSWE_LINEAR
+#pragma unroll
+    for (int m = 0; m < NVAR; ++m) slots[id.w][m] = with_interior(ctrl, sj, m, slots[id.w][m]);
+#endif
     slots[id.w][NVAR] = mul_rn(len, f.d);
     if (FVSWE_LAYERS == 2) slots[id.w][SLOT_LEN] = len;
 }

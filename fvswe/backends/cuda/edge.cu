@@ -6,6 +6,23 @@
 // the step's old state stays for the limiter.
 #include "pipeline.cuh"
 
+#if FVSWE_LINEAR
+// Slot s of a linear module: store_slot's values, |Gamma| F plus the slot's cell-interior term.
+__device__ __forceinline__ void store_linear(real4* S, const Ctrl* ctrl, int s, const real* F, real d,
+                                             real len)
+{
+    real v[NVAR];
+#pragma unroll
+    for (int m = 0; m < NVAR; ++m) v[m] = with_interior(ctrl, s, m, mul_rn(len, F[m]));
+#if FVSWE_LAYERS == 2
+    st4(S + (size_t)s * NVEC, real4{v[0], v[1], v[2], v[3]});
+    st4(S + (size_t)s * NVEC + 1, real4{v[4], v[5], mul_rn(len, d), len});
+#else
+    st4(S + (size_t)s, real4{v[0], v[1], v[2], mul_rn(len, d)});
+#endif
+}
+#endif
+
 // Edge e: idx = (i, j, slot_i, slot_j) with j = -(boundary code) on the boundary.
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK, FVSWE_MIN_BLOCKS)
 edge_pass(const int n_edges, const real4* __restrict__ W, const int4* __restrict__ idx,
@@ -18,12 +35,20 @@ edge_pass(const int n_edges, const real4* __restrict__ W, const int4* __restrict
     const int4 id = __ldg(idx + e);
     const real len = __ldg(length + e);
     real Wi[NVAR], Hi;
-    load_cell(W, id.x, Wi, Hi);
     EdgeFlux f;
+#if FVSWE_LINEAR  // the face states of the edge's slots, and the slots' cell-interior terms
+    load_face(ctrl, id.z, Wi, Hi);
+    evaluate_edge(Wi, Hi, [&](real* w, real& H) { load_face(ctrl, id.w, w, H); }, false,
+                  id.y < 0 ? -id.y : 0, __ldg(normal + e), len, Params{g, r, eps_h}, ctrl, op, f);
+    store_linear(S, ctrl, id.z, f.Fm, f.d, len);
+    if (id.y >= 0) store_linear(S, ctrl, id.w, f.Fp, f.d, len);
+#else
+    load_cell(W, id.x, Wi, Hi);
     evaluate_edge(Wi, Hi, [&](real* w, real& H) { load_cell(W, id.y, w, H); }, false,
                   id.y < 0 ? -id.y : 0, __ldg(normal + e), len, Params{g, r, eps_h}, ctrl, op, f);
     store_slot(S, id.z, f.Fm, f.d, len);
     if (id.y >= 0) store_slot(S, id.w, f.Fp, f.d, len);
+#endif
     if ((op & OP_COUNT) && f.flags) count_flags(ctrl, f.flags);
 }
 

@@ -85,10 +85,17 @@ __device__ __forceinline__ void tile_edge(int e, int ix0, int iy0, int nx, int n
     int cd;
     real2 n;
     real len, w[NVAR], H, out[NVAR + 1];
-    grid_slot(first ? (x ? 3 : 0) : (x ? 1 : 2), c, sx, sy, nx, ny, length, side_code, cd, n, len);
+    const int l = first ? (x ? 3 : 0) : (x ? 1 : 2);
+    grid_slot(l, c, sx, sy, nx, ny, length, side_code, cd, n, len);
+#if FVSWE_LINEAR  // the slots' face states (linear.cuh), and their cell-interior terms
+    const int s = c * 4 + l, across = cd < 0 ? -1 : ctrl->lin_slot[s];
+    load_face(ctrl, s, w, H);
+#else
+    const int s = -1;  // edge_contribution reads no slot of a first-order module
     load_cell(Win, c, w, H);
+#endif
     if (cd < 0) {
-        edge_contribution(Win, w, H, cd, n, len, prm, ctrl, op, out);
+        edge_contribution(Win, w, H, s, cd, n, len, prm, ctrl, op, out);
 #pragma unroll
         for (int m = 0; m < NVAR; ++m)
             if (!SPEEDS) val[(side * NVAR + m) * N_TE + e] = out[m];
@@ -96,8 +103,13 @@ __device__ __forceinline__ void tile_edge(int e, int ix0, int iy0, int nx, int n
         return;
     }
     EdgeFlux f;
+#if FVSWE_LINEAR
+    evaluate_edge(w, H, [&](real* wn, real& Hn) { load_face(ctrl, across, wn, Hn); }, false, 0, n,
+                  len, prm, ctrl, op, f);
+#else
     evaluate_edge(w, H, [&](real* wn, real& Hn) { load_cell(Win, cd >> 1, wn, Hn); }, false, 0, n,
                   len, prm, ctrl, op, f);
+#endif
     // an interior edge on the tile's east or north line is also the next tile's first: it
     // counts there, so that each edge counts once
     const bool next = x ? i == FVSWE_TILE_X : j == TILE_Y;
@@ -107,6 +119,10 @@ __device__ __forceinline__ void tile_edge(int e, int ix0, int iy0, int nx, int n
         if (SPEEDS) continue;
         val[m * N_TE + e] = mul_rn(len, f.Fm[m]);
         val[(NVAR + m) * N_TE + e] = mul_rn(len, f.Fp[m]);
+#if FVSWE_LINEAR
+        val[m * N_TE + e] = with_interior(ctrl, s, m, val[m * N_TE + e]);
+        val[(NVAR + m) * N_TE + e] = with_interior(ctrl, across, m, val[(NVAR + m) * N_TE + e]);
+#endif
     }
     val[2 * NVAR * N_TE + e] = mul_rn(len, f.d);
 }

@@ -12,6 +12,9 @@
 //   FVSWE_COMPENSATED  1: a float32 state with its rounding remainders (docs/SCHEMES.md §2.7),
 //                 which follow each state buffer after ctrl->rest 4-vectors; 0 (always in
 //                 float64): none, compiled out
+//   FVSWE_LINEAR  1: the linear reconstruction (docs/SCHEMES.md §19): the edges read the face
+//                 states of faces_pass (linear.cuh) and add the cell-interior terms; 0: first
+//                 order, none of it compiled
 //
 // Packed state (docs/ARCHITECTURE.md): two layers use two 4-vectors per cell,
 // (h1, q1x, q1y, H) and (h2, q2x, q2y, area); one layer uses (h, qx, qy, H) with
@@ -39,6 +42,9 @@
 #endif
 #if FVSWE_COMPENSATED && FVSWE_DOUBLE
 #error "FVSWE_COMPENSATED: float32 modules only"
+#endif
+#ifndef FVSWE_LINEAR
+#define FVSWE_LINEAR 0
 #endif
 
 // Generated from Python (fvswe/backends/cuda_header.py): the constants and struct Ctrl
@@ -581,23 +587,53 @@ __device__ __forceinline__ void evaluate_edge(const real* wa, real Ha, Neighbour
     if (code) boundary_impose(code, out.Fm, wa, n, len, ctrl, op);
 }
 
+#if FVSWE_LINEAR
+// ---------------------------------------------------------------- the linear reconstruction's slots
+// (docs/SCHEMES.md §19; faces_pass of linear.cuh writes them before each residual.) Slot s's face
+// state and bed, packed as a cell's (load_cell on ctrl->lin_faces).
+__device__ __forceinline__ void load_face(const Ctrl* ctrl, int s, real* w, real& H)
+{
+    load_cell(static_cast<const real4*>(ctrl->lin_faces), s, w, H);
+}
+
+// |Gamma| F of slot s plus its cell-interior term |Gamma| B (float64), rounded to real: the
+// CPU's acc[s, v] = F[v] + interior[s, v] (kernels._store).
+__device__ __forceinline__ real with_interior(const Ctrl* ctrl, int s, int m, real lf)
+{
+    return real(double(lf) + ctrl->lin_interior[(size_t)s * NVAR + m]);
+}
+#endif
+
 // ---------------------------------------------------------------- per-cell pieces of the steps
-// |Gamma| F and |Gamma| ||D|| (out[0..NVAR]) that a slot contributes to its cell (state w,
+// |Gamma| F and |Gamma| ||D|| (out[0..NVAR]) that slot s contributes to its cell (state w,
 // depth H): the edge (unit normal n, length len) evaluated with its own orientation,
 // flux(W_i, W_j, eta), keeping F- when the cell is side i and F+ when it is side j, so the
 // values are bitwise those the edge pass writes. cd = 2*neighbour + side, or minus the
-// boundary code.
+// boundary code. A linear module (FVSWE_LINEAR) evaluates the slot's face state against the
+// face state across the edge and adds the slot's cell-interior term.
 __device__ __forceinline__ void edge_contribution(const real4* __restrict__ Win, const real* w, real H,
-                                                  int cd, real2 n, real len, const Params& prm,
-                                                  Ctrl* ctrl, int op, real* out)
+                                                  int s, int cd, real2 n, real len,
+                                                  const Params& prm, Ctrl* ctrl, int op, real* out)
 {
     const bool side_j = cd >= 0 && (cd & 1);
     EdgeFlux f;
+#if FVSWE_LINEAR
+    real wf[NVAR], Hf;
+    load_face(ctrl, s, wf, Hf);
+    const int across = ctrl->lin_slot[s];
+    evaluate_edge(wf, Hf, [&](real* wn, real& Hn) { load_face(ctrl, across, wn, Hn); }, side_j,
+                  cd < 0 ? -cd : 0, n, len, prm, ctrl, op, f);
+#else
     evaluate_edge(w, H, [&](real* wn, real& Hn) { load_cell(Win, cd >> 1, wn, Hn); }, side_j,
                   cd < 0 ? -cd : 0, n, len, prm, ctrl, op, f);
+#endif
     if (!side_j && f.flags && (op & OP_COUNT)) count_flags(ctrl, f.flags);  // each edge once
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) out[m] = mul_rn(len, side_j ? f.Fp[m] : f.Fm[m]);
+#if FVSWE_LINEAR
+#pragma unroll
+    for (int m = 0; m < NVAR; ++m) out[m] = with_interior(ctrl, s, m, out[m]);
+#endif
     out[NVAR] = mul_rn(len, f.d);
 }
 
@@ -610,7 +646,7 @@ __device__ __forceinline__ real slot_contribution(const real4* __restrict__ Win,
                                                   Ctrl* ctrl, int op, real* out)
 {
     const real len = __ldg(length + s);
-    edge_contribution(Win, w, H, __ldg(code + s), __ldg(normal + s), len, prm, ctrl, op, out);
+    edge_contribution(Win, w, H, s, __ldg(code + s), __ldg(normal + s), len, prm, ctrl, op, out);
     return len;
 }
 
@@ -853,7 +889,7 @@ __device__ __forceinline__ int limit_slot(const real4* __restrict__ Win, const r
     const int cd = __ldg(code + s);
     const real2 n = __ldg(normal + s);
     const real len = __ldg(length + s);
-    edge_contribution(Win, w, H, cd, n, len, prm, ctrl, OP_AFTER, v);
+    edge_contribution(Win, w, H, s, cd, n, len, prm, ctrl, OP_AFTER, v);
     const bool side_j = cd >= 0 && (cd & 1);
     const real nx = side_j ? -n.x : n.x, ny = side_j ? -n.y : n.y;
 #pragma unroll

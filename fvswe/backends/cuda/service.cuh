@@ -50,6 +50,9 @@ level_inflow(Ctrl* ctrl, const double* lf, const int n, long long* seen)
 #ifndef FVSWE_COUNTS
 #error "FVSWE_COUNTS (0 or 1) comes from fvswe.backends.gpu.compile_options"
 #endif
+#if FVSWE_COUNTS && FVSWE_LINEAR
+#error "count_edges: the volumes through edges are not counted with the linear reconstruction yet"
+#endif
 #if FVSWE_COUNTS
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
 count_edges(const real4* __restrict__ Win, const int n, const int* __restrict__ cell,
@@ -66,7 +69,7 @@ count_edges(const real4* __restrict__ Win, const int n, const int* __restrict__ 
         const real len = length[e];
         real w[NVAR], H, v[NVAR + 1];
         load_cell(Win, c, w, H);
-        edge_contribution(Win, w, H, cd, nv, len, Params{g, r, eps_h}, ctrl, OP_AFTER, v);
+        edge_contribution(Win, w, H, -1, cd, nv, len, Params{g, r, eps_h}, ctrl, OP_AFTER, v);
 #pragma unroll
         for (int l = 0; l < FVSWE_LAYERS; ++l) {
             real S = v[3 * l];
@@ -345,4 +348,8 @@ limit_update(const real4* __restrict__ Win, real4* Wout, const real* __restrict_
         __threadfence();
     }
 }
+#endif
+
+#if FVSWE_LINEAR
+#include "linear.cuh"
 #endif

@@ -15,13 +15,14 @@ import numpy as np
 
 from ... import integrators, registry
 from ...integrators import U
+from ...physics.reconstruction import LINEAR_CFL
 from ...sources import counter_keys
 from ..base import SetupClock, check_dt_mode
 from ..controls import CTRL_DTYPE, Setup, host_block, values
 from ..cuda_header import OP_COUNT
 from ..layout import Layout
 from .build import compile_options, launch_shape, module, runtime_of
-from .device import step_bytes, upload
+from .device import linear_arrays, step_bytes, upload
 from .plan import HOOKS, Launch, batch_size, compile_plan, steps_left
 from .state import DeviceState
 from .tuning import (
@@ -49,8 +50,12 @@ class GpuBackend(DeviceState):
     :data:`fvswe.integrators.INTEGRATORS`; ``entropy_fix`` false compiles the scheme's kernel
     without the entropy fix (Roe, IR-Roe); ``compensated`` keeps a float32 state's depths'
     rounding remainders (one real per layer and cell) beside each state buffer
-    (docs/SCHEMES.md §2.7; ignored in float64); ``runtime`` CuPy (default) or a stand-in of its
-    API. ``threads`` (the CPU backend's) is accepted for a uniform constructor and unused: the
+    (docs/SCHEMES.md §2.7; ignored in float64); ``reconstruction`` one of
+    :data:`fvswe.registry.RECONSTRUCTIONS` (``linear``: troubled_pass and faces_pass of
+    linear.cuh before each residual, the Δt scaled by
+    :data:`~fvswe.physics.reconstruction.LINEAR_CFL`; docs/SCHEMES.md §19); ``runtime`` CuPy
+    (default) or a stand-in of its API.
+    ``threads`` (the CPU backend's) is accepted for a uniform constructor and unused: the
     device runs the steps.
     """
 
@@ -77,6 +82,7 @@ class GpuBackend(DeviceState):
         integrator: str = "euler",
         entropy_fix: bool = True,
         compensated: bool = False,
+        reconstruction: str = "constant",
         runtime=None,
     ) -> None:
         self._cp = self.runtime = runtime_of(runtime)
@@ -88,6 +94,7 @@ class GpuBackend(DeviceState):
         self.scheme, self.dt_mode, self.cfl, self.dt_fixed = scheme, dt_mode, float(cfl), dt_fixed
         shape = launch_shape(layout, scheme, variant, block, cells, interior_first)
         self.variant, self.block, self.cells, self.interior_first, grid = shape
+        self._start_reconstruction(reconstruction)
         self.graphs, self.fast_math = graphs, fast_math
         self.batch = 2 ** max(1, int(math.log2(max(batch, 2))))  # a power of two: even steps
         self.sync_every = max(SYNC_EVERY, self.batch)
@@ -98,7 +105,8 @@ class GpuBackend(DeviceState):
                              sources=layout.sources is not None,
                              slide=layout.slide is not None, maxima=layout.maxima is not None,
                              kinds=registry.kinds_mask(layout.edge_bc),
-                             entropy_fix=entropy_fix, compensated=self.compensated)  # fmt: skip
+                             entropy_fix=entropy_fix, compensated=self.compensated,
+                             linear=self.linear)  # fmt: skip
         self._cut = np.zeros(0, dtype=np.int64)
         clock = SetupClock()
         self._load_module()
@@ -108,7 +116,7 @@ class GpuBackend(DeviceState):
         self._params = (real(self.model.g), real(self.model.r), real(self.model.eps_h))
         with self.stream:
             self._dev = upload(self._cp, layout, self.variant, self.block,
-                               (self.cells, self.interior_first), grid)  # fmt: skip
+                               (self.cells, self.interior_first), grid, self.linear)  # fmt: skip
             self._allocate()
         self._setup_ctrl()
         #: The edges whose volumes are counted (:meth:`count_edges`, ``_cut``) and the
@@ -150,6 +158,7 @@ class GpuBackend(DeviceState):
         names += ("bed_pass",) if self.layout.slide is not None else ()
         names += ("maxima_pass",) if self.layout.maxima is not None else ()
         names += ("count_edges",) if counts else ()
+        names += ("troubled_pass", "faces_pass") if self.linear else ()
         return names + (("limit_theta", "limit_update") if self.model.layers == 2 else ())
 
     def _allocate(self) -> None:
@@ -173,9 +182,47 @@ class GpuBackend(DeviceState):
         self._slide = () if slide is None else tuple(
             cp.asarray(a) for a in (slide.x, slide.y, slide.H0, slide.params))  # fmt: skip
 
+    def _start_reconstruction(self, name: str) -> None:
+        """The run's reconstruction (:func:`fvswe.registry.reconstruction`); a linear one
+        scales the Δt by :data:`~fvswe.physics.reconstruction.LINEAR_CFL`, as the CPU's."""
+        self.reconstruction = registry.reconstruction(name, self.integrator)
+        self.linear = self.reconstruction.order == 2
+        if self.linear:
+            self.cfl *= LINEAR_CFL
+
+    def _setup_linear(self) -> None:
+        """The linear reconstruction's device arrays (linear.cuh), pointed to by the control
+        block: face states and cell-interior terms per slot, the slots across, the LSQ weights
+        and face offsets, the troubled flags and the variables' range (per block, overall)."""
+        cp, lay = self._cp, self.layout
+        nvec = 2 if self.model.layers == 2 else 1
+        across, geom = linear_arrays(lay)
+        slots = lay.n_cells * lay.k
+        blocks = (lay.n_cells + self.block - 1) // self.block
+        with self.stream:
+            arrays = {"lin_faces": cp.zeros((slots * nvec, 4), dtype=self.dtype),
+                      "lin_interior": cp.zeros(slots * self.model.nvar),
+                      "lin_slot": cp.asarray(across), "lin_geom": cp.asarray(geom),
+                      "lin_troubled": cp.zeros(lay.n_cells, dtype=np.int32),
+                      "lin_partial": cp.zeros(14 * blocks), "lin_extent": cp.zeros(14)}  # fmt: skip
+        for name, array in arrays.items():
+            self.point(name, array)
+
+    def _reconstruct(self, launch: Launch, win) -> None:
+        """A pass of the linear reconstruction of ``win``: troubled_pass over every cell,
+        faces_pass over the owned ones (their op: whether fallen-back cells count)."""
+        n = int(self.layout.n_cells)
+        if launch.kernel == "troubled_pass":
+            self._k["troubled_pass"](((n + self.block - 1) // self.block,), (self.block,),
+                                     (np.int32(n), win, self._ctrl))  # fmt: skip
+            return
+        d = self._dev
+        args = (d.L, win, *d.slot_tables, self._ctrl, np.int32(launch.op))
+        self._k["faces_pass"](((int(d.L) + self.block - 1) // self.block,), (self.block,), args)
+
     def _setup_ctrl(self) -> None:
         """The control block: the run's controls (:mod:`fvswe.backends.controls`), its arrays
-        uploaded and pointed to."""
+        uploaded and pointed to (and the linear reconstruction's, :meth:`_setup_linear`)."""
         setup = Setup(self.layout, self.cfl, self.dt_mode, self.dt_fixed, self.integrator)
         with self.stream:
             self._pointed = {
@@ -193,6 +240,8 @@ class GpuBackend(DeviceState):
         self._write_ctrl(ctrl)
         self._host = ctrl[0]
         self._need_dt = self.dt_mode == "lagged"
+        if self.linear:  # its buffers, pointed to by the block just written
+            self._setup_linear()
 
     def _compile_plans(self) -> None:
         """The launches of a step and of the initial Δt (:func:`.plan.compile_plan`)."""
@@ -200,8 +249,9 @@ class GpuBackend(DeviceState):
         bed, maxima = self.layout.slide is not None, self.layout.maxima is not None
         ops = integrators.step_plan(self.integrator, self.dt_mode, self.model.layers, bed, maxima)
         self._step_launches = compile_plan(ops, self.variant, lagged, self._has_sources, bed,
-                                           maxima, self._cut.size > 0)  # fmt: skip
-        self._initial_launches = compile_plan(integrators.initial_dt_plan(), self.variant, lagged)
+                                           maxima, self._cut.size > 0, self.linear)  # fmt: skip
+        self._initial_launches = compile_plan(integrators.initial_dt_plan(), self.variant, lagged,
+                                              linear=self.linear)  # fmt: skip
 
     @property
     def _W(self):
@@ -338,6 +388,9 @@ class GpuBackend(DeviceState):
             return
         if launch.kernel == "count_edges":  # one block
             k((1,), (self.block,), (win, *self._cut_dev, *self._params))
+            return
+        if launch.kernel in ("troubled_pass", "faces_pass"):  # the linear reconstruction
+            self._reconstruct(launch, win)
             return
         if launch.kernel == "source_means":  # one thread works
             k((1,), (32,), (self._ctrl,))

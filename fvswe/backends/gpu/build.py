@@ -87,6 +87,7 @@ def compile_options(
     kinds: int = registry.ALL_KINDS,
     entropy_fix: bool = True,
     compensated: bool = False,
+    linear: bool = False,
 ) -> tuple[str, ...]:
     """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy.
     ``cells``: the cells a thread block owns in the ``block`` variant (default ``block``),
@@ -106,7 +107,10 @@ def compile_options(
     ``entropy_fix`` false: the scheme's kernel without the entropy fix (its own
     ``FVSWE_SCHEME``, so the default kernel has no test of it); ``compensated``: a float32
     state with its rounding remainders (``FVSWE_COMPENSATED``, docs/SCHEMES.md §2.7;
-    float64 modules never have them)."""
+    float64 modules never have them); ``linear``: the linear reconstruction
+    (``FVSWE_LINEAR``, docs/SCHEMES.md §19: the module has ``troubled_pass`` and
+    ``faces_pass`` and its edges read face states; a first-order module's options and code
+    are those without it)."""
     sid = registry.kernel_id(scheme, layers, entropy_fix)
     if variant not in (*VARIANTS, GRID_VARIANT):
         choices = ", ".join((*VARIANTS, GRID_VARIANT))
@@ -140,6 +144,7 @@ def compile_options(
         + ((f"-DFVSWE_CELLS={cells or block}",) if variant == "block" else ())
         + (FAST_MATH if fast_math else ())
         + (("-DFVSWE_COMPENSATED=1",) if compensated and not double else ())
+        + (("-DFVSWE_LINEAR=1",) if linear else ())
     )
 
 

@@ -2,7 +2,8 @@
 
 The packed state (:func:`pack_state`), each edge's cells and slots with the boundary code in
 place of a missing neighbour (:func:`edge_arrays`), each slot's neighbour and side
-(:func:`slot_codes`), the ``block`` variant's edge tasks (:func:`block_arrays`) and the
+(:func:`slot_codes`), the linear reconstruction's slots (:func:`linear_arrays`), the
+``block`` variant's edge tasks (:func:`block_arrays`) and the
 ``grid`` variant's arrays (:func:`grid_arrays`). NumPy only: the backend uploads them.
 """
 
@@ -82,6 +83,19 @@ def slot_codes(lay: Layout) -> np.ndarray:
     nbr = np.where(side == 0, ij[:, 1], ij[:, 0])
     code = np.where(boundary, _boundary_codes(lay)[e], 2 * nbr + side)
     return np.where(e < 0, -KINDS["wall"], code).astype(np.int32)
+
+
+def linear_arrays(lay: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """The linear reconstruction's per-slot arrays (linear.cuh): the slot across each slot's
+    edge (int32; -1 on the boundary, -2 where the slot has no edge) and ``(wx, wy, ox, oy)``,
+    its least-squares weights and face offset (float64, as the CPU's)."""
+    e = lay.cell_edges.ravel()
+    side = lay.cell_side.ravel().astype(np.intp)
+    across = lay.edge_slot[np.maximum(e, 0), 1 - side]
+    across = np.where(lay.edge_cells[np.maximum(e, 0), 1 - side] < 0, -1, across)
+    across = np.where(e < 0, -2, across).astype(np.int32)
+    geom = np.concatenate((lay.lsq_weight, lay.face_offset), axis=2).reshape(-1, 4)
+    return across, np.ascontiguousarray(geom, dtype=np.float64)
 
 
 class GridArrays(NamedTuple):
@@ -203,15 +217,16 @@ def launch_grids(lay: Layout, variant: str, block: int, cells: int, grid) -> tup
 
 
 def upload(
-    cp, lay: Layout, variant: str, block: int, shape: tuple[int, bool], grid
+    cp, lay: Layout, variant: str, block: int, shape: tuple[int, bool], grid, linear: bool = False
 ) -> DeviceLayout:
     """The :class:`DeviceLayout` of ``lay`` for ``variant``: ``block`` threads a block, ``shape``
-    the block variant's (cells a block, interior-first order), ``grid`` the grid's arrays."""
+    the block variant's (cells a block, interior-first order), ``grid`` the grid's arrays;
+    ``linear``: the slot tables too (the linear reconstruction's faces_pass reads them)."""
     dev = cp.asarray
     cells, interior_first = shape
     out = DeviceLayout(np.int32(lay.owned_cells), np.int32(lay.owned_edges), dev(lay.area),
                        *launch_grids(lay, variant, block, cells, grid))  # fmt: skip
-    if variant in ("gather", "slot") or lay.model.layers == 2:
+    if variant in ("gather", "slot") or lay.model.layers == 2 or linear:
         e = lay.cell_edges.ravel()
         out.slot_tables = (dev(slot_codes(lay)), dev(np.ascontiguousarray(lay.edge_normal[e])),
                            dev(np.ascontiguousarray(lay.edge_length[e])))  # fmt: skip

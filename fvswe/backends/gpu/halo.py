@@ -22,7 +22,15 @@ from ...integrators import U
 from ...partition import Part
 from .. import cuda_header
 from ..controls import CTRL_DTYPE
-from ..halo import HALO_TAG, THETA_TAG, _persistent, _span, gathered_order, padded_rows
+from ..halo import (
+    FACES_TAG,
+    HALO_TAG,
+    THETA_TAG,
+    _persistent,
+    _span,
+    gathered_order,
+    padded_rows,
+)
 
 #: ``FVSWE_HALO``: how GPU ranks exchange the halo and reduce Δt: ``nccl`` (device to device,
 #: one GPU a rank) or ``host`` (staged through host memory and MPI; needed where ranks share
@@ -209,6 +217,13 @@ class GpuHalo:
             self._halo_cells = (np.int32(part.n_owned), np.int32(part.cells.size))
             self._halo_grid = max(1, (part.cells.size - part.n_owned + 127) // 128)
             self._any = np.empty(2, dtype=np.int32)
+        self._faces = None
+        if backend.linear:  # a cell's k face states, packed as its state (linear.cuh)
+            self._faces = _DeviceRows(self, backend.layout.k * W[0].size, W.dtype, FACES_TAG)
+            with self._stream:
+                self._ext = cupy.empty(14, dtype=np.float64)
+            if mode == "host":
+                self._hext = np.empty(14, dtype=np.float64)
         self._seen = None
         if level_keys is not None:
             self._take_inflow(level_keys)
@@ -265,6 +280,10 @@ class GpuHalo:
             self.reduce_dt(launch.now)
         elif launch.kernel == "tally" and self._seen is not None:
             self.tally()
+        elif launch.kernel == "reduce_extent":
+            self.reduce_extent()
+        elif launch.kernel == "exchange_faces":
+            self._faces.exchange(self._backend.device_array("lin_faces").reshape(-1))
 
     def exchange(self, W) -> None:
         """Bring the halo rows of the device state ``W`` up to date with their owners' rows."""
@@ -333,6 +352,25 @@ class GpuHalo:
                 self._nc.allReduce(ptr, ptr, 2, self._nccl.NCCL_FLOAT64, self._nccl.NCCL_MIN,
                                    self._stream.ptr)  # fmt: skip
             self._k["dt_store"]((1,), (32,), (ctrl, self._red, which))
+
+    def reduce_extent(self) -> None:
+        """The linear reconstruction's variable ranges (``lin_extent``: 7 minima, 7 maxima,
+        troubled_pass's) over all ranks, as the CPU ranks' ``Halo.extent``: one min-reduction
+        of the minima and the negated maxima (exact: min and negation do not round)."""
+        ext, red = self._backend.device_array("lin_extent"), self._ext
+        with self._stream:
+            red[:7] = ext[:7]
+            red[7:] = -ext[7:]
+            if self._mode == "host":
+                red.get(stream=self._stream, out=self._hext)
+                self._comm.Allreduce(self._mpi.IN_PLACE, self._hext, op=self._mpi.MIN)
+                red.set(self._hext, stream=self._stream)
+            else:
+                ptr = red.data.ptr
+                self._nc.allReduce(ptr, ptr, 14, self._nccl.NCCL_FLOAT64, self._nccl.NCCL_MIN,
+                                   self._stream.ptr)  # fmt: skip
+            ext[:7] = red[:7]
+            ext[7:] = -red[7:]
 
     def min(self, value: float) -> float:
         """The minimum of ``value`` over all ranks, on the host (MPI)."""

@@ -20,7 +20,7 @@ from ...integrators import Op
 from ..cuda_header import OP_ADVANCE, OP_COUNT, OP_DT, OP_STAGE_SHIFT, OP_UPDATE
 
 #: The calls of a distributed run's halo hook (:class:`fvswe.backends.gpu.halo.GpuHalo`).
-HOOKS = ("exchange", "exchange_theta", "reduce_dt", "tally")
+HOOKS = ("exchange", "exchange_theta", "reduce_dt", "tally", "reduce_extent", "exchange_faces")
 
 
 @dataclass(frozen=True)
@@ -65,19 +65,30 @@ def compile_plan(
     bed: bool = False,
     maxima: bool = False,
     counted: bool = False,
+    linear: bool = False,
 ) -> tuple[Launch, ...]:
     """The launches of a step plan (or of the initial Δt's) for ``variant`` (``lagged``: the
     step's first update gave the next step's Δt; ``sources``: the run has point sources or
     rain, whose means the step computes first; ``bed``: a moving bed, whose ``bed`` ops are
     ``bed_pass`` launches; ``maxima``: maximum and arrival maps, whose ``maxima`` op is a
     ``maxima_pass`` launch; ``counted``: edges whose volumes are counted, a ``count_edges``
-    launch after each update, before its ``limit_update`` where the limiter's theta is)."""
+    launch after each update, before its ``limit_update`` where the limiter's theta is;
+    ``linear``: the linear reconstruction, whose ``troubled_pass`` and ``faces_pass`` precede
+    each residual's evaluation (on GPU ranks each followed by its halo hook: the variables'
+    range reduced over the ranks, the halo cells' face states from their owners), but where
+    the face slots hold that residual's state already, as the CPU's do)."""
     step = "volume_pass" if variant == "edge" else f"{variant}_step"
     out: list[Launch] = []
     slots_of = None  # edge: the buffer whose residual the slots hold
     count = False  # fused: the residual the next pass evaluates is counted
     limited = any(op.kind == "limit_update" for op in ops)  # count_edges reads its theta
+    faces_of = None  # linear: the buffer whose face states the face slots hold
     for op in ops:
+        if op.kind == "residual" and linear and faces_of != op.src:
+            out += [_pass(op, "troubled_pass", 0), Launch("reduce_extent"),
+                    _pass(op, "faces_pass", OP_COUNT if op.count else 0),
+                    Launch("exchange_faces")]  # fmt: skip
+            faces_of = op.src
         if op.kind == "residual" and variant == "edge":
             if slots_of != op.src:
                 out.append(_pass(op, "edge_pass", OP_COUNT if op.count else 0))
@@ -95,7 +106,7 @@ def compile_plan(
         elif op.kind == "update":
             bits = OP_UPDATE | (OP_DT if op.dt else 0) | (OP_COUNT if count else 0)
             out.append(_pass(op, step, bits))
-            slots_of = None
+            slots_of = faces_of = None
             if counted and not limited:
                 out.append(_pass(op, "count_edges", 0))
         elif op.kind in ("limit_theta", "limit_update"):

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ...boundary import INFLOW_KEYS
+from ...errors import ConfigError
 from ...integrators import U
 from ..cuda_header import NO_CELL
 from .device import pack_state, slot_codes, unpack_state
@@ -91,6 +92,8 @@ class DeviceState:
             for key in INFLOW_KEYS[: self.model.layers]:
                 out[key] = float(c[key])
         out.update({key: float(c[key]) for key in self._source_keys})
+        if self.linear:  # cells the linear reconstruction left at first order, per residual
+            out["first_order_cells"] = int(c["first_order"])
         return out
 
     @property
@@ -163,6 +166,8 @@ class DeviceState:
         counts = snap["counters"]
         fields.update({field: counts.get(key, 0) for key, field in COUNTERS.items()})
         fields.update({key: counts.get(key, 0.0) for key in (*INFLOW_KEYS, *self._source_keys)})
+        if self.linear:
+            fields["first_order"] = counts.get("first_order_cells", 0)
         self.set_control(**fields)
         self._read_ctrl()
         self._bed_now()
@@ -185,6 +190,9 @@ class DeviceState:
         starting from ``volumes`` or 0. Returns where these edges start in
         :meth:`edge_volumes`."""
         lay, cp = self.layout, self._cp
+        if self.linear:
+            raise ConfigError("sections: the volumes through edges are not counted on the GPU "
+                              "with reconstruction 'linear' yet; use the CPU")  # fmt: skip
         if self._cut_dev is None:
             self._load_module(counts=True)
         edges = np.asarray(edges, dtype=np.int64)

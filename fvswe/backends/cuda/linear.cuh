@@ -1,0 +1,187 @@
+// The linear reconstruction on the GPU (docs/SCHEMES.md §19): the CPU's troubled_pass and
+// faces_pass (fvswe/backends/cpu/kernels.py), the same formulas (reconstruction::*, emitted
+// into physics.cuh, all in double as the CPU's) in the same order, so that a float64 run is the
+// CPU's bit for bit. Before each residual: troubled_pass flags the troubled cells and reduces
+// the variables' range over the others (the limiter's scale), faces_pass writes each owned
+// cell's face states, beds and cell-interior terms into its own slots (a gather over its
+// neighbours, one writer per slot, no atomics but the first-order count); the edge evaluation
+// then reads the slots' face states (edge_contribution, block_edge, edge_pass). Compiled only
+// into linear modules (FVSWE_LINEAR): a first-order module has none of it.
+#pragma once
+
+// The 7 reconstruction variables of a cell state w on the bed H (reconstruction::variables).
+__device__ __forceinline__ auto lin_variables(const real* w, real H)
+{
+    return reconstruction::variables<double>(widen(w), double(H), FVSWE_LAYERS);
+}
+
+// The block's smallest lo[v] and largest hi[v] (v < 7) into out[0..13] of thread 0, by the
+// warps' butterflies then the warps in turn (min and max are exact: any order gives them).
+__device__ __forceinline__ void lin_block_range(double* lo, double* hi, double* out)
+{
+    __shared__ double part[FVSWE_BLOCK / 32][14];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int v = 0; v < 7; ++v) {
+        for (int o = 16; o > 0; o >>= 1) {
+            lo[v] = fmin(lo[v], __shfl_xor_sync(0xffffffffu, lo[v], o));
+            hi[v] = fmax(hi[v], __shfl_xor_sync(0xffffffffu, hi[v], o));
+        }
+    }
+    __syncthreads();
+    if (lane == 0)
+        for (int v = 0; v < 7; ++v) {
+            part[warp][v] = lo[v];
+            part[warp][7 + v] = hi[v];
+        }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (int v = 0; v < 14; ++v) {
+            double x = part[0][v];
+            for (int w = 1; w < FVSWE_BLOCK / 32; ++w) x = v < 7 ? fmin(x, part[w][v]) : fmax(x, part[w][v]);
+            out[v] = x;
+        }
+}
+
+// Cells 0 .. n_cells-1 (a part's halo too): troubled flag (reconstruction::troubled) into
+// lin_troubled, and the range of the variables of the cells that are not troubled: per block
+// into lin_partial, then the last block reduces them into lin_extent (the CPU's extent).
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
+troubled_pass(const int n_cells, const real4* __restrict__ Win, Ctrl* ctrl)
+{
+    if (!step_active(ctrl)) return;
+    const double inf = __longlong_as_double(0x7ff0000000000000LL);
+    double lo[7], hi[7];
+    for (int v = 0; v < 7; ++v) {
+        lo[v] = inf;
+        hi[v] = -inf;
+    }
+    const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
+    if (c < n_cells) {
+        real w[NVAR], H;
+        load_cell(Win, c, w, H);
+        const bool bad = reconstruction::troubled<double>(widen(w), FVSWE_LAYERS, ctrl->g, ctrl->r,
+                                                          ctrl->eps_h);
+        ctrl->lin_troubled[c] = bad ? 1 : 0;
+        if (!bad) {
+            const auto V = lin_variables(w, H);
+            for (int v = 0; v < 7; ++v) {
+                lo[v] = fv_at(V, v);
+                hi[v] = fv_at(V, v);
+            }
+        }
+    }
+    lin_block_range(lo, hi, ctrl->lin_partial + 14 * (size_t)blockIdx.x);
+    if (!last_block(ctrl)) return;
+    const volatile double* part = ctrl->lin_partial;
+    for (int v = 0; v < 7; ++v) {
+        lo[v] = inf;
+        hi[v] = -inf;
+        for (int b = threadIdx.x; b < gridDim.x; b += FVSWE_BLOCK) {
+            lo[v] = fmin(lo[v], part[14 * (size_t)b + v]);
+            hi[v] = fmax(hi[v], part[14 * (size_t)b + 7 + v]);
+        }
+    }
+    lin_block_range(lo, hi, ctrl->lin_extent);
+    if (threadIdx.x == 0) {
+        ctrl->blocks_done = 0;
+        __threadfence();
+    }
+}
+
+// The face state of slot s written: its 6-tuple Wf (NVAR of it) and bed Hf rounded to real.
+template <class State>
+__device__ __forceinline__ void lin_store_face(Ctrl* ctrl, int s, const State& Wf, double Hf)
+{
+    real w[NVAR];
+#pragma unroll
+    for (int m = 0; m < NVAR; ++m) w[m] = real(fv_at(Wf, m));
+    store_cell(static_cast<real4*>(ctrl->lin_faces), s, w, real(Hf), real(0));
+}
+
+// Cell c's gradients, limiter factors and face states (the CPU's _gradient and the first half
+// of _reconstruct_cell); returns whether it stays linear (not troubled, nor a neighbour, and
+// no face depth negative). code: the slots' codes (2 * neighbour + side, or minus a boundary).
+__device__ __forceinline__ bool lin_faces(const real4* __restrict__ Win, int c, const real* w, real H,
+                                          const int* __restrict__ code, Ctrl* ctrl)
+{
+    const auto Vi = lin_variables(w, H);
+    const double z = 0.0;
+    auto gx = fv_make(z, z, z, z, z, z, z);
+    auto gy = gx;
+    auto lo = Vi, hi = Vi;
+    bool ok = ctrl->lin_troubled[c] == 0;
+    const double* geom = ctrl->lin_geom + 4 * (size_t)c * FVSWE_K;
+    for (int m = 0; m < FVSWE_K; ++m) {
+        const int s = c * FVSWE_K + m;
+        const int j = ctrl->lin_slot[s] >= 0 ? __ldg(code + s) >> 1 : -1;
+        auto Vj = Vi;
+        if (j >= 0) {
+            ok = ok && ctrl->lin_troubled[j] == 0;
+            if (ok) {
+                real wj[NVAR], Hj;
+                load_cell(Win, j, wj, Hj);
+                Vj = lin_variables(wj, Hj);
+            }
+        }
+        if (ok) {
+            const auto g2 = reconstruction::lsq_sums<double>(gx, gy, Vi, Vj, geom[4 * m], geom[4 * m + 1]);
+            gx = g2.f0;
+            gy = g2.f1;
+            const auto b = reconstruction::bounds<double>(lo, hi, Vj);
+            lo = b.f0;
+            hi = b.f1;
+        }
+    }
+    if (!ok) return false;
+    const double* e = ctrl->lin_extent;
+    double sp[7];
+    for (int v = 0; v < 7; ++v) sp[v] = fmax(e[7 + v] - e[v], 0.0);
+    const auto span = fv_make(sp[0], sp[1], sp[2], sp[3], sp[4], sp[5], sp[6]);
+    auto phi = fv_make(1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0);
+    for (int m = 0; m < FVSWE_K; ++m)
+        phi = reconstruction::limited<double>(phi, Vi, gx, gy, lo, hi, geom[4 * m + 2], geom[4 * m + 3], span);
+    for (int m = 0; m < FVSWE_K; ++m) {
+        const auto f = reconstruction::face_state<double>(phi, Vi, gx, gy, geom[4 * m + 2],
+                                                          geom[4 * m + 3], FVSWE_LAYERS);
+        ok = ok && f.f0.f0 >= 0 && f.f0.f3 >= 0;
+        lin_store_face(ctrl, c * FVSWE_K + m, f.f0, f.f1);
+    }
+    return ok;
+}
+
+// Cells 0 .. n_cells-1 (owned): face states, beds and |Gamma| times the cell-interior terms into
+// their own slots (the CPU's _reconstruct_cell); a cell that falls back to first order gets its
+// own state and no interior term in every slot, and is counted (op & OP_COUNT) in first_order.
+// code, normal, length: the slots' (the gather variant's per-slot tables).
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
+faces_pass(const int n_cells, const real4* __restrict__ Win, const int* __restrict__ code,
+           const real2* __restrict__ normal, const real* __restrict__ length, Ctrl* ctrl,
+           const int op)
+{
+    if (!step_active(ctrl)) return;
+    const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
+    if (c >= n_cells) return;
+    real w[NVAR], H;
+    load_cell(Win, c, w, H);
+    const bool ok = lin_faces(Win, c, w, H, code, ctrl);
+    if (!ok && (op & OP_COUNT)) atomicAdd(&ctrl->first_order, 1ULL);
+    for (int m = 0; m < FVSWE_K; ++m) {
+        const int s = c * FVSWE_K + m;
+        double* B = ctrl->lin_interior + (size_t)s * NVAR;
+        if (!ok) store_cell(static_cast<real4*>(ctrl->lin_faces), s, w, H, real(0));
+        if (!ok || ctrl->lin_slot[s] == -2) {
+            for (int v = 0; v < NVAR; ++v) B[v] = 0.0;
+            continue;
+        }
+        const int cd = __ldg(code + s);
+        const real2 n = __ldg(normal + s);
+        const bool side_j = cd >= 0 && (cd & 1);
+        real wf[NVAR], Hf;
+        load_face(ctrl, s, wf, Hf);
+        const double nx = side_j ? -n.x : n.x, ny = side_j ? -n.y : n.y;
+        const auto b = reconstruction::interior<double>(widen(w), widen(wf), double(H), double(Hf),
+                                                        nx, ny, ctrl->g, ctrl->r, ctrl->eps_h);
+        const double len = double(__ldg(length + s));
+        for (int v = 0; v < NVAR; ++v) B[v] = len * fv_at(b, v);
+    }
+}
