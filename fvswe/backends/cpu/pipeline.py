@@ -384,7 +384,7 @@ class CpuBackend:
         if self._slots_of is not None and self._slots_of[0] is src and self._slots_of[2] == t_mid:
             if op.count and not self._slots_of[1]:
                 self._count_flags()
-                if self._faces.linear:  # its fallen-back cells, counted as its flags are
+                if self._faces is not None:  # its fallen-back cells, counted as its flags are
                     self._counts["first_order_cells"] += int(self._faces.chunk_first.sum())
             self._slots_of = (src, self._slots_of[1] or op.count, t_mid)
             return
