@@ -184,9 +184,11 @@ def tangential_fluctuation(L):
 
 
 @jit
-def thin_edge(L1, L2, eps_h):
-    """A layer thinner than ``eps_h`` on either side (§5.2, §8, §13)."""
-    return min(L1.hi, L1.hj) < eps_h or min(L2.hi, L2.hj) < eps_h
+def thin_edge(L1, L2, DH, eps_h):
+    """A layer thinner than ``eps_h`` on either side, or the lower one thinner than the bed
+    step ``|DH|`` (the step pierces it; §5.2, §8, §13.1)."""
+    h2 = min(L2.hi, L2.hj)
+    return min(L1.hi, L1.hj) < eps_h or h2 < eps_h or h2 < abs(DH)
 
 
 @jit

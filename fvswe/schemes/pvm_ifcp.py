@@ -120,7 +120,7 @@ def flux2(
     """
     Wi, Wj, Hi, Hj, ex, ey = as_inputs(Wi, Wj, Hi, Hj, normal, 6)
     L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
-    thin = thin_edge(L1, L2, eps_h)
+    thin = thin_edge(L1, L2, DH, eps_h)
     R1, R2, C1, C2 = reconstructed_edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     L1 = select_layer(thin, R1, L1)
     L2 = select_layer(thin, R2, L2)
