@@ -16,7 +16,12 @@ from test_cuda_sources import (
     random_edges,
     surge_layout,
 )
-from test_vanishing import limiter_window, pulled_apart_simulation, slope_surge_simulation
+from test_vanishing import (
+    bump_runs,
+    limiter_window,
+    pulled_apart_simulation,
+    slope_surge_simulation,
+)
 
 from fvswe import registry
 from fvswe.backends import gpu
@@ -403,6 +408,23 @@ def test_triangle_surge_runs_to_4_s_as_the_cpu():
     assert sd.counters["clipped_cells"] == 0 and max(sd.mass_rel_drift) <= 1e-13
     assert sd.counters["limited"] == 0 and sd.counters == s.counters
     assert (dev.t, dev.steps) == (cpu.t, cpu.steps)
+    assert np.array_equal(dev.state(), cpu.state())
+
+
+@pytest.mark.parametrize("layer", [2, 1])
+@pytest.mark.parametrize("r", [0.5, 0.98])
+@pytest.mark.parametrize("scheme", ["roe", "ir-roe", "pvm-ifcp"])
+def test_thin_tips_over_a_bump_run_20_s_as_the_cpu(scheme, r, layer):
+    """scripts/thin_layer_bump.py's runs (issue 33, item 1; nx = 100, default settings) on the
+    device: 20 s with no clip, each layer's mass to round-off, no negative depth, and the
+    state, steps and counters bit for bit the CPU backend's (docs/SCHEMES.md §13.1)."""
+    cpu = bump_runs.simulation(layer, scheme, r, 100, None)
+    s = cpu.run(20.0)
+    dev = bump_runs.simulation(layer, scheme, r, 100, None, backend="gpu")
+    sd = dev.run(20.0)
+    assert sd.counters["clipped_cells"] == 0 and max(sd.mass_rel_drift) <= 1e-13
+    assert dev.state()[:, [0, 3]].min() >= 0 and sd.counters["thin_layer_edges"] > 0
+    assert (dev.t, dev.steps) == (cpu.t, cpu.steps) and sd.counters == s.counters
     assert np.array_equal(dev.state(), cpu.state())
 
 
