@@ -114,7 +114,7 @@ def flux2(
     ``S_ext = sgn(lambda1 + lambda4)`` (1 where that sum is 0); flag 1 where the
     approximate hyperbolicity criterion fails (the scheme still runs, it needs
     only real speeds); ``||D||_inf = max(|lambda1|, |lambda4|)``. On thin edges
-    (a layer below ``eps_h`` on either side, flag 4) both interfaces are
+    (:func:`~fvswe.schemes.common.thin_edge`, flag 4) both interfaces are
     reconstructed hydrostatically and HLL coefficients with the widened speeds of
     :func:`~fvswe.schemes.common.reconstructed_speeds` are used (§13).
     """
