@@ -37,7 +37,8 @@ class Scheme:
     ``upwind``: on a supercritical edge (every wave speed positive) the whole fluctuation
     goes downstream, ``F- = 0`` (Roe, IR-Roe, the PVM family; not Rusanov).
     ``thin_fallback``: the layer counts whose kernel falls back on a layer thinner than
-    ``eps_h`` and flags it ``FLAG_THIN`` (docs/SCHEMES.md §8). ``unfixed``: per layer count,
+    ``eps_h`` (or, two layers, a lower layer pierced by the bed step) and flags it
+    ``FLAG_THIN`` (docs/SCHEMES.md §8, §13.1). ``unfixed``: per layer count,
     the kernel without the entropy fix of §3.6 (the run setting ``entropy_fix = false``) of
     a scheme that has one; its own kernel id, so the default kernel is compiled without a
     test of the setting. The tests read these facts (tests/test_schemes.py) instead of

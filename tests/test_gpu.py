@@ -12,10 +12,16 @@ from test_cuda_sources import (
     drain_simulation,
     flux_error,
     forcing_run,
+    pulled_apart_layout,
     random_edges,
     surge_layout,
 )
-from test_vanishing import pulled_apart_simulation, slope_surge_simulation, surge_window
+from test_vanishing import (
+    bump_runs,
+    limiter_window,
+    pulled_apart_simulation,
+    slope_surge_simulation,
+)
 
 from fvswe import registry
 from fvswe.backends import gpu
@@ -356,11 +362,11 @@ def surge_backend(variant: str, t0: float = 0.9, dtype: str = "float64") -> gpu.
 
 @pytest.mark.parametrize("dt_mode", ["nonlagged", "lagged"])
 @pytest.mark.parametrize("variant", gpu.VARIANTS)
-def test_limiter_limits_the_triangle_surge_as_the_cpu(variant, dt_mode):
-    """tests/test_vanishing.surge_window on the device (40 steps of the triangle surge where
-    the limiter acts, its momentum terms and eps_u damping included): state and counters bit
-    for bit the CPU backend's."""
-    layout, want, counts = surge_window(dt_mode)
+def test_limiter_limits_the_window_as_the_cpu(variant, dt_mode):
+    """tests/test_vanishing.limiter_window on the device (40 steps of the pulled-apart layer
+    where the limiter acts, its momentum terms and eps_u damping included): state and counters
+    bit for bit the CPU backend's."""
+    layout, want, counts = limiter_window(dt_mode)
     B = gpu.GpuBackend(layout, "pvm-ifcp", dt_mode=dt_mode, variant=variant)
     assert B.advance(10.0, 40)[1] == 40
     assert counts["limited"] > 0 and B.counters() == counts
@@ -368,10 +374,10 @@ def test_limiter_limits_the_triangle_surge_as_the_cpu(variant, dt_mode):
 
 
 @pytest.mark.parametrize("variant", gpu.VARIANTS)
-def test_limiter_limits_the_triangle_surge_in_float32_as_the_cpu(variant):
-    """The float32 window of tests/test_vanishing (from t = 3.3 s) on the device: the limiter
-    acts, nothing is clipped, the state is the CPU backend's to 1e-3 of its largest value."""
-    layout, want, _ = surge_window("nonlagged", "float32", start=3.3)
+def test_limiter_limits_the_window_in_float32_as_the_cpu(variant):
+    """The float32 limiter window of tests/test_vanishing on the device: the limiter acts,
+    nothing is clipped, the state is the CPU backend's to 1e-3 of its largest value."""
+    layout, want, _ = limiter_window("nonlagged", "float32")
     B = gpu.GpuBackend(layout, "pvm-ifcp", dt_mode="nonlagged", variant=variant)
     assert B.advance(10.0, 40)[1] == 40
     counters = B.counters()
@@ -392,30 +398,48 @@ def test_limiter_limits_the_pulled_apart_layer_as_the_cpu(variant):
     assert np.array_equal(B.get_state(), cpu.backend.get_state())
 
 
-def test_limiter_runs_the_triangle_surge_to_4_s_as_the_cpu():
+def test_triangle_surge_runs_to_4_s_as_the_cpu():
     """The slope surge on 200 triangles to t = 4 s on the device (default variant): no clip,
-    each layer's mass to round-off, the limiter acting, and the state, steps and counters bit
-    for bit the CPU backend's (which runs clean only with the limiter's momentum terms and
-    eps_u damping: docs/SCHEMES.md §13.4)."""
+    each layer's mass to round-off, the tip's edges reconstructed (the bed-step criterion,
+    docs/SCHEMES.md §13.1: the limiter idle), and the state, steps and counters bit for bit
+    the CPU backend's."""
     cpu = slope_surge_simulation("pvm-ifcp", 100)
     dev = slope_surge_simulation("pvm-ifcp", 100, backend="gpu")
     s, sd = cpu.run(4.0), dev.run(4.0)
     assert sd.counters["clipped_cells"] == 0 and max(sd.mass_rel_drift) <= 1e-13
-    assert sd.counters["limited"] > 0 and sd.counters == s.counters
+    assert sd.counters["limited"] == 0 and sd.counters == s.counters
     assert (dev.t, dev.steps) == (cpu.t, cpu.steps)
     assert np.array_equal(dev.state(), cpu.state())
 
 
+@pytest.mark.parametrize("layer", [2, 1])
+@pytest.mark.parametrize("r", [0.5, 0.98])
+@pytest.mark.parametrize("scheme", ["roe", "ir-roe", "pvm-ifcp"])
+def test_thin_tips_over_a_bump_run_20_s_as_the_cpu(scheme, r, layer):
+    """scripts/thin_layer_bump.py's runs (issue 33, item 1; nx = 100, default settings) on the
+    device: 20 s with no clip, each layer's mass to round-off, no negative depth, and the
+    state, steps and counters bit for bit the CPU backend's (docs/SCHEMES.md §13.1)."""
+    cpu = bump_runs.simulation(layer, scheme, r, 100, None)
+    s = cpu.run(20.0)
+    dev = bump_runs.simulation(layer, scheme, r, 100, None, backend="gpu")
+    sd = dev.run(20.0)
+    assert sd.counters["clipped_cells"] == 0 and max(sd.mass_rel_drift) <= 1e-13
+    assert dev.state()[:, [0, 3]].min() >= 0 and sd.counters["thin_layer_edges"] > 0
+    assert (dev.t, dev.steps) == (cpu.t, cpu.steps) and sd.counters == s.counters
+    assert np.array_equal(dev.state(), cpu.state())
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_limiter_carries_the_slope_surge_past_its_first_clip(dtype):
-    """The slope surge from t = 0.9 to 1.2 s: the limiter acts, nothing is clipped, each
+def test_limiter_carries_the_pulled_apart_layer(dtype):
+    """The pulled-apart layer from t = 0.05 to 0.35 s: the limiter acts, nothing is clipped, each
     layer's mass holds to 1e-13 (float32: 1e-6), no depth is negative, every variant gives
     the same state bit for bit (float32: the variants' FMA contractions differ, docs/GPU.md
     "Reproducibility across variants", and the limiter's decisions at the front amplify
     that: each component's mean difference within 1e-3 of its scale)."""
     runs = []
     for variant in gpu.VARIANTS:
-        B = surge_backend(variant, dtype=dtype)
+        B = gpu.GpuBackend(pulled_apart_layout(0.05, dtype), "pvm-ifcp", dt_mode="nonlagged",
+                           variant=variant)  # fmt: skip
         mass0 = np.array(B.layer_mass(B.layout.area))
         assert B.advance(0.3, 10**6)[0] == 0.3
         counters = B.counters()

@@ -9,6 +9,7 @@ fixed dt above the stable step end a run with one line.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -33,6 +34,10 @@ SCHEMES = registry.names(2)
 ROOT = Path(__file__).resolve().parent.parent
 G = 9.81
 WALLS3 = dict.fromkeys(("west", "east", "wall"), "wall")
+BUMP = ROOT / "scripts" / "thin_layer_bump.py"
+_spec = importlib.util.spec_from_file_location("thin_layer_bump", BUMP)
+bump_runs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bump_runs)
 
 
 def random_vanishing_edges(seed, E=3000):
@@ -172,6 +177,52 @@ def test_dam_break_front_converges(layer):
     assert errors[2] < 0.6 * errors[0]
 
 
+# -- thin tips in motion (issue 33) -------------------------------------------------------------
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_a_lower_layer_pierced_by_the_bed_step_is_a_thin_edge(scheme):
+    """The issue's tip, 5 and 4 microns of lower layer under 0.5 m (above eps_h = 1e-6 m) on a
+    1 cm bed step: flag 4, the reconstruction; the same tip on a flat bed, and a 5 cm lower
+    layer on the step, keep the wet formulas (reference, Numba alike)."""
+    Wi = np.array([[0.5, 0.1, 0.0, 5e-6, 1e-6, 0.0]] * 2 + [[0.5, 0.1, 0.0, 0.05, 0.01, 0.0]])
+    Wj = Wi * [1.0, 1.0, 1.0, 0.8, 0.8, 1.0]
+    Hj = np.array([1.01, 1.0, 1.01])
+    edges = (Wi, Wj, np.full(3, 1.0), Hj, np.tile([1.0, 0.0], (3, 1)))
+    ref = get_flux(scheme, 2)(*edges, G, 0.5, 1e-6, True)
+    assert list(ref[3] & 4) == [4, 0, 0]
+    kernel = get_edge_flux(scheme, 2)
+    for e in range(3):
+        flag = kernel(tuple(Wi[e]), tuple(Wj[e]), 1.0, Hj[e], 1.0, 0.0, G, 0.5, 1e-6)[3]
+        assert flag == ref[3][e]
+
+
+@pytest.mark.parametrize(("layer", "r", "t_end"), [(2, 0.98, 5.5), (1, 0.5, 4.0)])
+def test_thin_tips_over_a_bump_run_on(layer, r, t_end):
+    """scripts/thin_layer_bump.py's dam break onto a dry layer over a bump (nx = 100,
+    PVM-IFCP, default eps_h = 1e-6 m), the lower layer at r = 0.98 and its mirror at r = 0.5:
+    the old criterion (eps_h alone) clipped at t = 4.92 s and 3.57 s; now no clip, each
+    layer's mass to round-off, depths non-negative (the script: all twelve runs to 20 s)."""
+    sim = bump_runs.simulation(layer, "pvm-ifcp", r, 100, None)
+    s = sim.run(t_end)
+    assert s.counters["clipped_cells"] == 0 and max(s.mass_rel_drift) <= 1e-13
+    assert sim.state()[:, [0, 3]].min() >= 0 and s.counters["thin_layer_edges"] > 0
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_device_runs_the_thin_tip_over_a_bump_as_the_cpu():
+    """300 steps of the lower layer's dam break over the bump (nx = 50, PVM-IFCP, r = 0.5),
+    its tip on thin edges: every GPU variant's state, steps and counters bit for bit the
+    CPU backend's."""
+    sim = bump_runs.simulation(2, "pvm-ifcp", 0.5, 50, None)
+    layout = sim.layout
+    assert sim.backend.advance(100.0, 300)[1] == 300
+    counts = {k: v for k, v in sim.backend.counters().items() if k in gpu.COUNTERS}
+    assert counts["thin_layer_edges"] > 0 and counts["clipped_cells"] == 0
+    for variant in gpu.VARIANTS:
+        W, ctrl = emulated_run(layout, "pvm-ifcp", variant, "lagged", 100.0, 300)
+        assert ctrl["steps"] == 300 and np.array_equal(W, sim.backend.get_state()), variant
+        assert emulated_counters(ctrl) == counts, variant
+
+
 def slope_surge_simulation(scheme, nx, line=False, **kw):
     """A lower layer 0.6 m deep (x < -3) surging up a bed that rises 0.15 m per m to the shore
     at x = 1.67, under an upper layer that fills the rest to the surface; r = 0.5, walls; on a
@@ -211,7 +262,7 @@ def pulled_apart_simulation(nx, **kw):
 
     return Simulation(strip(nx, 1, -5.0, 5.0), layers=2, scheme="pvm-ifcp", r=0.5, H=2.0,
                       initial={"h1": 0.05, "h2": 1.95, "q1x": q1x}, boundary=WALLS3,
-                      dt_mode="nonlagged", **kw)  # fmt: skip
+                      **{"dt_mode": "nonlagged", **kw})  # fmt: skip
 
 
 def volume_past_the_dam(sim, layer):
@@ -243,16 +294,16 @@ def test_interface_surging_up_a_dry_slope_stays_positive(scheme):
 
 
 @pytest.mark.parametrize("nx", [200, 400])
-def test_ifcp_surge_up_a_dry_slope_is_limited_not_clipped(nx):
-    """PVM-IFCP's wet formula empties the lower layer's thin tip (above eps_h = 1e-6 m) within
-    a step (the NumPy prototype without the limiter: 1 and 9 clipped cells, the lower
-    layer's mass off by 5e-6 and 1e-5); the positivity limiter (docs/SCHEMES.md §13.4) scales
-    the tip's outflow instead: to t = 4 s no depth is clipped, each layer's mass holds to
-    round-off (observed <= 2.6e-16) and the limiter acted (observed 2 and 132 cell-layers)."""
+def test_ifcp_surge_up_a_dry_slope_is_reconstructed_not_clipped(nx):
+    """PVM-IFCP's wet formula emptied the lower layer's thin tip (2.1e-4 m, above eps_h =
+    1e-6 m) within a step, and the positivity limiter (docs/SCHEMES.md §13.4) scaled its
+    outflow (2 and 132 cell-layers); the tip is thinner than the bed step (7.5e-3 m), so its
+    edges now take the hydrostatic reconstruction (§13.1): to t = 4 s no depth is clipped,
+    each layer's mass holds to round-off and the limiter has nothing to do."""
     sim, s = slope_surge("pvm-ifcp", nx, t_end=4.0, line=True)
     f = sim.fields()
     assert s.counters["clipped_cells"] == 0 and max(s.mass_rel_drift) <= 1e-13
-    assert s.counters["limited"] > 0 and min(f["h1"].min(), f["h2"].min()) >= 0
+    assert s.counters["limited"] == 0 and min(f["h1"].min(), f["h2"].min()) >= 0
     assert f["x"][f["h2"] > 1e-3].max() > -0.5  # the lower layer ran up the slope
 
 
@@ -268,38 +319,36 @@ def layer_speeds(W, deeper_than):
 
 @pytest.mark.parametrize("dt_mode", ["lagged", "nonlagged"])
 @pytest.mark.parametrize("nx", [200, 400])
-def test_ifcp_surge_on_triangles_is_limited_not_clipped(nx, dt_mode):
-    """On the triangle strip the limited tip kept the momentum the scheme gave it, the
-    neighbour it fed got that momentum with a fraction theta of the mass, and the tip ran
-    away (1e4 m/s by step 550, dt down to 3e-11 s, a clip at step 571, t = 1.251 s); with
-    the momentum that no longer leaves kept by the donor and the limiter's cells damped below
-    eps_u (docs/SCHEMES.md §13.4) it runs to t = 4 s: no clip, each layer's mass to
-    round-off (observed <= 2.6e-16), the limiter acting (observed 54-185 cell-layers), the
-    layers deeper than 1 cm below 10 m/s (observed <= 4.2), no dt collapse (observed
-    1129-2478 steps) and the lower layer up the slope (front 0.53-0.72 m)."""
+def test_ifcp_surge_on_triangles_is_reconstructed_not_clipped(nx, dt_mode):
+    """On the triangle strip the tip, limited, ran away with the eps_h criterion alone unless
+    the limiter kept the momentum in the donor and damped below eps_u (docs/SCHEMES.md §13.4);
+    with the bed-step criterion (§13.1) the tip's edges are reconstructed: to t = 4 s no
+    clip, each layer's mass to round-off, the limiter idle, the layers deeper than 1 cm below
+    10 m/s, no dt collapse and the lower layer up the slope."""
     sim = slope_surge_simulation("pvm-ifcp", nx, dt_mode=dt_mode)
     fastest = [layer_speeds(sim.state(), 1e-2)]
     s = sim.run(4.0, check_every=10, callback=lambda run: fastest.append(
         layer_speeds(run.state(), 1e-2)))  # fmt: skip
     f = sim.fields()
     assert s.counters["clipped_cells"] == 0 and max(s.mass_rel_drift) <= 1e-13
-    assert s.counters["limited"] > 0 and min(f["h1"].min(), f["h2"].min()) >= 0
+    assert s.counters["limited"] == 0 and min(f["h1"].min(), f["h2"].min()) >= 0
     assert max(fastest) < 10.0 and s.steps < 3500
     assert f["x"][f["h2"] > 1e-3].max() > 0.0
 
 
-def test_limiter_agrees_with_the_numpy_prototype_on_a_line():
-    """The pipeline's limiter on the slope surge against scripts/limiter_prototype.py (a 1-D
-    line of the NumPy reference flux, its own limiter, fluctuation-form update) with the same
-    fixed dt to t = 4 s: both limit (the prototype's smallest theta 0.46) and the states agree
-    to 1e-7 (observed 9e-8; the prototype has no margin and the update rounds differently)."""
+def test_pipeline_agrees_with_the_numpy_prototype_on_a_line():
+    """The pipeline on the slope surge against scripts/limiter_prototype.py (a 1-D line of the
+    NumPy reference flux, its own limiter, fluctuation-form update) with the same fixed dt to
+    t = 4 s: the states agree to 1e-7 (the prototype has no margin and the update rounds
+    differently). Both limited before the bed-step criterion (docs/SCHEMES.md §13.1); now
+    neither does (the limiter's own tests: the pulled-apart layer)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     import limiter_prototype
 
     steps, _, _, smallest, W = limiter_prototype.run(200, t_end=4.0, dt=1e-3)
     sim = slope_surge_simulation("pvm-ifcp", 200, line=True, dt_mode="fixed", dt=1e-3)
     s = sim.run(4.0)
-    assert smallest < 0.9 and s.counters["limited"] > 0 and s.counters["clipped_cells"] == 0
+    assert smallest == 1.0 and s.counters["limited"] == 0 and s.counters["clipped_cells"] == 0
     assert abs(s.steps - steps) <= 1  # the last step may round to one more
     order = np.argsort(sim.fields()["x"])
     assert np.abs(sim.state()[order] - W).max() <= 1e-7
@@ -475,19 +524,15 @@ def test_device_records_clips_thin_cells_and_the_courant_stop_as_the_cpu(monkeyp
         assert ctrl["courant"] == pytest.approx(courant, rel=1e-12)
 
 
-#: Where the triangle surge's limiter acts (:func:`surge_window`): the window's start (s).
-WINDOW_START = {"nonlagged": 3.1, "lagged": 3.3}
-
-
-def surge_window(dt_mode, dtype="float64", steps=40, start=None):
-    """The slope surge on 200 triangles (PVM-IFCP, r = 0.5; the CPU backend to ``start``,
-    by default :data:`WINDOW_START`) and the CPU backend's next ``steps`` steps, where its
-    limiter acts: the layout starting from the window's first state, the CPU's state after
-    the window and its counters over it (:data:`fvswe.backends.gpu.COUNTERS`' keys)."""
+def limiter_window(dt_mode, dtype="float64", steps=40, start=0.05):
+    """The pulled-apart layer (:func:`pulled_apart_simulation`, nx = 100; the CPU backend to
+    ``start``) and the CPU backend's next ``steps`` steps, where its limiter acts: the layout
+    starting from the window's first state, the CPU's state after the window and its counters
+    over it (:data:`fvswe.backends.gpu.COUNTERS`' keys)."""
     from dataclasses import replace
 
-    sim = slope_surge_simulation("pvm-ifcp", 100, dt_mode=dt_mode, dtype=dtype)
-    sim.backend.advance(start or WINDOW_START[dt_mode], 10**6)
+    sim = pulled_apart_simulation(100, dt_mode=dt_mode, dtype=dtype)
+    sim.backend.advance(start, 10**6)
     layout = replace(sim.layout, W0=sim.backend.get_state())
     sim.backend.set_state(layout.W0)  # a lagged dt from this state, as a new run's
     before = sim.backend.counters()
@@ -503,12 +548,12 @@ def emulated_counters(ctrl):
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
 @pytest.mark.parametrize("dt_mode", ["nonlagged", "lagged"])
-def test_device_limits_the_triangle_surge_as_the_cpu(dt_mode):
+def test_device_limits_the_limiter_window_as_the_cpu(dt_mode):
     """The limiter's momentum terms and eps_u damping (docs/SCHEMES.md §13.4) in the CUDA
-    pipeline: 40 steps of the triangle surge where the limiter acts (:func:`surge_window`;
-    observed 20 and 36 limited cell-layers): every variant's state and counters bit for bit
-    the CPU backend's."""
-    layout, want, counts = surge_window(dt_mode)
+    pipeline: 40 steps of the pulled-apart layer where the limiter acts
+    (:func:`limiter_window`; observed 32 and 51 limited cell-layers): every variant's state
+    and counters bit for bit the CPU backend's."""
+    layout, want, counts = limiter_window(dt_mode)
     assert counts["limited"] >= 10 and counts["clipped_cells"] == 0
     for variant in gpu.VARIANTS:
         W, ctrl = emulated_run(layout, "pvm-ifcp", variant, dt_mode, 10.0, 40)
@@ -517,12 +562,12 @@ def test_device_limits_the_triangle_surge_as_the_cpu(dt_mode):
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
-def test_device_limits_the_triangle_surge_alike_in_float32():
-    """40 steps of the triangle surge in float32 from t = 3.3 s, where the limiter acts
-    (observed 11 cell-layers on both sides): the variants agree bit for bit (state and
-    counters), nothing is clipped and the state is the CPU backend's to 1e-3 of its largest
-    value (observed 1.5e-4: the CPU forms theta, dt and the damping in float64)."""
-    layout, want, counts = surge_window("nonlagged", "float32", start=3.3)
+def test_device_limits_the_limiter_window_alike_in_float32():
+    """40 steps of the pulled-apart layer in float32 from t = 0.05 s, where the limiter acts
+    (observed 4 cell-layers on the CPU): the variants agree bit for bit (state and counters),
+    nothing is clipped and the state is the CPU backend's to 1e-3 of its largest value (the
+    CPU forms theta, dt and the damping in float64)."""
+    layout, want, counts = limiter_window("nonlagged", "float32")
     runs = [emulated_run(layout, "pvm-ifcp", v, "nonlagged", 10.0, 40) for v in gpu.VARIANTS]
     W, ctrl = runs[0]
     assert ctrl["steps"] == 40 and ctrl["limited"] > 0 and ctrl["clipped"] == 0

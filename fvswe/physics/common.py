@@ -22,6 +22,7 @@ from .constants import (
     NEAR_COINCIDENT,
     NEWTON_MAXIT,
     NEWTON_TOL,
+    PIERCED_RATIO,
     POLISH_STEPS,
     SQRT2,
     Layer,
@@ -184,9 +185,14 @@ def tangential_fluctuation(L):
 
 
 @jit
-def thin_edge(L1, L2, eps_h):
-    """A layer thinner than ``eps_h`` on either side (§5.2, §8, §13)."""
-    return min(L1.hi, L1.hj) < eps_h or min(L2.hi, L2.hj) < eps_h
+def thin_edge(L1, L2, DH, eps_h):
+    """A layer thinner than ``eps_h`` on either side, or the lower one thinner than the bed
+    step ``|DH|`` and than ``PIERCED_RATIO`` of the water column (§5.2, §8, §13.1)."""
+    h2 = min(L2.hi, L2.hj)
+    if min(L1.hi, L1.hj) < eps_h or h2 < eps_h:
+        return True
+    column = min(L1.hi + L2.hi, L1.hj + L2.hj)
+    return h2 < abs(DH) and h2 < PIERCED_RATIO * column
 
 
 @jit

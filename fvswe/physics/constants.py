@@ -23,6 +23,9 @@ NEWTON_MAXIT = 30
 POLISH_STEPS = 2
 #: Near-coincident internal pair: lambda3 - lambda2 < NEAR_COINCIDENT (lambda4 - lambda1) (§3.5).
 NEAR_COINCIDENT = 1e-6
+#: Thin edges (§13.1): a lower layer thinner than the bed step and than PIERCED_RATIO times the
+#: shallower side's total depth takes the hydrostatic reconstruction.
+PIERCED_RATIO = 0.05
 
 SQRT2 = float(np.sqrt(2.0))
 

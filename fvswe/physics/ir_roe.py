@@ -29,7 +29,7 @@ def ir_roe2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, fixed):
     Wi, Wj, Hi, Hj, ex, ey = as_inputs2(Wi, Wj, Hi, Hj, ex, ey)
     L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     v = total_fluctuation(L1, L2, DH, r)
-    m, dmax, flag, fallback = normal_part2(v, L1, L2, r, g, eps_h, fixed)
+    m, dmax, flag, fallback = normal_part2(v, L1, L2, DH, r, g, eps_h, fixed)
     if fallback:
         return apply_fallback(flag, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
     t1m, t1p = upwind_tangential(L1.qni + m[0], L1.qni, L1.qnj, L1.uti, L1.utj)

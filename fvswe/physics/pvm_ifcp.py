@@ -92,7 +92,7 @@ def flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
     """Two-layer PVM-IFCP: ``(F- 6-tuple, F+ 6-tuple, ||D||_inf, flag)`` (§5, §13)."""
     Wi, Wj, Hi, Hj, ex, ey = as_inputs2(Wi, Wj, Hi, Hj, ex, ey)
     L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
-    if thin_edge(L1, L2, eps_h):
+    if thin_edge(L1, L2, DH, eps_h):
         return thin_flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
     v = total_fluctuation(L1, L2, DH, r)
     l1, l2, l3, l4, hyperbolic = approx_eigenvalues(L1, L2, r)

@@ -136,14 +136,14 @@ def entropy_fix2(Dm, lam, near, L1, L2, r, g, fix):
 
 
 @jit
-def normal_part2(v, L1, L2, r, g, eps_h, fixed):
+def normal_part2(v, L1, L2, DH, r, g, eps_h, fixed):
     """``(D-_4, ||D||_inf, flag, fallback)``: the Roe normal part shared with IR-Roe.
 
     The split of :func:`normal_split2` with, when ``fixed``, the entropy fix of
     :func:`entropy_fix2` on the edges of :func:`sonic_edge` (decided first: fewer values
     live, fewer GPU spills).
     """
-    if thin_edge(L1, L2, eps_h):
+    if thin_edge(L1, L2, DH, eps_h):
         return (0.0, 0.0, 0.0, 0.0), 0.0, FLAG_THIN, True
     fix = fixed and sonic_edge(L1, L2, r, g, eps_h)
     m, lam, near, flag = normal_split2(v, L1, L2, r)
@@ -168,7 +168,7 @@ def roe2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, fixed):
     Wi, Wj, Hi, Hj, ex, ey = as_inputs2(Wi, Wj, Hi, Hj, ex, ey)
     L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     v = total_fluctuation(L1, L2, DH, r)
-    m, dmax, flag, fallback = normal_part2(v, L1, L2, r, g, eps_h, fixed)
+    m, dmax, flag, fallback = normal_part2(v, L1, L2, DH, r, g, eps_h, fixed)
     if fallback:
         return apply_fallback(flag, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
     vt1 = tangential_fluctuation(L1)

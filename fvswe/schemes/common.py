@@ -15,7 +15,14 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import ConfigError
-from ..physics.constants import NEWTON_MAXIT, NEWTON_TOL, POLISH_STEPS, SQRT2, Layer
+from ..physics.constants import (
+    NEWTON_MAXIT,
+    NEWTON_TOL,
+    PIERCED_RATIO,
+    POLISH_STEPS,
+    SQRT2,
+    Layer,
+)
 
 
 def s_minus(x: np.ndarray) -> np.ndarray:
@@ -111,14 +118,18 @@ def tangential_fluctuation(L: Layer):
     return -L.u * L.w * L.dh + L.w * L.dqn + L.u * L.dqt
 
 
-def thin_edge(L1: Layer, L2: Layer, eps_h: float):
-    """Edges where a layer is thinner than ``eps_h`` on either side (§5.2, §8, §13).
+def thin_edge(L1: Layer, L2: Layer, DH, eps_h: float):
+    """Edges where a layer is thinner than ``eps_h`` on either side, or the lower layer
+    thinner than the bed step ``|DH|`` and than ``PIERCED_RATIO`` of the water column (the
+    step pierces it) (§5.2, §8, §13.1).
 
-    This contains every edge whose mean depth ``hbar_k`` is below ``eps_h``; on
-    these edges a layer may vanish, so PVM-IFCP reconstructs both interfaces
+    On these edges a layer may vanish, so PVM-IFCP reconstructs both interfaces
     hydrostatically (:func:`reconstructed_edge2`) and Roe/IR-Roe fall back to it.
     """
-    return (np.minimum(L1.hi, L1.hj) < eps_h) | (np.minimum(L2.hi, L2.hj) < eps_h)
+    h2 = np.minimum(L2.hi, L2.hj)
+    column = np.minimum(L1.hi + L2.hi, L1.hj + L2.hj)
+    pierced = (h2 < np.abs(DH)) & (h2 < PIERCED_RATIO * column)
+    return (np.minimum(L1.hi, L1.hj) < eps_h) | (h2 < eps_h) | pierced
 
 
 def hydrostatic_depths(h1, h2, H, Hm):

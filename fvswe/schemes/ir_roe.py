@@ -47,7 +47,7 @@ def flux2(
     Wi, Wj, Hi, Hj, ex, ey = as_inputs(Wi, Wj, Hi, Hj, normal, 6)
     L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     v = total_fluctuation(L1, L2, DH, r)
-    m, dmax, flags, fallback = normal_part2(v, L1, L2, r, g, eps_h, entropy_fix)
+    m, dmax, flags, fallback = normal_part2(v, L1, L2, DH, r, g, eps_h, entropy_fix)
     t1m, t1p = upwind_tangential(L1.qni + m[0], L1.qni, L1.qnj, L1.uti, L1.utj)
     t2m, t2p = upwind_tangential(L2.qni + m[2], L2.qni, L2.qnj, L2.uti, L2.utj)
     Fm = assemble2((m[0], m[1], t1m, m[2], m[3], t2m), ex, ey)

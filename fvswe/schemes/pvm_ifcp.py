@@ -114,13 +114,13 @@ def flux2(
     ``S_ext = sgn(lambda1 + lambda4)`` (1 where that sum is 0); flag 1 where the
     approximate hyperbolicity criterion fails (the scheme still runs, it needs
     only real speeds); ``||D||_inf = max(|lambda1|, |lambda4|)``. On thin edges
-    (a layer below ``eps_h`` on either side, flag 4) both interfaces are
+    (:func:`~fvswe.schemes.common.thin_edge`, flag 4) both interfaces are
     reconstructed hydrostatically and HLL coefficients with the widened speeds of
     :func:`~fvswe.schemes.common.reconstructed_speeds` are used (§13).
     """
     Wi, Wj, Hi, Hj, ex, ey = as_inputs(Wi, Wj, Hi, Hj, normal, 6)
     L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
-    thin = thin_edge(L1, L2, eps_h)
+    thin = thin_edge(L1, L2, DH, eps_h)
     R1, R2, C1, C2 = reconstructed_edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     L1 = select_layer(thin, R1, L1)
     L2 = select_layer(thin, R2, L2)

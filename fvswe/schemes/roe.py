@@ -126,7 +126,7 @@ def entropy_fix2(Dm, lam, near, L1, L2, r: float, g: float, fix):
     return Dm, speed
 
 
-def normal_part2(v, L1, L2, r: float, g: float, eps_h: float, fixed: bool = True):
+def normal_part2(v, L1, L2, DH, r: float, g: float, eps_h: float, fixed: bool = True):
     """Roe normal part shared by Roe and IR-Roe: ``(D-_4, ||D||_inf, flags, fallback)``.
 
     The split of :func:`normal_split2` with, when ``fixed``, the entropy fix of
@@ -134,7 +134,7 @@ def normal_part2(v, L1, L2, r: float, g: float, eps_h: float, fixed: bool = True
     4) and non-hyperbolic (flag 1) edges, whose contributions :func:`apply_fallback`
     replaces with PVM-IFCP's.
     """
-    thin = thin_edge(L1, L2, eps_h)
+    thin = thin_edge(L1, L2, DH, eps_h)
     P1 = placeholder2(L1, thin)
     P2 = placeholder2(L2, thin)
     Dm, lam, near, flags = normal_split2(v, P1, P2, r)
@@ -180,7 +180,7 @@ def flux2(
     Wi, Wj, Hi, Hj, ex, ey = as_inputs(Wi, Wj, Hi, Hj, normal, 6)
     L1, L2, DH = edge2(Wi, Wj, Hi, Hj, ex, ey, g, eps_h)
     v = total_fluctuation(L1, L2, DH, r)
-    m, dmax, flags, fallback = normal_part2(v, L1, L2, r, g, eps_h, entropy_fix)
+    m, dmax, flags, fallback = normal_part2(v, L1, L2, DH, r, g, eps_h, entropy_fix)
     vt1 = tangential_fluctuation(L1)
     vt2 = tangential_fluctuation(L2)
     t1 = L1.w * m[0] + s_minus(L1.u) * (vt1 - L1.w * v[0])
