@@ -120,17 +120,67 @@ def test_mismatched_pairs_are_refused_in_one_line(mesh, pairs, message):
     assert message in text and "\n" not in text
 
 
-def test_linear_reconstruction_and_conditions_on_joined_tags_are_refused():
-    """The linear reconstruction's weights do not cross a period: refused in one line naming
-    the pair; a condition besides Periodic on a joined tag is one acting nowhere."""
+@pytest.mark.parametrize(
+    ("key", "value", "plain"), [("reconstruction", "linear", "constant"),
+                                ("method", "implicit", "explicit")]
+)  # fmt: skip
+def test_linear_implicit_and_conditions_on_joined_tags_are_refused(key, value, plain):
+    """The linear reconstruction's weights and the implicit C-grid do not cross a period:
+    refused in one line naming the pair; a condition besides Periodic on a joined tag is one
+    acting nowhere."""
     mesh = Grid(4, 3, dx=1.0, dy=1.0).mesh()
-    with pytest.raises(
-        ConfigError,
-        match=r"^reconstruction: 'linear' is not available with "
-        r"periodic boundaries \(tags 'west' and 'east'\)",
-    ):
-        uniform_channel(mesh, reconstruction="linear")
+    message = (f"^{key}: '{value}' is not available with periodic boundaries "
+               f"\\(tags 'west' and 'east'\\); use '{plain}'$")  # fmt: skip
+    with pytest.raises(ConfigError, match=message):
+        uniform_channel(mesh, **{key: value})
     with pytest.raises(ConfigError, match="'east', which owns no boundary edge"):
         Simulation(mesh, layers=1, H=1.0, initial={"h": 1.0},
                    boundary={"west": Periodic("east"), "east": "wall", "south": "wall",
                              "north": "wall"})  # fmt: skip
+
+
+CASE = """
+t_end = 1.0
+layers = 1
+scheme = "roe"
+[mesh]
+generator = "strip"
+nx = 8
+ny = 2
+x1 = 8.0
+[initial]
+h = 1.0
+qx = 0.4
+[boundary]
+wall = "wall"
+"""
+
+
+def test_case_file_periodic_pairs_reach_the_run_and_its_identity(tmp_path):
+    """``west = {kind = "periodic", partner = "east"}`` joins the pair (a uniform flow stays
+    bitwise uniform); the pair belongs to the run's identity and details; a bad key is one
+    line naming it."""
+    from fvswe import casefile, restart
+
+    path = tmp_path / "case.toml"
+    path.write_text(CASE + 'west = { kind = "periodic", partner = "east" }\n')
+    spec = casefile.load(path)
+    assert spec.boundary["west"] == Periodic("east")
+    sim = spec.simulation(spec.load_mesh())
+    assert (
+        sim.periodic == [("west", "east")]
+        and not sim.mesh.boundary[
+            np.isin(sim.mesh.edge_tag, [sim.mesh.tags["west"], sim.mesh.tags["east"]])
+        ].any()
+    )
+    W0 = sim.state().copy()
+    sim.backend.advance(10.0, 10)
+    assert np.array_equal(sim.state(), W0)
+    assert restart.details(sim)["boundary"]["boundary.west"] == "periodic with 'east'"
+    path.write_text(CASE + 'west = "open"\neast = "open"\n')
+    plain = casefile.load(path)
+    other = plain.simulation(plain.load_mesh())
+    assert restart.mismatch(other.identity(), sim.identity()) is not None
+    path.write_text(CASE + 'west = { kind = "periodic", partner = "east", every = 1.0 }\n')
+    with pytest.raises(ConfigError, match=r"'boundary.west': a periodic boundary takes one key"):
+        casefile.load(path)
