@@ -184,3 +184,26 @@ def test_case_file_periodic_pairs_reach_the_run_and_its_identity(tmp_path):
     path.write_text(CASE + 'west = { kind = "periodic", partner = "east", every = 1.0 }\n')
     with pytest.raises(ConfigError, match=r"'boundary.west': a periodic boundary takes one key"):
         casefile.load(path)
+
+
+def test_host_gpu_runs_the_periodic_strip_as_the_cpu_bitwise():
+    """The host-run GPU kernels (block, in blocks of 32 cells: joined edges cross blocks)
+    give the CPU's state bit for bit on the periodic dam break; a periodic Cartesian grid is
+    not one the ``grid`` variant sees (its tiles cannot), so it runs the others and
+    ``variant = "grid"`` is refused."""
+    from test_cuda_sources import CXX, emulated_run
+
+    from fvswe.backends.gpu.device import grid_arrays
+    from fvswe.backends.gpu.tuning import resolve_variant
+
+    if CXX is None:
+        pytest.skip("no host C++ compiler (g++) on PATH")
+    sim = dam_break({"south": Periodic("north")}, scheme="hll")
+    sim.backend.advance(100.0, 30)
+    W, ctrl = emulated_run(sim.layout, sim.scheme, "block", "lagged", 100.0, 30, cells=32)
+    assert ctrl["t"] == sim.t and np.array_equal(W, sim.backend.get_state())
+    grid = Grid(6, 3, dx=1.0, dy=1.0).mesh()
+    assert grid_arrays(Simulation(grid, layers=1, H=1.0, initial={"h": 1.0}).layout)
+    assert grid_arrays(uniform_channel(grid).layout) is None
+    with pytest.raises(ConfigError, match="variant: 'grid' needs a Cartesian grid"):
+        resolve_variant("grid", "hll", grid.n_cells, grid=False)
