@@ -29,12 +29,18 @@ def rising_strip(nx: int, ny: int, dx: float = 1.0) -> Mesh:
     return Mesh.from_arrays(np.stack([gx.ravel(), gy.ravel()], 1), cells, boundary_tags=tags)
 
 
-def dam_break(sides: dict, **kw) -> Simulation:
-    """A 1-D dam break along a 20 x 2 strip of triangles, walls at its ends."""
+def dam_break(sides: dict, nx: int = 20, ny: int = 2, **kw) -> Simulation:
+    """A 1-D dam break along an ``nx x ny`` strip of triangles, walls at its ends."""
     return Simulation(
-        rising_strip(20, 2), layers=1, H=1.0, boundary={"west": "wall", "east": "wall", **sides},
-        initial={"h": lambda x, y: np.where(x < 10.0, 2.0, 1.0)}, **kw,
+        rising_strip(nx, ny), layers=1, H=1.0, boundary={"west": "wall", "east": "wall", **sides},
+        initial={"h": lambda x, y: np.where(x < nx / 2, 2.0, 1.0)}, **kw,
     )  # fmt: skip
+
+
+def periodic_strip_simulation(nx: int, **kw) -> Simulation:
+    """The dam break on ``nx x 4`` triangles periodic across the strip (HLL; the case
+    ``periodic-strip`` of tests/mpi_driver.py)."""
+    return dam_break({"south": Periodic("north")}, nx=nx, ny=4, scheme="hll", **kw)
 
 
 def uniform_channel(mesh, **kw) -> Simulation:
