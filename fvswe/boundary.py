@@ -7,6 +7,7 @@ over the tag) or :class:`UnitDischarge` (m^2/s per metre of boundary), or a
 non-reflecting far field :class:`Characteristic`. Each takes time series: a
 number, a function of time, a two-column ``t value`` text file or a
 ``(times, values)`` pair. The ghost states are those of docs/SCHEMES.md §7.4-§7.7.
+:class:`Periodic` is no ghost: it joins two tags' edges into interior edges (§7.8).
 
 Every series is handed to the backends as a piecewise-linear table, so the CPU
 and the GPU evaluate the same values: a function (or a number) is sampled every

@@ -256,8 +256,11 @@ class Simulation:
     ``boundary`` maps each tag to ``"wall"``, ``"open"``, ``"outflow"`` (a free outflow
     down the bed's slope, :class:`fvswe.boundary.Outflow`), an imposed level
     (:class:`fvswe.boundary.Level`), discharge (:class:`~fvswe.boundary.Discharge`,
-    :class:`~fvswe.boundary.UnitDischarge`) or a non-reflecting far field
-    (:class:`~fvswe.boundary.Characteristic`). ``friction`` is None,
+    :class:`~fvswe.boundary.UnitDischarge`), a non-reflecting far field
+    (:class:`~fvswe.boundary.Characteristic`) or a periodic partner
+    (:class:`~fvswe.boundary.Periodic`: the pair's edges joined into interior edges, the
+    partner given no condition; not with the linear reconstruction or the implicit
+    method). ``friction`` is None,
     ``("chezy", C)`` or ``("manning", n)``: bottom friction on the one layer or the lower
     layer of two; ``interfacial_friction`` is ``c_i`` of the stress
     ``c_i |u1 - u2| (u1 - u2)`` between two layers (docs/SCHEMES.md §14). Each
