@@ -258,3 +258,18 @@ def test_a_renumbered_periodic_run_is_the_same_bits():
         sim = periodic_strip_simulation(24, order=order)
         sim.backend.advance(100.0, 20)
         assert np.array_equal(sim.state(), ref.state()), order
+
+
+def test_a_section_on_a_periodic_run_is_refused_in_one_line():
+    """A section's cut takes the segment between an edge's two centroids: across the period
+    it would also cut the seam (a section at x = 4 cut the joined edges at x = 0 too, and
+    counted their flux) — refused in one line naming the section and the pair."""
+    from fvswe.probes import Probes, Section
+
+    sim = uniform_channel(rising_strip(8, 2))
+    with pytest.raises(ConfigError) as err:
+        Probes(sim, sections=[Section("mid", [[4.0, -1.0], [4.0, 3.0]])])
+    assert str(err.value) == (
+        "section 'mid': not available with periodic boundaries (tags 'west' and 'east'): "
+        "the cut cannot tell the seam"
+    )
