@@ -7,6 +7,7 @@ over the tag) or :class:`UnitDischarge` (m^2/s per metre of boundary), or a
 non-reflecting far field :class:`Characteristic`. Each takes time series: a
 number, a function of time, a two-column ``t value`` text file or a
 ``(times, values)`` pair. The ghost states are those of docs/SCHEMES.md §7.4-§7.7.
+:class:`Periodic` is no ghost: it joins two tags' edges into interior edges (§7.8).
 
 Every series is handed to the backends as a piecewise-linear table, so the CPU
 and the GPU evaluate the same values: a function (or a number) is sampled every
@@ -194,6 +195,29 @@ class Outflow:
         return [(np.array([FOREVER_S]), np.array([d])) for d in drops]
 
 
+@dataclass(frozen=True)
+class Periodic:
+    """A periodic boundary: this tag's edges are joined, edge by edge, to those of tag
+    ``partner`` that they equal after one translation, as interior edges
+    (:func:`fvswe.mesh.periodic.periodic`, docs/SCHEMES.md §7.8). The partner needs no
+    condition of its own (or ``Periodic`` back)."""
+
+    partner: str
+
+
+def periodic_pairs(conditions: Mapping[str, object] | None) -> tuple[list, dict | None]:
+    """``(pairs, rest)``: the tag pairs of the :class:`Periodic` conditions (a pair named
+    from both ends once) and the other conditions, which the joined mesh's boundary takes."""
+    if conditions is None:
+        return [], None
+    pairs: list[tuple[str, str]] = []
+    for name, cond in conditions.items():
+        if isinstance(cond, Periodic) and (cond.partner, name) not in pairs:
+            pairs.append((name, cond.partner))
+    rest = {k: v for k, v in conditions.items() if not isinstance(v, Periodic)}
+    return pairs, rest
+
+
 #: The time of a constant table's one sample: no run reaches it (outflow's bed drops).
 FOREVER_S = float(np.finfo(np.float64).max)
 
@@ -268,8 +292,8 @@ def _kind(name: str, condition) -> tuple[int, Level | Discharge | Characteristic
         return OUTFLOW, Outflow()
     raise ConfigError(
         f"boundary tag {name!r}: unknown condition {condition!r} (choose from wall, open, "
-        f"outflow, Level(eta), Discharge(Q), UnitDischarge(q), Characteristic(eta) or "
-        "('level', eta))"
+        f"outflow, Level(eta), Discharge(Q), UnitDischarge(q), Characteristic(eta), "
+        "Periodic(partner) or ('level', eta))"
     )
 
 

@@ -175,8 +175,12 @@ SCHEMA: tuple[Key, ...] = (
         '"outflow" (free outflow down the bed\'s slope) or a table (keys below); absent '
         "table: all walls",
         'east = "wall"\nwall = "wall"  # the strip\'s long sides'),
-    Key("boundary.<tag>", "kind", str, "level (the default), discharge or characteristic "
-        "(non-reflecting, toward a far field at rest at `level`, default 0)", '"level"'),
+    Key("boundary.<tag>", "kind", str, "level (the default), discharge, characteristic "
+        "(non-reflecting, toward a far field at rest at `level`, default 0) or periodic "
+        "(with `partner`)", '"level"'),
+    Key("boundary.<tag>", "partner", str, "kind periodic: the tag whose edges this tag's are "
+        "joined to, each to the one it equals after one translation (the partner needs no "
+        "condition)", '"east"', active=False),
     Key("boundary.<tag>", "level", (*NUMBER, str), "imposed level η(t) (m), a number "
         "or an expression of t", '"0.2 * sin(2 * pi * t / 30)"'),
     Key("boundary.<tag>", "level_file", str, "the level from a two-column `t eta` text file "
@@ -721,9 +725,9 @@ def _raster(where: str, table: Mapping[str, Any], path: Path) -> Callable:
 
 def _condition(tag: str, value: Any, path: Path):
     """A boundary tag's condition: "wall", "open", "outflow", or a :class:`~fvswe.boundary.Level`,
-    :class:`~fvswe.boundary.Discharge` (:class:`~fvswe.boundary.UnitDischarge`) or
-    :class:`~fvswe.boundary.Characteristic` from a table."""
-    from .boundary import Characteristic, Discharge, Level, UnitDischarge
+    :class:`~fvswe.boundary.Discharge` (:class:`~fvswe.boundary.UnitDischarge`),
+    :class:`~fvswe.boundary.Characteristic` or :class:`~fvswe.boundary.Periodic` from a table."""
+    from .boundary import Characteristic, Discharge, Level, Periodic, UnitDischarge
 
     src, where = str(path), f"boundary.{tag}"
     if isinstance(value, str):
@@ -741,6 +745,11 @@ def _condition(tag: str, value: Any, path: Path):
     if extra:
         raise ConfigError(f"{src}: '{where}.{extra[0]}' is not a key of a {kind} boundary")
     sampling = {k: float(value[k]) for k in ("every", "until") if k in value}
+    if kind == "periodic":
+        if not isinstance(value.get("partner"), str) or sampling:
+            raise ConfigError(f"{src}: {where!r}: a periodic boundary takes one key, 'partner' "
+                              "(a tag name)")  # fmt: skip
+        return Periodic(value["partner"])
     if kind == "discharge":
         given = [k for k in ("Q", "q") if k in value]
         if len(given) != 1:
@@ -783,6 +792,7 @@ BOUNDARY_KEYS = {
     "level": ("level", "level_file", "times", "levels", "interface"),
     "discharge": ("Q", "q", "Q_lower", "q_lower"),
     "characteristic": ("level", "level_file", "times", "levels"),
+    "periodic": ("partner",),
 }
 
 

@@ -215,6 +215,12 @@ class Probes:
         self.sim = sim
         self.gauges, self.sections = tuple(gauges), tuple(sections)
         mesh = sim.mesh  # the backend's (possibly renumbered) cells, as get_state()
+        pairs = getattr(sim, "periodic", None)
+        if self.sections and pairs:  # a joined edge's centroids lie a period apart
+            raise ConfigError(
+                f"section {self.sections[0].name!r}: not available with periodic boundaries "
+                f"(tags {pairs[0][0]!r} and {pairs[0][1]!r}): the cut cannot tell the seam"
+            )
         for kind, items in (("gauge", self.gauges), ("section", self.sections)):
             names = [g.name for g in items]
             if len(set(names)) != len(names):

@@ -55,9 +55,13 @@ def mesh_fingerprint(mesh) -> str:
 
 
 def boundary_fingerprint(sim) -> str:
-    """A short hash of each boundary edge's condition and of the boundaries' tables."""
+    """A short hash of each boundary edge's condition, of the boundaries' tables and of the
+    periodic tag pairs (absent: the hash of the runs from before periodic boundaries)."""
     layout = sim.layout
     arrays = [np.asarray(layout.edge_bc)]
+    pairs = getattr(sim, "periodic", None)
+    if pairs:
+        arrays.append(np.array(pairs, dtype=str))
     levels = getattr(layout, "levels", None)
     if levels is not None:
         arrays += [levels.edge_level, levels.offsets, levels.times, levels.values,
@@ -129,9 +133,9 @@ def _forcing_details(layout) -> dict[str, Any]:
     return out
 
 
-def _boundary_details(mesh, layout) -> dict[str, Any]:
+def _boundary_details(mesh, layout, periodic=()) -> dict[str, Any]:
     names = {code: name for name, code in KINDS.items()}
-    out = {}
+    out = {f"boundary.{a}": f"periodic with {b!r}" for a, b in periodic}
     for tag, tid in mesh.tags.items():
         codes = np.unique(layout.edge_bc[(mesh.edge_tag == tid) & (mesh.edge_cells[:, 1] < 0)])
         if codes.size:
@@ -146,7 +150,7 @@ def _boundary_details(mesh, layout) -> dict[str, Any]:
 def details(sim) -> dict[str, dict[str, Any]]:
     """The readable values behind the identity's fingerprints, by fingerprint key."""
     return {
-        "boundary": _boundary_details(sim.mesh, sim.layout),
+        "boundary": _boundary_details(sim.mesh, sim.layout, getattr(sim, "periodic", ())),
         "forcing": _forcing_details(sim.layout),
     }
 

@@ -20,12 +20,13 @@ from . import settings as run_settings
 from .backends import backend_class
 from .backends.base import SetupClock
 from .backends.layout import FRICTION_KINDS, Layout
-from .boundary import OPEN, edge_conditions, inflows, level_tables
+from .boundary import OPEN, edge_conditions, inflows, level_tables, periodic_pairs
 from .errors import BlowUpError, ConfigError, check_finite
 from .forcing import Coriolis, Wind, WindTable
 from .maxima import Maxima
 from .maxima import fields as maxima_fields
 from .mesh.orderings import resolve as resolve_order
+from .mesh.periodic import periodic
 from .model import Model, thin_layer_threshold
 from .registry import refuse_dry_cells
 from .slide import Slide, bed_at, slide_table
@@ -204,6 +205,18 @@ def _cell_values(value: Field, xy: np.ndarray, n: int, key: str) -> np.ndarray:
         raise ConfigError(f"{key}: expected {n} cell values, got shape {out.shape}") from None
 
 
+def _periodic_mesh(mesh, pairs: list, s: Mapping[str, Any]):
+    """``mesh`` with its periodic ``pairs`` joined. Refused: the linear reconstruction (its
+    least-squares weights take centroid offsets that do not cross a period) and the implicit
+    method (its C-grid reads the grid's sides)."""
+    a, b = pairs[0]
+    for key, plain in (("reconstruction", "constant"), ("method", "explicit")):
+        if s[key] != plain:
+            raise ConfigError(f"{key}: {s[key]!r} is not available with periodic boundaries "
+                              f"(tags {a!r} and {b!r}); use {plain!r}")  # fmt: skip
+    return periodic(mesh, pairs)
+
+
 def _agreed(callback: Callable, comm) -> Callable:
     """``callback`` on every rank, then the first rank's exception (Ctrl-C, a failed write)
     raised on all of them, so the ranks stop at the same chunk and can checkpoint together."""
@@ -243,8 +256,11 @@ class Simulation:
     ``boundary`` maps each tag to ``"wall"``, ``"open"``, ``"outflow"`` (a free outflow
     down the bed's slope, :class:`fvswe.boundary.Outflow`), an imposed level
     (:class:`fvswe.boundary.Level`), discharge (:class:`~fvswe.boundary.Discharge`,
-    :class:`~fvswe.boundary.UnitDischarge`) or a non-reflecting far field
-    (:class:`~fvswe.boundary.Characteristic`). ``friction`` is None,
+    :class:`~fvswe.boundary.UnitDischarge`), a non-reflecting far field
+    (:class:`~fvswe.boundary.Characteristic`) or a periodic partner
+    (:class:`~fvswe.boundary.Periodic`: the pair's edges joined into interior edges, the
+    partner given no condition; not with the linear reconstruction or the implicit
+    method). ``friction`` is None,
     ``("chezy", C)`` or ``("manning", n)``: bottom friction on the one layer or the lower
     layer of two; ``interfacial_friction`` is ``c_i`` of the stress
     ``c_i |u1 - u2| (u1 - u2)`` between two layers (docs/SCHEMES.md §14). Each
@@ -332,6 +348,10 @@ class Simulation:
             raise ConfigError(f"fast_math: the GPU backend only, this run is on the {cls.name}")
         order = resolve_order(s["order"], cls.name)  # "auto": the study's best for this backend
         self.scheme, self.dtype, self.order = scheme, dtype, order
+        #: The periodic tag pairs, joined into interior edges (:class:`fvswe.boundary.Periodic`).
+        self.periodic, boundary = periodic_pairs(boundary)
+        if self.periodic:
+            mesh = _periodic_mesh(mesh, self.periodic, s)
         W0, Hc = self._initial_state(mesh, H, initial)
         clock.mark("initial_state")
         kind, bottom = _friction(friction, mesh.centroid)

@@ -5,7 +5,8 @@
 "dt_mode", "restart_at", "section"}`` (from "scheme" on optional; backend "cpu" by default;
 with "restart_at", the run is continued from a checkpoint written at that time; with
 "section" (a list of points), a section's volume is counted; the cases ``slope-surge``
-and ``pulled-apart`` are tests/test_vanishing.py's, on ``nx`` x 2 triangles); OUT.npz
+and ``pulled-apart`` are tests/test_vanishing.py's, on ``nx`` x 2 triangles, and
+``periodic-strip`` tests/test_periodic.py's dam break on ``nx`` x 4 triangles); OUT.npz
 gets, per run, ``NAME.state`` (the global state in the original cell order), ``NAME.mass``,
 ``NAME.steps``, ``NAME.counters`` (sorted by name), ``NAME.inflow`` (the counter
 ``level_inflow``), ``NAME.limited`` (the positivity limiter's counter) and ``NAME.sections``
@@ -64,7 +65,8 @@ TIDE = {"case": "cgrid-tide", "nx": 12, "t_end": 1800.0, "backend": "gpu", "sect
 #: interfacial friction coefficients varying per cell; the positivity limiter acting beside
 #: the parts' borders ("limits": it must limit, and the ranks without the exchange of theta
 #: must differ) in each variant; the linear reconstruction (SSP-RK2) on gather and edge, and
-#: with the limiter acting on slot.
+#: with the limiter acting on slot; the dam break on a strip periodic across (edge: the
+#: joined edges among the halo edges).
 GPU_RUNS = [
     *({"name": f"test1-{scheme}-{dtype}", "case": "test1", "scheme": scheme, "dtype": dtype,
        "t_end": 0.02, "backend": "gpu"}
@@ -92,6 +94,8 @@ GPU_RUNS = [
     {"name": "pulled-apart-linear", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
      "variant": "slot", "integrator": "ssp-rk2", "reconstruction": "linear", "backend": "gpu",
      "limits": True},
+    {"name": "periodic-strip-edge", "case": "periodic-strip", "nx": 24, "t_end": 2.0,
+     "variant": "edge", "backend": "gpu"},
 ]  # fmt: skip
 #: The GPU runs restarted across rank counts: test1, and the tide (its inflow counters).
 GPU_RESTARTS = [run for run in GPU_RUNS if run["name"] in ("test1-roe-float64", "tide-float64")]
@@ -125,6 +129,10 @@ def simulation(spec: dict, comm=None):
         from test_vanishing import pulled_apart_simulation
 
         return pulled_apart_simulation(spec["nx"], **backend_options(spec, comm))
+    if spec["case"] == "periodic-strip":
+        from test_periodic import periodic_strip_simulation
+
+        return periodic_strip_simulation(spec["nx"], **backend_options(spec, comm))
     if spec["case"] == "rain-basin":
         from test_sources import rain_basin_simulation
 
