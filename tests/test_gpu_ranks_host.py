@@ -15,10 +15,8 @@ import numpy as np
 import pytest
 from mpi_driver import PULLED_SECTION, TIDE_SECTION, run_case
 from test_cuda_sources import CXX
-from test_mpi import NEEDS_MPI, launch_runs
+from test_mpi import launch_runs, pytestmark  # noqa: F401  (needs mpi4py and mpiexec)
 
-#: Its launches run once, on one xdist worker of their own (tests/conftest.py).
-pytestmark = [NEEDS_MPI, pytest.mark.xdist_group("gpu-ranks-host")]
 HOST = {"backend": "host-gpu"}
 #: The limiter beside the borders in three variants, the multi-stage integrators (stage
 #: halos, the deferred Δt, the weighted inflow of a level boundary), a float32 run, a

@@ -37,13 +37,10 @@ def _launcher_options() -> list[str]:
     return ["--allow-run-as-root"] if "open mpi" in about or "openrte" in about else []
 
 
-#: Needs mpi4py and mpiexec.
-NEEDS_MPI = pytest.mark.skipif(
+pytestmark = pytest.mark.skipif(
     mpi4py is None or MPIEXEC is None,
     reason="needs mpi4py and mpiexec (pip install 'fvswe[mpi]' mpich)",
 )
-#: The module's launches (module fixtures) run once, on one xdist worker (tests/conftest.py).
-pytestmark = [NEEDS_MPI, pytest.mark.xdist_group("mpi")]
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
