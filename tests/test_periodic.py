@@ -126,23 +126,61 @@ def test_mismatched_pairs_are_refused_in_one_line(mesh, pairs, message):
     assert message in text and "\n" not in text
 
 
-@pytest.mark.parametrize(
-    ("key", "value", "plain"), [("reconstruction", "linear", "constant"),
-                                ("method", "implicit", "explicit")]
-)  # fmt: skip
-def test_linear_implicit_and_conditions_on_joined_tags_are_refused(key, value, plain):
-    """The linear reconstruction's weights and the implicit C-grid do not cross a period:
-    refused in one line naming the pair; a condition besides Periodic on a joined tag is one
-    acting nowhere."""
+def test_implicit_and_conditions_on_joined_tags_are_refused():
+    """The implicit C-grid does not cross a period: refused in one line naming the pair; a
+    condition besides Periodic on a joined tag is one acting nowhere."""
     mesh = Grid(4, 3, dx=1.0, dy=1.0).mesh()
-    message = (f"^{key}: '{value}' is not available with periodic boundaries "
-               f"\\(tags 'west' and 'east'\\); use '{plain}'$")  # fmt: skip
+    message = ("^method: 'implicit' is not available with periodic boundaries "
+               "\\(tags 'west' and 'east'\\); use 'explicit'$")  # fmt: skip
     with pytest.raises(ConfigError, match=message):
-        uniform_channel(mesh, **{key: value})
+        uniform_channel(mesh, method="implicit")
     with pytest.raises(ConfigError, match="'east', which owns no boundary edge"):
         Simulation(mesh, layers=1, H=1.0, initial={"h": 1.0},
                    boundary={"west": Periodic("east"), "east": "wall", "south": "wall",
                              "north": "wall"})  # fmt: skip
+
+
+def test_joined_cells_least_squares_geometry_is_an_interior_cells():
+    """Triangles periodic along the strip: a cell beside the seam sees its joined neighbour
+    moved by the period, so its least-squares weights and face offsets are those of the same
+    triangle three columns in (without the translation they are off by the strip's length)."""
+    sim = uniform_channel(
+        rising_strip(8, 2), reconstruction="linear", integrator="ssp-rk2", order="none"
+    )
+    lay, n = sim.layout, 8 * 2  # cells: the lower triangles column by column, then the upper
+    for first in (0, 7 * 2, n, n + 7 * 2):  # the first and last column's, lower and upper
+        inner = first + 3 * 2 if first % n == 0 else first - 3 * 2
+        for key in ("lsq_weight", "face_offset"):
+            got, want = getattr(lay, key)[[first, first + 1]], getattr(lay, key)[[inner, inner + 1]]
+            assert np.allclose(got, want, rtol=0, atol=1e-12), (key, first)
+
+
+def _wave(shift: int, **kw) -> Simulation:
+    """A wave along a doubly periodic ring of 8 x 2 grid cells under the linear
+    reconstruction, moved by ``shift`` cells (exact binary geometry: every cell's weights
+    alike)."""
+    levels = 1.0 + 0.1 * np.sin(np.arange(8) * np.pi / 4)
+    h = {"h": lambda x, y: levels[(np.floor(x).astype(int) + shift) % 8]}
+    return Simulation(Grid(8, 2, 1.0, 0.5).mesh(), H=1.0, initial=h, layers=1, scheme="hll",
+                      boundary={"west": Periodic("east"), "south": Periodic("north")},
+                      reconstruction="linear", integrator="ssp-rk2", dt_mode="fixed",
+                      dt=0.02, **kw)  # fmt: skip
+
+
+def test_linear_reconstruction_across_the_pair_is_the_interior_one_bitwise():
+    """The joined cells' least-squares weights and face offsets see the translation: they are
+    every interior cell's bit for bit, and the wave moved by three cells (across the seam)
+    runs moved by three cells, bit for bit."""
+    sim = _wave(0)
+    lay = sim.layout
+    for key in ("lsq_weight", "face_offset"):
+        values = getattr(lay, key)
+        assert np.array_equal(values, np.broadcast_to(values[0], values.shape)), key
+    moved = _wave(3)
+    sim.run(0.4)
+    moved.run(0.4)
+    W, Wm = sim.state().reshape(2, 8, 3), moved.state().reshape(2, 8, 3)
+    assert np.ptp(W[:, :, 0]) > 0.05 and np.array_equal(np.roll(Wm, 3, axis=1), W)
 
 
 CASE = """
