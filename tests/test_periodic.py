@@ -253,16 +253,42 @@ def test_host_gpu_runs_the_periodic_strip_as_the_cpu_bitwise():
         resolve_variant("grid", "hll", grid.n_cells, grid=False)
 
 
+#: The linear reconstruction's settings (it needs a multi-stage integrator).
+LINEAR = {"reconstruction": "linear", "integrator": "ssp-rk2"}
+
+
+@pytest.mark.parametrize("variant", ["block", "gather"])
+def test_host_gpu_runs_the_linear_periodic_strip_as_the_cpu_bitwise(variant):
+    """Under the linear reconstruction the host-run GPU kernels (block: 32 cells a block,
+    the joined edges crossing blocks) read the joined cells' weights and offsets as the CPU:
+    state, time and steps bit for bit."""
+    from host_runtime import HostRuntime
+    from test_cuda_sources import CXX
+
+    if CXX is None:
+        pytest.skip("no host C++ compiler (g++) on PATH")
+    options = {"variant": variant, "cells": 32, "runtime": HostRuntime()}
+    cpu = periodic_strip_simulation(24, backend="cpu", **LINEAR)
+    dev = periodic_strip_simulation(24, backend="gpu", backend_options=options, **LINEAR)
+    for sim in (cpu, dev):
+        sim.run(1e6, max_steps=12)
+    assert (dev.t, dev.steps) == (cpu.t, cpu.steps) and cpu.steps == 12
+    assert np.array_equal(dev.state(), cpu.state())
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("variant", ["edge", "gather", "slot", "block"])
-def test_gpu_runs_the_periodic_strip_as_the_cpu_bitwise(variant):
+@pytest.mark.parametrize("settings", [{}, LINEAR], ids=["constant", "linear"])
+def test_gpu_runs_the_periodic_strip_as_the_cpu_bitwise(variant, settings):
     """On a GPU (float64: --fmad=false), every unstructured variant gives the CPU's periodic
-    dam break bit for bit: state, time and steps."""
+    dam break bit for bit, under either reconstruction: state, time and steps."""
     from gpu_skip import skip_without_gpu
 
     skip_without_gpu()
-    cpu = periodic_strip_simulation(24, backend="cpu")
-    dev = periodic_strip_simulation(24, backend="gpu", backend_options={"variant": variant})
+    cpu = periodic_strip_simulation(24, backend="cpu", **settings)
+    dev = periodic_strip_simulation(
+        24, backend="gpu", backend_options={"variant": variant}, **settings
+    )
     for sim in (cpu, dev):
         sim.run(2.0)
     assert dev.steps == cpu.steps and dev.t == cpu.t
@@ -287,13 +313,15 @@ def test_cli_refuses_a_mismatched_pair_in_one_line_before_writing(tmp_path, caps
     assert "'west' at (0, 1.5))" in err and not (tmp_path / "out").exists()
 
 
-def test_a_renumbered_periodic_run_is_the_same_bits():
+@pytest.mark.parametrize("settings", [{}, LINEAR], ids=["constant", "linear"])
+def test_a_renumbered_periodic_run_is_the_same_bits(settings):
     """The joined edges survive a cell renumbering (``Mesh.permuted`` keeps each edge's two
-    sides): RCM and Hilbert orders give the unordered run's state bit for bit."""
-    ref = periodic_strip_simulation(24)
+    sides and its translation): RCM and Hilbert orders give the unordered run's state bit for
+    bit, under either reconstruction."""
+    ref = periodic_strip_simulation(24, **settings)
     ref.backend.advance(100.0, 20)
     for order in ("rcm", "hilbert"):
-        sim = periodic_strip_simulation(24, order=order)
+        sim = periodic_strip_simulation(24, order=order, **settings)
         sim.backend.advance(100.0, 20)
         assert np.array_equal(sim.state(), ref.state()), order
 
