@@ -20,7 +20,14 @@ from . import settings as run_settings
 from .backends import backend_class
 from .backends.base import SetupClock
 from .backends.layout import FRICTION_KINDS, Layout
-from .boundary import OPEN, edge_conditions, inflows, level_tables, periodic_pairs
+from .boundary import (
+    OPEN,
+    edge_conditions,
+    inflows,
+    level_tables,
+    periodic_pairs,
+    refuse_joined_conditions,
+)
 from .errors import BlowUpError, ConfigError, check_finite
 from .forcing import Coriolis, Wind, WindTable
 from .maxima import Maxima
@@ -349,6 +356,7 @@ class Simulation:
         self.periodic, boundary = periodic_pairs(boundary)
         if self.periodic:
             mesh = _periodic_mesh(mesh, self.periodic, s)
+            refuse_joined_conditions(self.periodic, boundary)
         W0, Hc = self._initial_state(mesh, H, initial)
         clock.mark("initial_state")
         kind, bottom = _friction(friction, mesh.centroid)

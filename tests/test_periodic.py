@@ -128,13 +128,15 @@ def test_mismatched_pairs_are_refused_in_one_line(mesh, pairs, message):
 
 def test_implicit_and_conditions_on_joined_tags_are_refused():
     """The implicit C-grid does not cross a period: refused in one line naming the pair; a
-    condition besides Periodic on a joined tag is one acting nowhere."""
+    condition besides Periodic on a joined tag (which acts nowhere) is refused in one line
+    saying the tag is joined."""
     mesh = Grid(4, 3, dx=1.0, dy=1.0).mesh()
     message = ("^method: 'implicit' is not available with periodic boundaries "
                "\\(tags 'west' and 'east'\\); use 'explicit'$")  # fmt: skip
     with pytest.raises(ConfigError, match=message):
         uniform_channel(mesh, method="implicit")
-    with pytest.raises(ConfigError, match="'east', which owns no boundary edge"):
+    message = "^boundary tag 'east': joined periodic with 'west', it takes no condition of its own$"
+    with pytest.raises(ConfigError, match=message):
         Simulation(mesh, layers=1, H=1.0, initial={"h": 1.0},
                    boundary={"west": Periodic("east"), "east": "wall", "south": "wall",
                              "north": "wall"})  # fmt: skip
