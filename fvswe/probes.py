@@ -8,7 +8,8 @@ The polyline cuts every pair of neighbouring cells whose barycentres lie on
 opposite sides of it. Removing those adjacencies must split the mesh into
 exactly two parts, the part to the right of the line (walking from its first
 point to its last) and the part to the left; the section is the set of mesh
-edges between them. The finite-volume update is conservative in every layer's
+edges between them (on a periodic mesh, with its seams opened and each joined cell seen
+beside its partner: :func:`split`). The finite-volume update is conservative in every layer's
 mass (docs/SCHEMES.md §2.1-2.2: the mass rows of ``F-_ij + F+_ij`` are
 ``(q_j - q_i)·n``, so edge ``ij`` moves ``dt |Γ_ij| (q_i·n + F-_ij,h)`` from
 ``i`` to ``j``; docs/theory.md). The CPU and GPU backends (on MPI ranks too) count
