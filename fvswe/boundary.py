@@ -218,6 +218,16 @@ def periodic_pairs(conditions: Mapping[str, object] | None) -> tuple[list, dict 
     return pairs, rest
 
 
+def refuse_joined_conditions(pairs: list, rest: Mapping[str, object] | None) -> None:
+    """A one-line error where a tag of a periodic pair is also given another condition (it
+    has no boundary edge left for it to act on)."""
+    for a, b in pairs:
+        for name, partner in ((a, b), (b, a)):
+            if name in (rest or {}):
+                raise ConfigError(f"boundary tag {name!r}: joined periodic with {partner!r}, it "
+                                  "takes no condition of its own")  # fmt: skip
+
+
 #: The time of a constant table's one sample: no run reaches it (outflow's bed drops).
 FOREVER_S = float(np.finfo(np.float64).max)
 

@@ -8,7 +8,8 @@ The polyline cuts every pair of neighbouring cells whose barycentres lie on
 opposite sides of it. Removing those adjacencies must split the mesh into
 exactly two parts, the part to the right of the line (walking from its first
 point to its last) and the part to the left; the section is the set of mesh
-edges between them. The finite-volume update is conservative in every layer's
+edges between them (on a periodic mesh, with its seams opened and each joined cell seen
+beside its partner: :func:`split`). The finite-volume update is conservative in every layer's
 mass (docs/SCHEMES.md §2.1-2.2: the mass rows of ``F-_ij + F+_ij`` are
 ``(q_j - q_i)·n``, so edge ``ij`` moves ``dt |Γ_ij| (q_i·n + F-_ij,h)`` from
 ``i`` to ``j``; docs/theory.md). The CPU and GPU backends (on MPI ranks too) count
@@ -100,23 +101,31 @@ def _crossings(a: np.ndarray, b: np.ndarray, p: np.ndarray, q: np.ndarray) -> np
 
 def split(mesh, section: Section) -> tuple[np.ndarray, np.ndarray]:
     """``(right, cut)``: a boolean per cell, True right of the section, and the indices of the
-    interior edges the section cuts. A one-line error unless the cut splits the mesh in two."""
+    interior edges the section cuts. A one-line error unless the cut splits the mesh in two.
+
+    On a periodic mesh (``mesh.edge_shift``, docs/SCHEMES.md §7.8) each side of a joined edge
+    sees the other at its image, moved by the translation; a section cutting a joined edge
+    (crossing a seam) is refused, and the mesh is split with its seams opened: the section
+    must then split the opened mesh in two and meet each seam whole (every joined edge of a
+    pair across the section, or none), so it runs from wall to wall or once around a period."""
     pts = np.asarray(section.points, dtype=np.float64)
     if pts.ndim != 2 or pts.shape[1] != 2 or len(pts) < 2 or not np.all(np.isfinite(pts)):
         raise ConfigError(f"section {section.name!r}: needs two or more finite (x, y) points")
     interior = np.flatnonzero(mesh.edge_cells[:, 1] >= 0)
     ci, cj = mesh.edge_cells[interior, 0], mesh.edge_cells[interior, 1]
     a, b = mesh.centroid[ci], mesh.centroid[cj]
-    cut = np.zeros(interior.size, dtype=bool)
-    j_right = np.zeros(interior.size, dtype=bool)
-    for p, q in zip(pts[:-1], pts[1:], strict=True):
-        hit = _crossings(a, b, p, q) & ~cut
-        d = q - p
-        j_right[hit] = (d[0] * (b[hit, 1] - p[1]) - d[1] * (b[hit, 0] - p[0])) < 0
-        cut |= hit
+    shift = np.zeros_like(a) if mesh.edge_shift is None else mesh.edge_shift[interior]
+    joined = np.any(shift != 0.0, axis=1)
+    cut, j_right = _cut(pts, a, b - shift)  # j seen from i
+    seam = joined & (cut | _cut(pts, a + shift, b)[0])  # or i seen from j
+    if seam.any():  # the seam's place on the side the line crossed it
+        k = np.argmax(seam)
+        x, y = mesh.nodes[mesh.edge_nodes[interior[k]]].mean(axis=0) + (0 if cut[k] else shift[k])
+        raise ConfigError(f"section {section.name!r}: crosses a periodic seam at "
+                          f"({x:.6g}, {y:.6g}); draw it off the seams")  # fmt: skip
     if not cut.any():
         raise ConfigError(f"section {section.name!r}: the line crosses no pair of cells")
-    keep = ~cut
+    keep = ~cut & ~joined  # the seams opened
     n = mesh.n_cells
     graph = sp.coo_matrix((np.ones(keep.sum()), (ci[keep], cj[keep])), shape=(n, n))
     count, label = connected_components(graph, directed=False)
@@ -128,7 +137,37 @@ def split(mesh, section: Section) -> tuple[np.ndarray, np.ndarray]:
     right_label = np.where(j_right, label[cj], label[ci])[cut]
     if np.any(right_label != right_label[0]) or np.any(label[ci[cut]] == label[cj[cut]]):
         raise ConfigError(f"section {section.name!r}: the line crosses the mesh more than once")
+    _whole_seams(section, mesh, interior[joined], label[ci[joined]] != label[cj[joined]],
+                 shift[joined])  # fmt: skip
     return label == right_label[0], interior[cut]
+
+
+def _whole_seams(section: Section, mesh, edges: np.ndarray, across: np.ndarray, shift) -> None:
+    """A one-line error where some of a periodic pair's joined ``edges`` (its translation
+    ``shift``) join the section's two sides (``across``) and others do not: the section ends
+    on that seam, and the flow passes around its end."""
+    _, pair = np.unique(shift, axis=0, return_inverse=True)
+    for p in np.unique(pair):
+        mine = across[pair.ravel() == p]
+        if mine.any() and not mine.all():
+            e = edges[pair.ravel() == p][np.argmax(mine)]
+            x, y = mesh.nodes[mesh.edge_nodes[e]].mean(axis=0)
+            raise ConfigError(f"section {section.name!r}: ends on a periodic seam near "
+                              f"({x:.6g}, {y:.6g}), where the flow passes around it; run it "
+                              "from wall to wall or once around the period")  # fmt: skip
+
+
+def _cut(pts: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(cut, j_right)`` per segment ``a[n]-b[n]``: whether the polyline ``pts`` cuts it (at
+    its first crossing), and whether ``b[n]`` lies right of the line there."""
+    cut = np.zeros(len(a), dtype=bool)
+    j_right = np.zeros(len(a), dtype=bool)
+    for p, q in zip(pts[:-1], pts[1:], strict=True):
+        hit = _crossings(a, b, p, q) & ~cut
+        d = q - p
+        j_right[hit] = (d[0] * (b[hit, 1] - p[1]) - d[1] * (b[hit, 0] - p[0])) < 0
+        cut |= hit
+    return cut, j_right
 
 
 def _closed(mesh, edge_bc: np.ndarray, part: np.ndarray) -> bool:
@@ -215,12 +254,6 @@ class Probes:
         self.sim = sim
         self.gauges, self.sections = tuple(gauges), tuple(sections)
         mesh = sim.mesh  # the backend's (possibly renumbered) cells, as get_state()
-        pairs = getattr(sim, "periodic", None)
-        if self.sections and pairs:  # a joined edge's centroids lie a period apart
-            raise ConfigError(
-                f"section {self.sections[0].name!r}: not available with periodic boundaries "
-                f"(tags {pairs[0][0]!r} and {pairs[0][1]!r}): the cut cannot tell the seam"
-            )
         for kind, items in (("gauge", self.gauges), ("section", self.sections)):
             names = [g.name for g in items]
             if len(set(names)) != len(names):

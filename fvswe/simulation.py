@@ -20,7 +20,14 @@ from . import settings as run_settings
 from .backends import backend_class
 from .backends.base import SetupClock
 from .backends.layout import FRICTION_KINDS, Layout
-from .boundary import OPEN, edge_conditions, inflows, level_tables, periodic_pairs
+from .boundary import (
+    OPEN,
+    edge_conditions,
+    inflows,
+    level_tables,
+    periodic_pairs,
+    refuse_joined_conditions,
+)
 from .errors import BlowUpError, ConfigError, check_finite
 from .forcing import Coriolis, Wind, WindTable
 from .maxima import Maxima
@@ -206,14 +213,12 @@ def _cell_values(value: Field, xy: np.ndarray, n: int, key: str) -> np.ndarray:
 
 
 def _periodic_mesh(mesh, pairs: list, s: Mapping[str, Any]):
-    """``mesh`` with its periodic ``pairs`` joined. Refused: the linear reconstruction (its
-    least-squares weights take centroid offsets that do not cross a period) and the implicit
-    method (its C-grid reads the grid's sides)."""
+    """``mesh`` with its periodic ``pairs`` joined. Refused: the implicit method (its C-grid
+    reads the grid's sides)."""
     a, b = pairs[0]
-    for key, plain in (("reconstruction", "constant"), ("method", "explicit")):
-        if s[key] != plain:
-            raise ConfigError(f"{key}: {s[key]!r} is not available with periodic boundaries "
-                              f"(tags {a!r} and {b!r}); use {plain!r}")  # fmt: skip
+    if s["method"] != "explicit":
+        raise ConfigError(f"method: {s['method']!r} is not available with periodic boundaries "
+                          f"(tags {a!r} and {b!r}); use 'explicit'")  # fmt: skip
     return periodic(mesh, pairs)
 
 
@@ -259,8 +264,7 @@ class Simulation:
     :class:`~fvswe.boundary.UnitDischarge`), a non-reflecting far field
     (:class:`~fvswe.boundary.Characteristic`) or a periodic partner
     (:class:`~fvswe.boundary.Periodic`: the pair's edges joined into interior edges, the
-    partner given no condition; not with the linear reconstruction or the implicit
-    method). ``friction`` is None,
+    partner given no condition; not with the implicit method). ``friction`` is None,
     ``("chezy", C)`` or ``("manning", n)``: bottom friction on the one layer or the lower
     layer of two; ``interfacial_friction`` is ``c_i`` of the stress
     ``c_i |u1 - u2| (u1 - u2)`` between two layers (docs/SCHEMES.md §14). Each
@@ -352,6 +356,7 @@ class Simulation:
         self.periodic, boundary = periodic_pairs(boundary)
         if self.periodic:
             mesh = _periodic_mesh(mesh, self.periodic, s)
+            refuse_joined_conditions(self.periodic, boundary)
         W0, Hc = self._initial_state(mesh, H, initial)
         clock.mark("initial_state")
         kind, bottom = _friction(friction, mesh.centroid)

@@ -66,7 +66,7 @@ TIDE = {"case": "cgrid-tide", "nx": 12, "t_end": 1800.0, "backend": "gpu", "sect
 #: the parts' borders ("limits": it must limit, and the ranks without the exchange of theta
 #: must differ) in each variant; the linear reconstruction (SSP-RK2) on gather and edge, and
 #: with the limiter acting on slot; the dam break on a strip periodic across (edge: the
-#: joined edges among the halo edges).
+#: joined edges among the halo edges), and under the linear reconstruction on slot.
 GPU_RUNS = [
     *({"name": f"test1-{scheme}-{dtype}", "case": "test1", "scheme": scheme, "dtype": dtype,
        "t_end": 0.02, "backend": "gpu"}
@@ -96,6 +96,8 @@ GPU_RUNS = [
      "limits": True},
     {"name": "periodic-strip-edge", "case": "periodic-strip", "nx": 24, "t_end": 2.0,
      "variant": "edge", "backend": "gpu"},
+    {"name": "periodic-strip-linear-slot", "case": "periodic-strip", "nx": 24, "t_end": 1.0,
+     "variant": "slot", "integrator": "ssp-rk2", "reconstruction": "linear", "backend": "gpu"},
 ]  # fmt: skip
 #: The GPU runs restarted across rank counts: test1, and the tide (its inflow counters).
 GPU_RESTARTS = [run for run in GPU_RUNS if run["name"] in ("test1-roe-float64", "tide-float64")]

@@ -61,7 +61,8 @@ from mpi_driver import GPU_RESTARTS, GPU_RUNS, blowup_message, run_case  # noqa:
 #: from their owners.
 #: a compensated float32 tide (docs/SCHEMES.md §2.7: the remainders gathered into the
 #: checkpoint and scattered again) with SSP-RK3, restarted half-way; a dam break on a strip
-#: periodic across (tests/test_periodic.py: the partition and halos see the joined edges).
+#: periodic across (tests/test_periodic.py: the partition and halos see the joined edges),
+#: also under the linear reconstruction (the joined cells' weights see the translation).
 RUNS = [
     *({"name": f"{case}-{scheme}", "case": case, "scheme": scheme, "t_end": 0.02}
       for case in ("test1", "test2") for scheme in registry.names(2)),
@@ -97,6 +98,8 @@ RUNS = [
     {"name": "rain-basin-linear-rk3", "case": "rain-basin", "t_end": 4.0,
      "integrator": "ssp-rk3", "reconstruction": "linear", "restart_at": 2.0},
     {"name": "periodic-strip", "case": "periodic-strip", "nx": 24, "t_end": 2.0},
+    {"name": "periodic-strip-linear", "case": "periodic-strip", "nx": 24, "t_end": 1.0,
+     "integrator": "ssp-rk2", "reconstruction": "linear"},
 ]  # fmt: skip
 
 

@@ -126,23 +126,63 @@ def test_mismatched_pairs_are_refused_in_one_line(mesh, pairs, message):
     assert message in text and "\n" not in text
 
 
-@pytest.mark.parametrize(
-    ("key", "value", "plain"), [("reconstruction", "linear", "constant"),
-                                ("method", "implicit", "explicit")]
-)  # fmt: skip
-def test_linear_implicit_and_conditions_on_joined_tags_are_refused(key, value, plain):
-    """The linear reconstruction's weights and the implicit C-grid do not cross a period:
-    refused in one line naming the pair; a condition besides Periodic on a joined tag is one
-    acting nowhere."""
+def test_implicit_and_conditions_on_joined_tags_are_refused():
+    """The implicit C-grid does not cross a period: refused in one line naming the pair; a
+    condition besides Periodic on a joined tag (which acts nowhere) is refused in one line
+    saying the tag is joined."""
     mesh = Grid(4, 3, dx=1.0, dy=1.0).mesh()
-    message = (f"^{key}: '{value}' is not available with periodic boundaries "
-               f"\\(tags 'west' and 'east'\\); use '{plain}'$")  # fmt: skip
+    message = ("^method: 'implicit' is not available with periodic boundaries "
+               "\\(tags 'west' and 'east'\\); use 'explicit'$")  # fmt: skip
     with pytest.raises(ConfigError, match=message):
-        uniform_channel(mesh, **{key: value})
-    with pytest.raises(ConfigError, match="'east', which owns no boundary edge"):
+        uniform_channel(mesh, method="implicit")
+    message = "^boundary tag 'east': joined periodic with 'west', it takes no condition of its own$"
+    with pytest.raises(ConfigError, match=message):
         Simulation(mesh, layers=1, H=1.0, initial={"h": 1.0},
                    boundary={"west": Periodic("east"), "east": "wall", "south": "wall",
                              "north": "wall"})  # fmt: skip
+
+
+def test_joined_cells_least_squares_geometry_is_an_interior_cells():
+    """Triangles periodic along the strip: a cell beside the seam sees its joined neighbour
+    moved by the period, so its least-squares weights and face offsets are those of the same
+    triangle three columns in (without the translation they are off by the strip's length)."""
+    sim = uniform_channel(
+        rising_strip(8, 2), reconstruction="linear", integrator="ssp-rk2", order="none"
+    )
+    lay, n = sim.layout, 8 * 2  # cells: the lower triangles column by column, then the upper
+    for first in (0, 7 * 2, n, n + 7 * 2):  # the first and last column's, lower and upper
+        inner = first + 3 * 2 if first % n == 0 else first - 3 * 2
+        for key in ("lsq_weight", "face_offset"):
+            got, want = getattr(lay, key)[[first, first + 1]], getattr(lay, key)[[inner, inner + 1]]
+            assert np.allclose(got, want, rtol=0, atol=1e-12), (key, first)
+
+
+def _wave(shift: int, **kw) -> Simulation:
+    """A wave along a doubly periodic ring of 8 x 2 grid cells under the linear
+    reconstruction, moved by ``shift`` cells (exact binary geometry: every cell's weights
+    alike)."""
+    levels = 1.0 + 0.1 * np.sin(np.arange(8) * np.pi / 4)
+    h = {"h": lambda x, y: levels[(np.floor(x).astype(int) + shift) % 8]}
+    return Simulation(Grid(8, 2, 1.0, 0.5).mesh(), H=1.0, initial=h, layers=1, scheme="hll",
+                      boundary={"west": Periodic("east"), "south": Periodic("north")},
+                      reconstruction="linear", integrator="ssp-rk2", dt_mode="fixed",
+                      dt=0.02, **kw)  # fmt: skip
+
+
+def test_linear_reconstruction_across_the_pair_is_the_interior_one_bitwise():
+    """The joined cells' least-squares weights and face offsets see the translation: they are
+    every interior cell's bit for bit, and the wave moved by three cells (across the seam)
+    runs moved by three cells, bit for bit."""
+    sim = _wave(0)
+    lay = sim.layout
+    for key in ("lsq_weight", "face_offset"):
+        values = getattr(lay, key)
+        assert np.array_equal(values, np.broadcast_to(values[0], values.shape)), key
+    moved = _wave(3)
+    sim.run(0.4)
+    moved.run(0.4)
+    W, Wm = sim.state().reshape(2, 8, 3), moved.state().reshape(2, 8, 3)
+    assert np.ptp(W[:, :, 0]) > 0.05 and np.array_equal(np.roll(Wm, 3, axis=1), W)
 
 
 CASE = """
@@ -215,16 +255,42 @@ def test_host_gpu_runs_the_periodic_strip_as_the_cpu_bitwise():
         resolve_variant("grid", "hll", grid.n_cells, grid=False)
 
 
+#: The linear reconstruction's settings (it needs a multi-stage integrator).
+LINEAR = {"reconstruction": "linear", "integrator": "ssp-rk2"}
+
+
+@pytest.mark.parametrize("variant", ["block", "gather"])
+def test_host_gpu_runs_the_linear_periodic_strip_as_the_cpu_bitwise(variant):
+    """Under the linear reconstruction the host-run GPU kernels (block: 32 cells a block,
+    the joined edges crossing blocks) read the joined cells' weights and offsets as the CPU:
+    state, time and steps bit for bit."""
+    from host_runtime import HostRuntime
+    from test_cuda_sources import CXX
+
+    if CXX is None:
+        pytest.skip("no host C++ compiler (g++) on PATH")
+    options = {"variant": variant, "cells": 32, "runtime": HostRuntime()}
+    cpu = periodic_strip_simulation(24, backend="cpu", **LINEAR)
+    dev = periodic_strip_simulation(24, backend="gpu", backend_options=options, **LINEAR)
+    for sim in (cpu, dev):
+        sim.run(1e6, max_steps=12)
+    assert (dev.t, dev.steps) == (cpu.t, cpu.steps) and cpu.steps == 12
+    assert np.array_equal(dev.state(), cpu.state())
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("variant", ["edge", "gather", "slot", "block"])
-def test_gpu_runs_the_periodic_strip_as_the_cpu_bitwise(variant):
+@pytest.mark.parametrize("settings", [{}, LINEAR], ids=["constant", "linear"])
+def test_gpu_runs_the_periodic_strip_as_the_cpu_bitwise(variant, settings):
     """On a GPU (float64: --fmad=false), every unstructured variant gives the CPU's periodic
-    dam break bit for bit: state, time and steps."""
+    dam break bit for bit, under either reconstruction: state, time and steps."""
     from gpu_skip import skip_without_gpu
 
     skip_without_gpu()
-    cpu = periodic_strip_simulation(24, backend="cpu")
-    dev = periodic_strip_simulation(24, backend="gpu", backend_options={"variant": variant})
+    cpu = periodic_strip_simulation(24, backend="cpu", **settings)
+    dev = periodic_strip_simulation(
+        24, backend="gpu", backend_options={"variant": variant}, **settings
+    )
     for sim in (cpu, dev):
         sim.run(2.0)
     assert dev.steps == cpu.steps and dev.t == cpu.t
@@ -249,27 +315,72 @@ def test_cli_refuses_a_mismatched_pair_in_one_line_before_writing(tmp_path, caps
     assert "'west' at (0, 1.5))" in err and not (tmp_path / "out").exists()
 
 
-def test_a_renumbered_periodic_run_is_the_same_bits():
+@pytest.mark.parametrize("settings", [{}, LINEAR], ids=["constant", "linear"])
+def test_a_renumbered_periodic_run_is_the_same_bits(settings):
     """The joined edges survive a cell renumbering (``Mesh.permuted`` keeps each edge's two
-    sides): RCM and Hilbert orders give the unordered run's state bit for bit."""
-    ref = periodic_strip_simulation(24)
+    sides and its translation): RCM and Hilbert orders give the unordered run's state bit for
+    bit, under either reconstruction."""
+    ref = periodic_strip_simulation(24, **settings)
     ref.backend.advance(100.0, 20)
     for order in ("rcm", "hilbert"):
-        sim = periodic_strip_simulation(24, order=order)
+        sim = periodic_strip_simulation(24, order=order, **settings)
         sim.backend.advance(100.0, 20)
         assert np.array_equal(sim.state(), ref.state()), order
 
 
-def test_a_section_on_a_periodic_run_is_refused_in_one_line():
-    """A section's cut takes the segment between an edge's two centroids: across the period
-    it would also cut the seam (a section at x = 4 cut the joined edges at x = 0 too, and
-    counted their flux) — refused in one line naming the section and the pair."""
+def test_sections_across_a_periodic_channel_count_the_discharge_once():
+    """A section across the channel closed on itself (wall to wall: it leaves the joined
+    mesh whole) counts the uniform discharge once with its sign, either way round; one along
+    the channel once around the period (between the rows) counts the zero cross flow."""
+    from fvswe.probes import Probes, Section
+
+    sim = uniform_channel(rising_strip(8, 2), scheme="roe")
+    lines = {"across": [(4.0, -1.0), (4.0, 3.0)], "back": [(4.2, 3.0), (3.8, -1.0)],
+             "along": [(-1.0, 1.0), (9.0, 1.0)]}  # fmt: skip
+    probes = Probes(sim, sections=[Section(k, tuple(v)) for k, v in lines.items()])
+    assert [len(cut) for cut in probes.cut_edges] == [2, 2, 8]
+    sim.run(2.0)
+    probes.sample()
+    across, back, along = probes.volume[-1, :, 0]
+    assert across == pytest.approx(0.4 * 2.0 * sim.t, rel=1e-13) and back == -across
+    assert along == 0.0
+
+
+def test_a_section_across_a_periodic_strip_balances_the_side_it_fills():
+    """The dam break on the strip periodic across: a section across it (running through the
+    seam between the joined pairs) counts what the east side gained, to round-off."""
+    from fvswe.probes import Probes, Section
+
+    sim = periodic_strip_simulation(24)
+    probes = Probes(sim, sections=[Section("dam", ((14.0, -1.0), (14.0, 5.0)))])
+    east = probes.part_cells(0, right=True)
+    assert np.all(sim.mesh.centroid[east, 0] > 14.0) and east.size == 10 * 2 * 4
+    before = np.sum(sim.backend.get_state()[east, 0] * sim.mesh.area[east])
+    sim.run(3.0)
+    probes.sample()
+    gained = np.sum(sim.backend.get_state()[east, 0] * sim.mesh.area[east]) - before
+    assert gained > 0.5 and probes.volume[-1, 0, 0] == pytest.approx(gained, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("points", "message"),
+    [
+        (((0.0, -1.0), (0.0, 3.0)), "crosses a periodic seam at (0, 0.5); draw it off the seams"),
+        (((8.2, 3.0), (7.8, -1.0)), "crosses a periodic seam at (8, 0.5); draw it off the seams"),
+        (((0.1, 1.0), (4.0, -1.0)),
+         "ends on a periodic seam near (0, 0.5), where the flow passes around it; run it from "
+         "wall to wall or once around the period"),
+        (((4.0, 1.0), (4.0, -1.0)), "the line must cross the mesh from boundary to boundary"),
+    ],
+)  # fmt: skip
+def test_sections_on_a_periodic_seam_are_refused_in_one_line(points, message):
+    """A section cutting a joined pair of cells (on either side of the seam), or ending on a
+    seam (the flow passes around its end through the joined edges), is refused in one line
+    naming the section and the place."""
     from fvswe.probes import Probes, Section
 
     sim = uniform_channel(rising_strip(8, 2))
     with pytest.raises(ConfigError) as err:
-        Probes(sim, sections=[Section("mid", [[4.0, -1.0], [4.0, 3.0]])])
-    assert str(err.value) == (
-        "section 'mid': not available with periodic boundaries (tags 'west' and 'east'): "
-        "the cut cannot tell the seam"
-    )
+        Probes(sim, sections=[Section("s", points)])
+    text = str(err.value)
+    assert text.startswith("section 's': ") and message in text and "\n" not in text

@@ -196,15 +196,22 @@ def lsq_weights(mesh, cell_edges: np.ndarray, cell_side: np.ndarray) -> dict[str
     ``w_m = M^-1 d_m`` of the least-squares gradient ``grad v = sum_m w_m (v_m - v_i)``,
     ``d_m`` the offset of the neighbour's centroid (on the boundary, of the ghost's: the
     centroid mirrored in the edge) and ``M = sum_m d_m d_m^T``; and ``o_m``, the face
-    midpoint's offset from the centroid. Float64, in the mesh's cell order."""
+    midpoint's offset from the centroid. Float64, in the mesh's cell order. Across a periodic
+    edge (``mesh.edge_shift``, docs/SCHEMES.md §7.8) the neighbour and, seen from cell ``j``,
+    the face are moved by the translation: the joined cells see each other side by side."""
     e = np.maximum(cell_edges, 0)
     xi = mesh.centroid[:, None, :]
     mid = mesh.nodes[mesh.edge_nodes[e]].mean(axis=2)
-    offset = mid - xi
     other = mesh.edge_cells[e, 1 - cell_side]
+    there = mesh.centroid[np.maximum(other, 0)]
+    if mesh.edge_shift is not None:  # i sees j at x_j - t; j sees i at x_i + t, the face + t
+        shift, from_j = mesh.edge_shift[e], (cell_side == 1)[..., None]
+        mid = np.where(from_j, mid + shift, mid)
+        there = np.where(from_j, there + shift, there - shift)
+    offset = mid - xi
     n = mesh.edge_normal[e]
     ghost = 2.0 * np.sum(offset * n, axis=2, keepdims=True) * n
-    d = np.where((other >= 0)[..., None], mesh.centroid[np.maximum(other, 0)] - xi, ghost)
+    d = np.where((other >= 0)[..., None], there - xi, ghost)
     d = np.where((cell_edges >= 0)[..., None], d, 0.0)
     M = np.einsum("lma,lmb->lab", d, d)
     return {"lsq_weight": np.ascontiguousarray(np.linalg.solve(M, d.transpose(0, 2, 1))

@@ -59,6 +59,9 @@ class Mesh:
     depth: np.ndarray | None
     original_index: np.ndarray
     source: str = "<arrays>"
+    #: Per edge, the translation from cell ``i``'s side to ``j``'s across a periodic edge
+    #: (cell ``j`` lies there moved by it; 0 elsewhere; fvswe/mesh/periodic.py); None: none.
+    edge_shift: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         # Read-only views: the mesh (and its cached adjacency) cannot change under anyone.
@@ -195,6 +198,7 @@ class Mesh:
             edge_normal=_take(self.edge_normal, order),
             edge_length=_take(self.edge_length, order),
             edge_tag=_take(self.edge_tag, order),
+            edge_shift=None if self.edge_shift is None else _take(self.edge_shift, order),
         )
 
     def reordered(self, method: str = "none", seed: int = 0) -> tuple[Mesh, np.ndarray]:

@@ -4,6 +4,8 @@ Each edge of tag ``a`` is matched to the edge of tag ``b`` that it equals after 
 translation, and each matched pair becomes one interior edge between their two cells
 (docs/SCHEMES.md §7.8). Every backend, variant and rank count then runs the pairing with
 no edge code of its own: a periodic edge is an interior edge whose cells lie a period apart.
+The translation is kept per edge (``Mesh.edge_shift``) for what uses cell-centre offsets:
+the linear reconstruction's weights (each side sees the other moved by it).
 """
 
 from __future__ import annotations
@@ -24,18 +26,20 @@ MATCH_RTOL = 1e-6
 def periodic(mesh: Mesh, pairs: Sequence[tuple[str, str]]) -> Mesh:
     """``mesh`` with each tag pair ``(a, b)`` joined: edge ``(i_A, i_B)``, slots
     ``(slot_A, slot_B)``, A's nodes, normal (out of ``i_A``, across the period into
-    ``i_B``) and length, tag 0. A one-line :class:`MeshError` naming both tags and the
-    first unmatched edge's position where the edges do not match by one translation."""
+    ``i_B``) and length, tag 0, and ``edge_shift`` the translation ``t`` that moves A's
+    edges onto B's. A one-line :class:`MeshError` naming both tags and the first unmatched
+    edge's position where the edges do not match by one translation."""
     used: set[str] = set()
     cells, slots = mesh.edge_cells.copy(), mesh.edge_slot.copy()
     tag, keep = mesh.edge_tag.copy(), np.ones(mesh.n_edges, dtype=bool)
+    shift = np.zeros((mesh.n_edges, 2)) if mesh.edge_shift is None else mesh.edge_shift.copy()
     for a, b in pairs:
         for name in (a, b):
             if name in used:
                 raise MeshError(f"{mesh.source}: periodic tag {name!r} is in two pairs")
             used.add(name)
         ea, eb = _tag_edges(mesh, a, (a, b)), _tag_edges(mesh, b, (a, b))
-        mate = _matched(mesh, a, b, ea, eb)
+        mate, shift[ea] = _matched(mesh, a, b, ea, eb)
         ia, ib = mesh.edge_cells[ea, 0], mesh.edge_cells[eb[mate], 0]
         if np.any(ia == ib):
             raise MeshError(
@@ -56,6 +60,7 @@ def periodic(mesh: Mesh, pairs: Sequence[tuple[str, str]]) -> Mesh:
         edge_normal=_take(mesh.edge_normal, order),
         edge_length=_take(mesh.edge_length, order),
         edge_tag=_take(tag, order),
+        edge_shift=_take(shift, order),
     )
 
 
@@ -72,9 +77,12 @@ def _tag_edges(mesh: Mesh, name: str, pair: tuple[str, str]) -> np.ndarray:
     return edges
 
 
-def _matched(mesh: Mesh, a: str, b: str, ea: np.ndarray, eb: np.ndarray) -> np.ndarray:
-    """For each edge of ``ea``, its mate's place in ``eb``: the edge whose ends are its own
-    reversed and shifted by the translation from A's edge midpoints' mean to B's."""
+def _matched(
+    mesh: Mesh, a: str, b: str, ea: np.ndarray, eb: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(mate, shift)``: for each edge of ``ea``, its mate's place in ``eb``, the edge whose
+    ends are its own reversed and moved by ``shift``, the translation from A's edge
+    midpoints' mean to B's."""
     pa, pb = mesh.nodes[mesh.edge_nodes[ea]], mesh.nodes[mesh.edge_nodes[eb]]
     ma, mb = pa.mean(axis=1), pb.mean(axis=1)
     where = f"{mesh.source}: periodic tags {a!r} and {b!r} do not match"
@@ -97,4 +105,4 @@ def _matched(mesh: Mesh, a: str, b: str, ea: np.ndarray, eb: np.ndarray) -> np.n
         dx, dy = shift
         raise MeshError(f"{where}: the edge of {a!r} at ({x:.6g}, {y:.6g}) has no mate "
                         f"shifted by ({dx:.6g}, {dy:.6g})")  # fmt: skip
-    return mate
+    return mate, shift
