@@ -132,6 +132,8 @@ SCHEMA: tuple[Key, ...] = (
         "(default): an f-plane", "1.6e-11", active=False),
     Key("coriolis", "y0", NUMBER, "the beta-plane's y where f = f0 (m; default 0)", "0.0",
         active=False),
+    Key("coriolis", "sphere", bool, "on a lon/lat mesh (output.crs geographic), alone: f = 2Ω "
+        "sin φ at each cell's latitude (docs/SCHEMES.md §20)", "true", active=False),
     Key("wind", "speed", (*NUMBER, list), "wind speed 10 m up (m/s), on the upper (or only) "
         "layer: a number, or values at `times`", "5.0"),
     Key("wind", "direction", (*NUMBER, list), "where the wind blows from (degrees clockwise "
@@ -223,8 +225,8 @@ SCHEMA: tuple[Key, ...] = (
     Key("output", "format", str, "field series: xdmf (solution.xdmf + .h5), netcdf "
         "(CF-UGRID solution.nc) or both", '"xdmf"'),
     Key("output", "crs", str, "coordinate reference system of the mesh, EPSG:n or WKT "
-        "(NetCDF grid mapping); a projected one (lon/lat is refused)", '"EPSG:32631"',
-        active=False),
+        "(NetCDF grid mapping); a geographic one (EPSG:4326: lon/lat in degrees) is solved on "
+        "the sphere (docs/SCHEMES.md §20)", '"EPSG:32631"', active=False),
     Key("output", "time_origin", str, "the date model time 0 is written as in NetCDF files, "
         "an ISO date or date-time (default 1970-01-01 00:00:00)", '"2026-01-01 00:00:00"',
         active=False),
@@ -411,7 +413,8 @@ class RunSpec:
         from .simulation import Simulation
 
         H, initial = self.initial_fields(mesh)
-        return Simulation(mesh, H=H, initial=initial, boundary=self.boundary, **self.settings)
+        return Simulation(mesh, H=H, initial=initial, boundary=self.boundary, crs=self.crs,
+                          **self.settings)  # fmt: skip
 
     def initial_fields(self, mesh) -> tuple[Any, dict[str, Any]]:
         """``(H, initial)`` for :class:`Simulation`: expressions evaluated at the barycentres."""

@@ -142,9 +142,10 @@ GEOGRAPHIC_EPSG = {4326, 4258, 4269, 4283, 7844, 4612, 4674, 4490, 6318, 4230, 4
 GEOGRAPHIC_WKT = re.compile(r"\s*(GEOGCS|GEOGCRS|GEOGRAPHICCRS)\s*\[", re.IGNORECASE)
 
 
-def refuse_geographic(crs: str, where: str) -> None:
-    """A one-line ConfigError if ``crs`` is geographic (longitude/latitude in degrees): the
-    solver reads mesh coordinates as metres, so a lon/lat mesh would run as a tiny plane."""
+def is_geographic(crs: str) -> bool:
+    """Whether ``crs`` (checked by :func:`check_crs`) is geographic, longitude/latitude in
+    degrees: a known EPSG code or WKT keyword, or pyproj's verdict where installed. Such a
+    mesh is solved on the sphere (:mod:`fvswe.mesh.sphere`)."""
     text = crs.strip()
     epsg = re.fullmatch(r"EPSG:(\d+)", text, re.IGNORECASE)
     geographic = bool(GEOGRAPHIC_WKT.match(text)) or bool(
@@ -156,10 +157,7 @@ def refuse_geographic(crs: str, where: str) -> None:
         geographic = geographic or pyproj.CRS.from_user_input(text).is_geographic
     except ImportError:
         pass
-    if geographic:
-        raise ConfigError(f"{where}: {text!r} is a geographic (longitude/latitude) CRS; fvswe "
-                          "solves on planar meshes in metres only: project the mesh first "
-                          "(e.g. to its UTM zone)")  # fmt: skip
+    return geographic
 
 
 def _balanced(wkt: str) -> bool:

@@ -1,0 +1,132 @@
+"""Longitude/latitude meshes solved on the sphere (docs/SCHEMES.md §20): the geometry, the
+Williamson et al. (1992) test 2 converging, lakes at rest, mass, and what is refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fvswe.boundary import Periodic
+from fvswe.errors import ConfigError, MeshError
+from fvswe.forcing import OMEGA, Coriolis
+from fvswe.mesh.core import Mesh
+from fvswe.mesh.generate import lonlat_band, structured_square
+from fvswe.mesh.sphere import RADIUS, on_sphere
+from fvswe.simulation import Simulation
+
+G = 9.80616  # Williamson et al. (1992)
+U0 = 2 * np.pi * RADIUS / (12 * 86400.0)
+H0 = 2.94e4 / G
+BAND = {"west": Periodic("east"), "south": "wall", "north": "wall"}
+
+
+def zonal_flow(lat):
+    """Williamson test 2 (alpha = 0): ``(h, u)`` at the latitudes ``lat`` (degrees)."""
+    s = np.sin(np.radians(lat))
+    return H0 - (RADIUS * OMEGA * U0 + 0.5 * U0 * U0) * s * s / G, U0 * np.cos(np.radians(lat))
+
+
+def williamson2(n: int, **kw) -> Simulation:
+    """Test 2 on the band |phi| <= 60 degrees of ``3n x n`` rectangles, walls at its edges."""
+    mesh = lonlat_band(3 * n, n, 60.0)
+    h, u = zonal_flow(mesh.centroid[:, 1])
+    return Simulation(mesh, layers=1, g=G, crs="EPSG:4326", coriolis=Coriolis(sphere=True),
+                      boundary=BAND, initial={"h": h, "qx": h * u}, **kw)  # fmt: skip
+
+
+def test_band_geometry_is_the_sphere_s():
+    """Areas sum to the band's ``2 pi R^2 (2 sin 60°)``; a meridian edge is ``R dphi`` long
+    and a parallel one ``R cos(phi) dlambda``; the closure defect ``G`` is ``(0, -tan(phi)/R)``
+    to second order."""
+    mesh, metric = on_sphere(lonlat_band(36, 12, 60.0))
+    band = 2 * np.pi * RADIUS**2 * 2 * np.sin(np.radians(60.0))
+    assert abs(mesh.area.sum() - band) < 1e-12 * band
+    ends = mesh.nodes[mesh.edge_nodes]
+    meridian = ends[:, 0, 0] == ends[:, 1, 0]
+    parallel = ends[:, 0, 1] == ends[:, 1, 1]
+    assert np.allclose(mesh.edge_length[meridian], RADIUS * np.radians(10.0), rtol=1e-14)
+    lat = np.radians(ends[parallel, 0, 1])
+    assert np.allclose(mesh.edge_length[parallel], RADIUS * np.cos(lat) * np.radians(10.0),
+                       rtol=1e-14)  # fmt: skip
+    assert np.abs(metric[:, 0]).max() < 1e-12 / RADIUS
+    tan = np.tan(np.radians(mesh.centroid[:, 1])) / RADIUS
+    assert np.abs(metric[:, 1] + tan).max() < 0.02 / RADIUS
+    assert np.array_equal(metric[:, 2], tan)
+
+
+def test_williamson_2_converges_at_first_order_with_mass_kept():
+    """The steady zonal geostrophic flow after 6 hours: the L1 error of ``h`` falls with each
+    halving of the mesh (by 1.83 and 1.91: first order, docs/validation.md) and each run's
+    mass is kept to round-off."""
+    errors = []
+    for n in (6, 12, 24):
+        sim = williamson2(n)
+        sim.run(6 * 3600.0)
+        f = sim.fields()
+        h, _ = zonal_flow(sim.mesh.centroid[np.argsort(sim.mesh.original_index), 1])
+        errors.append(np.abs(f["h"] - h).mean() / h.mean())
+        assert abs(sim.mass()[0] - sim.mass_initial[0]) < 1e-13 * sim.mass_initial[0]
+    assert errors[0] < 0.06 and errors[1] < 0.6 * errors[0] and errors[2] < 0.6 * errors[1]
+
+
+@pytest.mark.parametrize("layers,scheme", [(1, "hll-wd"), (2, "roe")])
+def test_lake_at_rest_with_an_island_stays_at_rest_exactly(layers, scheme):
+    """A lake at rest over a rough bed with an island (dry cells) in the band, Coriolis on:
+    after 40 steps every depth is its initial bits and every discharge 0."""
+    mesh = lonlat_band(24, 8, 45.0)
+    x, y = mesh.centroid.T
+    rng = np.random.default_rng(3)
+    H = 4000.0 + 800.0 * rng.uniform(-1, 1, mesh.n_cells)
+    H = np.where(np.hypot(x - 30.0, y) < 12.0, -50.0, H)  # the island, above the surface
+    init = {"h": np.maximum(H, 0.0)}
+    if layers == 2:
+        init = {"h1": np.minimum(np.maximum(H, 0.0), 500.0), "h2": np.maximum(H - 500.0, 0.0)}
+    sim = Simulation(mesh, layers=layers, scheme=scheme, H=H, initial=init, boundary=BAND,
+                     crs="EPSG:4326", coriolis=Coriolis(sphere=True))  # fmt: skip
+    W0 = sim.backend.get_state().copy()
+    assert (W0[:, 0] == 0).any()
+    sim.backend.advance(1e9, 40)
+    W = sim.backend.get_state()
+    assert sim.steps == 40 and np.array_equal(W, W0)
+
+
+def test_a_projected_crs_changes_nothing():
+    """A projected CRS (UTM) leaves the run planar: the same bits as without ``crs``."""
+    runs = []
+    for crs in (None, "EPSG:32631"):
+        sim = Simulation(structured_square(4), layers=1, H=1.0, crs=crs,
+                         initial={"h": lambda x, y: 1.0 + 0.1 * (x > 0)})  # fmt: skip
+        sim.run(0.5)
+        runs.append(sim.state())
+        assert sim.layout.sphere is None
+    assert np.array_equal(*runs)
+
+
+def crossing_mesh() -> Mesh:
+    """Two triangles across the ±180° meridian, their nodes at 179° and -179°."""
+    nodes = np.array([[179.0, 0.0], [-179.0, 0.0], [-179.0, 1.0], [179.0, 1.0]])
+    return Mesh.from_arrays(nodes, np.array([[0, 1, 2], [0, 2, 3]]))
+
+
+@pytest.mark.parametrize(
+    "mesh,kw,error,message",
+    [
+        (lonlat_band(6, 2), {"reconstruction": "linear"}, ConfigError,
+         r"^reconstruction: 'linear' is not available on a lon/lat mesh"),
+        (lonlat_band(6, 2), {"coriolis": 1e-4}, ConfigError,
+         r"^coriolis: on a lon/lat mesh .* give sphere = true"),
+        (structured_square(2), {"crs": None, "coriolis": Coriolis(sphere=True)}, ConfigError,
+         r"^coriolis: sphere = true needs a lon/lat mesh"),
+        (lonlat_band(6, 2), {"radius": -1.0}, ConfigError, r"^radius: expected a positive"),
+        (crossing_mesh(), {}, MeshError, r"cell \d at .* spans 358 degrees of longitude"),
+        (Mesh.from_arrays(np.array([[0.0, 80], [5, 80], [0, 90]]), np.array([[0, 1, 2]])), {},
+         MeshError, r"node 2 at latitude 90: a lon/lat mesh must stay off the poles"),
+    ],
+)  # fmt: skip
+def test_what_the_sphere_does_not_run_is_refused_in_one_line(mesh, kw, error, message):
+    """The linear reconstruction, a planar Coriolis on a lon/lat mesh (and a spherical one on a
+    planar mesh), a bad radius, a cell across the ±180° meridian and a node at a pole."""
+    kw = {"crs": "EPSG:4326", **kw}
+    with pytest.raises(error, match=message) as info:
+        Simulation(mesh, layers=1, H=1.0, initial={"h": 1.0}, **kw)
+    assert "\n" not in str(info.value)
