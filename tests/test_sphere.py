@@ -26,12 +26,17 @@ def zonal_flow(lat):
     return H0 - (RADIUS * OMEGA * U0 + 0.5 * U0 * U0) * s * s / G, U0 * np.cos(np.radians(lat))
 
 
-def williamson2(n: int, **kw) -> Simulation:
-    """Test 2 on the band |phi| <= 60 degrees of ``3n x n`` rectangles, walls at its edges."""
+def williamson2(n: int, layers: int = 1, **kw) -> Simulation:
+    """Test 2 on the band |phi| <= 60 degrees of ``3n x n`` rectangles, walls at its edges;
+    with two layers (not steady: for comparisons), its depth split 2:3 between them, both
+    with its velocity (the case ``sphere-band`` of tests/mpi_driver.py)."""
     mesh = lonlat_band(3 * n, n, 60.0)
     h, u = zonal_flow(mesh.centroid[:, 1])
-    return Simulation(mesh, layers=1, g=G, crs="EPSG:4326", coriolis=Coriolis(sphere=True),
-                      boundary=BAND, initial={"h": h, "qx": h * u}, **kw)  # fmt: skip
+    initial = {"h": h, "qx": h * u}
+    if layers == 2:
+        initial = {"h1": 0.4 * h, "q1x": 0.4 * h * u, "h2": 0.6 * h, "q2x": 0.6 * h * u}
+    return Simulation(mesh, layers=layers, g=G, crs="EPSG:4326", coriolis=Coriolis(sphere=True),
+                      boundary=BAND, initial=initial, **kw)  # fmt: skip
 
 
 def test_band_geometry_is_the_sphere_s():
@@ -130,3 +135,37 @@ def test_what_the_sphere_does_not_run_is_refused_in_one_line(mesh, kw, error, me
     with pytest.raises(error, match=message) as info:
         Simulation(mesh, layers=1, H=1.0, initial={"h": 1.0}, **kw)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "layers,variant", [(1, "edge"), (1, "gather"), (1, "slot"), (1, "block"), (2, "block")]
+)
+def test_host_gpu_runs_the_sphere_as_the_cpu_bitwise(layers, variant):
+    """The host-run GPU kernels (``FVSWE_SPHERE`` modules; block in blocks of 32 cells, the
+    periodic seam crossing blocks) give the CPU's state bit for bit in float64 on test 2 of
+    one layer and of two (Roe), Coriolis and the metric terms acting."""
+    from test_cuda_sources import CXX, emulated_run
+
+    if CXX is None:
+        pytest.skip("no host C++ compiler (g++) on PATH")
+    sim = williamson2(6, layers, scheme="roe")
+    sim.backend.advance(1e9, 12)
+    W, ctrl = emulated_run(sim.layout, sim.scheme, variant, "lagged", 1e9, 12, cells=32)
+    assert ctrl["t"] == sim.t and np.array_equal(W, sim.backend.get_state())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", ["edge", "gather", "slot", "block"])
+@pytest.mark.parametrize("layers", [1, 2])
+def test_gpu_runs_the_sphere_as_the_cpu_bitwise(layers, variant):
+    """On a GPU (float64: --fmad=false), every unstructured variant gives the CPU's test 2
+    (one and two layers) bit for bit: state, time and steps."""
+    from gpu_skip import skip_without_gpu
+
+    skip_without_gpu()
+    cpu = williamson2(12, layers, scheme="roe", backend="cpu")
+    dev = williamson2(12, layers, scheme="roe", backend="gpu", backend_options={"variant": variant})
+    for sim in (cpu, dev):
+        sim.run(3 * 3600.0)
+    assert dev.steps == cpu.steps and dev.t == cpu.t
+    assert np.array_equal(dev.state(), cpu.state())
