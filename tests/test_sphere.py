@@ -169,3 +169,66 @@ def test_gpu_runs_the_sphere_as_the_cpu_bitwise(layers, variant):
         sim.run(3 * 3600.0)
     assert dev.steps == cpu.steps and dev.t == cpu.t
     assert np.array_equal(dev.state(), cpu.state())
+
+
+def test_cli_runs_a_lon_lat_case_with_gauges_sections_and_netcdf(tmp_path, capsys, monkeypatch):
+    """``fvswe run`` of a lon/lat basin (crs EPSG:4326, degrees): a gauge at a lon/lat point
+    records its cell's depth, the section's volume is the volume gained beyond it (areas and
+    edge lengths on the sphere agree), and solution.nc's coordinates are longitude and
+    latitude in degrees. (The records' PNG is left empty: matplotlib took seconds.)"""
+    import csv
+    import json
+
+    from fvswe.cli import main
+    from fvswe.mesh import write_mesh
+    from fvswe.mesh.generate import strip
+    from fvswe.probes import Probes, locate
+
+    monkeypatch.setattr(Probes, "plot", lambda self, path: open(path, "wb").close())
+
+    flat = strip(20, 12, 0.0, 20.0)
+    basin = Mesh.from_arrays(flat.nodes + [0.0, 40.0], flat.cells,
+                             boundary_tags=flat.boundary_tags())  # fmt: skip
+    write_mesh(basin, tmp_path / "basin.npz")
+    case = tmp_path / "case.toml"
+    case.write_text(f"""t_end = 200000.0
+layers = 1
+[mesh]
+file = "{tmp_path / "basin.npz"}"
+[boundary]
+west = "wall"
+east = "wall"
+wall = "wall"
+[coriolis]
+sphere = true
+[initial]
+H = 1.0
+h = "where(x < 5.0, 2.0, 1.0)"
+[output]
+crs = "EPSG:4326"
+format = "netcdf"
+probe_every = 50000.0
+[[gauges]]
+name = "g"
+x = 12.3
+y = 45.2
+[[sections]]
+name = "s"
+points = [[10.0, 39.0], [10.0, 53.0]]
+""")
+    out = tmp_path / "out"
+    assert main(["run", str(case), "-o", str(out), "-q", "--json", "--backend", "cpu"]) == 0
+    assert json.loads(capsys.readouterr().out)["t"] == 200000.0
+    final = np.load(out / "final.npz")
+    east = final["x"] > 10.0
+    grown = float(np.dot(final["area"][east], final["h"][east] - 1.0))
+    with open(out / "sections.csv") as f:
+        volume = float(list(csv.DictReader(f))[-1]["volume"])
+    assert grown > 1e6 and volume == pytest.approx(grown, rel=1e-12)
+    with open(out / "gauges.csv") as f:
+        last = list(csv.DictReader(f))[-1]
+    assert float(last["h"]) == final["h"][locate(basin, 12.3, 45.2)]
+    xr = pytest.importorskip("xarray")
+    with xr.open_dataset(out / "solution.nc", decode_times=False) as ds:
+        assert ds["node_x"].attrs["standard_name"] == "longitude"
+        assert ds["face_y"].attrs["units"] == "degrees_north"
