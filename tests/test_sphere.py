@@ -232,3 +232,44 @@ points = [[10.0, 39.0], [10.0, 53.0]]
     with xr.open_dataset(out / "solution.nc", decode_times=False) as ds:
         assert ds["node_x"].attrs["standard_name"] == "longitude"
         assert ds["face_y"].attrs["units"] == "degrees_north"
+
+
+@pytest.mark.parametrize("variant", ["edge", "gather", "slot", "block"])
+def test_sphere_modules_compile_with_nvcc_and_planar_ones_are_unchanged(variant):
+    """A lon/lat run's module (``FVSWE_SPHERE``) compiles to PTX with nvcc in every
+    unstructured variant, with the step kernels; a planar run's options have no trace of it."""
+    from test_cuda_sources import NVCC, cached_build
+
+    from fvswe.backends import gpu
+
+    planar = gpu.compile_options("roe", 2, np.dtype("float64"), variant, 3)
+    assert planar == gpu.compile_options("roe", 2, np.dtype("float64"), variant, 3, sphere=False)
+    assert not any("SPHERE" in o for o in planar)
+    if NVCC is None:
+        pytest.skip("nvcc is not on PATH: cannot compile the CUDA sources")
+    opts = gpu.compile_options("roe", 2, np.dtype("float64"), variant, 3, sphere=True)
+    assert "-DFVSWE_SPHERE=1" in opts
+    cmd = [NVCC, "--ptx", "-arch=sm_90", *opts]
+    ptx = cached_build(variant, gpu.source(variant), cmd, ".cu").read_text()
+    kernels = ("edge_pass", "volume_pass") if variant == "edge" else (f"{variant}_step",)
+    for name in (*kernels, "limit_update"):
+        assert f".entry {name}(" in ptx
+
+
+def test_a_lon_lat_grid_of_quads_runs_and_never_takes_the_grid_variant():
+    """A Cartesian grid in lon/lat (quads, symmetric about the equator: every row's edges of
+    equal length) runs on the sphere with its mass kept; the GPU's ``grid`` variant, whose
+    tiles know no metric, does not take it (the other variants do)."""
+    from fvswe.backends.gpu.device import grid_arrays
+    from fvswe.grid import Grid
+
+    mesh = Grid(8, 2, dx=2.0, dy=1.0, origin=(-8.0, -1.0)).mesh()
+    runs = {}
+    for crs in (None, "EPSG:4326"):
+        runs[crs] = Simulation(mesh, layers=1, H=100.0, crs=crs,
+                               initial={"h": lambda x, y: 100.0 + 10.0 * (x < 0)})  # fmt: skip
+    assert grid_arrays(runs[None].layout) is not None
+    assert grid_arrays(runs["EPSG:4326"].layout) is None
+    sim = runs["EPSG:4326"]
+    sim.run(20000.0)
+    assert sim.steps > 5 and abs(sim.mass()[0] / sim.mass_initial[0] - 1) < 1e-14
