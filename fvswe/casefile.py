@@ -168,10 +168,11 @@ SCHEMA: tuple[Key, ...] = (
         "(positive down), FIELD:elevation, FIELD:depth or none", '"z:elevation"', active=False),
     Key("mesh", "family", str, "a member of the paper's mesh family: square-4k ... square-2m",
         '"square-4k"', active=False),
-    Key("mesh", "generator", str, "square, structured_square or strip, with its arguments as "
-        "further keys", '"strip"'),
+    Key("mesh", "generator", str, "square, structured_square, strip or lonlat_band (a band of "
+        "the globe in degrees, for output.crs = \"EPSG:4326\"), with its arguments as further "
+        "keys", '"strip"'),
     Key("mesh", "<argument>", NUMBER, "an argument of the generator: square: cells, seed, half; "
-        "structured_square: n, half; strip: nx, ny, x0, x1, width",
+        "structured_square: n, half; strip: nx, ny, x0, x1, width; lonlat_band: nlon, nlat, lat",
         "nx = 100\nny = 2\nx0 = 0.0\nx1 = 100.0"),
     Key("boundary", "<tag>", (str, dict), 'a boundary tag\'s condition: "wall", "open", '
         '"outflow" (free outflow down the bed\'s slope) or a table (keys below); absent '
@@ -931,7 +932,7 @@ def _generator(spec: Mapping[str, Any]) -> tuple[Callable, dict[str, Any]]:
     from .mesh import generate
 
     generators = {"square": generate.square, "structured_square": generate.structured_square,
-                  "strip": generate.strip}  # fmt: skip
+                  "strip": generate.strip, "lonlat_band": generate.lonlat_band}  # fmt: skip
     src, name = spec["source"], spec["generator"]
     if name not in generators:
         raise ConfigError(
