@@ -132,6 +132,8 @@ SCHEMA: tuple[Key, ...] = (
         "(default): an f-plane", "1.6e-11", active=False),
     Key("coriolis", "y0", NUMBER, "the beta-plane's y where f = f0 (m; default 0)", "0.0",
         active=False),
+    Key("coriolis", "sphere", bool, "on a lon/lat mesh (output.crs geographic), alone: f = 2Ω "
+        "sin φ at each cell's latitude (docs/SCHEMES.md §20)", "true", active=False),
     Key("wind", "speed", (*NUMBER, list), "wind speed 10 m up (m/s), on the upper (or only) "
         "layer: a number, or values at `times`", "5.0"),
     Key("wind", "direction", (*NUMBER, list), "where the wind blows from (degrees clockwise "
@@ -166,10 +168,11 @@ SCHEMA: tuple[Key, ...] = (
         "(positive down), FIELD:elevation, FIELD:depth or none", '"z:elevation"', active=False),
     Key("mesh", "family", str, "a member of the paper's mesh family: square-4k ... square-2m",
         '"square-4k"', active=False),
-    Key("mesh", "generator", str, "square, structured_square or strip, with its arguments as "
-        "further keys", '"strip"'),
+    Key("mesh", "generator", str, "square, structured_square, strip or lonlat_band (a band of "
+        "the globe in degrees, for output.crs = \"EPSG:4326\"), with its arguments as further "
+        "keys", '"strip"'),
     Key("mesh", "<argument>", NUMBER, "an argument of the generator: square: cells, seed, half; "
-        "structured_square: n, half; strip: nx, ny, x0, x1, width",
+        "structured_square: n, half; strip: nx, ny, x0, x1, width; lonlat_band: nlon, nlat, lat",
         "nx = 100\nny = 2\nx0 = 0.0\nx1 = 100.0"),
     Key("boundary", "<tag>", (str, dict), 'a boundary tag\'s condition: "wall", "open", '
         '"outflow" (free outflow down the bed\'s slope) or a table (keys below); absent '
@@ -223,8 +226,8 @@ SCHEMA: tuple[Key, ...] = (
     Key("output", "format", str, "field series: xdmf (solution.xdmf + .h5), netcdf "
         "(CF-UGRID solution.nc) or both", '"xdmf"'),
     Key("output", "crs", str, "coordinate reference system of the mesh, EPSG:n or WKT "
-        "(NetCDF grid mapping); a projected one (lon/lat is refused)", '"EPSG:32631"',
-        active=False),
+        "(NetCDF grid mapping); a geographic one (EPSG:4326: lon/lat in degrees) is solved on "
+        "the sphere (docs/SCHEMES.md §20)", '"EPSG:32631"', active=False),
     Key("output", "time_origin", str, "the date model time 0 is written as in NetCDF files, "
         "an ISO date or date-time (default 1970-01-01 00:00:00)", '"2026-01-01 00:00:00"',
         active=False),
@@ -411,7 +414,8 @@ class RunSpec:
         from .simulation import Simulation
 
         H, initial = self.initial_fields(mesh)
-        return Simulation(mesh, H=H, initial=initial, boundary=self.boundary, **self.settings)
+        return Simulation(mesh, H=H, initial=initial, boundary=self.boundary, crs=self.crs,
+                          **self.settings)  # fmt: skip
 
     def initial_fields(self, mesh) -> tuple[Any, dict[str, Any]]:
         """``(H, initial)`` for :class:`Simulation`: expressions evaluated at the barycentres."""
@@ -928,7 +932,7 @@ def _generator(spec: Mapping[str, Any]) -> tuple[Callable, dict[str, Any]]:
     from .mesh import generate
 
     generators = {"square": generate.square, "structured_square": generate.structured_square,
-                  "strip": generate.strip}  # fmt: skip
+                  "strip": generate.strip, "lonlat_band": generate.lonlat_band}  # fmt: skip
     src, name = spec["source"], spec["generator"]
     if name not in generators:
         raise ConfigError(

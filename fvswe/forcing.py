@@ -44,17 +44,27 @@ class Coriolis:
 
     Give ``f`` (``f0``, 1/s) or ``latitude`` (degrees: ``f0 = 2 Ω sin φ``), not both;
     ``beta`` (1/(m s), 0: an f-plane; on Earth ``2 Ω cos φ0 / 6.371e6``) and ``y0`` (m)
-    make it a beta-plane. ``y`` is the mesh's y coordinate, pointing north.
+    make it a beta-plane. ``y`` is the mesh's y coordinate, pointing north. ``sphere=True``
+    alone (a lon/lat mesh solved on the sphere, docs/SCHEMES.md §20): ``f = 2 Ω sin φ`` at
+    each cell's latitude ``y`` (degrees).
     """
 
     f: float | None = None
     latitude: float | None = None
     beta: float = 0.0
     y0: float = 0.0
+    sphere: bool = False
 
     def __post_init__(self) -> None:
+        if self.sphere is not False:
+            if self.sphere is not True or (self.f, self.latitude, self.beta, self.y0) != (
+                None, None, 0.0, 0.0):  # fmt: skip
+                raise ConfigError("coriolis: sphere = true takes no other key (f = 2 Ω sin φ "
+                                  f"per cell), got {self!r}")  # fmt: skip
+            return
         if (self.f is None) == (self.latitude is None):
-            raise ConfigError("coriolis: give either f (1/s) or latitude (degrees)")
+            raise ConfigError("coriolis: give either f (1/s) or latitude (degrees), or "
+                              "sphere = true on a lon/lat mesh")  # fmt: skip
         if self.latitude is not None and not abs(_finite(self.latitude, "coriolis latitude")) <= 90:
             raise ConfigError(f"coriolis latitude: must lie in [-90, 90], got {self.latitude!r}")
         for name in ("f", "beta", "y0"):
@@ -69,8 +79,10 @@ class Coriolis:
         return 2.0 * OMEGA * math.sin(math.radians(float(self.latitude)))
 
     def values(self, y: np.ndarray) -> np.ndarray:
-        """``f`` at the ordinates ``y`` (float64)."""
+        """``f`` at the ordinates ``y`` (float64; latitudes in degrees with ``sphere``)."""
         y = np.asarray(y, dtype=np.float64)
+        if self.sphere:
+            return 2.0 * OMEGA * np.sin(np.radians(y))
         return self.f0 + float(self.beta) * (y - float(self.y0))
 
     @classmethod
@@ -83,7 +95,7 @@ class Coriolis:
                 return cls(**value)
             except TypeError:
                 raise ConfigError(
-                    f"coriolis: unknown key in {value!r} (keys: f, latitude, beta, y0)"
+                    f"coriolis: unknown key in {value!r} (keys: f, latitude, beta, y0, sphere)"
                 ) from None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return cls(f=value)

@@ -71,7 +71,8 @@ def boundary_fingerprint(sim) -> str:
 
 def forcing_fingerprint(sim) -> str:
     """A short hash of the source terms: the friction law and its coefficients per cell, the
-    interfacial coefficients, the Coriolis parameter per cell and the wind table."""
+    interfacial coefficients, the Coriolis parameter per cell, the wind table, the sources,
+    a slide and the sphere's metric of a lon/lat mesh."""
     lay = sim.layout
     arrays = [np.array([lay.friction_kind])]
     for values in (lay.friction_coef, lay.interfacial_coef, lay.coriolis):
@@ -85,6 +86,8 @@ def forcing_fingerprint(sim) -> str:
                    src.layer, src.kind, np.array(src.names, dtype=str)]  # fmt: skip
     if lay.slide is not None:  # (absent: the hash of the runs from before moving beds)
         arrays.append(lay.slide.params)
+    if lay.sphere is not None:  # a lon/lat mesh on the sphere (absent: a planar run's hash)
+        arrays.append(lay.sphere)
     return _digest(*arrays)
 
 

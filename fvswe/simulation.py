@@ -34,6 +34,7 @@ from .maxima import Maxima
 from .maxima import fields as maxima_fields
 from .mesh.orderings import resolve as resolve_order
 from .mesh.periodic import periodic
+from .mesh.sphere import RADIUS, on_sphere
 from .model import Model, thin_layer_threshold
 from .registry import refuse_dry_cells
 from .slide import Slide, bed_at, slide_table
@@ -222,6 +223,32 @@ def _periodic_mesh(mesh, pairs: list, s: Mapping[str, Any]):
     return periodic(mesh, pairs)
 
 
+def _on_sphere(mesh, crs: str | None, radius: float, s: Mapping[str, Any], slide, coriolis):
+    """``(mesh, metric)``: ``mesh`` on the sphere (:func:`fvswe.mesh.sphere.on_sphere`) where
+    ``crs`` is geographic (docs/SCHEMES.md §20), else ``(mesh, None)``. Refused on the sphere,
+    in one line: the linear reconstruction, the implicit method, a slide and a planar
+    Coriolis; a spherical Coriolis on a planar mesh."""
+    from .ugrid import check_crs, is_geographic
+
+    geographic = crs is not None and is_geographic(check_crs(crs, "crs"))
+    if coriolis is not None and coriolis.sphere != geographic:
+        raise ConfigError(f"coriolis: sphere = true needs a lon/lat mesh (crs EPSG:4326), "
+                          f"this one is planar (crs {crs!r})" if coriolis.sphere else
+                          f"coriolis: on a lon/lat mesh (crs {crs!r}) f is 2 Ω sin φ per cell: "
+                          "give sphere = true, not f or latitude")  # fmt: skip
+    if not geographic:
+        return mesh, None
+    for key, plain in (("reconstruction", "constant"), ("method", "explicit")):
+        if s[key] != plain:
+            raise ConfigError(f"{key}: {s[key]!r} is not available on a lon/lat mesh "
+                              f"(crs {crs!r}); use {plain!r}")  # fmt: skip
+    if slide is not None:
+        raise ConfigError(f"slide: not available on a lon/lat mesh (crs {crs!r})")
+    if not (isinstance(radius, (int, float)) and math.isfinite(radius) and radius > 0):
+        raise ConfigError(f"radius: expected a positive number of metres, got {radius!r}")
+    return on_sphere(mesh, float(radius))
+
+
 def _agreed(callback: Callable, comm) -> Callable:
     """``callback`` on every rank, then the first rank's exception (Ctrl-C, a failed write)
     raised on all of them, so the ranks stop at the same chunk and can checkpoint together."""
@@ -281,6 +308,12 @@ class Simulation:
     maximum-value and arrival-time maps per cell, updated every step (docs/SCHEMES.md §18):
     :meth:`maxima`.
 
+    ``crs`` names the coordinate reference system of the mesh's coordinates (EPSG:n or
+    WKT): a geographic one (EPSG:4326, ...) means longitude/latitude in degrees, solved on a
+    sphere of ``radius`` metres (docs/SCHEMES.md §20): velocities east and north,
+    ``coriolis`` then ``Coriolis(sphere=True)`` (f = 2 Ω sin φ per cell); not with the
+    linear reconstruction, the implicit method or a slide. A projected one changes nothing.
+
     ``eps_h`` is the thin-layer threshold (docs/SCHEMES.md §8); by default
     :func:`fvswe.model.thin_layer_threshold` of the largest initial total depth.
 
@@ -333,6 +366,8 @@ class Simulation:
         sources: Sequence[Source | Rain] | None = None,
         slide: Slide | None = None,
         maxima: Maxima | None = None,
+        crs: str | None = None,
+        radius: float = RADIUS,
         allow_mass_error: bool = False,
         comm=None,
         backend_options: Mapping[str, Any] | None = None,
@@ -376,11 +411,14 @@ class Simulation:
             bottom = None if bottom is None else bottom[perm]
             interfacial = None if interfacial is None else interfacial[perm]
         clock.mark("reorder")
+        self.coriolis = Coriolis.of(coriolis)
+        #: The CRS of the mesh's coordinates; a geographic one puts the mesh on the sphere.
+        self.crs = crs
+        mesh, sphere = _on_sphere(mesh, crs, radius, s, slide, self.coriolis)
         edge_bc = edge_conditions(mesh, boundary)
         levels = level_tables(mesh, boundary, layers, Hc)
         self.friction = friction
         self.interfacial_friction = interfacial_friction
-        self.coriolis = Coriolis.of(coriolis)
         f = None if self.coriolis is None else self.coriolis.values(mesh.centroid[:, 1])
         wind_table = _wind(wind)
         self.mesh = mesh
@@ -392,6 +430,7 @@ class Simulation:
             sources=source_tables(mesh, sources, layers),
             slide=slide_table(slide, mesh.centroid, Hc),
             maxima=None if maxima is None else Maxima.of(maxima).arrival_threshold,
+            sphere=sphere,
         )  # fmt: skip
         clock.mark("layout")
         self.comm = comm if distributed else None

@@ -139,12 +139,15 @@ def check_crs(crs: str, where: str) -> str:
 # Geographic (degree) CRSs recognised without pyproj: WGS 84, ETRS89, NAD83, GDA94/2020,
 # JGD2000, SIRGAS 2000, CGCS2000, NAD83(2011), ED50 and WGS 84 3D.
 GEOGRAPHIC_EPSG = {4326, 4258, 4269, 4283, 7844, 4612, 4674, 4490, 6318, 4230, 4979}
+#: CF's standard name and units of the x and y coordinates of a geographic CRS.
+GEOGRAPHIC_AXES = {"x": ("longitude", "degrees_east"), "y": ("latitude", "degrees_north")}
 GEOGRAPHIC_WKT = re.compile(r"\s*(GEOGCS|GEOGCRS|GEOGRAPHICCRS)\s*\[", re.IGNORECASE)
 
 
-def refuse_geographic(crs: str, where: str) -> None:
-    """A one-line ConfigError if ``crs`` is geographic (longitude/latitude in degrees): the
-    solver reads mesh coordinates as metres, so a lon/lat mesh would run as a tiny plane."""
+def is_geographic(crs: str) -> bool:
+    """Whether ``crs`` (checked by :func:`check_crs`) is geographic, longitude/latitude in
+    degrees: a known EPSG code or WKT keyword, or pyproj's verdict where installed. Such a
+    mesh is solved on the sphere (:mod:`fvswe.mesh.sphere`)."""
     text = crs.strip()
     epsg = re.fullmatch(r"EPSG:(\d+)", text, re.IGNORECASE)
     geographic = bool(GEOGRAPHIC_WKT.match(text)) or bool(
@@ -156,10 +159,7 @@ def refuse_geographic(crs: str, where: str) -> None:
         geographic = geographic or pyproj.CRS.from_user_input(text).is_geographic
     except ImportError:
         pass
-    if geographic:
-        raise ConfigError(f"{where}: {text!r} is a geographic (longitude/latitude) CRS; fvswe "
-                          "solves on planar meshes in metres only: project the mesh first "
-                          "(e.g. to its UTM zone)")  # fmt: skip
+    return geographic
 
 
 def _balanced(wkt: str) -> bool:
@@ -224,9 +224,14 @@ def mesh_variables(ds, mesh, crs: str | None) -> dict[str, str]:
         "face_y": ("face", mesh.centroid[o, 1], "y", "face barycentre"),
     }
     extra = {"grid_mapping": grid_mapping} if grid_mapping else {}
+    geographic = bool(crs) and is_geographic(crs)  # lon/lat in degrees (on the sphere)
     for name, (dim, values, axis, what) in coords.items():
         var = ds.createVariable(name, "f8", (dim,))
-        set_attrs(var, f"projection_{axis}_coordinate", f"{axis} of {what}", "m", **extra)
+        if geographic:
+            standard, units = GEOGRAPHIC_AXES[axis]
+            set_attrs(var, standard, f"{standard} of {what}", units, **extra)
+        else:
+            set_attrs(var, f"projection_{axis}_coordinate", f"{axis} of {what}", "m", **extra)
         var[:] = values
     area = ds.createVariable("face_area", "f8", ("face",))
     set_attrs(area, "cell_area", "face area", "m2", mesh="mesh", location="face")

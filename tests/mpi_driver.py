@@ -5,8 +5,10 @@
 "dt_mode", "restart_at", "section"}`` (from "scheme" on optional; backend "cpu" by default;
 with "restart_at", the run is continued from a checkpoint written at that time; with
 "section" (a list of points), a section's volume is counted; the cases ``slope-surge``
-and ``pulled-apart`` are tests/test_vanishing.py's, on ``nx`` x 2 triangles, and
-``periodic-strip`` tests/test_periodic.py's dam break on ``nx`` x 4 triangles); OUT.npz
+and ``pulled-apart`` are tests/test_vanishing.py's, on ``nx`` x 2 triangles,
+``periodic-strip`` tests/test_periodic.py's dam break on ``nx`` x 4 triangles and
+``sphere-band`` tests/test_sphere.py's Williamson test 2 on ``3 nx x nx`` rectangles of a
+lon/lat band, ``layers`` 1 or 2); OUT.npz
 gets, per run, ``NAME.state`` (the global state in the original cell order), ``NAME.mass``,
 ``NAME.steps``, ``NAME.counters`` (sorted by name), ``NAME.inflow`` (the counter
 ``level_inflow``), ``NAME.limited`` (the positivity limiter's counter) and ``NAME.sections``
@@ -66,7 +68,9 @@ TIDE = {"case": "cgrid-tide", "nx": 12, "t_end": 1800.0, "backend": "gpu", "sect
 #: the parts' borders ("limits": it must limit, and the ranks without the exchange of theta
 #: must differ) in each variant; the linear reconstruction (SSP-RK2) on gather and edge, and
 #: with the limiter acting on slot; the dam break on a strip periodic across (edge: the
-#: joined edges among the halo edges), and under the linear reconstruction on slot.
+#: joined edges among the halo edges), and under the linear reconstruction on slot;
+#: Williamson's test 2 on a lon/lat band round the globe (the sphere's metric per cell), one
+#: layer on edge, two on slot.
 GPU_RUNS = [
     *({"name": f"test1-{scheme}-{dtype}", "case": "test1", "scheme": scheme, "dtype": dtype,
        "t_end": 0.02, "backend": "gpu"}
@@ -98,6 +102,9 @@ GPU_RUNS = [
      "variant": "edge", "backend": "gpu"},
     {"name": "periodic-strip-linear-slot", "case": "periodic-strip", "nx": 24, "t_end": 1.0,
      "variant": "slot", "integrator": "ssp-rk2", "reconstruction": "linear", "backend": "gpu"},
+    *({"name": f"sphere-band-{layers}-{variant}", "case": "sphere-band", "nx": 12,
+       "layers": layers, "t_end": 7200.0, "variant": variant, "backend": "gpu"}
+      for layers, variant in ((1, "edge"), (2, "slot"))),
 ]  # fmt: skip
 #: The GPU runs restarted across rank counts: test1, and the tide (its inflow counters).
 GPU_RESTARTS = [run for run in GPU_RUNS if run["name"] in ("test1-roe-float64", "tide-float64")]
@@ -135,6 +142,11 @@ def simulation(spec: dict, comm=None):
         from test_periodic import periodic_strip_simulation
 
         return periodic_strip_simulation(spec["nx"], **backend_options(spec, comm))
+    if spec["case"] == "sphere-band":
+        from test_sphere import williamson2
+
+        return williamson2(spec["nx"], spec.get("layers", 1), scheme=spec.get("scheme", "roe"),
+                           **backend_options(spec, comm))  # fmt: skip
     if spec["case"] == "rain-basin":
         from test_sources import rain_basin_simulation
 

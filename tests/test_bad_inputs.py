@@ -160,8 +160,9 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
                                "case.toml: output.time_origin: expected an ISO date"),
     "crs key not WKT": (SQUARE + '[output]\ncrs = \'PROJCRS["x", CS[]\'\n', [],
                         "case.toml: output.crs: expected EPSG:<code>"),
-    "crs key geographic WKT": (SQUARE + '[output]\ncrs = \'GEOGCRS["WGS 84", CS[e, 2]]\'\n',
-                               [], "case.toml: output.crs: 'GEOGCRS"),
+    "lon/lat mesh with a planar coriolis": (
+        SQUARE + '[coriolis]\nlatitude = 45\n[output]\ncrs = \'GEOGCRS["WGS 84", CS[e, 2]]\'\n',
+        [], "coriolis: on a lon/lat mesh (crs 'GEOGCRS"),
     "probe interval a string": (SQUARE + '[output]\nprobe_every = "often"\n', [],
                                 "'output.probe_every'"),
     # -- flags
@@ -174,8 +175,10 @@ CORPUS: dict[str, tuple[str | None, list[str], str]] = {
     "crs flag not an EPSG code": (None, ["--crs", "EPSG:banana"],
                                   "--crs: expected EPSG:<code> (e.g. EPSG:32631) or WKT, got "
                                   "'EPSG:banana'"),
-    "crs flag geographic": (None, ["--crs", "EPSG:4326"],
-                            "--crs: 'EPSG:4326' is a geographic (longitude/latitude) CRS"),
+    "crs flag geographic with linear": (None, ["--crs", "EPSG:4326", "--reconstruction",
+                                               "linear"],
+                                        "reconstruction: 'linear' is not available on a lon/lat "
+                                        "mesh (crs 'EPSG:4326')"),
     "probe interval negative": (None, ["--gauge", "0,0", "--probe-every", "-1"],
                                 "--probe-every: must be positive"),
     "probe interval too fine for memory": (None, ["--gauge", "0,0", "--probe-every", "1e-12"],

@@ -23,7 +23,8 @@ HOST = {"backend": "host-gpu"}
 #: moving bed (the bed computed by every rank for its halo cells too) and the linear
 #: reconstruction (the variables' ranges reduced over the ranks, the halo cells' face states
 #: from their owners; with the limiter acting and cells fallen back to first order), also on
-#: a strip periodic across (the joined cells' weights see the translation).
+#: a strip periodic across (the joined cells' weights see the translation); two layers on a
+#: lon/lat band on the sphere (FVSWE_SPHERE modules, the metric per part).
 RUNS = [
     *({"name": f"pulled-apart-{v}", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
        "variant": v, "section": PULLED_SECTION, **HOST} for v in ("slot", "gather", "edge")),
@@ -43,6 +44,8 @@ RUNS = [
      "variant": "edge", "integrator": "ssp-rk2", "reconstruction": "linear", **HOST},
     {"name": "periodic-strip-linear-edge", "case": "periodic-strip", "nx": 24, "t_end": 0.5,
      "variant": "edge", "integrator": "ssp-rk2", "reconstruction": "linear", **HOST},
+    {"name": "sphere-band-edge", "case": "sphere-band", "nx": 6, "layers": 2, "t_end": 21600.0,
+     "variant": "edge", **HOST},
     {"name": "unexchanged", "case": "pulled-apart", "nx": 100, "t_end": 0.5, "variant": "gather",
      "no_theta_exchange": True, "allow_mass_error": True, **HOST},
 ]  # fmt: skip

@@ -62,7 +62,9 @@ from mpi_driver import GPU_RESTARTS, GPU_RUNS, blowup_message, run_case  # noqa:
 #: a compensated float32 tide (docs/SCHEMES.md §2.7: the remainders gathered into the
 #: checkpoint and scattered again) with SSP-RK3, restarted half-way; a dam break on a strip
 #: periodic across (tests/test_periodic.py: the partition and halos see the joined edges),
-#: also under the linear reconstruction (the joined cells' weights see the translation).
+#: also under the linear reconstruction (the joined cells' weights see the translation);
+#: Williamson's test 2 on a lon/lat band round the globe, one and two layers
+#: (tests/test_sphere.py: the sphere's metric per cell sliced to each part).
 RUNS = [
     *({"name": f"{case}-{scheme}", "case": case, "scheme": scheme, "t_end": 0.02}
       for case in ("test1", "test2") for scheme in registry.names(2)),
@@ -100,6 +102,8 @@ RUNS = [
     {"name": "periodic-strip", "case": "periodic-strip", "nx": 24, "t_end": 2.0},
     {"name": "periodic-strip-linear", "case": "periodic-strip", "nx": 24, "t_end": 1.0,
      "integrator": "ssp-rk2", "reconstruction": "linear"},
+    *({"name": f"sphere-band-{layers}", "case": "sphere-band", "nx": 6, "layers": layers,
+       "t_end": 21600.0} for layers in (1, 2)),
 ]  # fmt: skip
 
 

@@ -19,7 +19,7 @@ from fvswe.ugrid import (
     NetCDFSeries,
     check_crs,
     check_time_origin,
-    refuse_geographic,
+    is_geographic,
 )
 
 xr = pytest.importorskip("xarray", reason="the netcdf extra: pip install 'fvswe[netcdf]'")
@@ -233,19 +233,18 @@ def fake_error():
     raise ValueError("unknown code")
 
 
-def test_geographic_crs_is_refused_and_projected_passes(monkeypatch):
+def test_geographic_crs_is_recognised_and_projected_not(monkeypatch):
     """Issue 32: a lon/lat mesh ran its degrees as metres; a geographic CRS (EPSG code, WKT
-    keyword, or pyproj's verdict where installed) is refused in one line, a projected one not."""
+    keyword, or pyproj's verdict where installed) is recognised (the run is then solved on
+    the sphere, tests/test_sphere.py), a projected one not."""
     for good in ("EPSG:32631", "EPSG:2154", 'PROJCRS["x", CS[]]'):
-        refuse_geographic(good, "k")
+        assert not is_geographic(good)
     for bad in ("EPSG:4326", " epsg:4258", 'GEOGCRS["WGS 84"]', 'GEOGCS["x"]'):
-        with pytest.raises(ConfigError, match=r"^k: '.*' is a geographic \(longitude/latitude"):
-            refuse_geographic(bad, "k")
+        assert is_geographic(bad)
     fake = types.ModuleType("pyproj")
     fake.CRS = types.SimpleNamespace(
         from_user_input=lambda t: types.SimpleNamespace(is_geographic=t == "EPSG:4167")
     )
     monkeypatch.setitem(sys.modules, "pyproj", fake)
-    refuse_geographic("EPSG:32631", "k")
-    with pytest.raises(ConfigError, match=r"^k: 'EPSG:4167' is a geographic"):
-        refuse_geographic("EPSG:4167", "k")
+    assert not is_geographic("EPSG:32631")
+    assert is_geographic("EPSG:4167")

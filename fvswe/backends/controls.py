@@ -158,6 +158,9 @@ CONTROLS: tuple[Control, ...] = (
     # Coriolis and wind (fvswe/physics/forcing.py, docs/SCHEMES.md §15)
     Control("coriolis_f", "const double*", "the Coriolis parameter f per cell (1/s); null: none",
             lambda s: _per_cell(s.layout.coriolis)),
+    Control("sphere", "const double*", "a lon/lat mesh on the sphere: per cell G_x, G_y, "
+            "tan(phi)/R (fvswe.mesh.sphere, docs/SCHEMES.md §20); null: planar",
+            lambda s: None if s.layout.sphere is None else _per_cell(s.layout.sphere).ravel()),
     Control("wind_times", "const double*", "the wind table (fvswe.forcing.WindTable): times (s)",
             lambda s: _wind(s, "times", None)),
     Control("wind_u", "const double*", "u10 (m/s)", lambda s: _wind(s, "u", None)),

@@ -241,6 +241,9 @@ def physics() -> str:
         forcing.wind_stress,  # forcing, then friction (volume pass)
         forcing.rotation,
         forcing.force_layer,
+        physics.sphere.metric_rates,  # a lon/lat mesh on the sphere (FVSWE_SPHERE modules)
+        physics.sphere.metric_add,
+        physics.sphere.metric_f,
         friction.interfacial,
         friction.bottom,
         rec.variables,  # the linear reconstruction (linear.cuh; FVSWE_LINEAR modules)

@@ -47,6 +47,9 @@ class Layout:
     sources: SourceTables | None = None  # point sources, sinks and rain; None: none
     slide: SlideTable | None = None  # a moving bed over the static H; None: none
     maxima: float | None = None  # maximum and arrival maps' arrival threshold (m); None: none
+    # A lon/lat mesh on the sphere (fvswe.mesh.sphere): per cell (G_x, G_y, tan(phi)/R),
+    # (L, 3) float64; None: planar.
+    sphere: np.ndarray | None = None
     # The linear reconstruction's geometry per slot (docs/SCHEMES.md §19): least-squares
     # gradient weights and the face midpoint's offset from the centroid, (L, k, 2) float64.
     lsq_weight: np.ndarray | None = None
@@ -96,6 +99,7 @@ class Layout:
         sources: SourceTables | None = None,
         slide: SlideTable | None = None,
         maxima: float | None = None,
+        sphere: np.ndarray | None = None,
     ):
         """Cast the mesh's arrays to the run's dtype and index the slots from both sides.
 
@@ -107,7 +111,8 @@ class Layout:
         (:func:`fvswe.sources.source_tables`, mesh order; None: none); ``slide`` a moving
         bed (:func:`fvswe.slide.slide_table`, mesh order; None: the bed ``H`` is static);
         ``maxima`` the arrival threshold of the run's maximum and arrival maps
-        (:class:`fvswe.maxima.Maxima`; None: no maps).
+        (:class:`fvswe.maxima.Maxima`; None: no maps); ``sphere`` the metric of a lon/lat
+        mesh (:func:`fvswe.mesh.sphere.on_sphere`, mesh order; None: planar).
         """
         dtype = np.dtype(dtype)
         L, k = mesh.cells.shape
@@ -136,6 +141,7 @@ class Layout:
             sources=sources,
             slide=slide,
             maxima=None if maxima is None else float(maxima),
+            sphere=_coefficients(sphere),
             **lsq_weights(mesh, cell_edges, cell_side),
         )
 
@@ -174,6 +180,7 @@ class Layout:
             coriolis=None if self.coriolis is None else self.coriolis[cells],
             sources=None if self.sources is None else self.sources.cells(cells),
             slide=None if self.slide is None else self.slide.cells(cells),
+            sphere=_cells(self.sphere, cells),
             lsq_weight=_cells(self.lsq_weight, cells),
             face_offset=_cells(self.face_offset, cells),
             n_owned_cells=part.n_owned,

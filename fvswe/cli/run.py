@@ -458,12 +458,11 @@ def _check_probe_memory(args, spec: casefile.RunSpec, sim, outputs: int) -> None
 
 
 def _check_netcdf_keys(args, spec: casefile.RunSpec) -> None:
-    """The CRS (--crs, output.crs; a planar one) and output.time_origin that solution.nc
-    would hold."""
+    """The CRS (--crs, output.crs; a geographic one puts the mesh on the sphere) and
+    output.time_origin that solution.nc would hold."""
     if spec.crs is not None:
         where = "--crs" if args.crs is not None else f"{spec.source}: output.crs"
         ugrid.check_crs(spec.crs, where)
-        ugrid.refuse_geographic(spec.crs, where)
     if spec.time_origin is not None:
         ugrid.check_time_origin(spec.time_origin, f"{spec.source}: output.time_origin")
 

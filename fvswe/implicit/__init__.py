@@ -32,7 +32,8 @@ __all__ = ["ImplicitOptions", "make_backend"]
 #: A Layout's source terms (and maps) the θ-scheme does not take: (attribute, Simulation input).
 NOT_TAKEN = (("sources", "sources (point sources and rain)"), ("wind", "wind"),
              ("coriolis", "coriolis"), ("slide", "slide (a moving bed)"),
-             ("maxima", "maxima (maximum and arrival maps)"))  # fmt: skip
+             ("maxima", "maxima (maximum and arrival maps)"),
+             ("sphere", "a lon/lat mesh (on the sphere)"))  # fmt: skip
 
 
 def make_backend(layout, device: str, settings: Mapping[str, Any],

@@ -1,4 +1,5 @@
-"""Mesh generators: the paper's unstructured square, a symmetric structured square, a 1-D strip.
+"""Mesh generators: the paper's unstructured square, a symmetric structured square, a 1-D strip,
+a longitude/latitude band of the globe.
 
 ``square`` numbers its triangles as Delaunay (Qhull) emits them: that is the
 "generator's order" whose large bandwidth the renumbering paper starts from.
@@ -123,8 +124,19 @@ def strip(
     _check_count("strip: nx", nx, 1)
     _check_count("strip: ny", ny, 1)
     width = (x1 - x0) / nx * ny if width is None else width
-    x = np.linspace(x0, x1, nx + 1)
-    y = np.linspace(0.0, width, ny + 1)
+    nodes, cells, sides = _rectangles(np.linspace(x0, x1, nx + 1), np.linspace(0.0, width, ny + 1))
+    return Mesh.from_arrays(
+        nodes,
+        cells,
+        boundary_tags={"west": sides["west"], "east": sides["east"]},
+        source=f"<strip {nx}x{ny}>",
+    )
+
+
+def _rectangles(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+    """The nodes and triangles of the rectangles between the abscissae ``x`` and ordinates
+    ``y`` (diagonals in a checkerboard) and the node pairs of their four sides by name."""
+    nx, ny = x.size - 1, y.size - 1
     gx, gy = np.meshgrid(x, y, indexing="ij")
     nodes = np.stack([gx.ravel(), gy.ravel()], axis=1)
     a, b = np.meshgrid(np.arange(nx), np.arange(ny), indexing="ij")
@@ -135,10 +147,21 @@ def strip(
     t1 = np.where(rising[:, None], np.stack([n00, n10, n11], 1), np.stack([n00, n10, n01], 1))
     t2 = np.where(rising[:, None], np.stack([n00, n11, n01], 1), np.stack([n10, n11, n01], 1))
     west = np.stack([np.arange(ny), np.arange(1, ny + 1)], 1)
-    east = west + nx * (ny + 1)
-    return Mesh.from_arrays(
-        nodes,
-        np.concatenate([t1, t2]),
-        boundary_tags={"west": west, "east": east},
-        source=f"<strip {nx}x{ny}>",
-    )
+    south = np.stack([np.arange(nx), np.arange(1, nx + 1)], 1) * (ny + 1)
+    sides = {"west": west, "east": west + nx * (ny + 1), "south": south, "north": south + ny}
+    return nodes, np.concatenate([t1, t2]), sides
+
+
+def lonlat_band(nlon: int, nlat: int, lat: float = 60.0) -> Mesh:
+    """A band of the globe, ``|latitude| <= lat`` degrees, in longitude/latitude (degrees):
+    ``nlon x nlat`` rectangles from -180° to 180° cut into triangles (checkerboard diagonals),
+    for the sphere (crs EPSG:4326, docs/SCHEMES.md §20). Tags ``west`` (-180°) and ``east``
+    (180°), to be joined as a periodic pair round the globe, ``south`` and ``north``."""
+    _check_count("lonlat_band: nlon", nlon, 2)
+    _check_count("lonlat_band: nlat", nlat, 1)
+    if not (isinstance(lat, (int, float)) and 0 < lat < 90):
+        raise ConfigError(f"lonlat_band: lat must lie in (0, 90) degrees, got {lat!r}")
+    x, y = np.linspace(-180.0, 180.0, nlon + 1), np.linspace(-lat, lat, nlat + 1)
+    nodes, cells, sides = _rectangles(x, y)
+    return Mesh.from_arrays(nodes, cells, boundary_tags=sides,
+                            source=f"<lonlat_band {nlon}x{nlat} ±{lat:g}°>")  # fmt: skip

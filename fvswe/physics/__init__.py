@@ -22,6 +22,7 @@ from . import (  # noqa: F401
     roe,
     slide,
     sources,
+    sphere,
     update,
     wetdry,
 )

@@ -32,6 +32,7 @@ from ...physics import friction, limiter, reconstruction
 from ...physics.common import jit_inline
 from ...physics.forcing import force_layer, rotation, wind_stress
 from ...physics.sources import fed, segment_integral
+from ...physics.sphere import metric_add, metric_f, metric_rates
 from ...physics.update import (
     combine,
     compensated,
@@ -554,16 +555,35 @@ def _friction(W, i, ctrl, dt):
 @jit_inline
 def _force(Wn, i, ctrl, dt, ax, ay):
     """Wind ``(ax, ay)`` on the upper (or only) layer where wet, then every layer rotated by
-    cell i's Coriolis parameter (docs/SCHEMES.md §15)."""
-    cs, sn = 1.0, 0.0
+    cell i's Coriolis parameter (docs/SCHEMES.md §15), on the sphere plus the layer's metric
+    ``u tan(phi) / R`` (§20)."""
+    cs, sn, f = 1.0, 0.0, 0.0
     if ctrl.coriolis_f.shape[0] > 0:
-        cs, sn = rotation(ctrl.coriolis_f[i], dt)
+        f = ctrl.coriolis_f[i]
+        cs, sn = rotation(f, dt)
     for v in range(0, Wn.shape[1], 3):
+        if ctrl.sphere.shape[0] > 0:
+            rate = metric_f(f, float(Wn[i, v]), float(Wn[i, v + 1]), ctrl.sphere[3 * i + 2],
+                            float(ctrl.eps_h))  # fmt: skip
+            cs, sn = rotation(rate, dt)
         upper = ctrl.n_wind != 0 and v == 0  # the wind drives layer 1
         qx, qy = force_layer(Wn[i, v], Wn[i, v + 1], Wn[i, v + 2], cs, sn, ax, ay, dt,
                              ctrl.eps_h, upper)  # fmt: skip
         Wn[i, v + 1] = qx
         Wn[i, v + 2] = qy
+
+
+@jit_inline
+def _metric(W, Wn, i, ctrl, dt):
+    """Cell i on the sphere (docs/SCHEMES.md §20): ``Wn[i] += dt (-F_adv(W[i]) . G_i)`` per
+    layer, the rates of the old state ``W[i]`` (:func:`fvswe.physics.sphere.metric_rates`)."""
+    gx, gy = ctrl.sphere[3 * i], ctrl.sphere[3 * i + 1]
+    for v in range(0, W.shape[1], 3):
+        r = metric_rates(float(W[i, v]), float(W[i, v + 1]), float(W[i, v + 2]), gx, gy,
+                         float(ctrl.eps_h))  # fmt: skip
+        Wn[i, v] = metric_add(float(Wn[i, v]), dt, r[0])
+        Wn[i, v + 1] = metric_add(float(Wn[i, v + 1]), dt, r[1])
+        Wn[i, v + 2] = metric_add(float(Wn[i, v + 2]), dt, r[2])
 
 
 def _increment(W, Wn, C, Cn, i, v, rdt, total):
@@ -658,6 +678,8 @@ def _update_cell(W, Wn, rests, i, mesh, ctrl, acc, stage, eps_u, wind):
         for m in range(1, k):
             total += acc[s0 + m, v]
         _increment(W, Wn, C, Cn, i, v, rdt, total)
+    if ctrl.sphere.shape[0] > 0:
+        _metric(W, Wn, i, ctrl, dt)
     if ctrl.n_sources > 0:
         _feed(Wn, i, ctrl, dt)
     clipped = 0
@@ -675,7 +697,7 @@ def _update_cell(W, Wn, rests, i, mesh, ctrl, acc, stage, eps_u, wind):
             qx, qy = damped(Wn[i, v], Wn[i, v + 1], Wn[i, v + 2], eps_u)
             Wn[i, v + 1] = qx
             Wn[i, v + 2] = qy
-    if ctrl.n_wind != 0 or ctrl.coriolis_f.shape[0] > 0:
+    if ctrl.n_wind != 0 or ctrl.coriolis_f.shape[0] > 0 or ctrl.sphere.shape[0] > 0:
         _force(Wn, i, ctrl, dt, wind[0], wind[1])
     if ctrl.friction != 0 or ctrl.interfacial_coef.shape[0] > 0:
         _friction(Wn, i, ctrl, dt)

@@ -15,6 +15,9 @@
 //   FVSWE_LINEAR  1: the linear reconstruction (docs/SCHEMES.md §19): the edges read the face
 //                 states of faces_pass (linear.cuh) and add the cell-interior terms; 0: first
 //                 order, none of it compiled
+//   FVSWE_SPHERE  1: a lon/lat mesh on the sphere (docs/SCHEMES.md §20): the cell update adds
+//                 the metric rates of ctrl->sphere and the rotation its metric rate; 0: planar,
+//                 none of it compiled
 //
 // Packed state (docs/ARCHITECTURE.md): two layers use two 4-vectors per cell,
 // (h1, q1x, q1y, H) and (h2, q2x, q2y, area); one layer uses (h, qx, qy, H) with
@@ -45,6 +48,9 @@
 #endif
 #ifndef FVSWE_LINEAR
 #define FVSWE_LINEAR 0
+#endif
+#ifndef FVSWE_SPHERE
+#define FVSWE_SPHERE 0
 #endif
 
 // Generated from Python (fvswe/backends/cuda_header.py): the constants and struct Ctrl
@@ -688,16 +694,28 @@ __device__ __forceinline__ fv_tuple2<double, double> wind_at(const Ctrl* c, doub
 
 // The forcing of an updated cell c (mirrors the CPU volume pass): the wind's tau / rho_w at
 // the step's start t on the upper layer where wet, then every layer rotated by its Coriolis
-// parameter (docs/SCHEMES.md §15). In float64.
+// parameter (docs/SCHEMES.md §15), on the sphere plus its metric u tan(phi) / R (§20,
+// FVSWE_SPHERE). In float64.
 __device__ __forceinline__ void apply_forcing(real* w, int c, const Ctrl* ctrl, double t, double dt,
                                               real eps_h)
 {
     fv_tuple2<double, double> a = {0.0, 0.0}, rot = {1.0, 0.0};  // tau / rho_w; (cos, sin)
+    double f = 0.0;
     if (ctrl->n_wind > 0) a = wind_at(ctrl, t);
-    if (ctrl->coriolis_f) rot = forcing::rotation<double>(ctrl->coriolis_f[c], dt);
+    if (ctrl->coriolis_f) {
+        f = ctrl->coriolis_f[c];
+        rot = forcing::rotation<double>(f, dt);
+    }
 #pragma unroll
     for (int l = 0; l < FVSWE_LAYERS; ++l) {
         real* layer = w + 3 * l;
+#if FVSWE_SPHERE
+        if (ctrl->sphere)
+            rot = forcing::rotation<double>(sphere::metric_f<double>(f, double(layer[0]),
+                                                                     double(layer[1]),
+                                                                     ctrl->sphere[3 * c + 2],
+                                                                     double(eps_h)), dt);
+#endif
         const auto q = forcing::force_layer<double>(double(layer[0]), double(layer[1]),
                                                     double(layer[2]), rot.f0, rot.f1, a.f0, a.f1,
                                                     dt, double(eps_h), ctrl->n_wind > 0 && l == 0);
@@ -739,6 +757,24 @@ __device__ __forceinline__ bool limit_mark(Ctrl* ctrl, int c, const real* w, rea
     ctrl->lim_cells[atomicAdd(&ctrl->candidates, 1)] = c;
     return true;
 }
+
+#if FVSWE_SPHERE
+// The metric rates -F_adv(W_c) . G_c of cell c's old state w, per component (docs/SCHEMES.md §20;
+// mirrors the CPU's _metric), in double.
+__device__ __forceinline__ void sphere_rates(const real* w, int c, const Ctrl* ctrl, real eps_h,
+                                             double* rates)
+{
+    const double gx = ctrl->sphere[3 * c], gy = ctrl->sphere[3 * c + 1];
+#pragma unroll
+    for (int l = 0; l < FVSWE_LAYERS; ++l) {
+        const auto r = sphere::metric_rates<double>(double(w[3 * l]), double(w[3 * l + 1]),
+                                                    double(w[3 * l + 2]), gx, gy, double(eps_h));
+        rates[3 * l] = r.f0;
+        rates[3 * l + 1] = r.f1;
+        rates[3 * l + 2] = r.f2;
+    }
+}
+#endif
 
 #ifndef FVSWE_SOURCES
 #error "FVSWE_SOURCES (0 or 1) comes from fvswe.backends.gpu.compile_options"
@@ -793,6 +829,10 @@ __device__ __forceinline__ void update_cell(const real4* Win, real4* Wout, int c
     load_rest(Win, ctrl, c, rest);
     const double rdt64 = update::rate<double>(dt, double(A));  // as the CPU: dt/|V| in float64
 #endif
+#if FVSWE_SPHERE
+    double metric[NVAR];  // the old state's metric rates (docs/SCHEMES.md §20; the CPU's _metric)
+    if (ctrl->sphere) sphere_rates(w, c, ctrl, eps_h, metric);
+#endif
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) {
 #if FVSWE_COMPENSATED
@@ -806,6 +846,13 @@ __device__ __forceinline__ void update_cell(const real4* Win, real4* Wout, int c
 #endif
         w[m] = update::increment<real>(w[m], rdt, acc[m]);
     }
+#if FVSWE_SPHERE
+    if (ctrl->sphere) {
+#pragma unroll
+        for (int m = 0; m < NVAR; ++m)
+            w[m] = real(sphere::metric_add<double>(double(w[m]), dt, metric[m]));
+    }
+#endif
 #if FVSWE_SOURCES
     if (ctrl->n_sources) feed(w, c, ctrl, dt);
 #endif
@@ -827,7 +874,12 @@ __device__ __forceinline__ void update_cell(const real4* Win, real4* Wout, int c
             layer[2] = q.f1;
         }
     }
-    if (ctrl->n_wind > 0 || ctrl->coriolis_f)
+#if FVSWE_SPHERE
+    const bool sphere = ctrl->sphere != nullptr;
+#else
+    const bool sphere = false;
+#endif
+    if (ctrl->n_wind > 0 || ctrl->coriolis_f || sphere)
         apply_forcing(w, c, ctrl, pass_time(ctrl, op), dt, eps_h);
     if (ctrl->friction || ctrl->interfacial_coef) apply_friction(w, ctrl, c, dt);
     store_cell(Wout, c, w, H, A);

@@ -106,7 +106,7 @@ class GpuBackend(DeviceState):
                              slide=layout.slide is not None, maxima=layout.maxima is not None,
                              kinds=registry.kinds_mask(layout.edge_bc),
                              entropy_fix=entropy_fix, compensated=self.compensated,
-                             linear=self.linear)  # fmt: skip
+                             linear=self.linear, sphere=layout.sphere is not None)  # fmt: skip
         self._cut = np.zeros(0, dtype=np.int64)
         clock = SetupClock()
         self._load_module()

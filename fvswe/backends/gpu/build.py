@@ -88,6 +88,7 @@ def compile_options(
     entropy_fix: bool = True,
     compensated: bool = False,
     linear: bool = False,
+    sphere: bool = False,
 ) -> tuple[str, ...]:
     """NVRTC options of one module; float64 is compiled without FMA so it matches NumPy.
     ``cells``: the cells a thread block owns in the ``block`` variant (default ``block``),
@@ -110,6 +111,8 @@ def compile_options(
     float64 modules never have them); ``linear``: the linear reconstruction
     (``FVSWE_LINEAR``, docs/SCHEMES.md §19: the module has ``troubled_pass`` and
     ``faces_pass`` and its edges read face states; a first-order module's options and code
+    are those without it); ``sphere``: a lon/lat mesh on the sphere (``FVSWE_SPHERE``,
+    docs/SCHEMES.md §20: the cell update's metric terms; a planar module's options and code
     are those without it)."""
     sid = registry.kernel_id(scheme, layers, entropy_fix)
     if variant not in (*VARIANTS, GRID_VARIANT):
@@ -145,6 +148,7 @@ def compile_options(
         + (FAST_MATH if fast_math else ())
         + (("-DFVSWE_COMPENSATED=1",) if compensated and not double else ())
         + (("-DFVSWE_LINEAR=1",) if linear else ())
+        + (("-DFVSWE_SPHERE=1",) if sphere else ())
     )
 
 

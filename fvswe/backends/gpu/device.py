@@ -118,10 +118,10 @@ def grid_arrays(lay: Layout) -> GridArrays | None:
     cell order: every slot's neighbour and side, normal and length checked), else None.
 
     The run then keeps the grid's order: a Simulation renumbering its cells (``order``)
-    gets None here, and the other variants."""
+    gets None here, and the other variants; so does a lon/lat mesh on the sphere."""
     L = lay.n_cells
-    if lay.k != 4 or L == 0 or lay.n_owned_cells is not None:
-        return None
+    if lay.k != 4 or L == 0 or lay.n_owned_cells is not None or lay.sphere is not None:
+        return None  # (a lon/lat mesh on the sphere: the other variants, docs/SCHEMES.md §20)
     code = slot_codes(lay).reshape(L, 4)
     nx = int(code[0, 2] >> 1) if code[0, 2] >= 0 else L  # cell 0's north neighbour: nx
     if not 0 < nx <= L or L % nx:
