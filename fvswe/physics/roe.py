@@ -118,13 +118,13 @@ def entropy_fix2(Dm, lam, near, L1, L2, r, g, fix):
         return Dm, 0.0
     ci = eig4(L1.uni, L2.uni, g * L1.hi, g * L2.hi, r)
     cj = eig4(L1.unj, L2.unj, g * L1.hj, g * L2.hj, r)
-    real = ci[4] >= 0.0 and cj[4] >= 0.0
+    paired = ci[4] >= 0.0 and cj[4] >= 0.0
     joint = (lam[2] - lam[1]) < PAIR_GAP * (lam[3] - lam[0])
     du = (L1.dh, L1.dqn, L2.dh, L2.dqn)
     d0, d1, d2, d3 = Dm
     speed = 0.0
     for m in range(4):
-        if (m == 1 or m == 2) and (joint or not real):
+        if (m == 1 or m == 2) and (joint or not paired):
             continue
         w, s = harten_hyman(lam[m], ci[m], cj[m])
         if w != 0.0:
@@ -135,7 +135,7 @@ def entropy_fix2(Dm, lam, near, L1, L2, r, g, fix):
             d2 += t2
             d3 += t3
             speed = max(speed, s)
-    if joint and real:
+    if joint and paired:
         return pair_fix((d0, d1, d2, d3), speed, lam, near, ci, cj, du, L1, L2, r)
     return (d0, d1, d2, d3), speed
 
