@@ -207,7 +207,7 @@ def critical_shear(h1, h2, r, shift=0.0):
     velocities ``shift +/- shear/2``: bisection on the sign of EIG4's discriminant."""
     c1, c2 = G * h1, G * h2
     lo, hi = np.zeros(len(h1)), np.full(len(h1), 3.0 * np.sqrt((1 - r) * (c1 + c2)))
-    for _ in range(200):
+    for _ in range(80):  # past ~60 steps lo, hi are adjacent floats: a fixed point
         mid = 0.5 * (lo + hi)
         real = common.eig4(shift + mid / 2, shift - mid / 2, c1, c2, r)[4] >= 0
         lo, hi = np.where(real, mid, lo), np.where(real, hi, mid)
