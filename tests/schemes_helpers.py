@@ -207,7 +207,7 @@ def critical_shear(h1, h2, r, shift=0.0):
     velocities ``shift +/- shear/2``: bisection on the sign of EIG4's discriminant."""
     c1, c2 = G * h1, G * h2
     lo, hi = np.zeros(len(h1)), np.full(len(h1), 3.0 * np.sqrt((1 - r) * (c1 + c2)))
-    for _ in range(200):
+    for _ in range(80):  # past ~60 steps lo, hi are adjacent floats: a fixed point
         mid = 0.5 * (lo + hi)
         real = common.eig4(shift + mid / 2, shift - mid / 2, c1, c2, r)[4] >= 0
         lo, hi = np.where(real, mid, lo), np.where(real, hi, mid)
@@ -261,6 +261,86 @@ def gap_sweep_edges(r, side, steps=range(0, 17, 2), E=4):
     n = unit_normals(rng, len(du))
     Wi, Wj = sheared_edges(h1, h2, shift + du / 2, shift - du / 2, n)
     return Wi, Wj, rng.uniform(4.0, 6.0, len(du)), rng.uniform(4.0, 6.0, len(du)), n
+
+
+def close_pair_edges(seed, r, E=3000, bed=0.0):
+    """Two-layer edges whose internal pair nearly coincides and is transonic (docs/SCHEMES.md
+    §3.6, "The internal pair"), ``E`` tried of each construction: ``near_critical(cells)``
+    puts each cell at its own critical shear reduced by ``1 - 10^-k`` (k uniform in [0.5,
+    17]), ``near_critical(roe)`` the Roe state, its cells apart by a jump that keeps the Roe
+    averages. Depths 0.5 to 3 m, the cells up to 30 % apart in depth and 0.3 external speeds
+    in velocity; a common velocity then puts 0 between the cells' ``lambda2`` (a third of the
+    edges), their ``lambda3`` (a third: one wave of the pair transonic, the other maybe not)
+    or at the pair's mean. Kept where the cells' and the Roe state's pairs are real: relative
+    gaps from the float64 floor to about 0.1. The bed jumps by ``bed`` times the cells'
+    relative difference. Returns ``Wi, Wj, Hi, Hj, normal``."""
+    rng = np.random.default_rng(seed)
+    parts = [near_critical(rng, r, E, bed, roe) for roe in (False, True)]
+    return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
+
+
+def near_critical(rng, r, E, bed, roe):
+    """The two constructions of :func:`close_pair_edges`."""
+    rho = 10.0 ** rng.uniform(-4.0, -0.5, E)
+    h = rng.uniform(0.5, 3.0, (2, E))
+    if roe:
+        shear = critical_shear(h[0], h[1], r) * (1.0 - 10.0 ** rng.uniform(-17.0, -0.5, E))
+        U = np.empty((2, E, 4))
+        for k, (hk, uk) in enumerate(((h[0], shear / 2), (h[1], -shear / 2))):
+            hi = hk * (1.0 + rho * rng.normal(0.0, 1.0, E))
+            ui = uk + rho * rng.normal(0.0, 1.0, E) * np.sqrt(G * (h[0] + h[1]))
+            U[:, :, 2 * k] = hi, 2.0 * hk - hi  # Roe's hbar = hk
+            U[:, :, 2 * k + 1] = ui, uk - (ui - uk) * np.sqrt(hi / (2.0 * hk - hi))  # ubar = uk
+    else:
+        U = np.empty((2, E, 4))
+        for c in range(2):
+            h1, h2 = h * (1.0 + rho * rng.uniform(-0.5, 0.5, (2, E)))
+            shear = critical_shear(h1, h2, r) * (1.0 - 10.0 ** rng.uniform(-17.0, -0.5, E))
+            mean = rho * rng.uniform(-0.5, 0.5, E) * np.sqrt(G * (h1 + h2))
+            U[c] = np.stack((h1, mean + shear / 2, h2, mean - shear / 2), 1)
+    cells = [common.eig4(V[:, 1], V[:, 3], G * V[:, 0], G * V[:, 2], r) for V in U]
+    mode = rng.integers(0, 3, E)
+    a = np.where(mode == 0, cells[0][1], cells[0][2])
+    b = np.where(mode == 0, cells[1][1], cells[1][2])
+    zero = np.minimum(a, b) + rng.uniform(0.0, 1.0, E) * np.abs(b - a)
+    mean = 0.25 * (cells[0][1] + cells[0][2] + cells[1][1] + cells[1][2])
+    zero = np.where(mode == 2, mean, zero)
+    swap = (a > b)[:, None]
+    U = np.stack((np.where(swap, U[1], U[0]), np.where(swap, U[0], U[1])))
+    U[:, :, 1] -= zero
+    U[:, :, 3] -= zero
+    n = unit_normals(rng, E)
+    Wi, Wj = (np.concatenate([np.stack((V[:, k], V[:, k] * V[:, k + 1] * n[:, 0],
+                                        V[:, k] * V[:, k + 1] * n[:, 1]), 1)
+                              for k in (0, 2)], 1) for V in U)  # fmt: skip
+    Hi = np.full(E, 5.0)
+    Hj = Hi + bed * rho * rng.normal(0.0, 1.0, E)
+    L1, L2, _ = common.edge2(Wi, Wj, Hi, Hj, n[:, 0], n[:, 1], G, 5e-3)
+    keep = (common.eig4(L1.u, L2.u, L1.c2, L2.c2, r)[4] >= 0) & (cells[0][4] >= 0)
+    keep &= (cells[1][4] >= 0) & (U[:, :, ::2].min(axis=(0, 2)) > 0.1)
+    return Wi[keep], Wj[keep], Hi[keep], Hj[keep], n[keep]
+
+
+def fluctuation_ratio(Fm, edges, g=G, r=0.5):
+    """``|D-|_s / max(|v|_s, |s DU|_s)`` per edge (docs/SCHEMES.md §3.6, "The internal
+    pair"): ``D-`` the normal part of ``F-``, ``s = max(|lambda1|, |lambda4|)`` of the
+    normal Roe matrix (numpy.linalg.eigvals), ``|x|_s = max(|x0|, |x1|/s, |x2|, |x3|/s)``; and the
+    relative internal gap ``(lambda3 - lambda2)/(lambda4 - lambda1)``."""
+    Wi, Wj, Hi, Hj, n = edges
+    roe = [roe_average(Wi, Wj, k) for k in (0, 3)]
+    u = [np.einsum("ed,ed->e", ub, n) for _, ub in roe]
+    A = normal_matrix4(u[0], u[1], g * roe[0][0], g * roe[1][0], r)
+    lam = np.sort(np.linalg.eigvals(A).real, axis=1)
+    s = np.maximum(np.abs(lam[:, 0]), np.abs(lam[:, 3]))[:, None]
+    unit = np.array([1.0, 0.0, 1.0, 0.0]) + np.array([0.0, 1.0, 0.0, 1.0]) / s
+
+    def size(x):
+        return np.abs(x * unit).max(axis=1)
+
+    v = rotated_normal(total_fluctuation(Wi, Wj, Hi, Hj, n, g, r), n)
+    du = rotated_normal(Wj, n) - rotated_normal(Wi, n)
+    ratio = size(rotated_normal(Fm, n)) / np.maximum(size(v), size(s * du))
+    return ratio, (lam[:, 2] - lam[:, 1]) / (lam[:, 3] - lam[:, 0])
 
 
 def rotated_normal(W, normal):

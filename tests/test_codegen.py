@@ -52,6 +52,7 @@ def branch_edges(layers: int):
     parts = [h.transonic_edges(8, R, layers)]
     if layers == 2:
         parts += [h.gap_sweep_edges(R, side) for side in (-1, 0, 1)]
+        parts.append(h.close_pair_edges(5, R, 300))  # the pair's one weight (§3.6)
     return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
 
 

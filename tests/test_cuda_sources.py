@@ -357,7 +357,8 @@ def test_device_flux_matches_reference_on_host(scheme, layers):
 @pytest.mark.parametrize("scheme", ["roe", "ir-roe"])
 def test_device_roe_at_the_edges_on_host(scheme, layers):
     """Roe and IR-Roe where the internal pair nearly coincides (both signs, gaps to the
-    float64 floor) and on transonic waves (entropy fix, §3.6): bitwise the NumPy result."""
+    float64 floor), on transonic waves (entropy fix, §3.6) and on close transonic internal
+    pairs (the pair's one weight): bitwise the NumPy result."""
     import schemes_helpers as h
 
     from fvswe.schemes import get_flux
@@ -366,6 +367,7 @@ def test_device_roe_at_the_edges_on_host(scheme, layers):
     parts = [h.transonic_edges(8, r, layers)]
     if layers == 2:
         parts += [h.gap_sweep_edges(r, side) for side in (-1, 0, 1)]
+        parts.append(h.close_pair_edges(5, r, 300))  # the pair's one weight (§3.6)
     edges = tuple(np.concatenate(p) for p in zip(*parts, strict=True))
     got = host_flux("double", scheme, layers, edges, 9.81, r, 5e-3)
     ref = get_flux(scheme, layers)(*edges, 9.81, r, 5e-3, True)

@@ -22,6 +22,7 @@ from .constants import (
     NEAR_COINCIDENT,
     NEWTON_MAXIT,
     NEWTON_TOL,
+    PAIR_GAP,
     PIERCED_RATIO,
     POLISH_STEPS,
     SQRT2,
@@ -33,6 +34,7 @@ __all__ = [
     "FLAG_NONHYPERBOLIC",
     "FLAG_THIN",
     "NEAR_COINCIDENT",
+    "PAIR_GAP",
     "Layer",
 ]
 

@@ -23,6 +23,9 @@ NEWTON_MAXIT = 30
 POLISH_STEPS = 2
 #: Near-coincident internal pair: lambda3 - lambda2 < NEAR_COINCIDENT (lambda4 - lambda1) (§3.5).
 NEAR_COINCIDENT = 1e-6
+#: The entropy fix gives the internal pair one weight where lambda3 - lambda2 < PAIR_GAP
+#: (lambda4 - lambda1) (§3.6, "The internal pair"): its waves' own weights only above it.
+PAIR_GAP = 1e-2
 #: Thin edges (§13.1): a lower layer thinner than the bed step and than PIERCED_RATIO times the
 #: shallower side's total depth takes the hydrostatic reconstruction.
 PIERCED_RATIO = 0.05

@@ -18,6 +18,7 @@ from .common import (
     FLAG_NONHYPERBOLIC,
     FLAG_THIN,
     NEAR_COINCIDENT,
+    PAIR_GAP,
     as_inputs1,
     as_inputs2,
     assemble1,
@@ -110,18 +111,20 @@ def entropy_fix2(Dm, lam, near, L1, L2, r, g, fix):
     """Harten-Hyman entropy fix of ``D-_4`` (§3.6): ``(D-_4, speed bound)``.
 
     The cells' own eigenvalues (EIG4) are computed only on the edges to ``fix``
-    (:func:`sonic_edge`); internal waves are fixed only for a real, not near-coincident pair.
+    (:func:`sonic_edge`); internal waves are fixed only for a pair real in both cells, one
+    closer than ``PAIR_GAP`` with one weight (:func:`pair_fix`).
     """
     if not fix:
         return Dm, 0.0
     ci = eig4(L1.uni, L2.uni, g * L1.hi, g * L2.hi, r)
     cj = eig4(L1.unj, L2.unj, g * L1.hj, g * L2.hj, r)
-    internal = not near and ci[4] >= 0.0 and cj[4] >= 0.0
+    paired = ci[4] >= 0.0 and cj[4] >= 0.0
+    joint = (lam[2] - lam[1]) < PAIR_GAP * (lam[3] - lam[0])
     du = (L1.dh, L1.dqn, L2.dh, L2.dqn)
     d0, d1, d2, d3 = Dm
     speed = 0.0
     for m in range(4):
-        if (m == 1 or m == 2) and not internal:
+        if (m == 1 or m == 2) and (joint or not paired):
             continue
         w, s = harten_hyman(lam[m], ci[m], cj[m])
         if w != 0.0:
@@ -132,7 +135,42 @@ def entropy_fix2(Dm, lam, near, L1, L2, r, g, fix):
             d2 += t2
             d3 += t3
             speed = max(speed, s)
+    if joint and paired:
+        return pair_fix((d0, d1, d2, d3), speed, lam, near, ci, cj, du, L1, L2, r)
     return (d0, d1, d2, d3), speed
+
+
+@jit
+def pair_fix(Dm, speed, lam, near, ci, cj, du, L1, L2, r):
+    """The internal pair's fix where it is closer than ``PAIR_GAP`` (§3.6, "The internal
+    pair"): the mean ``wbar`` of its two weights on its joint subspace plus
+    ``phi (w2 - w3)/2 (beta_2 k2 - beta_3 k3)``, ``phi = (gap / PAIR_GAP)^2`` (0 when ``near``)."""
+    w2, s2 = harten_hyman(lam[1], ci[1], cj[1])
+    w3, s3 = harten_hyman(lam[2], ci[2], cj[2])
+    if w2 == 0.0 and w3 == 0.0:
+        return Dm, speed
+    u1, u2, c1, c2 = L1.u, L2.u, L1.c2, L2.c2
+    b1, a1 = eigen_coefficient(lam[0], du, u1, u2, c1, c2, r)
+    b4, a4 = eigen_coefficient(lam[3], du, u1, u2, c1, c2, r)
+    e1 = wave_terms(b1, lam[0], a1)
+    e4 = wave_terms(b4, lam[3], a4)
+    f2 = (0.0, 0.0, 0.0, 0.0)
+    f3 = (0.0, 0.0, 0.0, 0.0)
+    if not near:
+        rel = (lam[2] - lam[1]) / (PAIR_GAP * (lam[3] - lam[0]))
+        half = 0.5 * (w2 - w3) * (rel * rel)
+        b2, a2 = eigen_coefficient(lam[1], du, u1, u2, c1, c2, r)
+        b3, a3 = eigen_coefficient(lam[2], du, u1, u2, c1, c2, r)
+        f2 = wave_terms(half * b2, lam[1], a2)
+        f3 = wave_terms(half * b3, lam[2], a3)
+    wbar = 0.5 * (w2 + w3)
+    d = (
+        Dm[0] + (wbar * (du[0] - e1[0] - e4[0]) + (f2[0] - f3[0])),
+        Dm[1] + (wbar * (du[1] - e1[1] - e4[1]) + (f2[1] - f3[1])),
+        Dm[2] + (wbar * (du[2] - e1[2] - e4[2]) + (f2[2] - f3[2])),
+        Dm[3] + (wbar * (du[3] - e1[3] - e4[3]) + (f2[3] - f3[3])),
+    )
+    return d, max(speed, max(s2, s3))
 
 
 @jit

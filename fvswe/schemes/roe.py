@@ -14,7 +14,13 @@ import functools
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..physics.constants import FLAG_NEAR_COINCIDENT, FLAG_NONHYPERBOLIC, FLAG_THIN, NEAR_COINCIDENT
+from ..physics.constants import (
+    FLAG_NEAR_COINCIDENT,
+    FLAG_NONHYPERBOLIC,
+    FLAG_THIN,
+    NEAR_COINCIDENT,
+    PAIR_GAP,
+)
 from . import hll, pvm_ifcp
 from .common import (
     as_inputs,
@@ -101,8 +107,8 @@ def entropy_fix2(Dm, lam, near, L1, L2, r: float, g: float, fix):
     Each transonic wave adds ``harten_hyman(...) beta_m k_m`` to ``D-_4``, with the
     wave strength ``beta_m = l_m . DU`` and the field's eigenvalues in the two cells
     (EIG4 of each cell's own state). Only the edges ``fix`` (:func:`sonic_edges`) are
-    fixed, and the internal waves only where the pair is real in both cells and not
-    near-coincident (``beta_2 k_2`` is ill-conditioned there).
+    fixed, and the internal waves only where the pair is real in both cells; a pair closer
+    than ``PAIR_GAP`` takes one weight (:func:`pair_fix`).
     """
 
     def cell(u1, u2, h1, h2):
@@ -111,19 +117,48 @@ def entropy_fix2(Dm, lam, near, L1, L2, r: float, g: float, fix):
 
     ci = cell(L1.uni, L2.uni, L1.hi, L2.hi)
     cj = cell(L1.unj, L2.unj, L1.hj, L2.hj)
-    internal = ~near & (ci[4] >= 0) & (cj[4] >= 0)
+    real = fix & (ci[4] >= 0) & (cj[4] >= 0)
+    joint = (lam[2] - lam[1]) < PAIR_GAP * (lam[3] - lam[0])
     du = (L1.dh, L1.dqn, L2.dh, L2.dqn)
     speed = np.zeros(len(fix))
     for m in range(4):
         w, s = harten_hyman(lam[m], ci[m], cj[m])
-        w = np.where(fix & (internal if m in (1, 2) else True), w, 0.0)
+        w = np.where(fix & ((real & ~joint) if m in (1, 2) else True), w, 0.0)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             beta, a = eigen_coefficient(lam[m], du, L1.u, L2.u, L1.c2, L2.c2, r)
             t = wave_terms(w * beta, lam[m], a)
         fixed = w != 0.0
         Dm = tuple(dk + np.where(fixed, tk, 0.0) for dk, tk in zip(Dm, t, strict=True))
         speed = np.maximum(speed, np.where(fixed, s, 0.0))
-    return Dm, speed
+    return pair_fix(Dm, speed, lam, near, ci, cj, real & joint, du, L1, L2, r)
+
+
+def pair_fix(Dm, speed, lam, near, ci, cj, joint, du, L1, L2, r: float):
+    """The internal pair's fix where it is closer than ``PAIR_GAP`` (§3.6, "The internal
+    pair"): the mean ``wbar`` of its two Harten-Hyman weights on its joint subspace,
+    ``wbar (DU - beta_1 k1 - beta_4 k4)``, plus ``phi (w2 - w3)/2 (beta_2 k2 - beta_3 k3)``
+    with ``phi = (gap / PAIR_GAP)^2`` (0 below ``NEAR_COINCIDENT``): bounded for any gap and
+    equal to the two waves' own fixes at ``PAIR_GAP``. ``joint`` marks the edges it acts on.
+    """
+    u = (L1.u, L2.u, L1.c2, L2.c2, r)
+    w2, s2 = harten_hyman(lam[1], ci[1], cj[1])
+    w3, s3 = harten_hyman(lam[2], ci[2], cj[2])
+    w2, w3 = np.where(joint, w2, 0.0), np.where(joint, w3, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        b1, a1 = eigen_coefficient(lam[0], du, *u)
+        b4, a4 = eigen_coefficient(lam[3], du, *u)
+        b2, a2 = eigen_coefficient(lam[1], du, *u)
+        b3, a3 = eigen_coefficient(lam[2], du, *u)
+        rel = (lam[2] - lam[1]) / (PAIR_GAP * (lam[3] - lam[0]))
+        half = np.where(near, 0.0, 0.5 * (w2 - w3) * (rel * rel))
+        terms = zip(du, wave_terms(b1, lam[0], a1), wave_terms(b4, lam[3], a4),
+                    wave_terms(half * b2, lam[1], a2), wave_terms(half * b3, lam[2], a3),
+                    strict=True)  # fmt: skip
+        wbar = 0.5 * (w2 + w3)
+        add = [wbar * (d - e1 - e4) + np.where(near, 0.0, f2 - f3) for d, e1, e4, f2, f3 in terms]
+    fixed = (w2 != 0.0) | (w3 != 0.0)
+    Dm = tuple(dk + np.where(fixed, tk, 0.0) for dk, tk in zip(Dm, add, strict=True))
+    return Dm, np.maximum(speed, np.where(fixed, np.maximum(s2, s3), 0.0))
 
 
 def normal_part2(v, L1, L2, DH, r: float, g: float, eps_h: float, fixed: bool = True):
