@@ -158,7 +158,7 @@ class GpuBackend(DeviceState):
         names += ("bed_pass",) if self.layout.slide is not None else ()
         names += ("maxima_pass",) if self.layout.maxima is not None else ()
         names += ("count_edges",) if counts else ()
-        names += ("troubled_pass", "faces_pass") if self.linear else ()
+        names += ("troubled_pass", "faces_pass", "interior_pass") if self.linear else ()
         return names + (("limit_theta", "limit_update") if self.model.layers == 2 else ())
 
     def _allocate(self) -> None:
@@ -201,9 +201,10 @@ class GpuBackend(DeviceState):
         blocks = (lay.n_cells + self.block - 1) // self.block
         with self.stream:
             arrays = {"lin_faces": cp.zeros((slots * nvec, 4), dtype=self.dtype),
-                      "lin_interior": cp.zeros(slots * self.model.nvar),
+                      "lin_interior": cp.zeros(slots * self.model.nvar, dtype=self.dtype),
                       "lin_slot": cp.asarray(across), "lin_geom": cp.asarray(geom),
                       "lin_troubled": cp.zeros(lay.n_cells, dtype=np.int32),
+                      "lin_fallback": cp.zeros(lay.n_cells, dtype=np.int32),
                       "lin_partial": cp.zeros(14 * blocks), "lin_extent": cp.zeros(14)}  # fmt: skip
         for name, array in arrays.items():
             self.point(name, array)
@@ -217,8 +218,12 @@ class GpuBackend(DeviceState):
                                      (np.int32(n), win, self._ctrl))  # fmt: skip
             return
         d = self._dev
-        args = (d.L, win, *d.slot_tables, self._ctrl, np.int32(launch.op))
-        self._k["faces_pass"](((int(d.L) + self.block - 1) // self.block,), (self.block,), args)
+        code, normal, length = d.slot_tables
+        self._k["faces_pass"](((int(d.L) + self.block - 1) // self.block,), (self.block,),
+                              (d.L, win, code, self._ctrl, np.int32(launch.op)))  # fmt: skip
+        slots = int(d.L) * self.layout.k
+        self._k["interior_pass"](((slots + self.block - 1) // self.block,), (self.block,),
+                                 (np.int32(slots), win, code, normal, length, self._ctrl))  # fmt: skip
 
     def _setup_ctrl(self) -> None:
         """The control block: the run's controls (:mod:`fvswe.backends.controls`), its arrays
