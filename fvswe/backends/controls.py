@@ -232,7 +232,7 @@ CONTROLS: tuple[Control, ...] = (
     Control("lin_slot", "const int*", "per slot the slot across its edge (-1 boundary, -2 none)"),
     Control("lin_geom", "const double*", "per slot: the LSQ weights (wx, wy), the face offset"),
     Control("lin_troubled", "int*", "per cell: 1 where troubled (troubled_pass)"),
-    Control("lin_fallback", "int*", "per owned cell: 1 where it fell back to first order (faces_pass)"),
+    Control("lin_fallback", "int*", "per owned cell: 1 where it fell back to first order"),
     Control("lin_partial", "double*", "per block of troubled_pass: 7 minima, 7 maxima"),
     Control("lin_extent", "double*", "the variables' 7 minima and 7 maxima over the cells"),
     Control("first_order", "unsigned long long", "cells left first order by the reconstruction"),

@@ -211,7 +211,8 @@ class GpuBackend(DeviceState):
 
     def _reconstruct(self, launch: Launch, win) -> None:
         """A pass of the linear reconstruction of ``win``: troubled_pass over every cell,
-        faces_pass over the owned ones (their op: whether fallen-back cells count)."""
+        faces_pass over the owned ones (their op: whether fallen-back cells count), then
+        interior_pass over their slots."""
         n = int(self.layout.n_cells)
         if launch.kernel == "troubled_pass":
             self._k["troubled_pass"](((n + self.block - 1) // self.block,), (self.block,),
@@ -219,11 +220,11 @@ class GpuBackend(DeviceState):
             return
         d = self._dev
         code, normal, length = d.slot_tables
-        self._k["faces_pass"](((int(d.L) + self.block - 1) // self.block,), (self.block,),
-                              (d.L, win, code, self._ctrl, np.int32(launch.op)))  # fmt: skip
-        slots = int(d.L) * self.layout.k
-        self._k["interior_pass"](((slots + self.block - 1) // self.block,), (self.block,),
-                                 (np.int32(slots), win, code, normal, length, self._ctrl))  # fmt: skip
+        op, ctrl, slots = np.int32(launch.op), self._ctrl, np.int32(int(d.L) * self.layout.k)
+        grid = (int(d.L) + self.block - 1) // self.block
+        self._k["faces_pass"]((grid,), (self.block,), (d.L, win, code, ctrl, op))
+        grid = (int(slots) + self.block - 1) // self.block
+        self._k["interior_pass"]((grid,), (self.block,), (slots, win, code, normal, length, ctrl))
 
     def _setup_ctrl(self) -> None:
         """The control block: the run's controls (:mod:`fvswe.backends.controls`), its arrays
