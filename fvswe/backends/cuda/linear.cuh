@@ -160,10 +160,9 @@ __device__ __forceinline__ bool lin_faces(const real4* __restrict__ Win, int c, 
 // CPU's _reconstruct_cell); a cell that falls back to first order gets its own state in every
 // slot, is marked in lin_fallback (interior_pass gives its slots no interior term) and is
 // counted (op & OP_COUNT) in first_order. code: the slots' codes (the gather variant's table).
-#ifndef FVSWE_FACES_BLOCKS
-#define FVSWE_FACES_BLOCKS 1
-#endif
-extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK, FVSWE_FACES_BLOCKS)
+// Two blocks an SM (at most 128 registers, 24 B of stack in float32): 0.68 -> 0.84 G cell-steps/s
+// PVM-IFCP float32 on the H200 at 2.08 M cells (three blocks: 0.80; float64 the same in all).
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK, 2)
 faces_pass(const int n_cells, const real4* __restrict__ Win, const int* __restrict__ code, Ctrl* ctrl,
            const int op)
 {
