@@ -51,8 +51,8 @@ class GpuBackend(DeviceState):
     without the entropy fix (Roe, IR-Roe); ``compensated`` keeps a float32 state's depths'
     rounding remainders (one real per layer and cell) beside each state buffer
     (docs/SCHEMES.md §2.7; ignored in float64); ``reconstruction`` one of
-    :data:`fvswe.registry.RECONSTRUCTIONS` (``linear``: troubled_pass and faces_pass of
-    linear.cuh before each residual, the Δt scaled by
+    :data:`fvswe.registry.RECONSTRUCTIONS` (``linear``: troubled_pass, faces_pass and
+    interior_pass of linear.cuh before each residual, the Δt scaled by
     :data:`~fvswe.physics.reconstruction.LINEAR_CFL`; docs/SCHEMES.md §19); ``runtime`` CuPy
     (default) or a stand-in of its API.
     ``threads`` (the CPU backend's) is accepted for a uniform constructor and unused: the
