@@ -109,8 +109,8 @@ def compile_options(
     state with its rounding remainders (``FVSWE_COMPENSATED``, docs/SCHEMES.md §2.7;
     float64 modules never have them); ``linear``: the linear reconstruction
     (``FVSWE_LINEAR``, docs/SCHEMES.md §19: the module has ``troubled_pass``,
-    ``faces_pass`` and ``interior_pass`` and its edges read face states; a first-order module's options and code
-    are those without it)."""
+    ``faces_pass`` and ``interior_pass`` and its edges read face states; a first-order
+    module's options and code are those without it)."""
     sid = registry.kernel_id(scheme, layers, entropy_fix)
     if variant not in (*VARIANTS, GRID_VARIANT):
         choices = ", ".join((*VARIANTS, GRID_VARIANT))
