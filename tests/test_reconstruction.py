@@ -5,6 +5,7 @@ where layers vanish, falls back to first order where it must, and is one setting
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import numpy as np
@@ -176,6 +177,24 @@ def test_linear_on_the_host_gpu_is_the_cpu_bitwise(make, variant, integrator, st
     assert counts["limited"] > 0 or make is not _pulled_apart
 
 
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize("make", [_wet_dry_bump, _dry_lower_layer])
+def test_a_float32_linear_host_gpu_run_stays_near_the_cpus(make):
+    """docs/GPU.md's float32 promise, kept with the interior terms stored in float32 (issue
+    27 "Cost"): a float32 block run on the host stays within 1e-6 of the CPU's largest value
+    after 12 SSP-RK2 steps, one and two layers, with the same first-order cell counts."""
+    mesh = irregular(6, half=5.0)
+    opts = dict(integrator="ssp-rk2", reconstruction="linear", dtype="float32")
+    cpu = make(mesh, backend="cpu", **opts)
+    dev = make(mesh, **opts, **_host_gpu("block"))
+    for sim in (cpu, dev):
+        sim.run(1e6, max_steps=12)
+    a, b = cpu.state().astype(np.float64), dev.state().astype(np.float64)
+    assert np.abs(a - b).max() <= 1e-6 * np.abs(a).max()
+    key = "first_order_cells"
+    assert dev.backend.counters()[key] == cpu.backend.counters()[key] > 0
+
+
 def test_every_residual_counts_its_first_order_cells():
     """A lake at rest around a dry island (its fallen-back cells the same in every residual):
     two lagged SSP-RK2 steps count twice the first-order cells of one, also the residual of
@@ -191,9 +210,9 @@ def test_every_residual_counts_its_first_order_cells():
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: cannot compile the CUDA sources")
 def test_the_linear_module_compiles_for_the_device_and_first_order_has_none_of_it():
-    """A linear module (FVSWE_LINEAR) compiles to sm_90 PTX with troubled_pass and
-    faces_pass beside its step; a first-order module's options are those it had before the
-    switch existed (no FVSWE_LINEAR) and its PTX has neither kernel (its PTX was checked
+    """A linear module (FVSWE_LINEAR) compiles to sm_90 PTX with troubled_pass, faces_pass
+    and interior_pass beside its step; a first-order module's options are those it had before
+    the switch existed (no FVSWE_LINEAR) and its PTX has neither kernel (its PTX was checked
     equal to the one before this change: PVM-IFCP block float32, HLL block float64, Roe
     gather float64, IR-Roe edge float32, HLL-WD slot float32, HLL-WD grid float32, Roe grid
     float64)."""
@@ -205,9 +224,15 @@ def test_the_linear_module_compiles_for_the_device_and_first_order_has_none_of_i
         opts = gpu.compile_options(scheme, layers, dtype, variant, linear=linear)
         cmd = [NVCC, "--ptx", "-arch=sm_90", *opts]
         ptx[linear] = cached_build(variant, gpu.source(variant), cmd, ".cu").read_text()
-    for name in ("troubled_pass", "faces_pass", "block_step"):
+    for name in ("troubled_pass", "faces_pass", "interior_pass", "block_step"):
         assert f".entry {name}(" in ptx[True]
         assert (f".entry {name}(" in ptx[False]) == (name == "block_step")
+    # issue 27 "Cost": the interior terms in a pass of their own (faces_pass held 151
+    # registers with them), stored in float32 by a float32 module (half the step's bytes)
+    for name in ("faces_pass", "interior_pass"):
+        body = ptx[True].split(f".entry {name}(")[1].split(".entry ")[0]
+        stores = set(re.findall(r"\bst(?:\.global)?(?:\.v\d)?\.(f\d\d)", body))
+        assert stores == {"f32"}
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")

@@ -231,10 +231,11 @@ CONTROLS: tuple[Control, ...] = (
     # The linear reconstruction (docs/SCHEMES.md §19; FVSWE_LINEAR modules only, last so that
     # the fields above keep their offsets): GpuBackend points them when the run is linear.
     Control("lin_faces", "void*", "per slot its face state, packed as the state (real4s)"),
-    Control("lin_interior", "double*", "per slot its |Gamma| times cell-interior term (NVAR)"),
+    Control("lin_interior", "void*", "per slot its |Gamma| times cell-interior term (NVAR reals)"),
     Control("lin_slot", "const int*", "per slot the slot across its edge (-1 boundary, -2 none)"),
     Control("lin_geom", "const double*", "per slot: the LSQ weights (wx, wy), the face offset"),
     Control("lin_troubled", "int*", "per cell: 1 where troubled (troubled_pass)"),
+    Control("lin_fallback", "int*", "per owned cell: 1 where it fell back to first order"),
     Control("lin_partial", "double*", "per block of troubled_pass: 7 minima, 7 maxima"),
     Control("lin_extent", "double*", "the variables' 7 minima and 7 maxima over the cells"),
     Control("first_order", "unsigned long long", "cells left first order by the reconstruction"),

@@ -177,6 +177,7 @@ struct alignas(16) int4 { int x, y, z, w; };
 inline double2 make_double2(double x, double y) { return double2{x, y}; }
 
 template <typename T> inline T __ldg(const T* p) { return *p; }
+template <typename T> inline T __ldcg(const T* p) { return *p; }
 inline void __syncthreads() { emu::wait(emu::AT_BLOCK); }
 inline void __threadfence() {}  // one OS thread: every write is seen in program order
 template <typename T> inline T __shfl_xor_sync(unsigned mask, T v, int o)

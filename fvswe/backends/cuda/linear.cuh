@@ -3,9 +3,11 @@
 // into physics.cuh, all in double as the CPU's) in the same order, so that a float64 run is the
 // CPU's bit for bit. Before each residual: troubled_pass flags the troubled cells and reduces
 // the variables' range over the others (the limiter's scale), faces_pass writes each owned
-// cell's face states, beds and cell-interior terms into its own slots (a gather over its
-// neighbours, one writer per slot, no atomics but the first-order count); the edge evaluation
-// then reads the slots' face states (edge_contribution, block_edge, edge_pass). Compiled only
+// cell's face states and beds into its own slots (a gather over its neighbours, one writer per
+// slot, no atomics but the first-order count), interior_pass each owned slot's cell-interior
+// term (rounded to real: float32 runs store it in float32, the CPU keeps float64); the edge
+// evaluation then reads the slots' face states and interior terms (edge_contribution,
+// block_edge, edge_pass). Compiled only
 // into linear modules (FVSWE_LINEAR): a first-order module has none of it.
 #pragma once
 
@@ -72,13 +74,18 @@ troubled_pass(const int n_cells, const real4* __restrict__ Win, Ctrl* ctrl)
     }
     lin_block_range(lo, hi, ctrl->lin_partial + 14 * (size_t)blockIdx.x);
     if (!last_block(ctrl)) return;
-    const volatile double* part = ctrl->lin_partial;
+    // a block's 14 values in one go (L2 loads, none waiting on the one before: a volatile
+    // load per variable in turn waited on each partial's latency)
     for (int v = 0; v < 7; ++v) {
         lo[v] = inf;
         hi[v] = -inf;
-        for (int b = threadIdx.x; b < gridDim.x; b += FVSWE_BLOCK) {
-            lo[v] = fmin(lo[v], part[14 * (size_t)b + v]);
-            hi[v] = fmax(hi[v], part[14 * (size_t)b + 7 + v]);
+    }
+    for (int b = threadIdx.x; b < gridDim.x; b += FVSWE_BLOCK) {
+        const double* part = ctrl->lin_partial + 14 * (size_t)b;
+#pragma unroll
+        for (int v = 0; v < 7; ++v) {
+            lo[v] = fmin(lo[v], __ldcg(part + v));
+            hi[v] = fmax(hi[v], __ldcg(part + 7 + v));
         }
     }
     lin_block_range(lo, hi, ctrl->lin_extent);
@@ -149,13 +156,14 @@ __device__ __forceinline__ bool lin_faces(const real4* __restrict__ Win, int c, 
     return ok;
 }
 
-// Cells 0 .. n_cells-1 (owned): face states, beds and |Gamma| times the cell-interior terms into
-// their own slots (the CPU's _reconstruct_cell); a cell that falls back to first order gets its
-// own state and no interior term in every slot, and is counted (op & OP_COUNT) in first_order.
-// code, normal, length: the slots' (the gather variant's per-slot tables).
-extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
-faces_pass(const int n_cells, const real4* __restrict__ Win, const int* __restrict__ code,
-           const real2* __restrict__ normal, const real* __restrict__ length, Ctrl* ctrl,
+// Cells 0 .. n_cells-1 (owned): face states and beds into their own slots (the first half of the
+// CPU's _reconstruct_cell); a cell that falls back to first order gets its own state in every
+// slot, is marked in lin_fallback (interior_pass gives its slots no interior term) and is
+// counted (op & OP_COUNT) in first_order. code: the slots' codes (the gather variant's table).
+// Two blocks an SM (at most 128 registers, 24 B of stack in float32): 0.68 -> 0.84 G cell-steps/s
+// PVM-IFCP float32 on the H200 at 2.08 M cells (three blocks: 0.80; float64 the same in all).
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK, 2)
+faces_pass(const int n_cells, const real4* __restrict__ Win, const int* __restrict__ code, Ctrl* ctrl,
            const int op)
 {
     if (!step_active(ctrl)) return;
@@ -164,24 +172,42 @@ faces_pass(const int n_cells, const real4* __restrict__ Win, const int* __restri
     real w[NVAR], H;
     load_cell(Win, c, w, H);
     const bool ok = lin_faces(Win, c, w, H, code, ctrl);
-    if (!ok && (op & OP_COUNT)) atomicAdd(&ctrl->first_order, 1ULL);
-    for (int m = 0; m < FVSWE_K; ++m) {
-        const int s = c * FVSWE_K + m;
-        double* B = ctrl->lin_interior + (size_t)s * NVAR;
-        if (!ok) store_cell(static_cast<real4*>(ctrl->lin_faces), s, w, H, real(0));
-        if (!ok || ctrl->lin_slot[s] == -2) {
-            for (int v = 0; v < NVAR; ++v) B[v] = 0.0;
-            continue;
-        }
-        const int cd = __ldg(code + s);
-        const real2 n = __ldg(normal + s);
-        const bool side_j = cd >= 0 && (cd & 1);
-        real wf[NVAR], Hf;
-        load_face(ctrl, s, wf, Hf);
-        const double nx = side_j ? -n.x : n.x, ny = side_j ? -n.y : n.y;
-        const auto b = reconstruction::interior<double>(widen(w), widen(wf), double(H), double(Hf),
-                                                        nx, ny, ctrl->g, ctrl->r, ctrl->eps_h);
-        const double len = double(__ldg(length + s));
-        for (int v = 0; v < NVAR; ++v) B[v] = len * fv_at(b, v);
+    ctrl->lin_fallback[c] = ok ? 0 : 1;
+    if (ok) return;
+    if (op & OP_COUNT) atomicAdd(&ctrl->first_order, 1ULL);
+    for (int m = 0; m < FVSWE_K; ++m) store_cell(static_cast<real4*>(ctrl->lin_faces), c * FVSWE_K + m, w, H, real(0));
+}
+
+// Slots 0 .. n_slots-1 (the owned cells'), a thread each: |Gamma| times the cell-interior term
+// (reconstruction::interior, in double as the CPU's) from the cell's state to the slot's face
+// state (faces_pass), rounded to real (the CPU's rest of _reconstruct_cell); zero where the
+// cell fell back to first order or the slot has no edge. A pass of its own, a thread a slot:
+// within faces_pass (a thread a cell) it held 151 registers, 10 % occupancy on the H100.
+// code, normal, length: the slots' (the gather variant's per-slot tables).
+extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
+interior_pass(const int n_slots, const real4* __restrict__ Win, const int* __restrict__ code,
+              const real2* __restrict__ normal, const real* __restrict__ length, Ctrl* ctrl)
+{
+    if (!step_active(ctrl)) return;
+    const int s = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
+    if (s >= n_slots) return;
+    const int c = s / FVSWE_K;
+    real* B = static_cast<real*>(ctrl->lin_interior) + (size_t)s * NVAR;
+    if (ctrl->lin_fallback[c] || ctrl->lin_slot[s] == -2) {
+#pragma unroll
+        for (int v = 0; v < NVAR; ++v) B[v] = real(0);
+        return;
     }
+    real w[NVAR], H, wf[NVAR], Hf;
+    load_cell(Win, c, w, H);
+    load_face(ctrl, s, wf, Hf);
+    const int cd = __ldg(code + s);
+    const real2 n = __ldg(normal + s);
+    const bool side_j = cd >= 0 && (cd & 1);
+    const double nx = side_j ? -n.x : n.x, ny = side_j ? -n.y : n.y;
+    const auto b = reconstruction::interior<double>(widen(w), widen(wf), double(H), double(Hf), nx,
+                                                    ny, ctrl->g, ctrl->r, ctrl->eps_h);
+    const double len = double(__ldg(length + s));
+#pragma unroll
+    for (int v = 0; v < NVAR; ++v) B[v] = real(len * fv_at(b, v));
 }

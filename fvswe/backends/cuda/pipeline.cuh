@@ -602,11 +602,11 @@ __device__ __forceinline__ void load_face(const Ctrl* ctrl, int s, real* w, real
     load_cell(static_cast<const real4*>(ctrl->lin_faces), s, w, H);
 }
 
-// |Gamma| F of slot s plus its cell-interior term |Gamma| B (float64), rounded to real: the
-// CPU's acc[s, v] = F[v] + interior[s, v] (kernels._store).
+// |Gamma| F of slot s plus its cell-interior term |Gamma| B (interior_pass's, real), summed in
+// double and rounded to real: the CPU's acc[s, v] = F[v] + interior[s, v] (kernels._store).
 __device__ __forceinline__ real with_interior(const Ctrl* ctrl, int s, int m, real lf)
 {
-    return real(double(lf) + ctrl->lin_interior[(size_t)s * NVAR + m]);
+    return real(double(lf) + double(static_cast<const real*>(ctrl->lin_interior)[(size_t)s * NVAR + m]));
 }
 #endif
 

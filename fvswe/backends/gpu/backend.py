@@ -51,8 +51,8 @@ class GpuBackend(DeviceState):
     without the entropy fix (Roe, IR-Roe); ``compensated`` keeps a float32 state's depths'
     rounding remainders (one real per layer and cell) beside each state buffer
     (docs/SCHEMES.md §2.7; ignored in float64); ``reconstruction`` one of
-    :data:`fvswe.registry.RECONSTRUCTIONS` (``linear``: troubled_pass and faces_pass of
-    linear.cuh before each residual, the Δt scaled by
+    :data:`fvswe.registry.RECONSTRUCTIONS` (``linear``: troubled_pass, faces_pass and
+    interior_pass of linear.cuh before each residual, the Δt scaled by
     :data:`~fvswe.physics.reconstruction.LINEAR_CFL`; docs/SCHEMES.md §19); ``runtime`` CuPy
     (default) or a stand-in of its API.
     ``threads`` (the CPU backend's) is accepted for a uniform constructor and unused: the
@@ -158,7 +158,7 @@ class GpuBackend(DeviceState):
         names += ("bed_pass",) if self.layout.slide is not None else ()
         names += ("maxima_pass",) if self.layout.maxima is not None else ()
         names += ("count_edges",) if counts else ()
-        names += ("troubled_pass", "faces_pass") if self.linear else ()
+        names += ("troubled_pass", "faces_pass", "interior_pass") if self.linear else ()
         return names + (("limit_theta", "limit_update") if self.model.layers == 2 else ())
 
     def _allocate(self) -> None:
@@ -201,24 +201,30 @@ class GpuBackend(DeviceState):
         blocks = (lay.n_cells + self.block - 1) // self.block
         with self.stream:
             arrays = {"lin_faces": cp.zeros((slots * nvec, 4), dtype=self.dtype),
-                      "lin_interior": cp.zeros(slots * self.model.nvar),
+                      "lin_interior": cp.zeros(slots * self.model.nvar, dtype=self.dtype),
                       "lin_slot": cp.asarray(across), "lin_geom": cp.asarray(geom),
                       "lin_troubled": cp.zeros(lay.n_cells, dtype=np.int32),
+                      "lin_fallback": cp.zeros(lay.n_cells, dtype=np.int32),
                       "lin_partial": cp.zeros(14 * blocks), "lin_extent": cp.zeros(14)}  # fmt: skip
         for name, array in arrays.items():
             self.point(name, array)
 
     def _reconstruct(self, launch: Launch, win) -> None:
         """A pass of the linear reconstruction of ``win``: troubled_pass over every cell,
-        faces_pass over the owned ones (their op: whether fallen-back cells count)."""
+        faces_pass over the owned ones (their op: whether fallen-back cells count), then
+        interior_pass over their slots."""
         n = int(self.layout.n_cells)
         if launch.kernel == "troubled_pass":
             self._k["troubled_pass"](((n + self.block - 1) // self.block,), (self.block,),
                                      (np.int32(n), win, self._ctrl))  # fmt: skip
             return
         d = self._dev
-        args = (d.L, win, *d.slot_tables, self._ctrl, np.int32(launch.op))
-        self._k["faces_pass"](((int(d.L) + self.block - 1) // self.block,), (self.block,), args)
+        code, normal, length = d.slot_tables
+        op, ctrl, slots = np.int32(launch.op), self._ctrl, np.int32(int(d.L) * self.layout.k)
+        grid = (int(d.L) + self.block - 1) // self.block
+        self._k["faces_pass"]((grid,), (self.block,), (d.L, win, code, ctrl, op))
+        grid = (int(slots) + self.block - 1) // self.block
+        self._k["interior_pass"]((grid,), (self.block,), (slots, win, code, normal, length, ctrl))
 
     def _setup_ctrl(self) -> None:
         """The control block: the run's controls (:mod:`fvswe.backends.controls`), its arrays

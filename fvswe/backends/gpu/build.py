@@ -109,11 +109,11 @@ def compile_options(
     ``FVSWE_SCHEME``, so the default kernel has no test of it); ``compensated``: a float32
     state with its rounding remainders (``FVSWE_COMPENSATED``, docs/SCHEMES.md §2.7;
     float64 modules never have them); ``linear``: the linear reconstruction
-    (``FVSWE_LINEAR``, docs/SCHEMES.md §19: the module has ``troubled_pass`` and
-    ``faces_pass`` and its edges read face states; a first-order module's options and code
-    are those without it); ``sphere``: a lon/lat mesh on the sphere (``FVSWE_SPHERE``,
-    docs/SCHEMES.md §20: the cell update's metric terms; a planar module's options and code
-    are those without it)."""
+    (``FVSWE_LINEAR``, docs/SCHEMES.md §19: the module has ``troubled_pass``,
+    ``faces_pass`` and ``interior_pass`` and its edges read face states; a first-order
+    module's options and code are those without it); ``sphere``: a lon/lat mesh on the
+    sphere (``FVSWE_SPHERE``, docs/SCHEMES.md §20: the cell update's metric terms; a planar
+    module's options and code are those without it)."""
     sid = registry.kernel_id(scheme, layers, entropy_fix)
     if variant not in (*VARIANTS, GRID_VARIANT):
         choices = ", ".join((*VARIANTS, GRID_VARIANT))
