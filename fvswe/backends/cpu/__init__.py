@@ -87,9 +87,10 @@ def default_threads() -> int:
     return max(1, min(most, len(os.sched_getaffinity(0)), int(idle + 0.5)))
 
 
-def kernels_cached(dtype: str, compensated: bool = False) -> bool | None:
+def kernels_cached(dtype: str, compensated: bool = False, kernel: int | None = None) -> bool | None:
     """Whether the edge and volume passes for states of ``dtype`` (with the remainders of a
-    ``compensated`` state: docs/SCHEMES.md §2.7) are compiled already.
+    ``compensated`` state: docs/SCHEMES.md §2.7; the edge pass of kernel id ``kernel``, any
+    when None) are compiled already.
 
     True when this process compiled them or Numba's on-disk cache (``cache=True``)
     holds them, so a run starts without compiling; None when Numba's cache
@@ -101,7 +102,8 @@ def kernels_cached(dtype: str, compensated: bool = False) -> bool | None:
 
     def fits(sig, w: int) -> bool:
         remainders = w == 0 and isinstance(sig[2], types.Array)
-        return str(sig[w].dtype) == dtype and remainders == (compensated and w == 0)
+        scheme = w == 0 or kernel is None or getattr(sig[0], "kid", None) == kernel
+        return str(sig[w].dtype) == dtype and remainders == (compensated and w == 0) and scheme
 
     try:
         for dispatcher, w in ((pipeline.edge_pass, 1), (pipeline.volume_pass, 0)):
