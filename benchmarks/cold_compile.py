@@ -3,8 +3,9 @@
 The test suite's first use of each CPU pass compiles it (CI starts with no cache), so this
 total is what CI pays for the passes. Each run takes a fresh, empty ``NUMBA_CACHE_DIR``
 (the package's own ``__pycache__`` is then not read) in a child process, and prints the
-seconds of each case and the total; ``--warm`` repeats it in a second child process on the
-cache the first left, which must compile nothing.
+seconds of each case and the total, the scheme kernels it compiled and the cached functions
+it compiled rather than loaded; ``--warm`` repeats it in a second child process on the cache
+the first left, which must compile nothing.
 
     PYTHONPATH=$PWD python benchmarks/cold_compile.py [--warm] [--only SCHEME:LAYERS]
 
@@ -67,7 +68,27 @@ def child(only: str | None) -> None:
     total = time.perf_counter() - start
     print(json.dumps({"import_s": round(imported, 2), "total_s": round(total, 2),
                       "cpu_s": round(time.process_time() - cpu, 2),
-                      "cases (wall, cpu)": seconds}))  # fmt: skip
+                      "cases (wall, cpu)": seconds, **compiled()}))  # fmt: skip
+
+
+def compiled() -> dict:
+    """The scheme kernels this process compiled or loaded (``kernels``), and the cached
+    functions of fvswe it compiled rather than loaded (``compiled``; none on a warm cache)."""
+    from numba.core.registry import CPUDispatcher
+
+    from fvswe import registry
+
+    kernels = [ref for ref in registry.KERNEL_IDS
+               if registry.resolve("fvswe.physics", ref).signatures]  # fmt: skip
+    misses = set()
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("fvswe"):
+            continue
+        for f in vars(module).values():
+            cached = isinstance(f, CPUDispatcher) and type(f._cache).__name__ == "FunctionCache"
+            if cached and sum(f.stats.cache_misses.values()):
+                misses.add(f"{f.py_func.__module__}.{f.py_func.__name__}")
+    return {"kernels": kernels, "compiled": sorted(misses)}
 
 
 def spawn(cache: str, only: str | None) -> dict:
