@@ -99,7 +99,7 @@ def test_volume_pass_forcing_is_the_reference(layers):
         ctrl = base._replace(coriolis_f=f, wind_times=times, wind_u=u, wind_v=v,
                              n_wind=np.int32(3 if law else 0), wind_law=np.int32(law),
                              wind_cd=np.float64(1.5e-3), wind_ratio=np.float64(1.2e-3))  # fmt: skip
-        volume_pass(W, W, None, None, mesh, ctrl, out, Stage(t, dt, True, eps_h))
+        volume_pass(W, W, None, None, mesh, ctrl, out, Stage(t, dt, True, 0, eps_h))
         return W
 
     damped = step(W, np.zeros(0), 0)  # the clip and thin-layer damping alone

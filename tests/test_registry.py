@@ -130,31 +130,6 @@ def test_cpu_edge_pass_without_the_entropy_fix_is_its_reference(name, layers):
     assert np.abs(fixed[0] - unfixed[0]).max() > 1e-3 * np.abs(unfixed[0]).max()
 
 
-def test_the_edge_pass_is_compiled_for_the_run_s_scheme_only():
-    """Issue 32, item 11: a run hands the edge pass its scheme as a type (a token of its
-    kernel id), so the pass it compiles holds that kernel's flux only, not every scheme's
-    behind a run-time id: each compiled edge pass is typed for one kernel, and two
-    kernels (with and without the entropy fix too) are two specializations."""
-    from numba import typeof
-
-    from fvswe.backends.cpu import dispatch
-    from fvswe.backends.cpu.kernels import edge_pass
-
-    sim = Simulation(square(4, seed=1), layers=1, scheme="hll", H=2.0, initial={"h": 1.0},
-                     backend="cpu", dt_mode="fixed", dt=1e-3)  # fmt: skip
-    sim.run(1e-3)
-    kid = registry.kernel_id("hll", 1)
-    assert all(type(sig[0]).__name__ == "Kernel" for sig in edge_pass.signatures)
-    assert typeof(sim.backend._kernel) in {sig[0] for sig in edge_pass.signatures}
-    assert typeof(sim.backend._kernel) == dispatch.Kernel(kid)
-    types = {dispatch.Kernel(k) for k in registry.KERNEL_IDS.values()}
-    assert len(types) == len(registry.KERNEL_IDS)
-    for ref, k in registry.KERNEL_IDS.items():  # the token's type picks its kernel alone
-        flux = dispatch._on_tuples(k)
-        kernel = registry.resolve("fvswe.physics", ref)
-        assert flux is kernel or kernel in [c.cell_contents for c in flux.py_func.__closure__]
-
-
 def test_cli_and_case_file_list_every_scheme(capsys):
     from fvswe.cli import main
 

@@ -225,12 +225,10 @@ def test_warm_up_is_bitwise_neutral_and_kept_out_of_the_wall_time(monkeypatch):
 
 def test_a_cold_cache_is_announced_once(monkeypatch):
     said = []
-    monkeypatch.setattr(
-        cpu, "kernels_cached", lambda dtype, compensated=False, kernel=None: dtype != "float64"
-    )
+    monkeypatch.setattr(cpu, "kernels_cached", lambda dtype, compensated=False: dtype != "float64")
     runner.advance(beach_sim(), [0.1], say=said.append)
     assert len(said) == 1 and said[0].startswith("compiling the CPU kernels (once")
-    monkeypatch.setattr(cpu, "kernels_cached", lambda dtype, compensated=False, kernel=None: True)
+    monkeypatch.setattr(cpu, "kernels_cached", lambda dtype, compensated=False: True)
     runner.advance(beach_sim(), [0.1], say=said.append)
     assert len(said) == 1
 

@@ -87,10 +87,9 @@ def default_threads() -> int:
     return max(1, min(most, len(os.sched_getaffinity(0)), int(idle + 0.5)))
 
 
-def kernels_cached(dtype: str, compensated: bool = False, kernel: int | None = None) -> bool | None:
+def kernels_cached(dtype: str, compensated: bool = False) -> bool | None:
     """Whether the edge and volume passes for states of ``dtype`` (with the remainders of a
-    ``compensated`` state: docs/SCHEMES.md §2.7; the edge pass of kernel id ``kernel``, any
-    when None) are compiled already.
+    ``compensated`` state: docs/SCHEMES.md §2.7) are compiled already.
 
     True when this process compiled them or Numba's on-disk cache (``cache=True``)
     holds them, so a run starts without compiling; None when Numba's cache
@@ -102,8 +101,7 @@ def kernels_cached(dtype: str, compensated: bool = False, kernel: int | None = N
 
     def fits(sig, w: int) -> bool:
         remainders = w == 0 and isinstance(sig[2], types.Array)
-        scheme = w == 0 or kernel is None or getattr(sig[0], "kid", None) == kernel
-        return str(sig[w].dtype) == dtype and remainders == (compensated and w == 0) and scheme
+        return str(sig[w].dtype) == dtype and remainders == (compensated and w == 0)
 
     try:
         for dispatcher, w in ((pipeline.edge_pass, 1), (pipeline.volume_pass, 0)):

@@ -1,63 +1,20 @@
-"""The CPU's dispatch over the registries (:mod:`fvswe.registry`): generated, not written.
+"""The CPU's dispatch over the registries (:mod:`fvswe.registry`): chains of branches, generated.
 
-The scheme is chosen when the edge pass compiles: a run hands the pass its kernel's
-:class:`KernelToken`, whose Numba type (:class:`Kernel`, one per kernel id) selects the
-flux (:func:`edge_flux`), so a run compiles (and Numba caches) its own scheme's pass only.
-The boundary kinds and the reconstruction stay run-time ids that select their physics
-through chains of branches built here from the registry entries (a branch the CPU
-predicts perfectly), which Numba inlines into the passes. The GPU compiles the same
-choices in (``FVSWE_SCHEME``, the generated ``schemes.cuh`` and ``boundaries.cuh``). A new
-registry entry needs nothing here.
+One compiled edge pass serves every scheme, boundary kind and reconstruction: each is a
+run-time id that selects its physics through a chain of branches built here from the
+registry entries (a branch the CPU predicts perfectly), which Numba inlines into the
+passes. The GPU compiles the same choices in (``FVSWE_SCHEME``, the generated
+``schemes.cuh`` and ``boundaries.cuh``). A new registry entry needs nothing here.
 """
 
 from __future__ import annotations
 
-import functools
-
-from numba import njit, types
-from numba.extending import NativeValue, models, overload, register_model, typeof_impl, unbox
+from numba import njit
 
 from ... import registry
 from ...registry import resolve
 
 _inline = njit(inline="always", error_model="numpy")
-
-
-class Kernel(types.Dummy):
-    """The Numba type of a :class:`KernelToken`: kernel id ``kid``
-    (:data:`fvswe.registry.KERNEL_IDS`), so each scheme's pass is a signature of its own."""
-
-    def __init__(self, kid: int) -> None:
-        self.kid = kid
-        super().__init__(f"fvswe_kernel[{kid}]")
-
-
-register_model(Kernel)(models.OpaqueModel)
-
-
-class KernelToken:
-    """The scheme argument of the edge pass: a value whose type carries the kernel id."""
-
-    __slots__ = ("kid",)
-
-    def __init__(self, kid: int) -> None:
-        self.kid = kid
-
-
-@typeof_impl.register(KernelToken)
-def _typeof_token(token, context):
-    return Kernel(token.kid)
-
-
-@unbox(Kernel)
-def _unbox_token(typ, obj, c):
-    return NativeValue(c.context.get_dummy_value())  # nothing to carry: the type says it
-
-
-@functools.cache
-def kernel_token(kid: int) -> KernelToken:
-    """The token of kernel id ``kid`` (one per id)."""
-    return KernelToken(kid)
 
 
 @_inline
@@ -79,28 +36,30 @@ def _on_six(flux1):
     return flux
 
 
-@functools.cache
-def _on_tuples(kid: int):
-    """The kernel of id ``kid`` on the 6-tuples of the passes."""
-    ref = next(ref for ref, k in registry.KERNEL_IDS.items() if k == kid)
-    flux = resolve("fvswe.physics", ref)
-    return flux if registry.KERNEL_LAYERS[ref] == 2 else _on_six(flux)
+def _flux_branch(kid, flux, otherwise):
+    """``flux`` for dispatch id ``kid``, else ``otherwise`` (``flux`` alone when None)."""
+
+    @_inline
+    def edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+        if otherwise is None or scheme == kid:
+            return flux(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
+        return otherwise(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
+
+    return edge_flux
 
 
-def edge_flux(kernel, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
-    """``edge_flux(kernel, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)``: the flux of the scheme
-    whose :class:`KernelToken` is ``kernel``, on 6-tuples (F⁻, F⁺, ‖D‖∞, flags); chosen
-    by the token's type when the pass compiles (:func:`_edge_flux_impl`)."""
-
-
-@overload(edge_flux, inline="always")
-def _edge_flux_impl(kernel, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
-    if not isinstance(kernel, Kernel):
-        return None
-    flux = _on_tuples(kernel.kid)
-    return lambda kernel, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h: flux(
-        Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h
-    )
+def _scheme_chain():
+    """``edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)``: the kernel of dispatch id
+    ``scheme`` (:data:`fvswe.registry.KERNEL_IDS`) on 6-tuples; the last takes any other id."""
+    kernels = []
+    for ref, kid in registry.KERNEL_IDS.items():
+        flux = resolve("fvswe.physics", ref)
+        kernels.append((kid, flux if registry.KERNEL_LAYERS[ref] == 2 else _on_six(flux)))
+    (_, last), *rest = reversed(kernels)
+    chain = _flux_branch(None, last, None)
+    for kid, flux in rest:
+        chain = _flux_branch(kid, flux, chain)
+    return njit(error_model="numpy")(chain.py_func)
 
 
 @_inline
@@ -151,6 +110,8 @@ def _fluctuation_chain():
     return chain
 
 
+#: The scheme's per-edge flux; returns 6-tuples F⁻, F⁺, ‖D‖∞, flags.
+edge_flux = _scheme_chain()
 #: The ghost state of a boundary edge, and its imposed fluxes.
 ghost_of = _ghost_chain()
 impose = _fluctuation_chain()

@@ -4,12 +4,11 @@ positivity limiter and the stages' combination, over structured arguments.
 Each kernel takes a few named tuples: :class:`Mesh` (the layout's arrays), the run's
 :data:`fvswe.backends.controls.Controls` (the rows of the one table the GPU's ``struct Ctrl``
 is generated from), :class:`Outputs` (what a pass writes besides the state) and
-:class:`Stage` (the stage being taken). The edge pass is compiled per scheme (its
-:class:`~.dispatch.KernelToken`, so a run compiles its own scheme only) and dtype, each
-serving every boundary kind (:mod:`.dispatch`; states travel as 6-tuples); the other
-passes serve every scheme and layer count. Parallel loops write disjoint slots or cells,
-so results do not depend on the thread count. The formulas are :mod:`fvswe.physics`'s;
-what is here is the memory traffic.
+:class:`Stage` (the stage being taken). One compiled pass serves every scheme, boundary
+kind and layer count (:mod:`.dispatch`; states travel as 6-tuples), so the machine code is
+cached once per dtype. Parallel loops write disjoint slots or cells, so results do not
+depend on the thread count. The formulas are :mod:`fvswe.physics`'s; what is here is the
+memory traffic.
 """
 
 from __future__ import annotations
@@ -95,12 +94,13 @@ class Outputs(NamedTuple):
 
 class Stage(NamedTuple):
     """The stage being taken: its time (boundary tables, wind), the step's Δt, whether the
-    volume pass updates (else it computes the speeds only) and the thin-layer depth below
-    which the limiter's cells damp a layer's discharge."""
+    volume pass updates (else it computes the speeds only), the scheme's dispatch id and the
+    thin-layer depth below which the limiter's cells damp a layer's discharge."""
 
     t: float
     dt: float
     update: bool
+    scheme: int
     eps_u: float
 
 
@@ -162,18 +162,18 @@ class Edge(NamedTuple):
 
 
 @jit_inline
-def evaluate_edge(kernel, Wi, Wj, Hi, Hj, edge):
+def evaluate_edge(scheme, Wi, Wj, Hi, Hj, edge):
     """The one edge evaluation of the CPU: ``|Γ| F⁻``, ``|Γ| F⁺``, ``|Γ| ‖D‖``, the flags and
     the outward mass flux per layer ``|Γ| (F⁻_h + q_i·η)`` (0 but on boundary edges with
     tables) of an edge between cell state ``Wi`` (depth ``Hi``) and its neighbour's ``Wj``
     (``Hj``) or, on a boundary (``edge.bc`` > 0), the ghost of its kind, through the
-    reconstruction and the flux of the scheme whose token is ``kernel``; a boundary kind
-    with tables imposes its fluxes (docs/SCHEMES.md §7)."""
+    reconstruction and the scheme's flux; a boundary kind with tables imposes its fluxes
+    (docs/SCHEMES.md §7)."""
     bc, ex, ey, layers = edge.bc, edge.ex, edge.ey, edge.layers
     if bc > 0:
         Wj = ghost_of(bc, Wi, Hi, edge.a, edge.b, ex, ey, edge.g, layers, edge.eps_h)
     Fi, Fj = faces(Wi, Wj)
-    Fm, Fp, dmax, flag = edge_flux(kernel, Fi, Fj, Hi, Hj, ex, ey, edge.g, edge.r, edge.eps_h)
+    Fm, Fp, dmax, flag = edge_flux(scheme, Fi, Fj, Hi, Hj, ex, ey, edge.g, edge.r, edge.eps_h)
     ln = edge.ln
     out0 = 0.0
     out1 = 0.0
@@ -186,7 +186,7 @@ def evaluate_edge(kernel, Wi, Wj, Hi, Hj, edge):
 
 
 @_kernel
-def _edge_range(kernel, W, mesh, ctrl, level_now, out, faces, lo, hi):
+def _edge_range(scheme, W, mesh, ctrl, level_now, out, faces, lo, hi):
     """Edges ``lo .. hi-1``: each edge's cells (with ``faces``, their face states and beds
     of :func:`faces_pass`; on the boundary, its kind's tables from ``level_now``: row 0 at
     the stage's time, row 1 at a midpoint kind's) loaded, :func:`evaluate_edge`, ``|Γ| F⁻``
@@ -221,7 +221,7 @@ def _edge_range(kernel, W, mesh, ctrl, level_now, out, faces, lo, hi):
                 Hj = (bed[si : si + 1] + a).astype(bed.dtype)[0]
         edge = Edge(mesh.edge_normal[e, 0], mesh.edge_normal[e, 1], mesh.edge_length[e], bc, a,
                     b, ctrl.g, ctrl.r, ctrl.eps_h, layers)  # fmt: skip
-        Fm, Fp, d, flag, out0, out1 = evaluate_edge(kernel, Wi, Wj, Hi, Hj, edge)
+        Fm, Fp, d, flag, out0, out1 = evaluate_edge(scheme, Wi, Wj, Hi, Hj, edge)
         _store(acc, mesh.edge_slot[e, 0], Fm, d, faces, nvar)
         if j >= 0:
             _store(acc, mesh.edge_slot[e, 1], Fp, d, faces, nvar)
@@ -277,13 +277,12 @@ EDGE_CHUNK = 1024
 
 
 @_parallel
-def edge_pass(kernel, W, mesh, ctrl, level_now, out, faces):
-    """Every edge once, in chunks of :data:`EDGE_CHUNK` (:func:`_edge_range`), with the flux
-    of ``kernel`` (:class:`~.dispatch.KernelToken`: a compiled pass per scheme); each edge
+def edge_pass(scheme, W, mesh, ctrl, level_now, out, faces):
+    """Every edge once, in chunks of :data:`EDGE_CHUNK` (:func:`_edge_range`); each edge
     writes only its own slots, so the result does not depend on the chunks or threads."""
     n = mesh.edge_cells.shape[0]
     for c in prange((n + EDGE_CHUNK - 1) // EDGE_CHUNK):
-        _edge_range(kernel, W, mesh, ctrl, level_now, out, faces, c * EDGE_CHUNK,
+        _edge_range(scheme, W, mesh, ctrl, level_now, out, faces, c * EDGE_CHUNK,
                     min(n, (c + 1) * EDGE_CHUNK))  # fmt: skip
 
 
