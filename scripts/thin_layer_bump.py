@@ -1,6 +1,7 @@
 """Issue 33, item 1: a layer's dam break onto a dry layer over a bump, every two-layer scheme.
 
     python scripts/thin_layer_bump.py [--nx 100] [--t-end 20] [--layer 2] [--eps-h M]
+                                      [--backend cpu|gpu]
 
 A 1 m channel (a strip of ``2 nx`` triangles of [-5, 5], walls) with a bump rising to
 0.2 m below the surface at x = 0. The layer ``--layer`` (2: the lower, the issue's case;
@@ -68,10 +69,11 @@ def simulation(
                       initial=initial, backend=backend, **extra)  # fmt: skip
 
 
-def run(layer: int, scheme: str, r: float, nx: int, t_end: float, eps_h: float | None) -> str:
+def run(layer: int, scheme: str, r: float, nx: int, t_end: float, eps_h: float | None,
+        backend: str = "cpu") -> str:  # fmt: skip
     """One run's line: clean to ``t_end`` with its counts, or the line that stopped it."""
     start = time.perf_counter()
-    sim = simulation(layer, scheme, r, nx, eps_h)
+    sim = simulation(layer, scheme, r, nx, eps_h, backend)
     head = f"layer {layer} {scheme:8s} r = {r:<4}"
     try:
         s = sim.run(t_end)
@@ -91,10 +93,12 @@ def main() -> None:
     parser.add_argument("--t-end", type=float, default=20.0, help="simulated seconds")
     parser.add_argument("--layer", type=int, choices=(1, 2), default=2, help="the dam's layer")
     parser.add_argument("--eps-h", type=float, default=None, help="thin-layer threshold (m)")
+    parser.add_argument("--backend", default="cpu", help="cpu or gpu")
     args = parser.parse_args()
     for scheme in SCHEMES:
         for r in (0.5, 0.98):
-            print(run(args.layer, scheme, r, args.nx, args.t_end, args.eps_h), flush=True)
+            line = run(args.layer, scheme, r, args.nx, args.t_end, args.eps_h, args.backend)
+            print(line, flush=True)
 
 
 if __name__ == "__main__":
