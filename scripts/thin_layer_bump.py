@@ -28,7 +28,7 @@ runs (``--nx`` 50, 100, 200, ``--layer`` 1 and 2) reach 20 s with each layer's m
 <= 1.1e-15, no clip and no negative depth (9 PVM-IFCP runs stopped before). ``--nx 1600
 --t-end 1.5``, PVM-IFCP r = 0.5, stopped at t = 1.446 s (a tip's cross-strip discharge ran
 away: the reconstructed edges upwinded the tangential discharge, docs/SCHEMES.md §13.1);
-with HLL's viscosity on it it reaches 1.5 s (masses to 1.8e-15, no clip), and at ``--nx 400``
+with HLL's viscosity on it it reaches 20 s (masses to 4.9e-15, no clip), and at ``--nx 400``
 all twelve runs reach 20 s (masses to <= 1.1e-15, no clip).
 """
 
