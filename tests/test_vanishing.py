@@ -195,6 +195,25 @@ def test_a_lower_layer_pierced_by_the_bed_step_is_a_thin_edge(scheme):
         assert flag == ref[3][e]
 
 
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_a_thin_edge_puts_no_cross_flow_into_a_flow_along_x(scheme):
+    """A lower layer of 5 mm (thin: below eps_h = 1 cm) running along x at 4 and 2 m/s under
+    a still upper layer, across a diagonal edge of a triangle strip: the y-discharge of both
+    sides' fluctuations is 0 (the tangential discharge takes the normal one's viscosity,
+    §13.3). With the mass-flux upwinding of the tangential discharge it was 0.10 and 0.79
+    of the x-part: the cross-strip discharge that ran a 1.2 mm tip away on 1600 x 2 triangles
+    (scripts/thin_layer_bump.py, PVM-IFCP, r = 0.5, t = 1.446 s). Reference, Numba alike."""
+    Wi = np.array([[0.3, 0.0, 0.0, 5e-3, 2e-2, 0.0]])
+    Wj = np.array([[0.3, 0.0, 0.0, 5e-3, 1e-2, 0.0]])
+    normal = np.array([[1.0, 1.0]]) / np.sqrt(2.0)
+    Fm, Fp, _, flags = get_flux(scheme, 2)(Wi, Wj, [1.0], [1.0], normal, G, 0.5, 1e-2, True)
+    kernel = get_edge_flux(scheme, 2)
+    Km, Kp, _, flag = kernel(tuple(Wi[0]), tuple(Wj[0]), 1.0, 1.0, *normal[0], G, 0.5, 1e-2)
+    assert flags[0] & 4 and flag & 4
+    for F in (Fm[0], Fp[0], np.array(Km), np.array(Kp)):
+        assert abs(F[4]) > 1e-3 and abs(F[5]) <= 1e-15 and abs(F[2]) <= 1e-15
+
+
 @pytest.mark.parametrize(("layer", "r", "t_end"), [(2, 0.98, 5.5), (1, 0.5, 4.0)])
 def test_thin_tips_over_a_bump_run_on(layer, r, t_end):
     """scripts/thin_layer_bump.py's dam break onto a dry layer over a bump (nx = 100,

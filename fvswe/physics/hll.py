@@ -19,6 +19,14 @@ def hll_coefficients(sl, sr):
 
 
 @jit
+def hll_tangential(L, a0, a1):
+    """``(D-_qt, D+_qt)`` of HLL's viscosity ``a0 + a1 A`` on the tangential discharge (§13.3)."""
+    vt = L.qnj * L.utj - L.qni * L.uti
+    dm = 0.5 * (vt - (a0 * L.dqt + a1 * vt))
+    return dm, vt - dm
+
+
+@jit
 def einfeldt_speeds(L, g):
     """``SL = min(u - c, un_i - c_i)``, ``SR = max(u + c, un_j + c_j)``."""
     c = math.sqrt(L.c2)

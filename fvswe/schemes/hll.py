@@ -34,6 +34,15 @@ def hll_coefficients(sl, sr):
     return a0, a1
 
 
+def hll_tangential(L, a0, a1):
+    """``(D-_qt, D+_qt)`` of HLL's viscosity ``a0 + a1 A`` on the tangential discharge (§13.3):
+    the same viscosity as the normal one, so a flow along ``x`` puts no ``y``-discharge into
+    a triangle across a reconstructed edge."""
+    vt = L.qnj * L.utj - L.qni * L.uti
+    dm = 0.5 * (vt - (a0 * L.dqt + a1 * vt))
+    return dm, vt - dm
+
+
 def einfeldt_speeds(L, g: float):
     """``SL = min(u - c, un_i - c_i)``, ``SR = max(u + c, un_j + c_j)`` (§6)."""
     c = np.sqrt(L.c2)

@@ -138,6 +138,9 @@ def flux2(
     m = viscous_split2(v, L1, L2, DH, r, a0, a1, a2)
     t1m, t1p = upwind_tangential(L1.qni + m[0], L1.qni, L1.qnj, L1.uti, L1.utj)
     t2m, t2p = upwind_tangential(L2.qni + m[2], L2.qni, L2.qnj, L2.uti, L2.utj)
+    (h1m, h1p), (h2m, h2p) = hll.hll_tangential(L1, a0, a1), hll.hll_tangential(L2, a0, a1)
+    t1m, t1p, t2m, t2p = (np.where(thin, h, t) for h, t in
+                          ((h1m, t1m), (h1p, t1p), (h2m, t2m), (h2p, t2p)))  # fmt: skip
     Dm = (m[0], m[1], t1m, m[2], m[3], t2m)
     Dp = (v[0] - m[0], v[1] - m[1], t1p, v[2] - m[2], v[3] - m[3], t2p)
     Cm1, Cp1 = corrected(Dm[:3], Dp[:3], C1)
