@@ -172,7 +172,7 @@ def test_wetting_and_drying_case_dries_cells_and_feels_the_level(reference):
 
 
 def test_limited_runs_limit_in_many_steps(reference):
-    """The runs of the limiter (compared bitwise above) limit cell-layers: 87 in the
+    """The runs of the limiter (compared bitwise above) limit cell-layers: 73 in the
     pulled-apart layer, where they lie beside the borders of the parts of 2 and 3 ranks, so
     that their theta reaches the other part by the halo exchange (without it, both runs of
     the ranks stopped at step 100 with the upper layer's mass off by 5e-5, measured before
