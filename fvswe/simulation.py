@@ -213,14 +213,29 @@ def _cell_values(value: Field, xy: np.ndarray, n: int, key: str) -> np.ndarray:
         raise ConfigError(f"{key}: expected {n} cell values, got shape {out.shape}") from None
 
 
-def _periodic_mesh(mesh, pairs: list, s: Mapping[str, Any]):
+def _periodic_mesh(mesh, pairs: list, boundary, s: Mapping[str, Any]):
     """``mesh`` with its periodic ``pairs`` joined. Refused: the implicit method (its C-grid
-    reads the grid's sides)."""
+    reads the grid's sides) and a condition given on a joined tag."""
     a, b = pairs[0]
     if s["method"] != "explicit":
         raise ConfigError(f"method: {s['method']!r} is not available with periodic boundaries "
                           f"(tags {a!r} and {b!r}); use 'explicit'")  # fmt: skip
-    return periodic(mesh, pairs)
+    joined = periodic(mesh, pairs)
+    refuse_joined_conditions(pairs, boundary)
+    return joined
+
+
+def _with_threshold(model: Model, W0: np.ndarray, dtype: str) -> Model:
+    """``model`` with the default thin-layer threshold, scaled by the deepest column of ``W0``."""
+    depth = W0[:, list(model.depth_components)].sum(axis=1)
+    scale = float(depth.max()) if depth.size else 0.0
+    return replace(model, eps_h=thin_layer_threshold(scale, dtype))
+
+
+def _reordered(mesh, order: str, *cell_arrays):
+    """``(mesh in `order`, the per-cell arrays permuted alike)``; None arrays stay None."""
+    mesh, perm = mesh.reordered(order)
+    return mesh, tuple(None if a is None else a[perm] for a in cell_arrays)
 
 
 def _on_sphere(mesh, crs: str | None, radius: float, s: Mapping[str, Any], slide, coriolis):
@@ -389,27 +404,20 @@ class Simulation:
         self.scheme, self.dtype, self.order = scheme, dtype, order
         #: The periodic tag pairs, joined into interior edges (:class:`fvswe.boundary.Periodic`).
         self.periodic, boundary = periodic_pairs(boundary)
-        if self.periodic:
-            mesh = _periodic_mesh(mesh, self.periodic, s)
-            refuse_joined_conditions(self.periodic, boundary)
+        mesh = _periodic_mesh(mesh, self.periodic, boundary, s) if self.periodic else mesh
         W0, Hc = self._initial_state(mesh, H, initial)
         clock.mark("initial_state")
         kind, bottom = _friction(friction, mesh.centroid)
         interfacial = _interfacial(interfacial_friction, layers, mesh.centroid)
-        if eps_h is None:
-            depth = W0[:, list(self.model.depth_components)].sum(axis=1)
-            scale = float(depth.max()) if depth.size else 0.0
-            self.model = replace(self.model, eps_h=thin_layer_threshold(scale, dtype))
+        self.model = self.model if eps_h is not None else _with_threshold(self.model, W0, dtype)
         #: The run settings (:mod:`fvswe.settings`) as this run resolved them.
         self.settings = {**s, "order": order, "eps_h": self.model.eps_h,
                          "fast_math": bool(fast_math)}  # fmt: skip
         if s["method"] == "explicit":  # the implicit method dries faces, not schemes' cells
             refuse_dry_cells(scheme, layers, W0[:, 0], self.model.eps_h, mesh.source)
         if order != "none":
-            mesh, perm = mesh.reordered(order)
-            W0, Hc = W0[perm], Hc[perm]
-            bottom = None if bottom is None else bottom[perm]
-            interfacial = None if interfacial is None else interfacial[perm]
+            mesh, (W0, Hc, bottom, interfacial) = _reordered(mesh, order, W0, Hc, bottom,
+                                                             interfacial)  # fmt: skip
         clock.mark("reorder")
         self.coriolis = Coriolis.of(coriolis)
         #: The CRS of the mesh's coordinates; a geographic one puts the mesh on the sphere.
@@ -417,16 +425,14 @@ class Simulation:
         mesh, sphere = _on_sphere(mesh, crs, radius, s, slide, self.coriolis)
         edge_bc = edge_conditions(mesh, boundary)
         levels = level_tables(mesh, boundary, layers, Hc)
-        self.friction = friction
-        self.interfacial_friction = interfacial_friction
+        self.friction, self.interfacial_friction = friction, interfacial_friction
         f = None if self.coriolis is None else self.coriolis.values(mesh.centroid[:, 1])
-        wind_table = _wind(wind)
         self.mesh = mesh
         self._to_original = np.argsort(mesh.original_index)
         self.layout = Layout.build(
             mesh, self.model, W0, Hc, edge_bc, DTYPES[dtype],
             friction=(kind, bottom), interfacial=interfacial,
-            levels=levels if levels.count else None, coriolis=f, wind=wind_table,
+            levels=levels if levels.count else None, coriolis=f, wind=_wind(wind),
             sources=source_tables(mesh, sources, layers),
             slide=slide_table(slide, mesh.centroid, Hc),
             maxima=None if maxima is None else Maxima.of(maxima).arrival_threshold,
