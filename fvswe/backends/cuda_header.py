@@ -232,7 +232,8 @@ def physics() -> str:
         physics.maxima.quantities,  # the maximum and arrival maps (maxima_pass)
         physics.maxima.keep_max,
         physics.maxima.arrival,
-        limiter.outflow_term,  # the positivity limiter (two layers)
+        limiter.outflow_part,  # the positivity limiter (two layers)
+        limiter.outflow_bound,
         limiter.is_candidate,
         limiter.mass_flux,
         limiter.theta,

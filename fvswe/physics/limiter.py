@@ -1,7 +1,8 @@
 """The positivity limiter's formulas (docs/SCHEMES.md §13.4), written once for both backends.
 
 The limiter keeps a layer from losing more than it holds in a step: a cell is a candidate
-when a bound of its outflow (:func:`outflow_term` summed over its slots) exceeds its content
+when a bound of its outflow (:func:`outflow_bound` of its slots' :func:`outflow_part`) exceeds
+its content
 (:func:`is_candidate`), its factor is :func:`theta` of its true outflow (the positive
 :func:`mass_flux` of its slots), and every slot's mass flux is then scaled by its donor's
 theta (:func:`limited_mass`), the donor keeping the momentum that mass no longer carries out
@@ -20,11 +21,17 @@ LIMIT_WIDEN = 1.0 + 1e-3
 
 
 @exact
-def outflow_term(S, length, qx, qy):
-    """One slot's share of a layer's outflow bound: ``max(S, 0) + |Gamma| |q|_1`` with ``S``
-    the slot's mass component and ``q`` the cell's discharge (``|q.n| <= |q|_1``)."""
-    positive = S if S > 0.0 else 0.0
-    return positive + length * (abs(qx) + abs(qy))
+def outflow_part(S):
+    """A slot's share of a layer's outflow bound, its outflowing mass component ``max(S, 0)``
+    (``S`` the slot's mass component)."""
+    return S if S > 0.0 else 0.0
+
+
+@exact
+def outflow_bound(out, perimeter, qx, qy):
+    """A layer's outflow bound from the sum ``out`` of its slots' :func:`outflow_part` and
+    the sum ``perimeter`` of their lengths: ``out + |Gamma| |q|_1`` (``|q.n| <= |q|_1``)."""
+    return out + perimeter * (abs(qx) + abs(qy))
 
 
 @exact

@@ -707,18 +707,24 @@ def _update_cell(W, Wn, rests, i, mesh, ctrl, acc, stage, eps_u, wind):
 @jit_inline
 def _candidate(W, i, mesh, acc, dt):
     """Whether cell i may lose more of a layer than it holds in this step (docs/SCHEMES.md
-    §13.4): the bound of :func:`fvswe.physics.limiter.is_candidate` of the sum of its slots'
-    :func:`~fvswe.physics.limiter.outflow_term`, as the GPU forms it, so every cell with
-    ``theta < 1`` is one."""
+    §13.4): :func:`fvswe.physics.limiter.is_candidate` of the
+    :func:`~fvswe.physics.limiter.outflow_bound` of its slots, summed in slot order as the
+    GPU sums them, so every cell with ``theta < 1`` is one."""
     k = mesh.cell_edges.shape[1]
     s0, length = i * k, mesh.slot_length
-    for d in (0, 3):
-        bound = limiter.outflow_term(acc[s0, d], length[i, 0], W[i, d + 1], W[i, d + 2])
-        for m in range(1, k):
-            bound += limiter.outflow_term(acc[s0 + m, d], length[i, m], W[i, d + 1], W[i, d + 2])
-        if limiter.is_candidate(bound, W[i, d], mesh.area[i], dt):
-            return True
-    return False
+    out1 = limiter.outflow_part(acc[s0, 0])
+    out2 = limiter.outflow_part(acc[s0, 3])
+    perimeter = length[i, 0]
+    for m in range(1, k):
+        out1 += limiter.outflow_part(acc[s0 + m, 0])
+        out2 += limiter.outflow_part(acc[s0 + m, 3])
+        perimeter += length[i, m]
+    bound1 = limiter.outflow_bound(out1, perimeter, W[i, 1], W[i, 2])
+    bound2 = limiter.outflow_bound(out2, perimeter, W[i, 4], W[i, 5])
+    area = mesh.area[i]
+    return limiter.is_candidate(bound1, W[i, 0], area, dt) or limiter.is_candidate(
+        bound2, W[i, 3], area, dt
+    )
 
 
 @jit_inline

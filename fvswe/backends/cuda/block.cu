@@ -97,7 +97,7 @@ block_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__
             const real* v = slots[l * FVSWE_K + s];
 #pragma unroll
             for (int m = 0; m <= NVAR; ++m) acc[m] = s == 0 ? v[m] : add_rn(acc[m], v[m]);
-            limit_sums(sums, w, v, v[SLOT_LEN], s == 0);
+            limit_sums(sums, v, v[SLOT_LEN], s == 0);
         }
         dti = min_dt(dti, close_cell(Win, Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl,
                                      eps_h, op));

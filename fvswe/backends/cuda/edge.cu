@@ -71,7 +71,7 @@ volume_pass(const int n_cells, const real4* __restrict__ Win, real4* __restrict_
         LimitSums sums;
         load_cell(Win, c, w, H);
 #pragma unroll
-        for (int l = 0; l < FVSWE_K; ++l) add_slot(S, c * FVSWE_K + l, acc, l == 0, w, sums);
+        for (int l = 0; l < FVSWE_K; ++l) add_slot(S, c * FVSWE_K + l, acc, l == 0, sums);
         dti = close_cell(Win, Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl, eps_h, op);
     }
     finish_step(ctrl, partial, dti, op);

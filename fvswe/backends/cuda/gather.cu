@@ -26,7 +26,7 @@ gather_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict_
                                                Params{g, r, eps_h}, ctrl, op, v);
 #pragma unroll
             for (int m = 0; m <= NVAR; ++m) acc[m] = l == 0 ? v[m] : add_rn(acc[m], v[m]);
-            limit_sums(sums, w, v, len, l == 0);
+            limit_sums(sums, v, len, l == 0);
         }
         dti = close_cell(Win, Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl, eps_h, op);
     }

@@ -170,7 +170,7 @@ __device__ __forceinline__ void grid_tile(const int n_cells, const int nx, const
 #pragma unroll
             for (int m = 0; m <= NVAR; ++m) acc[m] = l == 0 ? v[m] : add_rn(acc[m], v[m]);
             // the limiter's bound (two layers): slots south and north have the column's width
-            limit_sums(sums, w, v, __ldg(length + (l % 2 ? nx + iy : ix)), l == 0);
+            limit_sums(sums, v, __ldg(length + (l % 2 ? nx + iy : ix)), l == 0);
         }
 #if FVSWE_LAYERS == 2
         const real A = cell_area(Win, area, c);

@@ -394,34 +394,34 @@ __device__ __forceinline__ void store_slot(real4* S, int s, const real* F, real 
 
 // ---------------------------------------------------------------- the positivity limiter's bound
 // What the normal pass of a step gathers for the limiter's candidate test (docs/SCHEMES.md
-// §13.4, limit_candidate): per layer a bound of its outflow, the sum over the slots of
-// max(S_d, 0) + |Gamma| |q|_1 (q the layer's discharge in the cell's old state; |q.n| <=
-// |q|_1). Two layers only (one layer: empty).
+// §13.4, limit_candidate): per layer the sum over the slots of max(S_d, 0)
+// (limiter::outflow_part), and the sum of the slots' lengths, the cell's perimeter; the bound
+// of the layer's outflow is then limiter::outflow_bound (|q.n| <= |q|_1, q the layer's
+// discharge in the cell's old state). Two layers only (one layer: empty).
 struct LimitSums {
 #if FVSWE_LAYERS == 2
     real out[2];
+    real perimeter;
 #endif
 };
 
-// sums += the bound of slot v (nvar+1 values) of length len of a cell in state w (first
-// slot: sums = its bound).
-__device__ __forceinline__ void limit_sums(LimitSums& sums, const real* w, const real* v, real len,
-                                           bool first)
+// sums += slot v (nvar+1 values) of length len (first slot: sums = its part).
+__device__ __forceinline__ void limit_sums(LimitSums& sums, const real* v, real len, bool first)
 {
 #if FVSWE_LAYERS == 2
 #pragma unroll
     for (int l = 0; l < 2; ++l) {
-        const real o = limiter::outflow_term<real>(v[3 * l], len, w[3 * l + 1], w[3 * l + 2]);
+        const real o = limiter::outflow_part<real>(v[3 * l]);
         sums.out[l] = first ? o : add_rn(sums.out[l], o);
     }
+    sums.perimeter = first ? len : add_rn(sums.perimeter, len);
 #endif
 }
 
 // acc += slot s (first slot: acc = slot), component by component, nvar+1 values; the
-// limiter's bounds (cell state w) take its mass components and length (two layers: the 8th
-// value).
+// limiter's sums take its mass components and length (two layers: the 8th value).
 __device__ __forceinline__ void add_slot(const real4* __restrict__ S, int s, real* acc, bool first,
-                                         const real* w, LimitSums& sums)
+                                         LimitSums& sums)
 {
     real v[NVAR + 1];
     const real4 a = ld4(S + (size_t)s * NVEC);
@@ -434,9 +434,9 @@ __device__ __forceinline__ void add_slot(const real4* __restrict__ S, int s, rea
 #pragma unroll
     for (int m = 0; m <= NVAR; ++m) acc[m] = first ? v[m] : add_rn(acc[m], v[m]);
 #if FVSWE_LAYERS == 2
-    limit_sums(sums, w, v, b.w, first);
+    limit_sums(sums, v, b.w, first);
 #else
-    limit_sums(sums, w, v, real(0), first);
+    limit_sums(sums, v, real(0), first);
 #endif
 }
 
@@ -744,7 +744,10 @@ __device__ __forceinline__ bool limit_candidate(const real* w, real A, const Lim
 #if FVSWE_LAYERS == 2
 #pragma unroll
     for (int l = 0; l < 2; ++l)
-        if (limiter::is_candidate<real>(sums.out[l], w[3 * l], A, real(dt))) return true;
+        if (limiter::is_candidate<real>(
+                limiter::outflow_bound<real>(sums.out[l], sums.perimeter, w[3 * l + 1], w[3 * l + 2]),
+                w[3 * l], A, real(dt)))
+            return true;
 #endif
     return false;
 }

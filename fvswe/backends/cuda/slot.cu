@@ -39,7 +39,7 @@ slot_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__ 
             const real* v = slot_values[threadIdx.x + k];
 #pragma unroll
             for (int m = 0; m <= NVAR; ++m) acc[m] = k == 0 ? v[m] : add_rn(acc[m], v[m]);
-            limit_sums(sums, w, v, v[NVAR + 1], k == 0);
+            limit_sums(sums, v, v[NVAR + 1], k == 0);
         }
         dti = close_cell(Win, Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl, eps_h, op);
     }
