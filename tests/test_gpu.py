@@ -88,6 +88,24 @@ def test_device_flux_matches_numpy_reference(scheme, layers, dtype):
     assert np.allclose(got[2], ref[2], rtol=tol, atol=0)
 
 
+@pytest.mark.parametrize("r", [0.5, 0.98])
+@pytest.mark.parametrize("scheme", ["roe", "ir-roe"])
+def test_device_gives_the_close_pairs_numpy_numbers(scheme, r):
+    """The float64 device flux on the entropy fix's bound edges (test_roe_edges.close_pairs:
+    close transonic internal pairs, gaps 1e-8 to 0.1, flat bed and bed steps) is NumPy's bit
+    for bit, as on the host (docs/SCHEMES.md §3.6, "The internal pair"): the bound holds on
+    the GPU."""
+    from test_roe_edges import close_pairs
+
+    flat, step, _, _ = close_pairs(r)
+    edges = tuple(np.concatenate(p) for p in zip(flat, step, strict=True))
+    B = gpu.GpuBackend(tiny_layout(2, "float64", r), scheme)
+    got = B.debug_flux(*edges)
+    ref = get_flux(scheme, 2)(*edges, 9.81, r, 5e-3, True)
+    for a, b in zip(got, ref, strict=True):
+        assert np.array_equal(a, b)
+
+
 # -- whole runs ------------------------------------------------------------------------------
 
 
