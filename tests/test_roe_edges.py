@@ -410,12 +410,20 @@ def test_emitted_cuda_gives_the_close_pairs_numpy_numbers(r):
     """The CUDA flux emitted from fvswe/physics (physics.cuh, compiled for the host with
     -ffp-contract=off as the float64 GPU modules are with --fmad=false) gives Roe's and
     IR-Roe's NumPy result bit for bit on the bound's edges (:func:`close_pairs`): the bound
-    holds for the GPU's float64 kernels too."""
+    holds for the GPU's float64 kernels too. Its float32 instance, on the edges rounded to
+    float32, keeps the bound as well (§3.4: EIG4 keeps the deflated pair where a polishing
+    step is thrown off a near-double root; before, the fix added 6.3e4 V on one edge)."""
     from test_cuda_sources import host_flux
 
     flat, step, _, _ = close_pairs(r)
     edges = tuple(np.concatenate(p) for p in zip(flat, step, strict=True))
+    single = [tuple(np.asarray(a, np.float32).astype(np.float64) for a in e) for e in (flat, step)]
     for name in ("roe", "ir-roe"):
         got = host_flux("double", name, 2, edges, h.G, r, 5e-3)
         for a, b in zip(got, get_flux(name, 2)(*edges, h.G, r, 5e-3, True), strict=True):
             assert np.array_equal(a, b), name
+        Fm = host_flux("float", name, 2, single[0], h.G, r, 5e-3)[0]
+        assert h.fluctuation_ratio(Fm, single[0], r=r)[0].max() <= PAIR_BOUND, name
+        Fm, Fu = (host_flux("float", name, 2, single[1], h.G, r, 5e-3, fix)[0]
+                  for fix in (True, False))  # fmt: skip
+        assert h.fluctuation_ratio(Fm - Fu, single[1], r=r)[0].max() <= PAIR_BOUND, name
