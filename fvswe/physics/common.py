@@ -369,9 +369,11 @@ def eig4(u1, u2, c1sq, c2sq, r):
         y2 = polish(y2, u1, u2, c1sq, c2sq, r)
         y3 = polish(y3, u1, u2, c1sq, c2sq, r)
     if disc >= 0.0 and x1 < y2 and y2 < y3 and y3 < x4:
-        reach = POLISH_REACH * (x4 - x1)
-        if not (thrown(y2, x2, reach, u1, u2, c1sq, c2sq, r)
-                or thrown(y3, x3, reach, u1, u2, c1sq, c2sq, r)):  # fmt: skip
+        reach = POLISH_REACH * (x4 - x1)  # POLISH_REACH 1: no guard (float64)
+        if POLISH_REACH >= 1.0 or not (
+            thrown(y2, x2, reach, u1, u2, c1sq, c2sq, r)
+            or thrown(y3, x3, reach, u1, u2, c1sq, c2sq, r)
+        ):
             return x1, y2, y3, x4, disc
     return x1, x2, x3, x4, disc
 

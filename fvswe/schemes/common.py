@@ -339,9 +339,10 @@ def eig4(u1, u2, c1sq, c2sq, r: float):
         y2 = polish(y2, u1, u2, c1sq, c2sq, r)
         y3 = polish(y3, u1, u2, c1sq, c2sq, r)
     keep = (disc >= 0) & (x1 < y2) & (y2 < y3) & (y3 < x4)
-    reach = POLISH_REACH * (x4 - x1)
-    keep &= ~(thrown(y2, x2, reach, u1, u2, c1sq, c2sq, r)
-              | thrown(y3, x3, reach, u1, u2, c1sq, c2sq, r))  # fmt: skip
+    if POLISH_REACH < 1.0:  # 1 switches the guard off: float64 (the GPU's float32 sets 1e-3)
+        reach = POLISH_REACH * (x4 - x1)
+        keep &= ~(thrown(y2, x2, reach, u1, u2, c1sq, c2sq, r)
+                  | thrown(y3, x3, reach, u1, u2, c1sq, c2sq, r))  # fmt: skip
     return x1, np.where(keep, y2, x2), np.where(keep, y3, x3), x4, disc
 
 
