@@ -265,39 +265,71 @@ def gap_sweep_edges(r, side, steps=range(0, 17, 2), E=4):
 
 def close_pair_edges(seed, r, E=3000, bed=0.0):
     """Two-layer edges whose internal pair nearly coincides and is transonic (docs/SCHEMES.md
-    §3.6, "The internal pair"), ``E`` tried of each construction: ``near_critical(cells)``
-    puts each cell at its own critical shear reduced by ``1 - 10^-k`` (k uniform in [0.5,
-    17]), ``near_critical(roe)`` the Roe state, its cells apart by a jump that keeps the Roe
-    averages. Depths 0.5 to 3 m, the cells up to 30 % apart in depth and 0.3 external speeds
-    in velocity; a common velocity then puts 0 between the cells' ``lambda2`` (a third of the
-    edges), their ``lambda3`` (a third: one wave of the pair transonic, the other maybe not)
-    or at the pair's mean. Kept where the cells' and the Roe state's pairs are real: relative
-    gaps from the float64 floor to about 0.1. The bed jumps by ``bed`` times the cells'
-    relative difference. Returns ``Wi, Wj, Hi, Hj, normal``."""
+    §3.6, "The internal pair"), ``E`` tried of each construction: :func:`critical_cells`,
+    :func:`critical_roe` and :func:`close_cells`; then a common velocity puts 0 between the
+    cells' ``lambda2`` (a third of the edges), their ``lambda3`` (a third: one wave of the pair
+    transonic, the other maybe not) or at the pair's mean (both transonic where the cells'
+    pairs lie apart). Kept where the cells' and the Roe state's pairs are real: relative gaps
+    from the float64 floor (about 1e-8) to about 0.1. The bed jumps by ``bed`` times the
+    cells' relative difference. Returns ``Wi, Wj, Hi, Hj, normal``."""
     rng = np.random.default_rng(seed)
-    parts = [near_critical(rng, r, E, bed, roe) for roe in (False, True)]
+    parts = [transonic_pair(rng, r, *build(rng, r, E), bed)
+             for build in (critical_cells, critical_roe, close_cells)]  # fmt: skip
     return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
 
 
-def near_critical(rng, r, E, bed, roe):
-    """The two constructions of :func:`close_pair_edges`."""
+def critical_cells(rng, r, E):
+    """Each cell at its own critical shear reduced by ``1 - 10^-k`` (k uniform in [0.5, 17]),
+    the cells up to 30 % apart in depth and 0.3 external speeds in velocity: ``(U, rho)``, the
+    cells' ``(h1, u1, h2, u2)`` (2, E, 4) and their relative difference."""
     rho = 10.0 ** rng.uniform(-4.0, -0.5, E)
     h = rng.uniform(0.5, 3.0, (2, E))
-    if roe:
-        shear = critical_shear(h[0], h[1], r) * (1.0 - 10.0 ** rng.uniform(-17.0, -0.5, E))
-        U = np.empty((2, E, 4))
-        for k, (hk, uk) in enumerate(((h[0], shear / 2), (h[1], -shear / 2))):
-            hi = hk * (1.0 + rho * rng.normal(0.0, 1.0, E))
-            ui = uk + rho * rng.normal(0.0, 1.0, E) * np.sqrt(G * (h[0] + h[1]))
-            U[:, :, 2 * k] = hi, 2.0 * hk - hi  # Roe's hbar = hk
-            U[:, :, 2 * k + 1] = ui, uk - (ui - uk) * np.sqrt(hi / (2.0 * hk - hi))  # ubar = uk
-    else:
-        U = np.empty((2, E, 4))
-        for c in range(2):
-            h1, h2 = h * (1.0 + rho * rng.uniform(-0.5, 0.5, (2, E)))
-            shear = critical_shear(h1, h2, r) * (1.0 - 10.0 ** rng.uniform(-17.0, -0.5, E))
-            mean = rho * rng.uniform(-0.5, 0.5, E) * np.sqrt(G * (h1 + h2))
-            U[c] = np.stack((h1, mean + shear / 2, h2, mean - shear / 2), 1)
+    U = np.empty((2, E, 4))
+    for c in range(2):
+        h1, h2 = h * (1.0 + rho * rng.uniform(-0.5, 0.5, (2, E)))
+        shear = critical_shear(h1, h2, r) * (1.0 - 10.0 ** rng.uniform(-17.0, -0.5, E))
+        mean = rho * rng.uniform(-0.5, 0.5, E) * np.sqrt(G * (h1 + h2))
+        U[c] = np.stack((h1, mean + shear / 2, h2, mean - shear / 2), 1)
+    return U, rho
+
+
+def critical_roe(rng, r, E):
+    """The Roe state at its critical shear reduced by ``1 - 10^-k``, its cells apart by a jump
+    that keeps the Roe averages (as :func:`critical_cells`)."""
+    rho = 10.0 ** rng.uniform(-4.0, -0.5, E)
+    h = rng.uniform(0.5, 3.0, (2, E))
+    shear = critical_shear(h[0], h[1], r) * (1.0 - 10.0 ** rng.uniform(-17.0, -0.5, E))
+    U = np.empty((2, E, 4))
+    for k, (hk, uk) in enumerate(((h[0], shear / 2), (h[1], -shear / 2))):
+        hi = hk * (1.0 + rho * rng.normal(0.0, 1.0, E))
+        ui = uk + rho * rng.normal(0.0, 1.0, E) * np.sqrt(G * (h[0] + h[1]))
+        U[:, :, 2 * k] = hi, 2.0 * hk - hi  # Roe's hbar = hk
+        U[:, :, 2 * k + 1] = ui, uk - (ui - uk) * np.sqrt(hi / (2.0 * hk - hi))  # ubar = uk
+    return U, rho
+
+
+def close_cells(rng, r, E):
+    """Pairs closing to the float64 floor (as :func:`critical_cells`): for a target gap
+    ``gam = 10^U(-8.5, -1.5)`` each cell at its critical shear reduced by about ``gam^2``,
+    the cells' mean velocities apart by ``apart`` (from ``gam`` to 0.3 external speeds) and
+    their depths by about ``gam^2 / apart``, so that the Roe shear stays as close: nearly
+    equal cells, or cells whose pairs lie far apart around a Roe pair that still closes."""
+    gam = 10.0 ** rng.uniform(-8.5, -1.5, E)
+    apart = 10.0 ** rng.uniform(np.log10(gam), -0.5, E)
+    jitter = gam**2 / apart * 10.0 ** rng.uniform(-1.0, 1.0, E)
+    h = rng.uniform(0.5, 3.0, (2, E))
+    U = np.empty((2, E, 4))
+    for c in range(2):
+        h1, h2 = h * (1.0 + jitter * rng.uniform(-0.5, 0.5, (2, E)))
+        shear = critical_shear(h1, h2, r) * (1.0 - gam**2 * 10.0 ** rng.uniform(-1.0, 1.0, E))
+        mean = (c - 0.5) * apart * np.sqrt(G * (h1 + h2))
+        U[c] = np.stack((h1, mean + shear / 2, h2, mean - shear / 2), 1)
+    return U, apart
+
+
+def transonic_pair(rng, r, U, rho, bed):
+    """The edges of :func:`close_pair_edges` from its constructions' cells ``U`` (2, E, 4)."""
+    E = U.shape[1]
     cells = [common.eig4(V[:, 1], V[:, 3], G * V[:, 0], G * V[:, 2], r) for V in U]
     mode = rng.integers(0, 3, E)
     a = np.where(mode == 0, cells[0][1], cells[0][2])
@@ -325,7 +357,8 @@ def fluctuation_ratio(Fm, edges, g=G, r=0.5):
     """``|D-|_s / max(|v|_s, |s DU|_s)`` per edge (docs/SCHEMES.md §3.6, "The internal
     pair"): ``D-`` the normal part of ``F-``, ``s = max(|lambda1|, |lambda4|)`` of the
     normal Roe matrix (numpy.linalg.eigvals), ``|x|_s = max(|x0|, |x1|/s, |x2|, |x3|/s)``; and the
-    relative internal gap ``(lambda3 - lambda2)/(lambda4 - lambda1)``."""
+    relative internal gap ``(lambda3 - lambda2)/(lambda4 - lambda1)`` (below 1e-4 from
+    :func:`internal_gap`)."""
     Wi, Wj, Hi, Hj, n = edges
     roe = [roe_average(Wi, Wj, k) for k in (0, 3)]
     u = [np.einsum("ed,ed->e", ub, n) for _, ub in roe]
@@ -340,7 +373,60 @@ def fluctuation_ratio(Fm, edges, g=G, r=0.5):
     v = rotated_normal(total_fluctuation(Wi, Wj, Hi, Hj, n, g, r), n)
     du = rotated_normal(Wj, n) - rotated_normal(Wi, n)
     ratio = size(rotated_normal(Fm, n)) / np.maximum(size(v), size(s * du))
-    return ratio, (lam[:, 2] - lam[:, 1]) / (lam[:, 3] - lam[:, 0])
+    gap = (lam[:, 2] - lam[:, 1]) / (lam[:, 3] - lam[:, 0])
+    close = internal_gap(u[0], u[1], g * roe[0][0], g * roe[1][0], r, lam)
+    return ratio, np.where(gap < 1e-4, close / (lam[:, 3] - lam[:, 0]), gap)
+
+
+def internal_gap(u1, u2, c1, c2, r, lam):
+    """``lambda3 - lambda2`` of a close real pair, exact for the float64 data to a relative
+    ``O(gap)`` where eigvals is not (its error ``~eps/gap`` is the gap itself near 1e-8):
+    ``f = p1 p2 - r c1 c2`` (§3.4) has its maximum ``f* > 0`` between the pair, at ``x*``
+    (Newton on ``f'`` from the pair's mean in ``lam``), so the gap is ``2 sqrt(2 f*/|f''|)``
+    with ``f*`` in double-double (its cancellation is what limits float64)."""
+    x = 0.5 * (lam[:, 1] + lam[:, 2])
+    for _ in range(4):
+        a, b = x - u1, x - u2
+        p1, p2 = a * a - c1, b * b - c2
+        d2 = 2.0 * (p1 + p2) + 8.0 * a * b
+        x = x - 2.0 * (a * p2 + b * p1) / d2
+    p = [_dd_add(_dd_mul(d, d), (-c, 0.0)) for d, c in ((_two_sum(x, -u1), c1),
+                                                      (_two_sum(x, -u2), c2))]  # fmt: skip
+    k = _dd_mul(_two_prod(r * np.ones_like(c1), c1), (c2, 0.0))
+    top = _dd_add(_dd_mul(*p), (-k[0], -k[1]))[0]
+    return 2.0 * np.sqrt(2.0 * np.maximum(top, 0.0) / np.abs(d2))
+
+
+def _two_sum(a, b):
+    """``a + b`` as an unevaluated sum ``(s, e)`` (Knuth)."""
+    s = a + b
+    t = s - a
+    return s, (a - (s - t)) + (b - t)
+
+
+def _two_prod(a, b):
+    """``a b`` as ``(p, e)`` exactly (Dekker's splitting)."""
+    p = a * b
+    ah, al, bh, bl = (*_split(a), *_split(b))
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _split(a):
+    c = 134217729.0 * a  # 2^27 + 1
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _dd_add(x, y):
+    """Double-double ``x + y``."""
+    s, e = _two_sum(x[0], y[0])
+    return _two_sum(s, e + (x[1] + y[1]))
+
+
+def _dd_mul(x, y):
+    """Double-double ``x y``."""
+    p, e = _two_prod(x[0], y[0])
+    return _two_sum(p, e + (x[0] * y[1] + x[1] * y[0]))
 
 
 def rotated_normal(W, normal):

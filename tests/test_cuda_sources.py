@@ -321,15 +321,16 @@ def random_edges(rng, n: int, layers: int, speed: float = 1.5, fast: float = 1 /
     return W[0][keep], W[1][keep], H[0][keep], H[1][keep], normal[keep]
 
 
-def host_flux(real: str, scheme: str, layers: int, edges, g, r, eps_h):
-    """The CUDA device flux compiled for the host in ``real`` precision, on float64 edges."""
+def host_flux(real: str, scheme: str, layers: int, edges, g, r, eps_h, entropy_fix=True):
+    """The CUDA device flux compiled for the host in ``real`` precision, on float64 edges
+    (the scheme's kernel without the entropy fix where ``entropy_fix`` is false)."""
     flags = ["-std=c++17", "-O1", "-ffp-contract=off", f"-DREAL={real}"]
     exe = host_binary("harness", HARNESS, flags)
     Wi, Wj, Hi, Hj, normal = edges
     n, nv = len(Wi), 3 * layers
     blob = np.concatenate((Wi, Wj, Hi[:, None], Hj[:, None], normal), axis=1)
     stdin = np.array([g, r, eps_h]).tobytes() + blob.tobytes()
-    sid = registry.kernel_id(scheme, layers)
+    sid = registry.kernel_id(scheme, layers, entropy_fix)
     out = subprocess.run([str(exe), str(sid), str(layers), str(n)], input=stdin,
                          capture_output=True, check=True).stdout  # fmt: skip
     out = np.frombuffer(out, dtype=np.float64).reshape(n, 2 * nv + 2)

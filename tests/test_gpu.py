@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import schemes_helpers as h
 from test_cuda_sources import (
     drain_simulation,
     flux_error,
@@ -86,6 +87,43 @@ def test_device_flux_matches_numpy_reference(scheme, layers, dtype):
     tol = 1e-12 if double else 1e-5
     assert flux_error(got, ref, edges, g) <= tol
     assert np.allclose(got[2], ref[2], rtol=tol, atol=0)
+
+
+@pytest.mark.parametrize("r", [0.5, 0.98])
+@pytest.mark.parametrize("scheme", ["roe", "ir-roe"])
+def test_device_gives_the_close_pairs_numpy_numbers(scheme, r):
+    """The float64 device flux on the entropy fix's bound edges (test_roe_edges.close_pairs:
+    close transonic internal pairs, gaps 1e-8 to 0.1, flat bed and bed steps) is NumPy's bit
+    for bit, as on the host (docs/SCHEMES.md §3.6, "The internal pair"): the bound holds on
+    the GPU."""
+    from test_roe_edges import close_pairs
+
+    flat, step, _, _ = close_pairs(r)
+    edges = tuple(np.concatenate(p) for p in zip(flat, step, strict=True))
+    B = gpu.GpuBackend(tiny_layout(2, "float64", r), scheme)
+    got = B.debug_flux(*edges)
+    ref = get_flux(scheme, 2)(*edges, 9.81, r, 5e-3, True)
+    for a, b in zip(got, ref, strict=True):
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("r", [0.5, 0.98])
+@pytest.mark.parametrize("scheme", ["roe", "ir-roe"])
+def test_float32_device_keeps_the_close_pairs_bound(scheme, r):
+    """The float32 device flux (FMA contraction on) on the bound's edges rounded to float32
+    keeps |D-|_s <= PAIR_BOUND V on the flat bed, and what the fix adds over bed steps
+    (docs/SCHEMES.md §3.6, "float32 GPU modules")."""
+    from test_roe_edges import PAIR_BOUND, close_pairs
+
+    flat, step, _, _ = close_pairs(r)
+    flat, step = (
+        tuple(np.asarray(a, np.float32).astype(np.float64) for a in e) for e in (flat, step)
+    )
+    fixed, unfixed = (gpu.GpuBackend(tiny_layout(2, "float32", r), scheme, entropy_fix=fix)
+                      for fix in (True, False))  # fmt: skip
+    assert h.fluctuation_ratio(fixed.debug_flux(*flat)[0], flat, r=r)[0].max() <= PAIR_BOUND
+    added = fixed.debug_flux(*step)[0] - unfixed.debug_flux(*step)[0]
+    assert h.fluctuation_ratio(added, step, r=r)[0].max() <= PAIR_BOUND
 
 
 # -- whole runs ------------------------------------------------------------------------------

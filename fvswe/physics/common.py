@@ -24,6 +24,7 @@ from .constants import (
     NEWTON_TOL,
     PAIR_GAP,
     PIERCED_RATIO,
+    POLISH_REACH,
     POLISH_STEPS,
     SQRT2,
     Layer,
@@ -43,6 +44,7 @@ __all__ = [
 FLOAT32 = {
     "NEWTON_TOL": 1e-6,
     "NEAR_COINCIDENT": 1e-3,
+    "POLISH_REACH": 1e-3,
     "RUSANOV_GAP": float(np.finfo(np.float32).eps),  # as HySEA does (docs/SCHEMES.md §5.2)
     "DRY_DEPTH": float(np.finfo(np.float32).tiny),  # 1/DRY_DEPTH finite in float32 (§5.1)
 }
@@ -315,7 +317,7 @@ def eig4(u1, u2, c1sq, c2sq, r):
 
     Shear-free start (see the reference), at most NEWTON_MAXIT Newton steps per
     external root (both roots iterate in one loop), deflation, POLISH_STEPS
-    polishing steps per internal root.
+    polishing steps per internal root, kept unless one was :func:`thrown`.
     """
     c1 = math.sqrt(c1sq)
     c2 = math.sqrt(c2sq)
@@ -367,8 +369,22 @@ def eig4(u1, u2, c1sq, c2sq, r):
         y2 = polish(y2, u1, u2, c1sq, c2sq, r)
         y3 = polish(y3, u1, u2, c1sq, c2sq, r)
     if disc >= 0.0 and x1 < y2 and y2 < y3 and y3 < x4:
-        return x1, y2, y3, x4, disc
+        reach = POLISH_REACH * (x4 - x1)  # POLISH_REACH 1: no guard (float64)
+        if POLISH_REACH >= 1.0 or not (
+            thrown(y2, x2, reach, u1, u2, c1sq, c2sq, r)
+            or thrown(y3, x3, reach, u1, u2, c1sq, c2sq, r)
+        ):
+            return x1, y2, y3, x4, disc
     return x1, x2, x3, x4, disc
+
+
+@jit
+def thrown(y, x, reach, u1, u2, c1sq, c2sq, r):
+    """The polished root ``y`` of the deflated ``x`` moved by more than ``reach`` and raised
+    ``|f|``: a Newton step thrown off a near-double root, where ``f'`` vanishes (§3.4)."""
+    if abs(y - x) <= reach:
+        return False
+    return abs(quartic(y, u1, u2, c1sq, c2sq, r)[0]) > abs(quartic(x, u1, u2, c1sq, c2sq, r)[0])
 
 
 @jit

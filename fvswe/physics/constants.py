@@ -21,6 +21,10 @@ NEWTON_TOL = 1e-14
 NEWTON_MAXIT = 30
 #: Newton steps polishing each deflated internal root (§3.4 step 2).
 POLISH_STEPS = 2
+#: A polished internal root that moved by more than POLISH_REACH (lambda4 - lambda1) and raised
+#: |f| was thrown off a near-double root: the deflated pair is kept (§3.4 step 2). 1 switches
+#: the guard off (float64); the float32 GPU modules set 1e-3 (fvswe.physics.common.FLOAT32).
+POLISH_REACH = 1.0
 #: Near-coincident internal pair: lambda3 - lambda2 < NEAR_COINCIDENT (lambda4 - lambda1) (§3.5).
 NEAR_COINCIDENT = 1e-6
 #: The entropy fix gives the internal pair one weight where lambda3 - lambda2 < PAIR_GAP

@@ -19,6 +19,7 @@ from ..physics.constants import (
     NEWTON_MAXIT,
     NEWTON_TOL,
     PIERCED_RATIO,
+    POLISH_REACH,
     POLISH_STEPS,
     SQRT2,
     Layer,
@@ -281,7 +282,8 @@ def polish(x, u1, u2, c1sq, c2sq, r: float):
 def eig4(u1, u2, c1sq, c2sq, r: float):
     """Algorithm EIG4 (§3.4): ``(lambda1, lambda2, lambda3, lambda4, disc)``.
 
-    External roots by Newton, internal pair by deflation then polishing.
+    External roots by Newton, internal pair by deflation then polishing (kept unless a
+    root was :func:`thrown` off a near-double root).
     ``disc < 0`` means a complex internal pair; then ``lambda2 = lambda3`` is
     its real part. Needs ``c1sq, c2sq > 0``.
 
@@ -337,7 +339,20 @@ def eig4(u1, u2, c1sq, c2sq, r: float):
         y2 = polish(y2, u1, u2, c1sq, c2sq, r)
         y3 = polish(y3, u1, u2, c1sq, c2sq, r)
     keep = (disc >= 0) & (x1 < y2) & (y2 < y3) & (y3 < x4)
+    if POLISH_REACH < 1.0:  # 1 switches the guard off: float64 (the GPU's float32 sets 1e-3)
+        reach = POLISH_REACH * (x4 - x1)
+        keep &= ~(thrown(y2, x2, reach, u1, u2, c1sq, c2sq, r)
+                  | thrown(y3, x3, reach, u1, u2, c1sq, c2sq, r))  # fmt: skip
     return x1, np.where(keep, y2, x2), np.where(keep, y3, x3), x4, disc
+
+
+def thrown(y, x, reach, u1, u2, c1sq, c2sq, r: float):
+    """The polished roots ``y`` of the deflated ``x`` that moved by more than ``reach`` and
+    raised ``|f|``: Newton steps thrown off a near-double root, where ``f'`` vanishes (§3.4)."""
+    far = np.abs(y - x) > reach
+    fy = quartic(y, u1, u2, c1sq, c2sq, r)[0]
+    fx = quartic(x, u1, u2, c1sq, c2sq, r)[0]
+    return far & (np.abs(fy) > np.abs(fx))
 
 
 def eigen_coefficient(lam, v, u1, u2, c1sq, c2sq, r: float):
