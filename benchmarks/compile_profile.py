@@ -3,9 +3,11 @@
 Runs ``fvswe run CASE --backend cpu`` in a child process on a fresh, empty
 ``NUMBA_CACHE_DIR`` with a listener on Numba's ``numba:compile`` events, and prints per
 dispatcher the seconds of its own compilation (its callees' excluded), the seconds
-including them, and each signature it was compiled for. A function compiled for two
-signatures in one run (int32 and int64, readonly and writable, C and A layout) is compiled
-twice: the duplicates are pure cost. ``--warm`` repeats the run on the cache the first left.
+including them, and each signature it was compiled for; first the command's wall and CPU
+seconds, its ``setup_s`` (to the first step) and the seconds spent compiling. A function
+compiled for two signatures in one run (int32 and int64, readonly and writable, C and A
+layout) is compiled twice: the duplicates are pure cost. ``--warm`` repeats the run on the
+cache the first left.
 
     PYTHONPATH=$PWD python benchmarks/compile_profile.py test1 [--t-end 0.001] [--warm]
 """
@@ -13,6 +15,8 @@ twice: the duplicates are pure cost. ``--warm`` repeats the run on the cache the
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -71,9 +75,12 @@ def child(argv: list[str]) -> None:
     wall, cpu = time.perf_counter(), time.process_time()
     from fvswe.cli import main
 
-    status = main(argv)
+    with contextlib.redirect_stdout(io.StringIO()) as said:
+        status = main(argv)
+    setup = json.loads(said.getvalue() or "{}").get("setup_s")
     out = {"status": status, "wall_s": round(time.perf_counter() - wall, 2),
-           "cpu_s": round(time.process_time() - cpu, 2), **recorder.report()}  # fmt: skip
+           "cpu_s": round(time.process_time() - cpu, 2), "setup_s": setup,
+           **recorder.report()}  # fmt: skip
     print(json.dumps(out))
 
 
@@ -88,7 +95,7 @@ def spawn(cache: str, argv: list[str]) -> dict:
 
 def show(label: str, result: dict) -> None:
     """One line of totals, then one per dispatcher (own seconds, signatures)."""
-    heads = ("status", "wall_s", "cpu_s", "compile_s")
+    heads = ("status", "wall_s", "cpu_s", "setup_s", "compile_s")
     print(label, json.dumps({k: result[k] for k in heads}), flush=True)
     for d in result["dispatchers"]:
         n = len(d["signatures"])
@@ -108,7 +115,7 @@ def main() -> None:
         child(sys.argv[2:])
         return
     args = parser.parse_args()
-    argv = ["run", args.case, "--backend", "cpu", "--t-end", args.t_end, "--quiet"]
+    argv = ["run", args.case, "--backend", "cpu", "--t-end", args.t_end, "--json", "--quiet"]
     print(f"load: {os.getloadavg()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="fvswe-numba-") as cache:
         runs = [("cold", spawn(cache, argv))]
