@@ -34,7 +34,11 @@ runs (``--nx`` 50, 100, 200, ``--layer`` 1 and 2) reach 20 s with each layer's m
 --t-end 1.5``, PVM-IFCP r = 0.5, stopped at t = 1.446 s (a tip's cross-strip discharge ran
 away: the reconstructed edges upwinded the tangential discharge, docs/SCHEMES.md §13.1);
 with HLL's viscosity on it it reaches 20 s (masses to 4.9e-15, no clip), and at ``--nx 400``
-all twelve runs reach 20 s (masses to <= 1.1e-15, no clip).
+all twelve runs reach 20 s (masses to <= 1.1e-15, no clip). ``--nx 1600``, PVM-IFCP
+r = 0.98, lower layer: stopped at t = 3.43 s (a thin lower layer leaving a wall, pushed
+away by the wet formulas there); with the outrun condition of docs/SCHEMES.md §13.1 it
+reaches 20 s (40021 steps, masses to 1.6e-15, no clip), and at ``--nx 100`` and ``400`` all
+twelve runs reach 20 s (masses to <= 1.1e-15, no clip).
 """
 
 from __future__ import annotations
