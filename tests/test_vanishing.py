@@ -225,7 +225,7 @@ def test_a_wall_pushes_no_thin_lower_layer_away_faster_than_it_leaves(scheme):
     (Roe, IR-Roe 0.011) against 6e-5 m^3/s^2, a step's velocity gain of ``dt L/|V| u^2``.
     That ran the nx 1600 PVM-IFCP r = 0.98 lower-layer run of scripts/thin_layer_bump.py away
     (-7 to -434 m/s in 8 steps, stop at t = 3.43 s). Now a thin edge (flag 4; §13.1): HLL
-    with speeds bounding the layer's, -0.039. Reference, Numba alike."""
+    with speeds bounding the layer's, -0.039. Reference, Numba and CUDA (host) alike."""
     up = np.array([[0.0, 1.0]])
     Wi = np.array([[0.77, 0.0, 0.0, 3.5e-3, 0.0, -1.4e-2]])
     Wj = wall_ghost(Wi, up)
@@ -238,6 +238,10 @@ def test_a_wall_pushes_no_thin_lower_layer_away_faster_than_it_leaves(scheme):
         wall = Wi[0, 5] ** 2 / Wi[0, 3] + pressure + F[5]  # F(W_i).n + F-, lower q_n
         assert abs(Wi[0, 5] + F[3]) <= 1e-15  # no mass through the wall
         assert wall <= pressure, wall
+    if CXX is not None:  # the CUDA device flux compiled for the host: the reference's bits
+        edges = (Wi, Wj, np.array([0.8]), np.array([0.8]), up)
+        got = host_flux("double", scheme, 2, edges, G, 0.98, 1e-6)
+        assert np.array_equal(got[0], Fm) and got[3][0] == flags[0]
 
 
 @pytest.mark.parametrize(("layer", "r", "t_end"), [(2, 0.98, 5.5), (1, 0.5, 4.0)])
