@@ -37,9 +37,9 @@ with HLL's viscosity on it it reaches 20 s (masses to 4.9e-15, no clip), and at 
 all twelve runs reach 20 s (masses to <= 1.1e-15, no clip). ``--nx 1600``, PVM-IFCP
 r = 0.98, lower layer: stopped at t = 3.43 s (a thin lower layer leaving a wall, pushed
 away by the wet formulas there); with the outrun condition of docs/SCHEMES.md §13.1 it
-reaches 20 s (40021 steps, masses to 1.6e-15, no clip), as do the other five lower-layer
-runs at ``--nx 1600`` (masses to <= 1.5e-15), and at ``--nx 100`` and ``400`` all twelve
-runs (masses to <= 1.1e-15, no clip).
+reaches 20 s (40021 steps, masses to 1.6e-15, no clip), as do the other eleven runs at
+``--nx 1600`` (masses to <= 2.5e-15; the upper layer's at r = 0.98 with 4.5e4 limited
+cell-layers each), and at ``--nx 100`` and ``400`` all twelve runs (masses to <= 1.1e-15).
 """
 
 from __future__ import annotations
