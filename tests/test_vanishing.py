@@ -28,6 +28,7 @@ from fvswe.grid import Grid
 from fvswe.mesh.generate import strip
 from fvswe.model import thin_layer_threshold
 from fvswe.schemes import get_flux
+from fvswe.schemes.common import wall_ghost
 from fvswe.simulation import Simulation
 
 SCHEMES = registry.names(2)
@@ -212,6 +213,35 @@ def test_a_thin_edge_puts_no_cross_flow_into_a_flow_along_x(scheme):
     assert flags[0] & 4 and flag & 4
     for F in (Fm[0], Fp[0], np.array(Km), np.array(Kp)):
         assert abs(F[4]) > 1e-3 and abs(F[5]) <= 1e-15 and abs(F[2]) <= 1e-15
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_a_wall_pushes_no_thin_lower_layer_away_faster_than_it_leaves(scheme):
+    """A 3.5 mm lower layer leaving a wall at 4 m/s under 0.77 m, faster than the column's
+    external waves (2.75 m/s): the wall's momentum flux on it is at most its hydrostatic
+    pressure (a leaving layer thins at the wall). The wet formulas' Roe averages see no
+    velocity there (the ghost's is the mirror), so IFCP's viscosity on the layer was its
+    internal wave speed (0.06 m/s) and the wall pushed it away with about ``h u^2``: 0.056
+    (Roe, IR-Roe 0.011) against 6e-5 m^3/s^2, a step's velocity gain of ``dt L/|V| u^2``.
+    That ran the nx 1600 PVM-IFCP r = 0.98 lower-layer run of scripts/thin_layer_bump.py away
+    (-7 to -434 m/s in 8 steps, stop at t = 3.43 s). Now a thin edge (flag 4; §13.1): HLL
+    with speeds bounding the layer's, -0.039. Reference, Numba and CUDA (host) alike."""
+    up = np.array([[0.0, 1.0]])
+    Wi = np.array([[0.77, 0.0, 0.0, 3.5e-3, 0.0, -1.4e-2]])
+    Wj = wall_ghost(Wi, up)
+    pressure = 0.5 * G * Wi[0, 3] ** 2
+    Fm, _, _, flags = get_flux(scheme, 2)(Wi, Wj, [0.8], [0.8], up, G, 0.98, 1e-6, True)
+    kernel = get_edge_flux(scheme, 2)
+    Km, _, _, flag = kernel(tuple(Wi[0]), tuple(Wj[0]), 0.8, 0.8, 0.0, 1.0, G, 0.98, 1e-6)
+    assert flags[0] & 4 and flag & 4
+    for F in (Fm[0], np.array(Km)):
+        wall = Wi[0, 5] ** 2 / Wi[0, 3] + pressure + F[5]  # F(W_i).n + F-, lower q_n
+        assert abs(Wi[0, 5] + F[3]) <= 1e-15  # no mass through the wall
+        assert wall <= pressure, wall
+    if CXX is not None:  # the CUDA device flux compiled for the host: the reference's bits
+        edges = (Wi, Wj, np.array([0.8]), np.array([0.8]), up)
+        got = host_flux("double", scheme, 2, edges, G, 0.98, 1e-6)
+        assert np.array_equal(got[0], Fm) and got[3][0] == flags[0]
 
 
 @pytest.mark.parametrize(("layer", "r", "t_end"), [(2, 0.98, 5.5), (1, 0.5, 4.0)])

@@ -190,13 +190,26 @@ def tangential_fluctuation(L):
 
 @jit
 def thin_edge(L1, L2, DH, eps_h):
-    """A layer thinner than ``eps_h`` on either side, or the lower one thinner than the bed
-    step ``|DH|`` and than ``PIERCED_RATIO`` of the water column (§5.2, §8, §13.1)."""
+    """A layer thinner than ``eps_h`` on either side, the lower one thinner than the bed
+    step ``|DH|`` and than ``PIERCED_RATIO`` of the water column, or the lower one outrunning
+    the column's external waves (:func:`outrun`) (§5.2, §8, §13.1)."""
     h2 = min(L2.hi, L2.hj)
     if min(L1.hi, L1.hj) < eps_h or h2 < eps_h:
         return True
     column = min(L1.hi + L2.hi, L1.hj + L2.hj)
-    return h2 < abs(DH) and h2 < PIERCED_RATIO * column
+    if h2 < abs(DH) and h2 < PIERCED_RATIO * column:
+        return True
+    return outrun(L1, L2)
+
+
+@jit
+def outrun(L1, L2):
+    """The lower layer's normal velocity on a side beyond the column's external waves
+    ``U -+ sqrt(c1^2 + c2^2)`` (Roe averages), which the wet formulas do not see (§13.1).
+    Reached only with both layers thicker than ``eps_h``, so ``hbar1 + hbar2 > 0``."""
+    U = (L1.hbar * L1.u + L2.hbar * L2.u) / (L1.hbar + L2.hbar)
+    c = math.sqrt(L1.c2 + L2.c2)
+    return min(L2.uni, L2.unj) < U - c or max(L2.uni, L2.unj) > U + c
 
 
 @jit

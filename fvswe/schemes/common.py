@@ -130,7 +130,18 @@ def thin_edge(L1: Layer, L2: Layer, DH, eps_h: float):
     h2 = np.minimum(L2.hi, L2.hj)
     column = np.minimum(L1.hi + L2.hi, L1.hj + L2.hj)
     pierced = (h2 < np.abs(DH)) & (h2 < PIERCED_RATIO * column)
-    return (np.minimum(L1.hi, L1.hj) < eps_h) | (h2 < eps_h) | pierced
+    return (np.minimum(L1.hi, L1.hj) < eps_h) | (h2 < eps_h) | pierced | outrun(L1, L2)
+
+
+def outrun(L1: Layer, L2: Layer):
+    """Edges where the lower layer's normal velocity on a side lies beyond the column's
+    external waves ``U -+ sqrt(c1^2 + c2^2)`` (Roe averages), which the wet formulas do not
+    see: a thin lower layer leaving a wall faster than them gains momentum there (§13.1)."""
+    hs = L1.hbar + L2.hbar
+    wet = hs > 0.0
+    U = np.where(wet, (L1.hbar * L1.u + L2.hbar * L2.u) / np.where(wet, hs, 1.0), 0.0)
+    c = np.sqrt(L1.c2 + L2.c2)
+    return (np.minimum(L2.uni, L2.unj) < U - c) | (np.maximum(L2.uni, L2.unj) > U + c)
 
 
 def hydrostatic_depths(h1, h2, H, Hm):
