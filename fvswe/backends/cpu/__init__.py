@@ -26,8 +26,14 @@ EDGE_FLUXES = kernel_table("fvswe.physics")
 
 
 def get_edge_flux(name: str, layers: int):
-    """The Numba per-edge kernel of scheme ``name`` for ``layers`` (1 or 2) layers."""
+    """The Numba per-edge kernel of scheme ``name`` for ``layers`` (1 or 2) layers, its
+    cached machine code that of the current physics (:func:`~.kernels.fresh_cache`: a
+    process that calls kernels without building a backend would otherwise load the
+    formulas of before an edit of a module the kernel's own file calls)."""
+    from .kernels import fresh_cache  # the passes' module: loaded only when a kernel is asked
+
     kernel(name, layers)
+    fresh_cache()
     return EDGE_FLUXES[(name, layers)]
 
 
