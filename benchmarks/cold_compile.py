@@ -76,10 +76,9 @@ def compiled() -> dict:
     functions of fvswe it compiled rather than loaded (``compiled``; none on a warm cache)."""
     from numba.core.registry import CPUDispatcher
 
-    from fvswe import registry
+    from fvswe import physics, registry
 
-    kernels = [ref for ref in registry.KERNEL_IDS
-               if registry.resolve("fvswe.physics", ref).signatures]  # fmt: skip
+    kernels = [ref for ref in registry.KERNEL_IDS if physics.kernel(ref).signatures]
     misses = set()
     for name, module in list(sys.modules.items()):
         if not name.startswith("fvswe"):

@@ -477,9 +477,13 @@ def _struct(cls) -> str:
     return f"template <typename real> struct {cls.__name__} {{\n    real {fields};\n}};\n"
 
 
-def _adapter(func, nvar: int) -> str:
-    """The pointer form of an edge flux, the signature the pipeline calls (pipeline.cuh)."""
-    ns, name = func.py_func.__module__.rsplit(".", 1)[-1], func.py_func.__name__
+def _adapter(ref: str, func, nvar: int, bound: tuple = ()) -> str:
+    """The pointer form of edge flux ``ref`` (``"module.function"``), the signature the
+    pipeline calls (pipeline.cuh): a call of ``func`` with the constants ``bound`` after its
+    arguments (a kernel of :data:`fvswe.registry.BOUND`, written nowhere else)."""
+    ns, name = ref.split(".")
+    callee = f"{func.py_func.__module__.rsplit('.', 1)[-1]}::{func.py_func.__name__}"
+    tail = "".join(f", {'true' if b else 'false'}" for b in bound)
     return f"""\
 namespace {ns} {{
 // {name} on arrays: F-, F+ into Fm[{nvar}], Fp[{nvar}], ||D||_inf into dmax; returns the flags.
@@ -488,7 +492,7 @@ FVSWE_DEV int {name}(const real* Wi, const real* Wj, real Hi, real Hj, real ex, 
                      real r, real eps_h, real* Fm, real* Fp, real& dmax)
 {{
     const auto res =
-        {name}<real>(fv_load{nvar}(Wi), fv_load{nvar}(Wj), Hi, Hj, ex, ey, g, r, eps_h);
+        {callee}<real>(fv_load{nvar}(Wi), fv_load{nvar}(Wj), Hi, Hj, ex, ey, g, r, eps_h{tail});
     fv_store(res.f0, Fm);
     fv_store(res.f1, Fp);
     dmax = res.f2;
@@ -499,8 +503,10 @@ FVSWE_DEV int {name}(const real* Wi, const real* Wj, real Hi, real Hj, real ex, 
 
 
 def emit(fluxes: dict, extra: Iterable = (), float32: dict[str, float] | None = None) -> str:
-    """C++ text of the edge fluxes ``{jit function: nvar}`` and the functions ``extra``,
-    with every ``@jit`` function they call, in dependency order (docs/CODEGEN.md)."""
+    """C++ text of the edge fluxes ``{"module.function": (jit function, nvar, bound)}`` (each
+    the function's pointer adapter, the constants ``bound`` after its arguments) and the
+    functions ``extra``, with every ``@jit`` function they call, in dependency order
+    (docs/CODEGEN.md)."""
     float32 = dict(float32 or {})
     done: dict = {}  # py_func -> (_Function, text), in dependency order
     visiting: set = set()
@@ -521,14 +527,15 @@ def emit(fluxes: dict, extra: Iterable = (), float32: dict[str, float] | None = 
         visiting.discard(py)
         done[py] = (fn, text)
 
-    for func in [*fluxes, *extra]:
+    for func in [*(func for func, _, _ in fluxes.values()), *extra]:
         visit(func)
-    arities = {2, *(n for fn, _ in done.values() for n in fn.arities), *fluxes.values()}
+    nvars = {nvar for _, nvar, _ in fluxes.values()}
+    arities = {2, *(n for fn, _ in done.values() for n in fn.arities), *nvars}
     structs = {s for fn, _ in done.values() for s in fn.structs}
     parts = [PRELUDE]
     parts += [_tuple_prelude(n) for n in sorted(arities)]
     parts += [_struct(s) for s in sorted(structs, key=lambda s: s.__name__)]
     for fn, text in done.values():
         parts.append(f"namespace {fn.ns} {{\n{text}\n}}  // namespace {fn.ns}\n")
-    parts += [_adapter(f, n) for f, n in fluxes.items()]
+    parts += [_adapter(ref, *flux) for ref, flux in fluxes.items()]
     return "\n".join(parts)

@@ -5,7 +5,9 @@ help. A kernel ``"module.function"`` names the same function three times, by
 convention: ``fvswe.schemes.<module>.<function>`` (NumPy reference),
 ``fvswe.physics.<module>.<function>`` (Numba, the one source of the CPU kernel) and
 ``<module>::<function>`` in the device code emitted from it (``physics.cuh``,
-:func:`fvswe.backends.cuda_header.physics`). Each distinct kernel has one id
+:func:`fvswe.backends.cuda_header.physics`); a kernel of :data:`BOUND` is instead a
+physics function with its argument ``fixed`` bound, written nowhere as a function of its
+own (its NumPy reference is still named). Each distinct kernel has one id
 (:data:`KERNEL_IDS`), the CPU dispatch's and the GPU's ``FVSWE_SCHEME`` alike, so the
 CPU dispatch (:mod:`fvswe.backends.cpu.pipeline`), the GPU compile options and
 scheme header (:mod:`fvswe.backends.gpu`), the CLI's ``--scheme`` help, the case-file
@@ -41,8 +43,11 @@ class Scheme:
     ``FLAG_THIN`` (docs/SCHEMES.md §8, §13.1). ``unfixed``: per layer count,
     the kernel without the entropy fix of §3.6 (the run setting ``entropy_fix = false``) of
     a scheme that has one; its own kernel id, so the default kernel is compiled without a
-    test of the setting. The tests read these facts (tests/test_schemes.py) instead of
-    naming schemes.
+    test of the setting. ``bound``: per layer count, the physics function
+    ``"module.function"`` with a last argument ``fixed`` (the entropy fix) that this layer
+    count's kernel (``fixed`` true) and its ``unfixed`` kernel (false) are; those two are
+    then written nowhere as functions (:data:`BOUND`). The tests read these facts
+    (tests/test_schemes.py) instead of naming schemes.
     """
 
     name: str
@@ -53,17 +58,20 @@ class Scheme:
     upwind: bool = True
     thin_fallback: tuple[int, ...] = ()
     unfixed: dict[int, str] = field(default_factory=dict)
+    bound: dict[int, str] = field(default_factory=dict)
 
 
 #: Every scheme, in the order the CLI and the docs list them (docs/SCHEMES.md §3-§6).
 SCHEMES: tuple[Scheme, ...] = (
     Scheme("roe", {2: "roe.flux2", 1: "roe.flux1"},
            "Roe, eigenvalues by EIG4 and the entropy fix (docs/SCHEMES.md §3)", costly=True,
-           thin_fallback=(2, 1), unfixed={2: "roe.flux2_unfixed", 1: "roe.flux1_unfixed"}),
+           thin_fallback=(2, 1), unfixed={2: "roe.flux2_unfixed", 1: "roe.flux1_unfixed"},
+           bound={2: "roe.roe2", 1: "roe.roe1"}),
     Scheme("ir-roe", {2: "ir_roe.flux2", 1: "ir_roe.flux1"},
            "rotational-invariance Roe: Roe normal to the edge, upwind tangent (§4)", costly=True,
            thin_fallback=(2, 1),
-           unfixed={2: "ir_roe.flux2_unfixed", 1: "ir_roe.flux1_unfixed"}),
+           unfixed={2: "ir_roe.flux2_unfixed", 1: "ir_roe.flux1_unfixed"},
+           bound={2: "ir_roe.ir_roe2", 1: "ir_roe.ir_roe1"}),
     Scheme("pvm-ifcp", {2: "pvm_ifcp.flux2", 1: "hll.flux1"},
            "PVM-IFCP: polynomial viscosity, no eigenvectors (§5); one layer: HLL (§6)",
            thin_fallback=(2,)),
@@ -91,10 +99,29 @@ UNFIXED: dict[tuple[str, int], str] = {
 KERNEL_IDS: dict[str, int] = {
     ref: i for i, ref in enumerate(dict.fromkeys([*KERNELS.values(), *UNFIXED.values()]))
 }
+#: The kernels that are a physics function with its last argument, ``fixed``, bound
+#: (:attr:`Scheme.bound`): ``"module.function"`` -> (the function's ``"module.function"``,
+#: ``fixed``). The CPU binds it (:func:`fvswe.physics.kernel`), the CUDA emitter writes the
+#: kernel's pointer adapter as a call of the function (:func:`fvswe.codegen.emit`).
+BOUND: dict[str, tuple[str, bool]] = {
+    ref: (function, fixed)
+    for s in SCHEMES
+    for layers, function in s.bound.items()
+    for ref, fixed in ((s.kernels[layers], True), (s.unfixed[layers], False))
+}
 #: ``"module.function"`` -> the layer count of its states.
 KERNEL_LAYERS: dict[str, int] = {
     ref: layers for (_, layers), ref in [*KERNELS.items(), *UNFIXED.items()]
 }
+
+
+def target(ref: str) -> tuple[str, tuple[bool, ...]]:
+    """The physics function ``"module.function"`` that kernel ``ref`` is, and the constants
+    bound after its arguments (``(fixed,)`` for a kernel of :data:`BOUND`, else none)."""
+    if ref in BOUND:
+        function, fixed = BOUND[ref]
+        return function, (fixed,)
+    return ref, ()
 
 
 def names(layers: int | None = None) -> tuple[str, ...]:
@@ -275,11 +302,6 @@ def resolve(package: str, ref: str) -> Callable:
     """The function ``"module.function"`` of ``package``, importing its module."""
     module, function = ref.split(".")
     return getattr(importlib.import_module(f"{package}.{module}"), function)
-
-
-def kernel_table(package: str) -> dict[tuple[str, int], Callable]:
-    """:data:`KERNELS` resolved to the functions of ``package`` (a backend's physics)."""
-    return {key: resolve(package, ref) for key, ref in KERNELS.items()}
 
 
 def refuse_dry_cells(scheme: str, layers: int, h: np.ndarray, eps_h: float, source: str) -> None:

@@ -14,7 +14,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from fvswe import casefile, registry
+from fvswe import casefile, physics, registry
 from fvswe.backends import cuda_header, gpu
 from fvswe.backends.base import Backend
 from fvswe.backends.cpu.pipeline import CpuBackend, _Step
@@ -46,14 +46,34 @@ def test_kernel_ids_are_one_per_kernel_and_dense():
 @pytest.mark.parametrize("ref", list(registry.KERNEL_IDS))
 def test_every_kernel_exists_in_numpy_numba_and_cuda(ref):
     """``module.function`` names a NumPy reference (its fvswe.schemes function, or the
-    physics looped), a Numba kernel in fvswe.physics and a device function emitted from it
-    into ``physics.cuh`` in ``module``'s namespace."""
+    physics looped), a Numba kernel from fvswe.physics (a function there, or one with its
+    argument ``fixed`` bound) and a device function emitted into ``physics.cuh`` in
+    ``module``'s namespace."""
     module, function = ref.split(".")
     assert callable(reference(ref))
-    kernel = getattr(importlib.import_module(f"fvswe.physics.{module}"), function)
-    assert hasattr(kernel, "py_func")  # a Numba dispatcher
+    assert hasattr(physics.kernel(ref), "py_func")  # a Numba dispatcher
     blocks = re.findall(r"namespace (\w+) \{\n(.*?)\n\}  // namespace", cuda_header.physics(), re.S)
     assert any(ns == module and re.search(rf"FVSWE_DEV \w+ {function}\(", b) for ns, b in blocks)
+
+
+@pytest.mark.parametrize("ref", list(registry.BOUND))
+def test_a_bound_kernel_is_its_function_with_fixed_bound(ref):
+    """Issue 26 (D1): a kernel of ``BOUND`` has no wrapper in fvswe.physics; Numba's kernel
+    returns its function's result with ``fixed`` bound, bit for bit, and its device adapter
+    calls the function with the constant."""
+    function, (fixed,) = registry.target(ref)
+    module, name = ref.split(".")
+    assert not hasattr(importlib.import_module(f"fvswe.physics.{module}"), name)
+    nvar = 3 * registry.KERNEL_LAYERS[ref]
+    rng = np.random.default_rng(7)
+    Wi, Wj = (tuple(rng.uniform(0.3, 1.5, nvar)) for _ in range(2))
+    args = (Wi, Wj, 3.0, 3.1, 0.6, 0.8, 9.81, 0.5, 5e-3)
+    want = registry.resolve("fvswe.physics", function)(*args, fixed)
+    assert physics.kernel(ref)(*args) == want
+    call = rf"{function.replace('.', '::')}<real>\(.*eps_h, {str(fixed).lower()}\);"
+    text = cuda_header.physics()
+    adapter = text[text.index(f"namespace {module} {{\n// {name} on arrays") :]
+    assert re.search(call, adapter.split("}  // namespace")[0])
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")

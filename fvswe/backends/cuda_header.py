@@ -205,7 +205,10 @@ def physics() -> str:
     the friction and the linear reconstruction."""
     from .. import codegen, physics
 
-    fluxes = {resolve("fvswe.physics", ref): 3 * n for ref, n in registry.KERNEL_LAYERS.items()}
+    fluxes = {}
+    for ref, n in registry.KERNEL_LAYERS.items():
+        function, bound = registry.target(ref)
+        fluxes[ref] = (resolve("fvswe.physics", function), 3 * n, bound)
     friction, forcing = physics.friction, physics.forcing
     update, limiter, rec = physics.update, physics.limiter, physics.reconstruction
     faces = resolve("fvswe.physics", registry.RECONSTRUCTIONS[0].faces)

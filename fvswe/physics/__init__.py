@@ -8,6 +8,8 @@ translated by :mod:`fvswe.codegen` into the GPU's device functions. Each edge fl
 the NumPy reference :mod:`fvswe.schemes` operation for operation.
 """
 
+from functools import cache
+
 from . import (  # noqa: F401
     common,
     forcing,
@@ -26,3 +28,14 @@ from . import (  # noqa: F401
     update,
     wetdry,
 )
+
+
+@cache
+def kernel(ref: str):
+    """The Numba kernel ``"module.function"`` of :mod:`fvswe.registry`: the function itself, or
+    for a kernel of :data:`~fvswe.registry.BOUND` its function with ``fixed`` bound."""
+    from ..registry import resolve, target
+
+    function, bound = target(ref)
+    flux = resolve(__name__, function)
+    return common.bound(flux, *bound) if bound else flux

@@ -64,6 +64,17 @@ def exact(func):
     return jit_inline(func)
 
 
+def bound(flux, fixed: bool):
+    """The edge kernel ``flux(..., eps_h, fixed)`` with ``fixed`` bound (a compile-time
+    constant): a registry kernel without a wrapper of its own (:data:`fvswe.registry.BOUND`)."""
+
+    @njit(error_model="numpy")
+    def kernel(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+        return flux(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, fixed)
+
+    return kernel
+
+
 @jit
 def s_minus(x):
     """``(1 - sgn x)/2`` with ``sgn 0 = 0`` (§0)."""

@@ -1,8 +1,9 @@
 """IR-Roe per-edge kernels (docs/SCHEMES.md §4, §6), mirroring :mod:`fvswe.schemes.ir_roe`.
 
-``flux`` is the two-layer kernel (6-tuples), ``flux1`` the single-layer one;
-``flux2_unfixed`` and ``flux1_unfixed`` are the same without the entropy fix (the paper's
-scheme, as :mod:`fvswe.physics.roe`'s).
+``ir_roe2`` is the two-layer kernel (6-tuples), ``ir_roe1`` the single-layer one; the
+registry's kernels ``ir_roe.flux2``, ``ir_roe.flux1`` and their ``_unfixed`` forms are these
+with ``fixed`` (the entropy fix) bound, as :mod:`fvswe.physics.roe`'s
+(:data:`fvswe.registry.BOUND`).
 """
 
 from __future__ import annotations
@@ -53,30 +54,3 @@ def ir_roe1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, fixed):
     Fm = assemble1((m[0], m[1], tm), ex, ey)
     Fp = assemble1((v[0] - m[0], v[1] - m[1], tp), ex, ey)
     return Fm, Fp, dmax, 0
-
-
-@jit
-def flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
-    """Two-layer IR-Roe with the entropy fix (the default)."""
-    return ir_roe2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, True)
-
-
-@jit
-def flux2_unfixed(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
-    """Two-layer IR-Roe without the entropy fix: the paper's scheme."""
-    return ir_roe2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, False)
-
-
-@jit
-def flux1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
-    """Single-layer IR-Roe with the entropy fix (the default)."""
-    return ir_roe1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, True)
-
-
-@jit
-def flux1_unfixed(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
-    """Single-layer IR-Roe without the entropy fix."""
-    return ir_roe1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, False)
-
-
-flux = flux2

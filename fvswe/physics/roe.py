@@ -1,11 +1,12 @@
 """Classical Roe per-edge kernels (docs/SCHEMES.md §3, §6), mirroring :mod:`fvswe.schemes.roe`.
 
-``flux`` is the two-layer kernel (6-tuples), ``flux1`` the single-layer one.
+``roe2`` is the two-layer kernel (6-tuples), ``roe1`` the single-layer one.
 Thin or non-hyperbolic edges return PVM-IFCP's contributions (HLL for one layer);
-transonic waves get the Harten-Hyman entropy fix (§3.6). ``flux2_unfixed`` and
-``flux1_unfixed`` are the same without it: the paper's scheme (``entropy_fix = false``); the
-fix is an argument of constant value in each kernel, so each compiles without the other's
-work.
+transonic waves get the Harten-Hyman entropy fix (§3.6) when their last argument ``fixed``
+is true. The registry's kernels ``roe.flux2``, ``roe.flux1`` (with the fix) and
+``roe.flux2_unfixed``, ``roe.flux1_unfixed`` (without it: the paper's scheme,
+``entropy_fix = false``) are these with ``fixed`` bound as a constant
+(:data:`fvswe.registry.BOUND`), so each compiles without the other's work.
 """
 
 from __future__ import annotations
@@ -261,30 +262,3 @@ def roe1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, fixed):
     Fm = assemble1((m[0], m[1], t), ex, ey)
     Fp = assemble1((v[0] - m[0], v[1] - m[1], vt - t), ex, ey)
     return Fm, Fp, dmax, 0
-
-
-@jit
-def flux2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
-    """Two-layer classical Roe with the entropy fix (the default)."""
-    return roe2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, True)
-
-
-@jit
-def flux2_unfixed(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
-    """Two-layer classical Roe without the entropy fix: the paper's scheme."""
-    return roe2(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, False)
-
-
-@jit
-def flux1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
-    """Single-layer classical Roe with the entropy fix (the default)."""
-    return roe1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, True)
-
-
-@jit
-def flux1_unfixed(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
-    """Single-layer classical Roe without the entropy fix."""
-    return roe1(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, False)
-
-
-flux = flux2

@@ -24,9 +24,10 @@ def reference(ref: str) -> Callable:
     where that module does not exist the physics kernel looped over the edges."""
     if importlib.util.find_spec(f"{__name__}.{ref.split('.')[0]}") is not None:
         return resolve(__name__, ref)
+    from .. import physics
     from .looped import looped
 
-    return looped(resolve("fvswe.physics", ref), KERNEL_LAYERS[ref])
+    return looped(physics.kernel(ref), KERNEL_LAYERS[ref])
 
 
 #: (name, layers) -> reference flux.

@@ -13,7 +13,8 @@ import functools
 import os
 import time
 
-from ...registry import kernel, kernel_table
+from ... import physics
+from ...registry import KERNELS, kernel
 
 # Numba's OpenMP layer (libgomp) spins at its barriers; a spinning thread that shares a
 # core with another process steals the time the late thread needs. Passive waiting made
@@ -22,7 +23,7 @@ from ...registry import kernel, kernel_table
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 #: (name, layers) -> Numba per-edge kernel, from :data:`fvswe.registry.KERNELS`.
-EDGE_FLUXES = kernel_table("fvswe.physics")
+EDGE_FLUXES = {key: physics.kernel(ref) for key, ref in KERNELS.items()}
 
 
 def get_edge_flux(name: str, layers: int):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from ... import registry
+from ... import physics, registry
 from ...registry import resolve
 
 _inline = njit(inline="always", error_model="numpy")
@@ -53,7 +53,7 @@ def _scheme_chain():
     ``scheme`` (:data:`fvswe.registry.KERNEL_IDS`) on 6-tuples; the last takes any other id."""
     kernels = []
     for ref, kid in registry.KERNEL_IDS.items():
-        flux = resolve("fvswe.physics", ref)
+        flux = physics.kernel(ref)
         kernels.append((kid, flux if registry.KERNEL_LAYERS[ref] == 2 else _on_six(flux)))
     (_, last), *rest = reversed(kernels)
     chain = _flux_branch(None, last, None)

@@ -914,7 +914,8 @@ PHYSICS_FILES = sorted(Path(physics.__file__).parent.glob("*.py"))
 
 def _source_stamp() -> int:
     """A checksum of what the cached passes inline: the registries and the physics."""
-    inlined = (sorted(registry.KERNEL_IDS.items()), registry.BOUNDARIES, registry.RECONSTRUCTIONS)
+    inlined = (sorted(registry.KERNEL_IDS.items()), sorted(registry.BOUND.items()),
+               registry.BOUNDARIES, registry.RECONSTRUCTIONS)  # fmt: skip
     stamp = zlib.crc32(repr(inlined).encode())
     for path in PHYSICS_FILES:
         stamp = zlib.crc32(path.read_bytes(), stamp)
