@@ -881,20 +881,27 @@ def test_limiter_on_host_carries_the_pulled_apart_layer(dtype):
 
 
 def drain_simulation() -> Simulation:
-    """Two thin layers (5 mm each) flowing diagonally at 5 m/s across a strip whose long
-    sides hold a level (the north side drains them), walls at both ends, PVM-IFCP, a fixed
-    dt of 0.018 s below the stable step but long enough that triangles with outflow through
-    two of their edges, the level boundary among them, would empty: the limiter scales
-    level-boundary slots (docs/SCHEMES.md §13.4, item 5 of the limiter's specification)."""
+    """Two thin layers (5 mm each) flowing at 3.5 cm/s across a strip towards its north side
+    and along it at 0.05 sin(pi x) m^2/s (diverging every other metre, none at the end
+    walls), the long sides holding a level (the flow drains them), PVM-IFCP, a fixed dt of
+    0.016 s below the stable step but long enough that triangles with outflow through two
+    of their edges, the level boundary among them, would empty: the limiter scales
+    level-boundary slots (docs/SCHEMES.md §13.4, item 5 of the limiter's specification).
+    (A flow into the end walls no longer serves: a lower layer leaving a wall faster than
+    the column's waves takes the reconstruction there, §13.1, and nothing empties.)"""
     from fvswe.boundary import Level
     from fvswe.mesh.generate import strip
 
-    h, q = 0.005, 0.025
+    h, q = 0.005, 0.035
+
+    def qx(x, y):
+        return 0.05 * np.sin(np.pi * x)
+
     return Simulation(strip(20, 1, 0.0, 10.0), layers=2, scheme="pvm-ifcp", r=0.5, H=2 * h,
-                      initial={"h1": h, "h2": h, "q1x": q, "q2x": q, "q1y": q, "q2y": q},
+                      initial={"h1": h, "h2": h, "q1x": qx, "q2x": qx, "q1y": q, "q2y": q},
                       boundary={"west": "wall", "east": "wall",
                                 "wall": Level(0.0, interface=-h, every=1.0, until=100.0)},
-                      dt_mode="fixed", dt=0.018)  # fmt: skip
+                      dt_mode="fixed", dt=0.016)  # fmt: skip
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
@@ -904,7 +911,7 @@ def test_limiter_on_host_records_scaled_level_fluxes():
     fluxes recorded it is off by 5e-4), nothing clipped, every variant the same bitwise."""
     layout = drain_simulation().layout
     mass0 = layout.W0[:, [0, 3]].T @ layout.area
-    runs = [emulated_run(layout, "pvm-ifcp", v, "fixed", 1.0, 10, 0.018) for v in gpu.VARIANTS]
+    runs = [emulated_run(layout, "pvm-ifcp", v, "fixed", 1.0, 10, 0.016) for v in gpu.VARIANTS]
     W, ctrl = runs[0]
     assert ctrl["steps"] == 10 and ctrl["cfl_step"] == 0
     assert ctrl["limited"] > 0 and ctrl["clipped"] == 0 and W[:, [0, 3]].min() >= 0

@@ -511,7 +511,7 @@ def test_limiter_records_scaled_level_fluxes(variant):
     """test_cuda_sources.drain_simulation on the device: the limiter acts and each layer's
     volume changes by exactly the level inflow counter; bitwise the host shim's variants."""
     sim = drain_simulation()
-    B = gpu.GpuBackend(sim.layout, "pvm-ifcp", dt_mode="fixed", dt_fixed=0.018, variant=variant)
+    B = gpu.GpuBackend(sim.layout, "pvm-ifcp", dt_mode="fixed", dt_fixed=0.016, variant=variant)
     mass0 = np.array(B.layer_mass(B.layout.area))
     assert B.advance(1.0, 10)[1] == 10 and B.courant_violation is None
     counters = B.counters()
