@@ -63,6 +63,9 @@ _kernel = njit(cache=True, error_model="numpy")
 #: all threads share: the passes then slowed down with every thread added. The arrays outlive
 #: the pass (its caller holds them), and nothing here allocates.
 _chunk = njit(cache=True, error_model="numpy", _nrt=False)
+#: The ``prange`` passes without a reduction: without counting too, or each task's call of a
+#: chunk would count every array of the tuples it passes, on the same shared counters.
+_tasks = njit(parallel=True, cache=True, error_model="numpy", _nrt=False)
 _parallel = njit(parallel=True, cache=True, error_model="numpy")
 
 
@@ -293,7 +296,7 @@ def _store_impl(acc, s, F, d, faces, nvar):
 EDGE_CHUNK = 1024
 
 
-@_parallel
+@_tasks
 def edge_pass(scheme, W, mesh, ctrl, level_now, out, faces):
     """Every edge once, in chunks of :data:`EDGE_CHUNK` (:func:`_edge_range`); each edge
     writes only its own slots, so the result does not depend on the chunks or threads."""
@@ -408,7 +411,7 @@ def _reconstruct_range(W, mesh, ctrl, faces, lo, hi):
     return n
 
 
-@_parallel
+@_tasks
 def troubled_pass(W, mesh, ctrl, faces):
     """The first half of the linear reconstruction (docs/SCHEMES.md §19): every cell's
     troubled flag (halo too) and ``faces.extent``, the smallest and largest value of each
@@ -428,7 +431,7 @@ def troubled_pass(W, mesh, ctrl, faces):
         extent[7 + v] = hi
 
 
-@_parallel
+@_tasks
 def faces_pass(W, mesh, ctrl, faces, owned):
     """The second half: the ``owned`` cells' face states, beds and cell-interior terms into
     their own slots (a gather over their neighbours, one writer per slot), in chunks of
@@ -794,7 +797,7 @@ def _volume_chunk(W, Wn, C, Cn, mesh, ctrl, out, stage, wind, c):
     out.chunk_clip_mass[c] = added
 
 
-@_parallel
+@_tasks
 def volume_pass(W, Wn, C, Cn, mesh, ctrl, out, stage):
     """Per owned cell (``W``, ``Wn``: the owned rows) its stable step ``2 cfl |V_i| / Σ |Γ| ‖D‖``
     into the chunk minima and, if ``stage.update``, ``Wn_i = W_i - dt/|V_i| Σ_slots`` with the
@@ -912,7 +915,7 @@ def limited_update(cells, W, Wn, C, Cn, mesh, ctrl, out, theta, stage):
     return clipped, thin, added
 
 
-@_parallel
+@_tasks
 def combined(U, S, D, CU, CS, CD, a, b):
     """``D = a U + b S`` cell by cell (:func:`fvswe.physics.update.combine`; ``D`` may be ``U``
     or ``S``): a stage of a multi-stage integrator, ``a`` and ``b`` in the state's type. A
