@@ -57,6 +57,15 @@ from .dispatch import (
 #: Cell chunks of the volume pass; fixed so partial results never depend on the thread count.
 CHUNKS = 256
 _kernel = njit(cache=True, error_model="numpy")
+#: The loops a ``prange`` task calls (a chunk of edges or cells): compiled without reference
+#: counting. The inlined helpers take the named tuples of arrays (``mesh``, ``ctrl``, ``out``),
+#: and with counting each call increfs and decrefs every array in them, atomically on counters
+#: all threads share: the passes then slowed down with every thread added. The arrays outlive
+#: the pass (its caller holds them), and nothing here allocates.
+_chunk = njit(cache=True, error_model="numpy", _nrt=False)
+#: The ``prange`` passes without a reduction: without counting too, or each task's call of a
+#: chunk would count every array of the tuples it passes, on the same shared counters.
+_tasks = njit(parallel=True, cache=True, error_model="numpy", _nrt=False)
 _parallel = njit(parallel=True, cache=True, error_model="numpy")
 
 
@@ -186,7 +195,7 @@ def evaluate_edge(scheme, Wi, Wj, Hi, Hj, edge):
     return _scaled(ln, Fm), _scaled(ln, Fp), ln * dmax, flag, out0, out1
 
 
-@_kernel
+@_chunk
 def _edge_range(scheme, W, mesh, ctrl, level_now, out, faces, lo, hi):
     """Edges ``lo .. hi-1``: each edge's cells (with ``faces``, their face states and beds
     of :func:`faces_pass`; on the boundary, its kind's tables from ``level_now``: row 0 at
@@ -219,7 +228,7 @@ def _edge_range(scheme, W, mesh, ctrl, level_now, out, faces, lo, hi):
             Wj = Wi
             Hj = Hi
             if ghost_bed(bc):  # rounded once to the state's precision, as the GPU
-                Hj = (bed[si : si + 1] + a).astype(bed.dtype)[0]
+                Hj = _rounded_as(np.float64(bed[si]) + a, bed)
         edge = Edge(mesh.edge_normal[e, 0], mesh.edge_normal[e, 1], mesh.edge_length[e], bc, a,
                     b, ctrl.g, ctrl.r, ctrl.eps_h, layers)  # fmt: skip
         Fm, Fp, d, flag, out0, out1 = evaluate_edge(scheme, Wi, Wj, Hi, Hj, edge)
@@ -231,6 +240,16 @@ def _edge_range(scheme, W, mesh, ctrl, level_now, out, faces, lo, hi):
             if layers == 2:
                 out.level_flux[e, 1] = out1
         out.flags[e] = flag
+
+
+def _rounded_as(x, like):
+    """``x`` rounded to the element type of the array ``like`` (:func:`_rounded_as_impl`)."""
+
+
+@overload(_rounded_as, inline="always")
+def _rounded_as_impl(x, like):
+    real = as_dtype(like.dtype).type
+    return lambda x, like: real(x)
 
 
 def _edge_inputs(W, mesh, faces):
@@ -277,7 +296,7 @@ def _store_impl(acc, s, F, d, faces, nvar):
 EDGE_CHUNK = 1024
 
 
-@_parallel
+@_tasks
 def edge_pass(scheme, W, mesh, ctrl, level_now, out, faces):
     """Every edge once, in chunks of :data:`EDGE_CHUNK` (:func:`_edge_range`); each edge
     writes only its own slots, so the result does not depend on the chunks or threads."""
@@ -361,7 +380,7 @@ def _reconstruct_cell(W, i, mesh, ctrl, faces, layers):
     return 0 if ok else 1
 
 
-@_kernel
+@_chunk
 def _troubled_range(W, mesh, ctrl, faces, c, lo, hi):
     """The troubled flags of cells ``lo .. hi-1``
     (:func:`fvswe.physics.reconstruction.troubled`) and the range of the others' variables
@@ -383,7 +402,7 @@ def _troubled_range(W, mesh, ctrl, faces, c, lo, hi):
         faces.chunk_range[c, 7 + v] = hi7[v]
 
 
-@_kernel
+@_chunk
 def _reconstruct_range(W, mesh, ctrl, faces, lo, hi):
     """Cells ``lo .. hi-1`` reconstructed (:func:`_reconstruct_cell`); how many fell back."""
     n = 0
@@ -392,7 +411,7 @@ def _reconstruct_range(W, mesh, ctrl, faces, lo, hi):
     return n
 
 
-@_parallel
+@_tasks
 def troubled_pass(W, mesh, ctrl, faces):
     """The first half of the linear reconstruction (docs/SCHEMES.md §19): every cell's
     troubled flag (halo too) and ``faces.extent``, the smallest and largest value of each
@@ -412,7 +431,7 @@ def troubled_pass(W, mesh, ctrl, faces):
         extent[7 + v] = hi
 
 
-@_parallel
+@_tasks
 def faces_pass(W, mesh, ctrl, faces, owned):
     """The second half: the ``owned`` cells' face states, beds and cell-interior terms into
     their own slots (a gather over their neighbours, one writer per slot), in chunks of
@@ -748,7 +767,7 @@ def _close_cell(W, Wn, rests, i, mesh, ctrl, acc, status, stage, wind):
     return dt_i, flag, n_clip, n_thin, added
 
 
-@_kernel
+@_chunk
 def _volume_chunk(W, Wn, C, Cn, mesh, ctrl, out, stage, wind, c):
     """Chunk ``c`` of :func:`volume_pass`: its cells closed (:func:`_close_cell`), its
     minimum step and counts stored. A call of its own, not the ``prange`` loop's body: Numba's
@@ -778,7 +797,7 @@ def _volume_chunk(W, Wn, C, Cn, mesh, ctrl, out, stage, wind, c):
     out.chunk_clip_mass[c] = added
 
 
-@_parallel
+@_tasks
 def volume_pass(W, Wn, C, Cn, mesh, ctrl, out, stage):
     """Per owned cell (``W``, ``Wn``: the owned rows) its stable step ``2 cfl |V_i| / Σ |Γ| ‖D‖``
     into the chunk minima and, if ``stage.update``, ``Wn_i = W_i - dt/|V_i| Σ_slots`` with the
@@ -872,7 +891,7 @@ def _limit_slots(W, i, mesh, acc, theta, level_flux, eps_h):
                 level_flux[e, layer] = th * level_flux[e, layer]
 
 
-@_kernel
+@_chunk
 def limited_update(cells, W, Wn, C, Cn, mesh, ctrl, out, theta, stage):
     """The update of ``cells`` (those with a layer's ``theta < 1`` and their neighbours) again
     from the old state ``W``, with the limited slots of :func:`_limit_slots`
@@ -896,7 +915,7 @@ def limited_update(cells, W, Wn, C, Cn, mesh, ctrl, out, theta, stage):
     return clipped, thin, added
 
 
-@_parallel
+@_tasks
 def combined(U, S, D, CU, CS, CD, a, b):
     """``D = a U + b S`` cell by cell (:func:`fvswe.physics.update.combine`; ``D`` may be ``U``
     or ``S``): a stage of a multi-stage integrator, ``a`` and ``b`` in the state's type. A
