@@ -20,8 +20,9 @@ variant that ran), as
 cell ``b`` of the parts of test1 and the blow-up message when every cell from ``b`` on
 holds NaN (:func:`blowup_message`).
 
-``mpiexec -n P python tests/mpi_driver.py --gpu``: GPU ranks (:data:`GPU_RUNS`, and
-:data:`GPU_RESTARTS` across rank counts) against one GPU on rank 0, bitwise; rank 0 prints
+``mpiexec -n P python tests/mpi_driver.py --gpu [WORD ...]``: GPU ranks (:data:`GPU_RUNS`, and
+:data:`GPU_RESTARTS` across rank counts; with words, the runs whose name holds one of them)
+against one GPU on rank 0, bitwise; rank 0 prints
 each run's times to stderr and one JSON line ``{run: equal}``, and the job exits 1 on any
 difference (:func:`gpu_check`).
 """
@@ -271,12 +272,14 @@ def same(a: dict, b: dict) -> bool:
     return int(a["steps"]) > 1 and all(np.array_equal(a[k], b[k]) for k in keys)
 
 
-def gpu_check(comm) -> dict[str, bool]:
+def gpu_check(comm, words: list[str] | None = None) -> dict[str, bool]:
     """Every :data:`GPU_RUNS` on the ranks against one GPU on rank 0, and every
-    :data:`GPU_RESTARTS` across rank counts (:func:`gpu_restart`). ``{name: equal}`` on rank
-    0 (empty elsewhere)."""
+    :data:`GPU_RESTARTS` across rank counts (:func:`gpu_restart`); with ``words``, only the
+    runs whose name holds one of them and no restart. ``{name: equal}`` on rank 0 (empty
+    elsewhere)."""
     equal = {}
-    for spec in GPU_RUNS:
+    chosen = [s for s in GPU_RUNS if not words or any(w in s["name"] for w in words)]
+    for spec in chosen:
         start = time.perf_counter()
         ranks = run_case(spec, comm)
         if comm.rank == 0:
@@ -293,7 +296,7 @@ def gpu_check(comm) -> dict[str, bool]:
                 print(f"{spec['name']}: limited {int(one['limited'])}, without the theta "
                       f"exchange {note}", file=sys.stderr)  # fmt: skip
                 equal[spec["name"]] &= int(one["limited"]) > 0 and differs
-    for spec in GPU_RESTARTS:
+    for spec in GPU_RESTARTS if not words else ():
         equal.update(gpu_restart(comm, spec))
     return equal
 
@@ -355,8 +358,8 @@ if __name__ == "__main__":
 
     if sys.argv[1:] == ["--blowup"]:
         blowup(MPI.COMM_WORLD)
-    elif sys.argv[1:] == ["--gpu"]:
-        equal = gpu_check(MPI.COMM_WORLD)
+    elif sys.argv[1:2] == ["--gpu"]:
+        equal = gpu_check(MPI.COMM_WORLD, sys.argv[2:])
         if MPI.COMM_WORLD.rank == 0:
             print(json.dumps(equal))
         failed = MPI.COMM_WORLD.bcast(not all(equal.values()))

@@ -26,8 +26,9 @@ HOST = {"backend": "host-gpu"}
 #: a strip periodic across (the joined cells' weights see the translation); two layers on a
 #: lon/lat band on the sphere (FVSWE_SPHERE modules, the metric per part). The block variant
 #: (its blocks tile the owned cells; blocks of 32 and 64 cells, so that many blocks hold
-#: border cells and edges to the halo): the limiter beside the borders, float32 SSP-RK3 and the
-#: level boundary's inflow under SSP-RK2; and no variant asked for on 16900 cells in Hilbert
+#: border cells and edges to the halo): the limiter beside the borders, float32 SSP-RK3, the
+#: level boundary's inflow under SSP-RK2, the linear reconstruction with the limiter acting;
+#: and no variant asked for on 16900 cells in Hilbert
 #: order, where one device's default is block: the ranks run it too (``variant`` compared).
 RUNS = [
     *({"name": f"pulled-apart-{v}", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
@@ -38,6 +39,9 @@ RUNS = [
      "dtype": "float32", "variant": "block", "cells": 64, "integrator": "ssp-rk3", **HOST},
     {"name": "tide-block-rk2", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0, "variant": "block",
      "cells": 32, "integrator": "ssp-rk2", "section": TIDE_SECTION, **HOST},
+    {"name": "pulled-apart-linear-block", "case": "pulled-apart", "nx": 60, "t_end": 0.3,
+     "variant": "block", "cells": 32, "integrator": "ssp-rk2", "reconstruction": "linear",
+     **HOST},
     {"name": "tide-hilbert-float32", "case": "cgrid-tide", "nx": 130, "t_end": 20.0,
      "order": "hilbert", "dtype": "float32", "section": TIDE_SECTION, **HOST},
     {"name": "pulled-apart-rk2", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
