@@ -96,7 +96,7 @@ def halo_seconds(sim, rounds: int) -> float:
             if two:
                 halo.exchange_theta()
             halo.exchange(local._W)
-            halo.reduce_dt()
+            halo.reduce_dt(True)
         else:
             if two:
                 halo.any(False)

@@ -136,7 +136,7 @@ class DistributedBackend:
     ) -> None:
         gpu = backend.name == "gpu"
         if gpu:
-            from .backends.gpu import resolve_variant
+            from .backends.gpu import block_shape, resolve_variant
             from .backends.gpu.build import runtime_of
             from .backends.gpu.halo import GpuHalo, gpu_device, halo_mode
 
@@ -144,8 +144,15 @@ class DistributedBackend:
             device, shared = gpu_device(comm, runtime)
             runtime.cuda.Device(device).use()
             mode = halo_mode(shared)
-            # every rank compiles the single device's variant (float32 differs between them)
-            options["variant"] = resolve_variant(options.get("variant"), scheme, layout.n_cells)
+            # every rank compiles the single device's variant (float32 differs between them),
+            # chosen as one device chooses it: ``block`` where the global order keeps its
+            # blocks compact (Hilbert, Morton), each part's cells keeping that order
+            cells = (
+                options.get("cells")
+                or block_shape(scheme, layout.model.layers, layout.dtype, layout.k).cells
+            )
+            options["variant"] = resolve_variant(options.get("variant"), scheme, layout.n_cells,
+                                                 layout.edge_cells, cells)  # fmt: skip
             # host staging cannot be captured; NCCL in graphs only when asked (FVSWE_NCCL_GRAPHS)
             options["graphs"] = mode == "nccl" and os.environ.get("FVSWE_NCCL_GRAPHS") == "1"
         elif options.get("threads") is None:

@@ -2,7 +2,7 @@
 
 ``mpiexec -n P python tests/mpi_driver.py RUNS.json OUT.npz``: RUNS.json is a list of
 ``{"name", "case", "t_end", "scheme", "order", "dtype", "nx", "backend", "variant",
-"dt_mode", "restart_at", "section"}`` (from "scheme" on optional; backend "cpu" by default;
+"cells", "dt_mode", "restart_at", "section"}`` (from "scheme" on optional; backend "cpu" by default;
 with "restart_at", the run is continued from a checkpoint written at that time; with
 "section" (a list of points), a section's volume is counted; the cases ``slope-surge``
 and ``pulled-apart`` are tests/test_vanishing.py's, on ``nx`` x 2 triangles,
@@ -11,16 +11,18 @@ and ``pulled-apart`` are tests/test_vanishing.py's, on ``nx`` x 2 triangles,
 lon/lat band, ``layers`` 1 or 2); OUT.npz
 gets, per run, ``NAME.state`` (the global state in the original cell order), ``NAME.mass``,
 ``NAME.steps``, ``NAME.counters`` (sorted by name), ``NAME.inflow`` (the counter
-``level_inflow``), ``NAME.limited`` (the positivity limiter's counter) and ``NAME.sections``
-(the section's volume per layer at the end; empty without one), as
+``level_inflow``), ``NAME.limited`` (the positivity limiter's counter), ``NAME.sections``
+(the section's volume per layer at the end; empty without one) and ``NAME.variant`` (the GPU
+variant that ran), as
 :func:`run_case` returns them.
 
 ``mpiexec -n P python tests/mpi_driver.py --blowup``: rank 0 prints the smallest border
 cell ``b`` of the parts of test1 and the blow-up message when every cell from ``b`` on
 holds NaN (:func:`blowup_message`).
 
-``mpiexec -n P python tests/mpi_driver.py --gpu``: GPU ranks (:data:`GPU_RUNS`, and
-:data:`GPU_RESTARTS` across rank counts) against one GPU on rank 0, bitwise; rank 0 prints
+``mpiexec -n P python tests/mpi_driver.py --gpu [WORD ...]``: GPU ranks (:data:`GPU_RUNS`, and
+:data:`GPU_RESTARTS` across rank counts; with words, the runs whose name holds one of them)
+against one GPU on rank 0, bitwise; rank 0 prints
 each run's times to stderr and one JSON line ``{run: equal}``, and the job exits 1 on any
 difference (:func:`gpu_check`).
 """
@@ -70,7 +72,11 @@ TIDE = {"case": "cgrid-tide", "nx": 12, "t_end": 1800.0, "backend": "gpu", "sect
 #: with the limiter acting on slot; the dam break on a strip periodic across (edge: the
 #: joined edges among the halo edges), and under the linear reconstruction on slot;
 #: Williamson's test 2 on a lon/lat band round the globe (the sphere's metric per cell), one
-#: layer on edge, two on slot.
+#: layer on edge, two on slot. The block variant on the ranks (its blocks tile the owned
+#: cells): the limiter beside the borders, the linear reconstruction, test1 PVM-IFCP and Roe
+#: in both dtypes in blocks of 64 cells, the tide's level boundary under SSP-RK2, and the
+#: tide on 130 x 130 cells in Hilbert order with no variant asked for, where one GPU's default
+#: is block and the ranks must run it too (``variant`` is compared).
 GPU_RUNS = [
     *({"name": f"test1-{scheme}-{dtype}", "case": "test1", "scheme": scheme, "dtype": dtype,
        "t_end": 0.02, "backend": "gpu"}
@@ -91,10 +97,16 @@ GPU_RUNS = [
      "friction": ("manning", manning_field), "interfacial_friction": interfacial_field},
     *({"name": f"pulled-apart-{variant}", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
        "variant": variant, "backend": "gpu", "limits": True, "section": PULLED_SECTION}
-      for variant in ("slot", "edge", "gather")),
+      for variant in ("slot", "edge", "gather", "block")),
     *({"name": f"test1-linear-{variant}", "case": "test1", "scheme": "pvm-ifcp", "t_end": 0.02,
        "variant": variant, "integrator": "ssp-rk2", "reconstruction": "linear", "backend": "gpu"}
-      for variant in ("gather", "edge")),
+      for variant in ("gather", "edge", "block")),
+    *({"name": f"test1-{scheme}-block-{dtype}", "case": "test1", "scheme": scheme, "dtype": dtype,
+       "variant": "block", "cells": 64, "t_end": 0.02, "backend": "gpu"}
+      for scheme in ("pvm-ifcp", "roe") for dtype in ("float64", "float32")),
+    {"name": "tide-block-rk2", **TIDE, "variant": "block", "integrator": "ssp-rk2"},
+    {"name": "tide-hilbert-float32", **TIDE, "nx": 130, "t_end": 300.0, "order": "hilbert",
+     "dtype": "float32"},
     {"name": "pulled-apart-linear", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
      "variant": "slot", "integrator": "ssp-rk2", "reconstruction": "linear", "backend": "gpu",
      "limits": True},
@@ -112,10 +124,11 @@ GPU_RESTARTS = [run for run in GPU_RUNS if run["name"] in ("test1-roe-float64", 
 
 def backend_options(spec: dict, comm=None) -> dict:
     """The Simulation's backend arguments of ``spec``: backend (``host-gpu``: the GPU backend
-    on the host runtime of tests/host_runtime.py), comm, GPU variant, integrator,
+    on the host runtime of tests/host_runtime.py), comm, GPU variant (and the block variant's
+    cells a block), integrator,
     reconstruction, whether a mass error may pass (a run made wrong on purpose), and the
     compensated float32 state where the spec names it."""
-    options = {"variant": spec["variant"]} if "variant" in spec else {}
+    options = {k: spec[k] for k in ("variant", "cells") if k in spec}
     backend = spec.get("backend", "cpu")
     if backend == "host-gpu":
         from host_runtime import HostRuntime
@@ -212,7 +225,8 @@ def restarted(spec: dict, comm=None):
 
 def results(sim, probes=None) -> dict[str, np.ndarray]:
     """What a run is compared by: state (original cell order), masses, steps, counters (the
-    positivity limiter's also alone), the section volumes of ``probes`` (collective)."""
+    positivity limiter's also alone), the section volumes of ``probes`` (collective) and the
+    GPU variant that ran (empty on the CPU)."""
     counters = sim.backend.counters()
     if probes is not None:
         probes.sample()
@@ -220,7 +234,9 @@ def results(sim, probes=None) -> dict[str, np.ndarray]:
             "counters": np.array([counters[k] for k in sorted(counters)]),
             "inflow": np.array(counters.get("level_inflow", 0.0)),
             "limited": np.array(counters.get("limited", 0)),
-            "sections": np.zeros(0) if probes is None else probes.volume[-1]}  # fmt: skip
+            "sections": np.zeros(0) if probes is None else probes.volume[-1],
+            "variant": np.array(getattr(getattr(sim.backend, "local", sim.backend), "variant",
+                                        ""))}  # fmt: skip
 
 
 def blowup_message(sim, first: int) -> str:
@@ -252,16 +268,18 @@ def same(a: dict, b: dict) -> bool:
     """Whether two :func:`results` are bitwise equal, after more than one step. Not the
     masses: one GPU sums them on the device (cupy.dot), the ranks over the gathered
     state on the host; the state they sum is compared bitwise."""
-    keys = ("state", "steps", "counters", "inflow", "sections")
+    keys = ("state", "steps", "counters", "inflow", "sections", "variant")
     return int(a["steps"]) > 1 and all(np.array_equal(a[k], b[k]) for k in keys)
 
 
-def gpu_check(comm) -> dict[str, bool]:
+def gpu_check(comm, words: list[str] | None = None) -> dict[str, bool]:
     """Every :data:`GPU_RUNS` on the ranks against one GPU on rank 0, and every
-    :data:`GPU_RESTARTS` across rank counts (:func:`gpu_restart`). ``{name: equal}`` on rank
-    0 (empty elsewhere)."""
+    :data:`GPU_RESTARTS` across rank counts (:func:`gpu_restart`); with ``words``, only the
+    runs whose name holds one of them and no restart. ``{name: equal}`` on rank 0 (empty
+    elsewhere)."""
     equal = {}
-    for spec in GPU_RUNS:
+    chosen = [s for s in GPU_RUNS if not words or any(w in s["name"] for w in words)]
+    for spec in chosen:
         start = time.perf_counter()
         ranks = run_case(spec, comm)
         if comm.rank == 0:
@@ -278,7 +296,7 @@ def gpu_check(comm) -> dict[str, bool]:
                 print(f"{spec['name']}: limited {int(one['limited'])}, without the theta "
                       f"exchange {note}", file=sys.stderr)  # fmt: skip
                 equal[spec["name"]] &= int(one["limited"]) > 0 and differs
-    for spec in GPU_RESTARTS:
+    for spec in GPU_RESTARTS if not words else ():
         equal.update(gpu_restart(comm, spec))
     return equal
 
@@ -340,8 +358,8 @@ if __name__ == "__main__":
 
     if sys.argv[1:] == ["--blowup"]:
         blowup(MPI.COMM_WORLD)
-    elif sys.argv[1:] == ["--gpu"]:
-        equal = gpu_check(MPI.COMM_WORLD)
+    elif sys.argv[1:2] == ["--gpu"]:
+        equal = gpu_check(MPI.COMM_WORLD, sys.argv[2:])
         if MPI.COMM_WORLD.rank == 0:
             print(json.dumps(equal))
         failed = MPI.COMM_WORLD.bcast(not all(equal.values()))

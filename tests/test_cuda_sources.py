@@ -1000,6 +1000,33 @@ def test_block_arrays_write_every_slot_once(cells):
             assert np.array_equal(lay.edge_length[rows], length[start[b] : start[b + 1]][mine])
 
 
+@pytest.mark.parametrize("cells", [32, 128])
+def test_block_arrays_of_a_part_tile_its_owned_cells(cells):
+    """On the parts of a distributed run (test1 in random order, three parts): the blocks
+    tile the owned cells only, each writing every slot of its owned cells exactly once (the
+    edges to halo cells included) and no halo cell's; each edge with an owned side i is
+    owned on side i once (its flags counted once: the part's counted edges), an edge from a
+    halo cell only on its side j."""
+    from fvswe.partition import assign, split
+
+    sim = get_case_simulation("test1", order="random")
+    for part in split(sim.mesh, assign(sim.mesh, 3, "hilbert")):
+        lay = sim.layout.part(part)
+        assert lay.owned_cells < lay.n_cells
+        start, task, _, _ = gpu.block_arrays(lay, cells)
+        assert start.size - 1 == -(-lay.owned_cells // cells)
+        idx = gpu.edge_arrays(lay)
+        owner = np.flatnonzero(task[:, 2] >= 0)
+        for b in range(start.size - 1):
+            t = task[start[b] : start[b + 1]]
+            n = min(cells, lay.owned_cells - b * cells)
+            written = np.concatenate((t[t[:, 2] >= 0, 2], t[t[:, 3] >= 0, 3]))
+            assert np.array_equal(np.sort(written), np.arange(n * lay.k))
+        counted = np.sort([np.flatnonzero((idx[:, :2] == r[:2]).all(1))[0] for r in task[owner]])
+        assert np.array_equal(counted, np.arange(lay.owned_edges))
+        assert (task[task[:, 0] >= lay.owned_cells, 2] == -1).all()
+
+
 def get_case_simulation(case: str, **options) -> Simulation:
     """``case`` on the 10x10x2 square (200 cells), CPU backend."""
     from fvswe.cases import get_case

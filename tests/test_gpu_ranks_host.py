@@ -24,10 +24,26 @@ HOST = {"backend": "host-gpu"}
 #: reconstruction (the variables' ranges reduced over the ranks, the halo cells' face states
 #: from their owners; with the limiter acting and cells fallen back to first order), also on
 #: a strip periodic across (the joined cells' weights see the translation); two layers on a
-#: lon/lat band on the sphere (FVSWE_SPHERE modules, the metric per part).
+#: lon/lat band on the sphere (FVSWE_SPHERE modules, the metric per part). The block variant
+#: (its blocks tile the owned cells; blocks of 32 and 64 cells, so that many blocks hold
+#: border cells and edges to the halo): the limiter beside the borders, float32 SSP-RK3, the
+#: level boundary's inflow under SSP-RK2, the linear reconstruction with the limiter acting;
+#: and no variant asked for on 16900 cells in Hilbert
+#: order, where one device's default is block: the ranks run it too (``variant`` compared).
 RUNS = [
     *({"name": f"pulled-apart-{v}", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
        "variant": v, "section": PULLED_SECTION, **HOST} for v in ("slot", "gather", "edge")),
+    {"name": "pulled-apart-block", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
+     "variant": "block", "cells": 32, "section": PULLED_SECTION, **HOST},
+    {"name": "test1-rk3-float32-block", "case": "test1", "scheme": "roe", "t_end": 0.02,
+     "dtype": "float32", "variant": "block", "cells": 64, "integrator": "ssp-rk3", **HOST},
+    {"name": "tide-block-rk2", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0, "variant": "block",
+     "cells": 32, "integrator": "ssp-rk2", "section": TIDE_SECTION, **HOST},
+    {"name": "pulled-apart-linear-block", "case": "pulled-apart", "nx": 60, "t_end": 0.3,
+     "variant": "block", "cells": 32, "integrator": "ssp-rk2", "reconstruction": "linear",
+     **HOST},
+    {"name": "tide-hilbert-float32", "case": "cgrid-tide", "nx": 130, "t_end": 20.0,
+     "order": "hilbert", "dtype": "float32", "section": TIDE_SECTION, **HOST},
     {"name": "pulled-apart-rk2", "case": "pulled-apart", "nx": 100, "t_end": 0.5,
      "variant": "gather", "integrator": "ssp-rk2", **HOST},
     {"name": "test1-rk3-float32", "case": "test1", "scheme": "roe", "t_end": 0.02,
@@ -49,7 +65,7 @@ RUNS = [
     {"name": "unexchanged", "case": "pulled-apart", "nx": 100, "t_end": 0.5, "variant": "gather",
      "no_theta_exchange": True, "allow_mass_error": True, **HOST},
 ]  # fmt: skip
-KEYS = ("state", "steps", "counters", "inflow", "limited", "sections")
+KEYS = ("state", "steps", "counters", "inflow", "limited", "sections", "variant")
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +108,14 @@ def test_the_limiter_acts_and_its_theta_must_cross_the_border(launched, referenc
         reference["unexchanged"]["state"], reference["pulled-apart-gather"]["state"]
     )
     assert not np.array_equal(launched["unexchanged.state"], reference["unexchanged"]["state"])
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_ranks_default_to_the_block_kernel_where_one_device_does(reference):
+    """In Hilbert order one device's default is the block kernel (its blocks compact); the
+    ranks, whose variant the tests above compare, run the same."""
+    assert str(reference["tide-hilbert-float32"]["variant"]) == "block"
+    assert str(reference["pulled-apart-gather"]["variant"]) == "gather"
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")

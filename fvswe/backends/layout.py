@@ -245,7 +245,11 @@ BLOCK_CELLS = 128
 
 
 def block_edges(
-    edge_cells: np.ndarray, n_cells: int, cells: int = BLOCK_CELLS, interior_first: bool = False
+    edge_cells: np.ndarray,
+    n_cells: int,
+    cells: int = BLOCK_CELLS,
+    interior_first: bool = False,
+    owned: int | None = None,
 ) -> tuple[np.ndarray, ...]:
     """The edge lists of the GPU's fused ``block`` variant (fvswe/backends/cuda/block.cu).
 
@@ -257,14 +261,20 @@ def block_edges(
     ``interior_first`` lists a block's edges between two of its cells first, its cut and
     boundary edges after them (each group in edge order), so that the warps reading other
     blocks' cells or the boundary tables are grouped. Either order writes each slot once.
+
+    ``owned``: on a part of a distributed run (fvswe.partition), the blocks tile the cells
+    ``[0, owned)`` only (default ``n_cells``): the halo cells beyond are read, never updated,
+    so an edge lists only its owned sides (an edge from a halo cell i is listed in j's block
+    owning side j, one to a halo cell j in i's block owning side i).
     """
-    n_blocks = -(-n_cells // cells)
+    owned = n_cells if owned is None else owned
+    n_blocks = -(-owned // cells)
     ij = np.ascontiguousarray(edge_cells, dtype=np.int64)
-    return _block_lists(ij, n_blocks, cells, interior_first)
+    return _block_lists(ij, n_blocks, cells, interior_first, owned)
 
 
 @njit(cache=True)
-def _block_lists(ij, n_blocks, cells, interior_first):
+def _block_lists(ij, n_blocks, cells, interior_first, owned):
     """:func:`block_edges` as a compiled pass, linear in the edges: the entries counted per
     block (and, for ``interior_first``, per group), then placed sweeping the edges in
     increasing order, so each block's (group's) entries come in edge order, as a sort by
@@ -272,11 +282,11 @@ def _block_lists(ij, n_blocks, cells, interior_first):
     E = ij.shape[0]
     count = np.zeros(2 * n_blocks, np.int64)  # per block: its interior edges, the others
     for e in range(E):
-        bi, j = ij[e, 0] // cells, ij[e, 1]
-        inside = j >= 0 and j // cells == bi
-        count[2 * bi + (0 if inside and interior_first else 1)] += 1
-        if j >= 0 and not inside:
-            count[2 * (j // cells) + 1] += 1
+        g_i, g_j = _block_groups(ij[e, 0], ij[e, 1], cells, interior_first, owned)
+        if g_i >= 0:
+            count[g_i] += 1
+        if g_j >= 0:
+            count[g_j] += 1
     at = np.zeros(2 * n_blocks + 1, np.int64)
     for g in range(2 * n_blocks):
         at[g + 1] = at[g] + count[g]
@@ -286,18 +296,27 @@ def _block_lists(ij, n_blocks, cells, interior_first):
     own_i = np.empty(n, np.bool_)
     own_j = np.empty(n, np.bool_)
     for e in range(E):
-        bi, j = ij[e, 0] // cells, ij[e, 1]
-        inside = j >= 0 and j // cells == bi
-        g = 2 * bi + (0 if inside and interior_first else 1)
-        k = at[g]
-        at[g] += 1
-        edge[k], own_i[k], own_j[k] = e, True, inside
-        if j >= 0 and not inside:
-            g = 2 * (j // cells) + 1
-            k = at[g]
-            at[g] += 1
+        g_i, g_j = _block_groups(ij[e, 0], ij[e, 1], cells, interior_first, owned)
+        if g_i >= 0:
+            k = at[g_i]
+            at[g_i] += 1
+            edge[k], own_i[k], own_j[k] = e, True, g_j == -2
+        if g_j >= 0:
+            k = at[g_j]
+            at[g_j] += 1
             edge[k], own_i[k], own_j[k] = e, False, True
     return start, edge, own_i, own_j
+
+
+@njit(cache=True)
+def _block_groups(i, j, cells, interior_first, owned):
+    """Where :func:`_block_lists` lists edge ``(i, j)``: the group (2 * block, + 1 for the cut
+    and boundary edges) of its entry owning side i, and of its entry owning side j alone;
+    -1 where there is none (a halo side, the boundary), -2 for j where i's entry owns it."""
+    mine_i, mine_j = i < owned, 0 <= j < owned
+    if mine_i and mine_j and i // cells == j // cells:
+        return 2 * (i // cells) + (0 if interior_first else 1), -2
+    return (2 * (i // cells) + 1 if mine_i else -1), (2 * (j // cells) + 1 if mine_j else -1)
 
 
 def twice_evaluated(edge_cells: np.ndarray, cells: int = BLOCK_CELLS) -> float:

@@ -239,8 +239,6 @@ def launch_shape(layout: Layout, scheme: str, variant, block, cells, interior_fi
     block = block or defaults.get(variant, DEFAULT_BLOCK)
     if block % 32 or not 32 <= block <= 1024:
         raise ConfigError(f"block: a multiple of 32 in [32, 1024], got {block}")
-    if variant == "block" and layout.owned_cells != layout.n_cells:
-        raise ConfigError("variant: 'block' does not run on GPU ranks yet; use gather or edge")
     shared = block_shared(cells, layout.k, layers, dtype)
     if variant == "block" and shared > BLOCK_SHARED_MAX:
         raise ConfigError(f"cells: {cells} cells need {shared} B of shared memory (> 48 KiB)")

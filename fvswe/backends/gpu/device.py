@@ -164,8 +164,9 @@ def block_arrays(lay: Layout, cells: int, interior_first: bool = False) -> tuple
     ``interior_first`` order): ``(start, task, normal, length)``; ``task`` (T, 4) int32
     ``(i, j, slot_i, slot_j)`` as :func:`edge_arrays` with the slots local to the task's
     block (``cells * k`` of them) and -1 on a side the block does not own; ``start``
-    (n_blocks + 1) int32."""
-    start, edge, own_i, own_j = block_edges(lay.edge_cells, lay.n_cells, cells, interior_first)
+    (n_blocks + 1) int32. On a part the blocks tile its owned cells (the halo's are read)."""
+    start, edge, own_i, own_j = block_edges(lay.edge_cells, lay.n_cells, cells, interior_first,
+                                            lay.owned_cells)  # fmt: skip
     task = edge_arrays(lay)[edge]
     base = np.repeat(np.arange(start.size - 1) * (cells * lay.k), np.diff(start))
     task[:, 2] = np.where(own_i, task[:, 2] - base, -1)
