@@ -3,10 +3,10 @@
 The loop keeps its scalars (``r·z``, ``p·Ap``, ``||r||²``) where the vectors are: 0-d
 arrays of the vectors' dtype, never copied to the host inside an iteration. The stopping
 test reads ``||r||²`` (with the last ``p·Ap`` and ``r·z``, for a breakdown) on the host
-every ``check`` iterations, one transfer each: on the GPU a host synchronisation is the
-cost of many kernels, so the GPU backend tests every :data:`GPU_CHECK` iterations and may
-iterate up to ``check - 1`` times past the criterion; ``check = 1`` (the CPU backend) is
-the classic loop, its iterates bit for bit those of host scalars (each scalar is one
+every ``check`` iterations (and at 1, 2, 4, ... before), one transfer each: on the GPU a
+host synchronisation is the cost of many kernels, so the GPU backend tests every
+:data:`GPU_CHECK` iterations and may iterate up to ``check - 1`` times past the criterion;
+``check = 1`` (the CPU backend) is the classic loop, its iterates bit for bit those of host scalars (each scalar is one
 division of two values of the dtype: rounded once either way). The vector updates are
 written once, as array expressions; on CuPy :func:`fused` compiles each into one kernel
 (``cupy.fuse``), so an iteration is the operator, the preconditioner, three dot products
@@ -55,6 +55,12 @@ def _direction(z, p, rz_new, rz, tiny):
     return z + (rz_new / np.maximum(rz, tiny)) * p
 
 
+def _tests(k: int, check: int) -> bool:
+    """Whether iteration ``k`` tests the criterion: at 1, 2, 4, ... below ``check`` (a
+    solve of a few iterations does not run on to ``check``), then every ``check``."""
+    return k % check == 0 or (k < check and k & (k - 1) == 0)
+
+
 def fused(xp, fn: Callable) -> Callable:
     """``fn`` (array expressions) as one kernel where the array module fuses (CuPy's
     ``fuse``), ``fn`` itself on NumPy."""
@@ -70,9 +76,10 @@ def pcg(
 
     ``apply(v)`` is ``A v``, ``precondition(r)`` is ``M⁻¹ r``; both symmetric positive
     definite. The loop stops at the first test with ``||r||_2 < tol`` (the recursively
-    updated residual); it tests the guess, then every ``check`` iterations and at
-    ``maxiter``, so a guess that already meets it costs no iteration and a solve takes at
-    most ``check - 1`` iterations more than with ``check = 1``.
+    updated residual); it tests the guess, iterations 1, 2, 4, ... below ``check``, then
+    every ``check`` iterations and ``maxiter``, so a guess that already meets it costs no
+    iteration and a solve takes at most ``check - 1`` iterations more than with
+    ``check = 1``.
     """
     advance, direction = fused(xp, _advance), fused(xp, _direction)
     tiny = np.finfo(b.dtype).tiny
@@ -89,7 +96,7 @@ def pcg(
         pq = xp.vdot(p, q)
         x, r = advance(x, r, p, q, rz, pq, tiny)
         rr = xp.vdot(r, r)
-        if k % check == 0 or k == maxiter:
+        if _tests(k, check) or k == maxiter:
             rr_h, pq_h, rz_h = (float(v) for v in _host(xp.stack((rr, pq, rz))))
             residual = math.sqrt(rr_h)
             if residual < tol:

@@ -28,7 +28,7 @@ from ..schemes.friction import CHEZY
 from . import precond
 from .cg import NotConverged, pcg
 from .cgrid import CGrid, Faces
-from .operator import Stencil
+from .operator import Stencil, _host
 from .options import ImplicitOptions
 
 #: A step repeated this often (cells taken out each time) has failed.
@@ -49,11 +49,13 @@ class State:
 
 @dataclass(frozen=True)
 class Report:
-    """What a step did: CG iterations (all solves), solves, repeats, volume in (m^3)."""
+    """What a step did: CG iterations (all solves), solves, volume in (m^3), and of the new
+    state the largest ``|u|``, ``|v|`` and depth (the next step's Δt needs them)."""
 
     iterations: int
     solves: int
     inflow: float
+    maxima: tuple[float, float, float]
 
 
 @dataclass
@@ -81,8 +83,11 @@ class _DeviceFaces:
 class ThetaStep:
     """The θ-step of a :class:`~fvswe.implicit.cgrid.CGrid` on NumPy or CuPy (``xp``)."""
 
-    def __init__(self, grid: CGrid, g: float, options: ImplicitOptions, xp, dtype):
+    def __init__(self, grid: CGrid, g: float, options: ImplicitOptions, xp, dtype,
+                 check: int = 1):  # fmt: skip
+        """``check``: CG's iterations between two stopping tests (:func:`~.cg.pcg`)."""
         self.grid, self.g, self.options, self.xp, self.dtype = grid, g, options, xp, dtype
+        self.check = check
         self.H = xp.asarray(grid.H, dtype=dtype)
         self.faces = (_DeviceFaces(grid.x, xp, dtype), _DeviceFaces(grid.y, xp, dtype))
 
@@ -97,7 +102,9 @@ class ThetaStep:
         return out
 
     def __call__(self, s: State, t: float, dt: float) -> tuple[State, Report]:
-        """The state at ``t + dt`` and what the step did (``s`` is left unchanged)."""
+        """The state at ``t + dt`` and what the step did (``s`` is left unchanged). Besides
+        CG's tests, one transfer to the host an attempt: whether a cell went dry, the
+        boundary fluxes and the new state's maxima."""
         xp = self.xp
         now, then = self.ghosts(t), self.ghosts(t + dt)
         closed = [xp.zeros(f.open.shape, dtype=bool) for f in self.faces]
@@ -106,18 +113,25 @@ class ThetaStep:
             new, flux, its = self._attempt(s, dt, now, then, closed)
             iterations, solves = iterations + its, solves + 1
             dry = new.zeta + self.H < 0
-            if not bool(dry.any()):
+            any_dry, in_x, in_y, *maxima = self._status(new, dry, flux)
+            if not any_dry:
                 break
             if solves > MAX_REPEATS:  # each repeat closes faces, so it cannot go on for ever
                 raise NotConverged(f"cells still drying below 0 after {MAX_REPEATS} repeats")
             for c, d in zip(closed, (dry, dry.T), strict=True):  # take the cells out
                 c[:, :-1] |= d
                 c[:, 1:] |= d
-        fx, fy = flux
-        g = self.grid
-        inflow = dt * (g.dy * float((fx[:, 0] - fx[:, -1]).sum())
-                       + g.dx * float((fy[:, 0] - fy[:, -1]).sum()))  # fmt: skip
-        return new, Report(iterations, solves, inflow)
+        inflow = dt * (self.grid.dy * in_x + self.grid.dx * in_y)
+        return new, Report(iterations, solves, inflow, tuple(maxima))
+
+    def _status(self, new: State, dry, flux) -> list:
+        """On the host in one transfer: whether any cell is ``dry``, the net inflow through
+        the x and the y boundary faces (per unit width) and ``max |u|``, ``max |v|`` and the
+        largest depth of ``new`` (exact: values of the dtype, as Python floats)."""
+        xp, (fx, fy) = self.xp, flux
+        values = (dry.any(), (fx[:, 0] - fx[:, -1]).sum(), (fy[:, 0] - fy[:, -1]).sum(),
+                  xp.abs(new.u).max(), xp.abs(new.v).max(), (new.zeta + self.H).max())  # fmt: skip
+        return [float(v) for v in _host(xp.stack([xp.asarray(v, self.dtype) for v in values]))]
 
     def _attempt(self, s: State, dt: float, now, then, closed):
         """One solve of the step with the faces ``closed`` shut: the new state, the face
@@ -136,7 +150,7 @@ class ThetaStep:
         M = precond.build(o.preconditioner, stencil, xp, o.rrb_coarse)
         diag = stencil.boundary_diagonal(xp)
         apply = lambda v: stencil.apply(v, xp, diag)  # noqa: E731
-        delta, solve = pcg(apply, M, rhs, xp.zeros_like(rhs), xp, o.cg_tol)
+        delta, solve = pcg(apply, M, rhs, xp.zeros_like(rhs), xp, o.cg_tol, check=self.check)
         u = self._velocity(X, fx, delta, rise[0], dt)
         v = self._velocity(Y, fy, delta.T, rise[1], dt)
         flux = self._fluxes(X, Y, u, v)
