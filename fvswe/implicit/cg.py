@@ -6,11 +6,11 @@ test reads ``||r||²`` (with the last ``p·Ap`` and ``r·z``, for a breakdown) o
 every ``check`` iterations (and at 1, 2, 4, ... before), one transfer each: on the GPU a
 host synchronisation is the cost of many kernels, so the GPU backend tests every
 :data:`GPU_CHECK` iterations and may iterate up to ``check - 1`` times past the criterion;
-``check = 1`` (the CPU backend) is the classic loop, its iterates bit for bit those of host scalars (each scalar is one
-division of two values of the dtype: rounded once either way). The vector updates are
-written once, as array expressions; on CuPy :func:`fused` compiles each into one kernel
-(``cupy.fuse``), so an iteration is the operator, the preconditioner, three dot products
-and two fused updates.
+``check = 1`` (the CPU backend) is the classic loop, its iterates bit for bit those of host
+scalars (each scalar is one division of two values of the dtype: rounded once either way).
+The vector updates are written once, as array expressions; on CuPy :func:`fused` compiles
+each into one kernel (``cupy.fuse``), so an iteration is the operator, the
+preconditioner, three dot products and two fused updates.
 """
 
 from __future__ import annotations
