@@ -58,7 +58,7 @@ class ImplicitBackend:
         self.options, self.cfl, self.dt_mode, self.dt_fixed = options, cfl, dt_mode, dt_fixed
         self.dtype = layout.dtype
         self.g = layout.model.g
-        check = GPU_CHECK if device == "gpu" else 1
+        check = GPU_CHECK.get(options.preconditioner, 1) if device == "gpu" else 1
         self.step = ThetaStep(self.grid, self.g, options, xp, self.dtype, check)
         self._t, self._steps, self._dt = 0.0, 0, math.nan
         self._counts = dict.fromkeys(COUNTERS, 0)

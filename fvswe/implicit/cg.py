@@ -4,8 +4,9 @@ The loop keeps its scalars (``r·z``, ``p·Ap``, ``||r||²``) where the vectors 
 arrays of the vectors' dtype, never copied to the host inside an iteration. The stopping
 test reads ``||r||²`` (with the last ``p·Ap`` and ``r·z``, for a breakdown) on the host
 every ``check`` iterations (and at 1, 2, 4, ... before), one transfer each: on the GPU a
-host synchronisation is the cost of many kernels, so the GPU backend tests every
-:data:`GPU_CHECK` iterations and may iterate up to ``check - 1`` times past the criterion;
+host synchronisation is the cost of many kernels, so the GPU backend tests only every
+:data:`GPU_CHECK` iterations where an iteration is cheap, and may iterate up to
+``check - 1`` times past the criterion;
 ``check = 1`` (the CPU backend) is the classic loop, its iterates bit for bit those of host
 scalars (each scalar is one division of two values of the dtype: rounded once either way).
 The vector updates are written once, as array expressions; on CuPy :func:`fused` compiles
@@ -27,8 +28,10 @@ from .operator import _host
 TOL = 1e-5
 #: A solve that has not met the criterion after this many iterations has failed.
 MAX_ITERATIONS = 20_000
-#: The GPU backend's ``check``: iterations between two stopping tests (host transfers).
-GPU_CHECK = 8
+#: The GPU backend's ``check`` (iterations between two stopping tests, host transfers) by
+#: preconditioner: 8 where an iteration is some twenty kernels (Jacobi, none); 1 where it
+#: is hundreds (RRB: its sweeps; AMG: a host V-cycle), which a sync costs no more than a few of.
+GPU_CHECK = {"jacobi": 8, "none": 8}
 
 
 class NotConverged(Exception):
