@@ -14,7 +14,7 @@ from xp_counter import COUNTS, XP
 
 from fvswe.cases import get_case
 from fvswe.implicit import precond
-from fvswe.implicit.cg import NotConverged, _tests, pcg
+from fvswe.implicit.cg import NotConverged, _advance, _direction, _tests, pcg
 from fvswe.implicit.operator import Stencil
 from fvswe.implicit.step import State, ThetaStep
 
@@ -68,14 +68,16 @@ def test_check_every_k_meets_the_criterion_within_k_iterations_more(name, check)
     assert np.linalg.norm(xk - x1) < 2 * tol
 
 
-def test_a_residual_of_exactly_zero_between_two_tests_stays_finite():
-    """One cell: CG is exact after one iteration and runs on to the test at ``check``
-    with r = 0: no 0/0."""
-    st = Stencil(np.array([[0.0, 3.0]]), np.array([[0.0], [0.0]]))
-    b = np.array([[2.0]])
-    x, solve = pcg(lambda v: st.apply(v, np), lambda r: r.copy(), b, np.zeros_like(b), np,
-                   1e-12, check=8)  # fmt: skip
-    assert solve.iterations == 1 and x[0, 0] == 0.5
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_residual_of_exactly_zero_between_two_tests_stays_put(dtype):
+    """CG runs on past the criterion until its next test: with r = 0 (and so z, p = 0)
+    the updates leave x as it is, with no 0/0 and no warning."""
+    x, zero = np.arange(4.0, dtype=dtype), np.zeros(4, dtype)
+    tiny, nil = np.finfo(dtype).tiny, dtype(0)
+    with np.errstate(all="raise"):
+        x2, r2 = _advance(x, zero, zero, zero, nil, nil, tiny)
+        p2 = _direction(zero, zero, nil, nil, tiny)
+    assert np.array_equal(x2, x) and not r2.any() and not p2.any() and x2.dtype == dtype
 
 
 def counted_pcg(name: str, check: int, maxiter: int) -> tuple[int, int]:

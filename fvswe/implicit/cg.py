@@ -8,7 +8,8 @@ host synchronisation is the cost of many kernels, so the GPU backend tests only 
 :data:`GPU_CHECK` iterations where an iteration is cheap, and may iterate up to
 ``check - 1`` times past the criterion;
 ``check = 1`` (the CPU backend) is the classic loop, its iterates bit for bit those of host
-scalars (each scalar is one division of two values of the dtype: rounded once either way).
+scalars (each scalar is one division of two values of the dtype: rounded once either way;
+the guard against 0/0 of :func:`_advance` changes no value a solve meets).
 The vector updates are written once, as array expressions; on CuPy :func:`fused` compiles
 each into one kernel (``cupy.fuse``), so an iteration is the operator, the
 preconditioner, three dot products and two fused updates.
@@ -47,15 +48,18 @@ class Solve:
 
 
 def _advance(x, r, p, q, rz, pq, tiny):
-    """``x + α p`` and ``r - α q`` with ``α = r·z / p·Ap`` (0 once ``r·z`` is: a residual
-    that reached exactly 0 stays there between two tests, and nothing divides by 0)."""
-    alpha = rz / np.maximum(pq, tiny)
+    """``x + α p`` and ``r - α q`` with ``α = r·z / p·Ap``. ``tiny`` (the dtype's smallest
+    normal number) changes no denominator above ``2^p tiny`` (``p`` the mantissa bits) and
+    makes ``α = 0`` once ``r·z`` is: a residual that reached exactly 0 between two tests
+    stays there, with no 0/0. Operators only, so that ``cupy.fuse`` traces it."""
+    alpha = rz / (pq + tiny)
     return x + alpha * p, r - alpha * q
 
 
 def _direction(z, p, rz_new, rz, tiny):
-    """The next search direction ``z + β p``, ``β = r·z (new) / r·z (old)``."""
-    return z + (rz_new / np.maximum(rz, tiny)) * p
+    """The next search direction ``z + β p``, ``β = r·z (new) / r·z (old)`` (``tiny``: as
+    in :func:`_advance`)."""
+    return z + (rz_new / (rz + tiny)) * p
 
 
 def _tests(k: int, check: int) -> bool:
