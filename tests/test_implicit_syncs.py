@@ -121,3 +121,27 @@ def test_a_step_reads_the_host_once_besides_cg():
         assert after["solves"] - before["solves"] == 1 and its > 8
         tests = sum(_tests(k, 8) for k in range(1, its + 1))  # the last meets the criterion
         assert COUNTS.syncs == 1 + tests + 1
+
+
+@pytest.mark.gpu
+def test_gpu_jacobi_testing_every_eight_iterations_agrees_with_the_cpu():
+    """On the GPU Jacobi-preconditioned CG tests its criterion every 8 iterations (fused
+    updates, device scalars); at a tight tolerance the runs agree with the CPU's to
+    round-off, with as many steps."""
+    from fvswe.backends import gpu
+
+    ok, reason = gpu.available()
+    if not ok:
+        pytest.skip(reason)
+    case = get_case("cgrid-island").with_grid(32, 32)
+    runs = [case.simulation(method="implicit", dt_mode="nonlagged", backend=b, cg_tol=1e-11,
+                            preconditioner="jacobi", max_wave_courant=20.0)
+            for b in ("cpu", "gpu")]  # fmt: skip
+    for sim in runs:
+        sim.run(20.0)
+    cpu, dev = (s.fields() for s in runs)
+    assert runs[1].backend.step.check == 8 and runs[0].steps == runs[1].steps
+    c_cpu, c_gpu = (s.backend.counters()["cg_iterations"] for s in runs)
+    assert c_cpu <= c_gpu <= c_cpu + 7 * runs[0].backend.counters()["solves"]
+    np.testing.assert_allclose(dev["h"], cpu["h"], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(dev["qx"], cpu["qx"], rtol=0, atol=1e-9)

@@ -17,6 +17,7 @@ preconditioner, three dot products and two fused updates.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,9 +69,11 @@ def _tests(k: int, check: int) -> bool:
     return k % check == 0 or (k < check and k & (k - 1) == 0)
 
 
+@functools.cache
 def fused(xp, fn: Callable) -> Callable:
     """``fn`` (array expressions) as one kernel where the array module fuses (CuPy's
-    ``fuse``), ``fn`` itself on NumPy."""
+    ``fuse``), ``fn`` itself on NumPy; one per module and function, so that CuPy traces and
+    compiles it once."""
     fuse = getattr(xp, "fuse", None)
     return fn if fuse is None else fuse()(fn)
 
