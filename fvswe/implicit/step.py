@@ -28,7 +28,7 @@ from ..schemes.friction import CHEZY
 from . import precond
 from .cg import NotConverged, pcg
 from .cgrid import CGrid, Faces
-from .operator import Stencil, _host
+from .operator import Stencil, _host, add_into
 from .options import ImplicitOptions
 
 #: A step repeated this often (cells taken out each time) has failed.
@@ -145,8 +145,8 @@ class ThetaStep:
         stencil = Stencil(X.c, Y.c.T)
         rhs = self._divergence(self._fluxes(X, Y, X.ustar, Y.ustar), dt)
         for T, R, b in ((X, rise[0], rhs), (Y, rise[1], rhs.T)):  # known outside increments
-            b[:, 0] += T.c[:, 0] * R[:, 0]
-            b[:, -1] += T.c[:, -1] * R[:, 1]
+            add_into(b[:, 0], T.c[:, 0] * R[:, 0])
+            add_into(b[:, -1], T.c[:, -1] * R[:, 1])
         M = precond.build(o.preconditioner, stencil, xp, o.rrb_coarse)
         diag = stencil.boundary_diagonal(xp)
         apply = lambda v: stencil.apply(v, xp, diag)  # noqa: E731
