@@ -91,11 +91,11 @@ def counted_pcg(name: str, check: int, maxiter: int) -> tuple[int, int]:
     return COUNTS.launches, COUNTS.syncs
 
 
-def test_a_jacobi_iteration_is_twenty_kernels_and_no_sync():
-    """Per CG iteration on CuPy: the operator (eleven kernels), Jacobi (one), three dot
+def test_a_jacobi_iteration_is_fifteen_kernels_and_no_sync():
+    """Per CG iteration on CuPy: the operator (seven kernels), Jacobi (one), three dot
     products, the two fused updates; the host reads the residual at the tests alone."""
     (l16, s16), (l48, s48) = (counted_pcg("jacobi", 8, n) for n in (16, 48))
-    assert (l48 - l16) / 32 <= 20
+    assert (l48 - l16) / 32 <= 15.25  # and a stack of three scalars at each test
     assert s48 - s16 == 4  # the tests at 24, 32, 40, 48
     assert s16 == 1 + 5  # the residual of the guess; tests at 1, 2, 4, 8, 16
 
