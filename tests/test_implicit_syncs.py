@@ -103,7 +103,7 @@ def test_a_jacobi_iteration_is_fifteen_kernels_and_no_sync():
 def test_a_step_reads_the_host_once_besides_cg():
     """cgrid-drop with Jacobi as on the GPU (a test every 8 iterations): a step without
     repeats reads the device once after its solve (drying, inflow, the maxima for the next
-    Δt) and CG once before its loop and at each test."""
+    Δt) and CG once before its loop and at each test; it uploads one array."""
     case = get_case("cgrid-drop").with_grid(16, 16)
     dt = 30 * case.extent[0] / 16 / math.sqrt(case.g * 1.1)  # 30 times the explicit step
     sim = case.simulation(method="implicit", dt_mode="fixed", dt=dt, preconditioner="jacobi")
@@ -121,6 +121,7 @@ def test_a_step_reads_the_host_once_besides_cg():
         assert after["solves"] - before["solves"] == 1 and its > 8
         tests = sum(_tests(k, 8) for k in range(1, its + 1))  # the last meets the criterion
         assert COUNTS.syncs == 1 + tests + 1
+        assert COUNTS.uploads == 1  # the boundary levels at t and t + dt
 
 
 @pytest.mark.gpu

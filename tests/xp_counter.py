@@ -5,7 +5,9 @@ operation that on CuPy is a kernel launch counts one launch: a ufunc call or red
 a NumPy function on an array (``where``, ``concatenate``, ``vdot``, ``stack``, ...), an
 array created (``zeros``, ``asarray``, ...), a copy or cast, an assignment into a slice.
 Every transfer that on CuPy waits for the device counts one sync: ``float()``, ``bool()``,
-``int()``, ``.item()``, ``.tolist()``, ``.get()``. Views (slices, ``.T``, ``reshape``) count
+``int()``, ``.item()``, ``.tolist()``, ``.get()``; a NumPy array given to ``asarray`` (or
+``array``, ``ascontiguousarray``) counts one upload (a copy from the host, which the host
+waits for). Views (slices, ``.T``, ``reshape``) count
 nothing. A function given to ``XP.fuse()`` counts one launch a call, as ``cupy.fuse``'s
 kernel would. Scalar results stay 0-d arrays, as CuPy's do, so a host conversion is
 visible. The arithmetic is NumPy's: results are those of the NumPy path.
@@ -19,11 +21,11 @@ import numpy as np
 
 #: Functions that launch nothing where their argument already is what they return.
 NO_COPY = ("asarray", "ascontiguousarray")
-COUNTS = SimpleNamespace(launches=0, syncs=0, paused=False)
+COUNTS = SimpleNamespace(launches=0, syncs=0, uploads=0, paused=False)
 
 
 def reset() -> None:
-    COUNTS.launches, COUNTS.syncs = 0, 0
+    COUNTS.launches, COUNTS.syncs, COUNTS.uploads = 0, 0, 0
 
 
 def _launch() -> None:
@@ -137,6 +139,9 @@ class _Module:
         if callable(value) and not isinstance(value, type) and not isinstance(value, np.ufunc):
 
             def counted(*args, **kwargs):
+                if name in NO_COPY + ("array",) and isinstance(args[0], np.ndarray) \
+                        and not isinstance(args[0], CountingArray):  # fmt: skip
+                    COUNTS.uploads += 1  # from the host: a copy the host waits for
                 out = value(*_plain(args), **_plain(kwargs))
                 same = name in NO_COPY and np.may_share_memory(out, _plain(args[0]))
                 if isinstance(out, (np.ndarray, np.generic)) and not same:

@@ -91,22 +91,25 @@ class ThetaStep:
         self.H = xp.asarray(grid.H, dtype=dtype)
         self.faces = (_DeviceFaces(grid.x, xp, dtype), _DeviceFaces(grid.y, xp, dtype))
 
-    def ghosts(self, t: float):
-        """The imposed level at each end of every row of faces (x, then transposed y) at t."""
+    def ghosts(self, t: float, dt: float):
+        """The imposed level at each end of every row of faces (x, then transposed y) at
+        ``t`` and at ``t + dt``: two lists of two arrays, on the device in one upload."""
         levels = self.grid.levels
-        values = levels.at(t) if levels is not None and levels.count else np.zeros(1)
-        out = []
-        for f in self.faces:
-            table = f.table
-            out.append(self.xp.asarray(np.where(table >= 0, values[table], 0.0), self.dtype))
-        return out
+        host = []
+        for time in (t, t + dt):
+            values = levels.at(time) if levels is not None and levels.count else np.zeros(1)
+            host += [np.where(f.table >= 0, values[f.table], 0.0) for f in self.faces]
+        flat = self.xp.asarray(np.concatenate([a.ravel() for a in host]), self.dtype)
+        ends = np.cumsum([a.size for a in host])
+        out = [flat[end - a.size : end].reshape(a.shape) for a, end in zip(host, ends, strict=True)]
+        return out[:2], out[2:]
 
     def __call__(self, s: State, t: float, dt: float) -> tuple[State, Report]:
         """The state at ``t + dt`` and what the step did (``s`` is left unchanged). Besides
         CG's tests, one transfer to the host an attempt: whether a cell went dry, the
         boundary fluxes and the new state's maxima."""
         xp = self.xp
-        now, then = self.ghosts(t), self.ghosts(t + dt)
+        now, then = self.ghosts(t, dt)
         closed = [xp.zeros(f.open.shape, dtype=bool) for f in self.faces]
         iterations = solves = 0
         while True:
