@@ -13,8 +13,8 @@ from test_implicit_solver import system
 from xp_counter import COUNTS, XP
 
 from fvswe.cases import get_case
-from fvswe.implicit import precond
-from fvswe.implicit.cg import NotConverged, _advance, _direction, _tests, pcg
+from fvswe.implicit import cg, precond
+from fvswe.implicit.cg import NotConverged, _advance, _direction, _tests, fused, pcg
 from fvswe.implicit.operator import Stencil
 from fvswe.implicit.step import State, ThetaStep
 
@@ -78,6 +78,27 @@ def test_a_residual_of_exactly_zero_between_two_tests_stays_put(dtype):
         x2, r2 = _advance(x, zero, zero, zero, nil, nil, tiny)
         p2 = _direction(zero, zero, nil, nil, tiny)
     assert np.array_equal(x2, x) and not r2.any() and not p2.any() and x2.dtype == dtype
+
+
+def test_a_function_the_array_module_cannot_fuse_runs_unfused():
+    """Should ``cupy.fuse`` fail to trace an update, the same expressions run unfused."""
+
+    class Module:  # an array module whose fuse fails at the first call
+        @staticmethod
+        def fuse():
+            def trace(fn):
+                def kernel(*args):
+                    raise NotImplementedError("not traceable")
+
+                return kernel
+
+            return trace
+
+    module = Module()
+    x, r, p = (np.arange(3.0) + k for k in range(3))
+    out = fused(module, _advance)(x, r, p, p, 2.0, 4.0, 0.0)
+    assert {"_advance"} == cg.UNFUSED and np.array_equal(out[0], x + 0.5 * p)
+    cg.UNFUSED.clear()
 
 
 def counted_pcg(name: str, check: int, maxiter: int) -> tuple[int, int]:

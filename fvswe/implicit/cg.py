@@ -69,13 +69,30 @@ def _tests(k: int, check: int) -> bool:
     return k % check == 0 or (k < check and k & (k - 1) == 0)
 
 
+#: The functions :func:`fused` could not fuse (their names): they run unfused, as on NumPy.
+UNFUSED: set[str] = set()
+
+
 @functools.cache
 def fused(xp, fn: Callable) -> Callable:
     """``fn`` (array expressions) as one kernel where the array module fuses (CuPy's
     ``fuse``), ``fn`` itself on NumPy; one per module and function, so that CuPy traces and
-    compiles it once."""
+    compiles it once. Should the tracing fail, ``fn`` runs unfused from then on (the same
+    expressions, launched one by one) and its name joins :data:`UNFUSED`."""
     fuse = getattr(xp, "fuse", None)
-    return fn if fuse is None else fuse()(fn)
+    if fuse is None:
+        return fn
+    kernel = fuse()(fn)
+
+    def call(*args):
+        if fn.__name__ not in UNFUSED:
+            try:
+                return kernel(*args)
+            except Exception:  # tracing or compiling; a fault of fn itself recurs below
+                UNFUSED.add(fn.__name__)
+        return fn(*args)
+
+    return call
 
 
 def pcg(
