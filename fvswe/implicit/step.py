@@ -20,13 +20,14 @@ repeated (Delft3D-FLOW's rule), so depths stay non-negative.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..schemes.friction import CHEZY
 from . import precond
-from .cg import NotConverged, pcg
+from .cg import NotConverged, fused, pcg
 from .cgrid import CGrid, Faces
 from .operator import Stencil, _host, add_into
 from .options import ImplicitOptions
@@ -210,24 +211,45 @@ class ThetaStep:
 
 def _advection(xp, h, hf, u, w, dx: float, dy: float):
     """``u ∂u/∂x + w ∂u/∂y`` at the interior faces, first-order upwind (0 on the end faces),
-    and the speed ``|(u, w̄)|`` at every face. Along the faces' normal it is Stelling and
-    Duinmeijer's momentum-conservative form ``q̄/h̄ ∂u`` (``q̄``: the upwind cell's mean
-    discharge); across, ``w̄ ∂u/∂y`` with ``w̄`` the mean of the four nearest ``w`` and a
-    zero gradient at the first and last row."""
+    and the speed ``|(u, w̄)|`` at every face (:func:`_upwind`, one kernel on CuPy)."""
     adv = xp.zeros_like(u)
     speed = xp.abs(u)
     if u.shape[1] < 3:
         return adv, speed
-    q = hf * u
-    qc = 0.5 * (q[:, :-1] + q[:, 1:])
-    hbar = 0.5 * (h[:, :-1] + h[:, 1:])
     ui = u[:, 1:-1]
-    along = xp.where(ui > 0, qc[:, :-1] * (ui - u[:, :-2]), qc[:, 1:] * (u[:, 2:] - ui))
-    wbar = 0.25 * (w[:-1, :-1] + w[1:, :-1] + w[:-1, 1:] + w[1:, 1:])
     du = xp.zeros((ui.shape[0] + 1, ui.shape[1]), dtype=ui.dtype)
     du[1:-1] = ui[1:] - ui[:-1]
-    cross = wbar * xp.where(wbar > 0, du[:-1], du[1:])
-    ok = hbar > 0
-    adv[:, 1:-1] = xp.where(ok, along / xp.where(ok, hbar, 1.0), 0.0) / dx + cross / dy
-    speed[:, 1:-1] = xp.sqrt(ui * ui + wbar * wbar)
+    adv[:, 1:-1], speed[:, 1:-1] = fused(xp, _upwind_of(xp))(
+        hf[:, :-2], hf[:, 1:-1], hf[:, 2:], u[:, :-2], ui, u[:, 2:], h[:, :-1], h[:, 1:],
+        w[:-1, :-1], w[1:, :-1], w[:-1, 1:], w[1:, 1:], du[:-1], du[1:], dx, dy,
+    )  # fmt: skip
     return adv, speed
+
+
+@functools.cache
+def _upwind_of(xp):
+    """:func:`_upwind` with the ``where`` and ``sqrt`` of the array module ``xp``."""
+    where, sqrt = xp.where, xp.sqrt
+
+    def upwind(*args):
+        return _upwind(where, sqrt, *args)
+
+    return upwind
+
+
+def _upwind(where, sqrt, hf_w, hf_c, hf_e, u_w, u_c, u_e, h_l, h_r, w_sw, w_nw, w_se, w_ne,
+            du_s, du_n, dx, dy):  # fmt: skip
+    """Per interior face (``_c``; ``_w``, ``_e`` its neighbours along the normal, ``h_l``,
+    ``h_r`` its cells, ``w_*`` the four nearest cross velocities, ``du_s``, ``du_n`` the
+    differences of ``u`` with the faces south and north, 0 beyond the first and last row):
+    the advection and the speed. Along the normal Stelling and Duinmeijer's
+    momentum-conservative form ``q̄/h̄ ∂u`` (``q̄``: the upwind cell's mean discharge);
+    across, ``w̄ ∂u/∂y`` with ``w̄`` the mean of the four ``w``."""
+    q_w, q_c, q_e = hf_w * u_w, hf_c * u_c, hf_e * u_e
+    along = where(u_c > 0, 0.5 * (q_w + q_c) * (u_c - u_w), 0.5 * (q_c + q_e) * (u_e - u_c))
+    hbar = 0.5 * (h_l + h_r)
+    wbar = 0.25 * (w_sw + w_nw + w_se + w_ne)
+    cross = wbar * where(wbar > 0, du_s, du_n)
+    ok = hbar > 0
+    adv = where(ok, along / where(ok, hbar, 1.0), 0.0) / dx + cross / dy
+    return adv, sqrt(u_c * u_c + wbar * wbar)
