@@ -78,8 +78,11 @@ class CountingArray(np.ndarray):
         return _wrap(out)
 
     def astype(self, dtype, *args, **kwargs):
-        _launch()
-        return _wrap(self.view(np.ndarray).astype(dtype, *args, **kwargs))
+        plain = self.view(np.ndarray)
+        out = plain.astype(dtype, *args, **kwargs)
+        if out is not plain:  # not astype(..., copy=False) to the array's own dtype
+            _launch()
+        return _wrap(out)
 
     def copy(self, order="C"):
         _launch()

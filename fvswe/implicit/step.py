@@ -185,16 +185,15 @@ class ThetaStep:
         xp, g, o = self.xp, self.g, self.options
         left = xp.concatenate((ghost[:, :1], zeta), axis=1)
         right = xp.concatenate((zeta, ghost[:, 1:]), axis=1)
-        up = xp.where(u > 0, left, xp.where(u < 0, right, xp.maximum(left, right)))
-        hf = up + f.bed
-        wet = f.open & ~closed & (hf >= o.dry_depth)
-        hf = xp.where(wet, hf, 0.0).astype(self.dtype)
-        u0 = xp.where(wet, u, 0.0).astype(self.dtype)
+        wet, hf, u0 = _kernel(xp, _wet_faces)(u, left, right, f.bed, f.open, closed, o.dry_depth)
+        hf, u0 = hf.astype(self.dtype, copy=False), u0.astype(self.dtype, copy=False)
         adv, speed = _advection(xp, h, hf, u0, w, f.spacing, f.across)
         r = self._friction(f, hf, speed, wet, dt)
-        ustar = xp.where(wet, r * (u0 - dt * adv - (g * dt / f.spacing) * (right - left)), 0.0)
-        c = (o.theta * o.theta * g * dt * dt / f.spacing**2) * hf * r
-        return _Terms(hf, r, ustar.astype(self.dtype), c.astype(self.dtype), u0)
+        coef = o.theta * o.theta * g * dt * dt / f.spacing**2
+        ustar, c = _kernel(xp, _predictor)(wet, r, u0, adv, left, right, hf, dt,
+                                           g * dt / f.spacing, coef)  # fmt: skip
+        ustar, c = ustar.astype(self.dtype, copy=False), c.astype(self.dtype, copy=False)
+        return _Terms(hf, r, ustar, c, u0)
 
     def _friction(self, f: _DeviceFaces, hf, speed, wet, dt: float):
         """``r = 1 / (1 + Δt c_f |u| / h_f)`` (1 without friction or on a dry face)."""
@@ -219,7 +218,7 @@ def _advection(xp, h, hf, u, w, dx: float, dy: float):
     ui = u[:, 1:-1]
     du = xp.zeros((ui.shape[0] + 1, ui.shape[1]), dtype=ui.dtype)
     du[1:-1] = ui[1:] - ui[:-1]
-    adv[:, 1:-1], speed[:, 1:-1] = fused(xp, _upwind_of(xp))(
+    adv[:, 1:-1], speed[:, 1:-1] = _kernel(xp, _upwind)(
         hf[:, :-2], hf[:, 1:-1], hf[:, 2:], u[:, :-2], ui, u[:, 2:], h[:, :-1], h[:, 1:],
         w[:-1, :-1], w[1:, :-1], w[:-1, 1:], w[1:, 1:], du[:-1], du[1:], dx, dy,
     )  # fmt: skip
@@ -227,17 +226,33 @@ def _advection(xp, h, hf, u, w, dx: float, dy: float):
 
 
 @functools.cache
-def _upwind_of(xp):
-    """:func:`_upwind` with the ``where`` and ``sqrt`` of the array module ``xp``."""
-    where, sqrt = xp.where, xp.sqrt
+def _kernel(xp, fn):
+    """``fn(xp, *args)`` (array expressions) as one kernel on CuPy (:func:`~.cg.fused`)."""
 
-    def upwind(*args):
-        return _upwind(where, sqrt, *args)
+    def kernel(*args):
+        return fn(xp, *args)
 
-    return upwind
+    kernel.__name__ = fn.__name__
+    return fused(xp, kernel)
 
 
-def _upwind(where, sqrt, hf_w, hf_c, hf_e, u_w, u_c, u_e, h_l, h_r, w_sw, w_nw, w_se, w_ne,
+def _wet_faces(xp, u, left, right, bed, is_open, closed, dry: float):
+    """Per face: whether it is wet (open, not ``closed``, its upwind depth at least ``dry``;
+    upwind: the larger level at rest) and, 0 where it is not, that depth and ``u``."""
+    up = xp.where(u > 0, left, xp.where(u < 0, right, xp.maximum(left, right)))
+    hf = up + bed
+    wet = is_open & ~closed & (hf >= dry)
+    return wet, xp.where(wet, hf, 0.0), xp.where(wet, u, 0.0)
+
+
+def _predictor(xp, wet, r, u0, adv, left, right, hf, dt: float, gdt_dx: float, coef: float):
+    """``u'`` without the level increment (0 on dry faces) and the system's face
+    coefficient ``coef h_f r`` (``coef = θ² g Δt² / Δx²``)."""
+    ustar = xp.where(wet, r * (u0 - dt * adv - gdt_dx * (right - left)), 0.0)
+    return ustar, coef * hf * r
+
+
+def _upwind(xp, hf_w, hf_c, hf_e, u_w, u_c, u_e, h_l, h_r, w_sw, w_nw, w_se, w_ne,
             du_s, du_n, dx, dy):  # fmt: skip
     """Per interior face (``_c``; ``_w``, ``_e`` its neighbours along the normal, ``h_l``,
     ``h_r`` its cells, ``w_*`` the four nearest cross velocities, ``du_s``, ``du_n`` the
@@ -245,6 +260,7 @@ def _upwind(where, sqrt, hf_w, hf_c, hf_e, u_w, u_c, u_e, h_l, h_r, w_sw, w_nw, 
     the advection and the speed. Along the normal Stelling and Duinmeijer's
     momentum-conservative form ``q̄/h̄ ∂u`` (``q̄``: the upwind cell's mean discharge);
     across, ``w̄ ∂u/∂y`` with ``w̄`` the mean of the four ``w``."""
+    where = xp.where
     q_w, q_c, q_e = hf_w * u_w, hf_c * u_c, hf_e * u_e
     along = where(u_c > 0, 0.5 * (q_w + q_c) * (u_c - u_w), 0.5 * (q_c + q_e) * (u_e - u_c))
     hbar = 0.5 * (h_l + h_r)
@@ -252,4 +268,4 @@ def _upwind(where, sqrt, hf_w, hf_c, hf_e, u_w, u_c, u_e, h_l, h_r, w_sw, w_nw, 
     cross = wbar * where(wbar > 0, du_s, du_n)
     ok = hbar > 0
     adv = where(ok, along / where(ok, hbar, 1.0), 0.0) / dx + cross / dy
-    return adv, sqrt(u_c * u_c + wbar * wbar)
+    return adv, xp.sqrt(u_c * u_c + wbar * wbar)
