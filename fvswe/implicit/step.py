@@ -163,8 +163,8 @@ class ThetaStep:
 
     def _fluxes(self, X: _Terms, Y: _Terms, u, v):
         """The face fluxes ``h_f (θ u + (1 - θ) uⁿ)`` of both directions (x orientation)."""
-        theta = self.options.theta
-        return tuple(T.hf * (theta * w + (1 - theta) * T.u0) for T, w in ((X, u), (Y, v)))
+        theta, flux = self.options.theta, _kernel(self.xp, _flux)
+        return tuple(flux(T.hf, w, T.u0, theta, 1 - theta) for T, w in ((X, u), (Y, v)))
 
     def _divergence(self, flux, dt: float):
         """``-Δt div F`` per cell, ``(ny, nx)``, of the fluxes of :meth:`_fluxes`."""
@@ -178,7 +178,8 @@ class ThetaStep:
         left = xp.concatenate((rise[:, :1], delta), axis=1)
         right = xp.concatenate((delta, rise[:, 1:]), axis=1)
         k = self.options.theta * self.g * dt / f.spacing
-        return xp.where(T.hf > 0, T.ustar - T.r * k * (right - left), 0.0).astype(self.dtype)
+        u = _kernel(xp, _corrected)(T.hf, T.ustar, T.r, k, left, right)
+        return u.astype(self.dtype, copy=False)
 
     def _terms(self, f: _DeviceFaces, zeta, h, u, w, ghost, closed, dt: float) -> _Terms:
         """Face depths, advection, friction, ``u'`` and the coefficients of one direction."""
@@ -250,6 +251,16 @@ def _predictor(xp, wet, r, u0, adv, left, right, hf, dt: float, gdt_dx: float, c
     coefficient ``coef h_f r`` (``coef = θ² g Δt² / Δx²``)."""
     ustar = xp.where(wet, r * (u0 - dt * adv - gdt_dx * (right - left)), 0.0)
     return ustar, coef * hf * r
+
+
+def _flux(xp, hf, u, u0, theta: float, rest: float):
+    """The face flux ``h_f (θ u + (1 - θ) uⁿ)`` (``rest = 1 - θ``)."""
+    return hf * (theta * u + rest * u0)
+
+
+def _corrected(xp, hf, ustar, r, k: float, left, right):
+    """``u' = u* - r θ g Δt/Δx (δ_R - δ_L)`` (``k = θ g Δt/Δx``), 0 on dry faces."""
+    return xp.where(hf > 0, ustar - r * k * (right - left), 0.0)
 
 
 def _upwind(xp, hf_w, hf_c, hf_e, u_w, u_c, u_e, h_l, h_r, w_sw, w_nw, w_se, w_ne,
