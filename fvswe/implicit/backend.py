@@ -17,7 +17,7 @@ import numpy as np
 
 from ..backends.base import LAST_STEP_RTOL, check_dt_mode
 from ..errors import BlowUpError, ConfigError
-from .cg import NotConverged
+from .cg import GPU_CHECK, NotConverged
 from .cgrid import CGrid
 from .options import ImplicitOptions
 from .step import State, ThetaStep
@@ -58,7 +58,8 @@ class ImplicitBackend:
         self.options, self.cfl, self.dt_mode, self.dt_fixed = options, cfl, dt_mode, dt_fixed
         self.dtype = layout.dtype
         self.g = layout.model.g
-        self.step = ThetaStep(self.grid, self.g, options, xp, self.dtype)
+        check = GPU_CHECK.get(options.preconditioner, 1) if device == "gpu" else 1
+        self.step = ThetaStep(self.grid, self.g, options, xp, self.dtype, check)
         self._t, self._steps, self._dt = 0.0, 0, math.nan
         self._counts = dict.fromkeys(COUNTERS, 0)
         self._extremes = {"advection_courant_max": 0.0, "gravity_courant_max": 0.0}
@@ -108,15 +109,15 @@ class ImplicitBackend:
         self._counts["solves"] += report.solves
         self._counts["drying_repeats"] += report.solves - 1
         self._inflow += report.inflow
+        self._maxima = report.maxima
 
     def _next_dt(self) -> float:
         """Δt: fixed, or ``cfl`` on the advection capped by ``max_wave_courant`` and
         ``dt_max``; both Courant numbers of the step are recorded."""
-        xp, g, o = self.xp, self.grid, self.options
-        s = self.state
-        speed = (float(xp.abs(s.u).max()) / g.dx, float(xp.abs(s.v).max()) / g.dy)
-        per_s = max(speed)  # the advective Courant number of a 1 s step
-        h_max = max(float((s.zeta + self.step.H).max()), 0.0)
+        g, o = self.grid, self.options
+        u_max, v_max, h_max = self._maxima or self._state_maxima()
+        per_s = max(u_max / g.dx, v_max / g.dy)  # the advective Courant number of a 1 s step
+        h_max = max(h_max, 0.0)
         wave = math.sqrt(self.g * h_max) / min(g.dx, g.dy)  # the same for gravity waves
         if self.dt_mode == "fixed":
             dt = self.dt_fixed
@@ -134,6 +135,13 @@ class ImplicitBackend:
                                                     wave * dt)  # fmt: skip
         self._dt = dt
         return dt
+
+    def _state_maxima(self) -> tuple[float, float, float]:
+        """``max |u|``, ``max |v|`` and the largest depth of the state (one transfer); a
+        step's :class:`~.step.Report` brings them for the state it made."""
+        xp, s = self.xp, self.state
+        values = (xp.abs(s.u).max(), xp.abs(s.v).max(), (s.zeta + self.step.H).max())
+        return tuple(float(v) for v in _host(xp.stack(values)))
 
     def _fastest_cell(self) -> int:
         """The cell west of (or below) the fastest face."""
@@ -177,7 +185,7 @@ class ImplicitBackend:
             xp.asarray(h - g.H, self.dtype), xp.asarray(faces[0], self.dtype),
             xp.asarray(np.ascontiguousarray(faces[1].T), self.dtype),
         )  # fmt: skip
-        self._dt = math.nan
+        self._dt, self._maxima = math.nan, None
 
     def layer_mass(self, area: np.ndarray) -> list[float]:
         h = _host(self.state.zeta + self.step.H).astype(np.float64).ravel()
@@ -202,6 +210,7 @@ class ImplicitBackend:
     def restore(self, snap: dict) -> None:
         """The staggered state, clock and counters of ``snap`` (its ``W`` follows from them)."""
         self.state = State(*(self.xp.array(snap[key], dtype=self.dtype) for key in STAGGERED))
+        self._maxima = None
         self._t, self._steps, self._dt = float(snap["t"]), int(snap["steps"]), float(snap["dt"])
         counters = dict(snap["counters"])
         self._counts = {k: int(counters.get(k, 0)) for k in COUNTERS}

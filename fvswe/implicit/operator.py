@@ -36,31 +36,31 @@ class Stencil:
         """``1 +`` the boundary faces' coefficients of each cell: the part of the diagonal
         no interior face owns."""
         d = xp.ones(self.shape, dtype=self.cx.dtype)
-        d[:, 0] += self.cx[:, 0]
-        d[:, -1] += self.cx[:, -1]
-        d[0, :] += self.cy[0, :]
-        d[-1, :] += self.cy[-1, :]
+        add_into(d[:, 0], self.cx[:, 0])
+        add_into(d[:, -1], self.cx[:, -1])
+        add_into(d[0, :], self.cy[0, :])
+        add_into(d[-1, :], self.cy[-1, :])
         return d
 
     def apply(self, x, xp, diag=None):
         """``A x`` for a ``(ny, nx)`` array; ``diag`` the :meth:`boundary_diagonal`, if kept."""
         y = x * (self.boundary_diagonal(xp) if diag is None else diag)
         fx = self.cx[:, 1:-1] * (x[:, :-1] - x[:, 1:])
-        y[:, :-1] += fx
-        y[:, 1:] -= fx
+        add_into(y[:, :-1], fx)
+        subtract_into(y[:, 1:], fx)
         fy = self.cy[1:-1, :] * (x[:-1, :] - x[1:, :])
-        y[:-1, :] += fy
-        y[1:, :] -= fy
+        add_into(y[:-1, :], fy)
+        subtract_into(y[1:, :], fy)
         return y
 
     def five(self, xp):
         """``(d, e, n)``, each ``(ny, nx)``: the diagonal, the coupling of each cell with its
         east neighbour and with its north neighbour (negative; 0 in the last column, row)."""
         d = self.boundary_diagonal(xp)
-        d[:, :-1] += self.cx[:, 1:-1]
-        d[:, 1:] += self.cx[:, 1:-1]
-        d[:-1, :] += self.cy[1:-1, :]
-        d[1:, :] += self.cy[1:-1, :]
+        add_into(d[:, :-1], self.cx[:, 1:-1])
+        add_into(d[:, 1:], self.cx[:, 1:-1])
+        add_into(d[:-1, :], self.cy[1:-1, :])
+        add_into(d[1:, :], self.cy[1:-1, :])
         e = xp.zeros_like(d)
         e[:, :-1] = -self.cx[:, 1:-1]
         n = xp.zeros_like(d)
@@ -76,6 +76,17 @@ class Stencil:
         nx = d.shape[1]
         e, n = e.ravel()[:-1], n.ravel()[:-nx]
         return sp.diags([d.ravel(), e, e, n, n], [0, 1, -1, nx, -nx], format="csr")
+
+
+def add_into(view, value) -> None:
+    """``view += value`` in place. ``a[s] += v`` would also assign the slice back onto
+    itself: a second kernel on CuPy."""
+    view += value
+
+
+def subtract_into(view, value) -> None:
+    """``view -= value`` in place (see :func:`add_into`)."""
+    view -= value
 
 
 def _host(a):

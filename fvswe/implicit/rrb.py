@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from functools import partial
 
+from .operator import add_into, subtract_into
+
 #: The coarsest level holds at most this many cells (then a complete Cholesky); small enough
 #: that the host BLAS factors it unthreaded (a 128-cell factor took 100 times longer on two
 #: busy cores, OpenBLAS threading).
@@ -123,33 +125,33 @@ class _Level:
             r = full
         yX, yY = r[0::2, 1::2] * self.iX, r[1::2, 0::2] * self.iY
         rP = r[0::2, 0::2] - self.pE * yX - self.pN * yY
-        rP[:, 1:] -= (self.xE * yX)[:, :-1]  # X(J, I-1)
-        rP[1:, :] -= (self.yN * yY)[:-1, :]  # Y(J-1, I)
+        subtract_into(rP[:, 1:], (self.xE * yX)[:, :-1])  # X(J, I-1)
+        subtract_into(rP[1:, :], (self.yN * yY)[:-1, :])  # Y(J-1, I)
         rQ = r[1::2, 1::2] - self.xN * yX - self.yE * yY
-        rQ[:-1, :] -= self.qN[:-1, :] * yX[1:, :]  # X(J+1, I)
-        rQ[:, :-1] -= self.qE[:, :-1] * yY[:, 1:]  # Y(J, I+1)
+        subtract_into(rQ[:-1, :], self.qN[:-1, :] * yX[1:, :])  # X(J+1, I)
+        subtract_into(rQ[:, :-1], self.qE[:, :-1] * yY[:, 1:])  # Y(J, I+1)
         yQ = rQ * self.iQ
         rP -= self.sw * yQ
-        rP[:, 1:] -= (self.se * yQ)[:, :-1]  # Q(J, I-1)
-        rP[1:, :] -= (self.nw * yQ)[:-1, :]  # Q(J-1, I)
-        rP[1:, 1:] -= (self.ne * yQ)[:-1, :-1]  # Q(J-1, I-1)
+        subtract_into(rP[:, 1:], (self.se * yQ)[:, :-1])  # Q(J, I-1)
+        subtract_into(rP[1:, :], (self.nw * yQ)[:-1, :])  # Q(J-1, I)
+        subtract_into(rP[1:, 1:], (self.ne * yQ)[:-1, :-1])  # Q(J-1, I-1)
         return rP, (yX, yY, yQ)
 
     def backward(self, xP, kept):
         """The solution on this level's grid from the coarse one."""
         yX, yY, yQ = kept
         t = self.sw * xP
-        t[:, :-1] += self.se[:, :-1] * xP[:, 1:]
-        t[:-1, :] += self.nw[:-1, :] * xP[1:, :]
-        t[:-1, :-1] += self.ne[:-1, :-1] * xP[1:, 1:]
+        add_into(t[:, :-1], self.se[:, :-1] * xP[:, 1:])
+        add_into(t[:-1, :], self.nw[:-1, :] * xP[1:, :])
+        add_into(t[:-1, :-1], self.ne[:-1, :-1] * xP[1:, 1:])
         xQ = yQ - t * self.iQ
         t = self.pE * xP + self.xN * xQ
-        t[:, :-1] += self.xE[:, :-1] * xP[:, 1:]
-        t[1:, :] += (self.qN * xQ)[:-1, :]  # Q(J-1, I)
+        add_into(t[:, :-1], self.xE[:, :-1] * xP[:, 1:])
+        add_into(t[1:, :], (self.qN * xQ)[:-1, :])  # Q(J-1, I)
         xX = yX - t * self.iX
         t = self.pN * xP + self.yE * xQ
-        t[:-1, :] += self.yN[:-1, :] * xP[1:, :]
-        t[:, 1:] += (self.qE * xQ)[:, :-1]  # Q(J, I-1)
+        add_into(t[:-1, :], self.yN[:-1, :] * xP[1:, :])
+        add_into(t[:, 1:], (self.qE * xQ)[:, :-1])  # Q(J, I-1)
         xY = yY - t * self.iY
         x = self.xp.empty(self.padded, xP.dtype)
         x[0::2, 0::2], x[0::2, 1::2], x[1::2, 0::2], x[1::2, 1::2] = xP, xX, xY, xQ

@@ -20,15 +20,16 @@ repeated (Delft3D-FLOW's rule), so depths stay non-negative.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..schemes.friction import CHEZY
 from . import precond
-from .cg import NotConverged, pcg
+from .cg import NotConverged, fused, pcg
 from .cgrid import CGrid, Faces
-from .operator import Stencil
+from .operator import Stencil, _host, add_into
 from .options import ImplicitOptions
 
 #: A step repeated this often (cells taken out each time) has failed.
@@ -49,11 +50,13 @@ class State:
 
 @dataclass(frozen=True)
 class Report:
-    """What a step did: CG iterations (all solves), solves, repeats, volume in (m^3)."""
+    """What a step did: CG iterations (all solves), solves, volume in (m^3), and of the new
+    state the largest ``|u|``, ``|v|`` and depth (the next step's Δt needs them)."""
 
     iterations: int
     solves: int
     inflow: float
+    maxima: tuple[float, float, float]
 
 
 @dataclass
@@ -81,43 +84,58 @@ class _DeviceFaces:
 class ThetaStep:
     """The θ-step of a :class:`~fvswe.implicit.cgrid.CGrid` on NumPy or CuPy (``xp``)."""
 
-    def __init__(self, grid: CGrid, g: float, options: ImplicitOptions, xp, dtype):
+    def __init__(self, grid: CGrid, g: float, options: ImplicitOptions, xp, dtype,
+                 check: int = 1):  # fmt: skip
+        """``check``: CG's iterations between two stopping tests (:func:`~.cg.pcg`)."""
         self.grid, self.g, self.options, self.xp, self.dtype = grid, g, options, xp, dtype
+        self.check = check
         self.H = xp.asarray(grid.H, dtype=dtype)
         self.faces = (_DeviceFaces(grid.x, xp, dtype), _DeviceFaces(grid.y, xp, dtype))
 
-    def ghosts(self, t: float):
-        """The imposed level at each end of every row of faces (x, then transposed y) at t."""
+    def ghosts(self, t: float, dt: float):
+        """The imposed level at each end of every row of faces (x, then transposed y) at
+        ``t`` and at ``t + dt``: two lists of two arrays, on the device in one upload."""
         levels = self.grid.levels
-        values = levels.at(t) if levels is not None and levels.count else np.zeros(1)
-        out = []
-        for f in self.faces:
-            table = f.table
-            out.append(self.xp.asarray(np.where(table >= 0, values[table], 0.0), self.dtype))
-        return out
+        host = []
+        for time in (t, t + dt):
+            values = levels.at(time) if levels is not None and levels.count else np.zeros(1)
+            host += [np.where(f.table >= 0, values[f.table], 0.0) for f in self.faces]
+        flat = self.xp.asarray(np.concatenate([a.ravel() for a in host]), self.dtype)
+        ends = np.cumsum([a.size for a in host])
+        out = [flat[end - a.size : end].reshape(a.shape) for a, end in zip(host, ends, strict=True)]
+        return out[:2], out[2:]
 
     def __call__(self, s: State, t: float, dt: float) -> tuple[State, Report]:
-        """The state at ``t + dt`` and what the step did (``s`` is left unchanged)."""
+        """The state at ``t + dt`` and what the step did (``s`` is left unchanged). Besides
+        CG's tests, one transfer to the host an attempt: whether a cell went dry, the
+        boundary fluxes and the new state's maxima."""
         xp = self.xp
-        now, then = self.ghosts(t), self.ghosts(t + dt)
+        now, then = self.ghosts(t, dt)
         closed = [xp.zeros(f.open.shape, dtype=bool) for f in self.faces]
         iterations = solves = 0
         while True:
             new, flux, its = self._attempt(s, dt, now, then, closed)
             iterations, solves = iterations + its, solves + 1
             dry = new.zeta + self.H < 0
-            if not bool(dry.any()):
+            any_dry, in_x, in_y, *maxima = self._status(new, dry, flux)
+            if not any_dry:
                 break
             if solves > MAX_REPEATS:  # each repeat closes faces, so it cannot go on for ever
                 raise NotConverged(f"cells still drying below 0 after {MAX_REPEATS} repeats")
             for c, d in zip(closed, (dry, dry.T), strict=True):  # take the cells out
                 c[:, :-1] |= d
                 c[:, 1:] |= d
-        fx, fy = flux
-        g = self.grid
-        inflow = dt * (g.dy * float((fx[:, 0] - fx[:, -1]).sum())
-                       + g.dx * float((fy[:, 0] - fy[:, -1]).sum()))  # fmt: skip
-        return new, Report(iterations, solves, inflow)
+        inflow = dt * (self.grid.dy * in_x + self.grid.dx * in_y)
+        return new, Report(iterations, solves, inflow, tuple(maxima))
+
+    def _status(self, new: State, dry, flux) -> list:
+        """On the host in one transfer: whether any cell is ``dry``, the net inflow through
+        the x and the y boundary faces (per unit width) and ``max |u|``, ``max |v|`` and the
+        largest depth of ``new`` (exact: values of the dtype, as Python floats)."""
+        xp, (fx, fy) = self.xp, flux
+        values = (dry.any(), (fx[:, 0] - fx[:, -1]).sum(), (fy[:, 0] - fy[:, -1]).sum(),
+                  xp.abs(new.u).max(), xp.abs(new.v).max(), (new.zeta + self.H).max())  # fmt: skip
+        return [float(v) for v in _host(xp.stack([xp.asarray(v, self.dtype) for v in values]))]
 
     def _attempt(self, s: State, dt: float, now, then, closed):
         """One solve of the step with the faces ``closed`` shut: the new state, the face
@@ -131,12 +149,12 @@ class ThetaStep:
         stencil = Stencil(X.c, Y.c.T)
         rhs = self._divergence(self._fluxes(X, Y, X.ustar, Y.ustar), dt)
         for T, R, b in ((X, rise[0], rhs), (Y, rise[1], rhs.T)):  # known outside increments
-            b[:, 0] += T.c[:, 0] * R[:, 0]
-            b[:, -1] += T.c[:, -1] * R[:, 1]
+            add_into(b[:, 0], T.c[:, 0] * R[:, 0])
+            add_into(b[:, -1], T.c[:, -1] * R[:, 1])
         M = precond.build(o.preconditioner, stencil, xp, o.rrb_coarse)
         diag = stencil.boundary_diagonal(xp)
         apply = lambda v: stencil.apply(v, xp, diag)  # noqa: E731
-        delta, solve = pcg(apply, M, rhs, xp.zeros_like(rhs), xp, o.cg_tol)
+        delta, solve = pcg(apply, M, rhs, xp.zeros_like(rhs), xp, o.cg_tol, check=self.check)
         u = self._velocity(X, fx, delta, rise[0], dt)
         v = self._velocity(Y, fy, delta.T, rise[1], dt)
         flux = self._fluxes(X, Y, u, v)
@@ -145,8 +163,8 @@ class ThetaStep:
 
     def _fluxes(self, X: _Terms, Y: _Terms, u, v):
         """The face fluxes ``h_f (θ u + (1 - θ) uⁿ)`` of both directions (x orientation)."""
-        theta = self.options.theta
-        return tuple(T.hf * (theta * w + (1 - theta) * T.u0) for T, w in ((X, u), (Y, v)))
+        theta, flux = self.options.theta, _kernel(self.xp, _flux)
+        return tuple(flux(T.hf, w, T.u0, theta, 1 - theta) for T, w in ((X, u), (Y, v)))
 
     def _divergence(self, flux, dt: float):
         """``-Δt div F`` per cell, ``(ny, nx)``, of the fluxes of :meth:`_fluxes`."""
@@ -160,23 +178,23 @@ class ThetaStep:
         left = xp.concatenate((rise[:, :1], delta), axis=1)
         right = xp.concatenate((delta, rise[:, 1:]), axis=1)
         k = self.options.theta * self.g * dt / f.spacing
-        return xp.where(T.hf > 0, T.ustar - T.r * k * (right - left), 0.0).astype(self.dtype)
+        u = _kernel(xp, _corrected)(T.hf, T.ustar, T.r, k, left, right)
+        return u.astype(self.dtype, copy=False)
 
     def _terms(self, f: _DeviceFaces, zeta, h, u, w, ghost, closed, dt: float) -> _Terms:
         """Face depths, advection, friction, ``u'`` and the coefficients of one direction."""
         xp, g, o = self.xp, self.g, self.options
         left = xp.concatenate((ghost[:, :1], zeta), axis=1)
         right = xp.concatenate((zeta, ghost[:, 1:]), axis=1)
-        up = xp.where(u > 0, left, xp.where(u < 0, right, xp.maximum(left, right)))
-        hf = up + f.bed
-        wet = f.open & ~closed & (hf >= o.dry_depth)
-        hf = xp.where(wet, hf, 0.0).astype(self.dtype)
-        u0 = xp.where(wet, u, 0.0).astype(self.dtype)
+        wet, hf, u0 = _kernel(xp, _wet_faces)(u, left, right, f.bed, f.open, closed, o.dry_depth)
+        hf, u0 = hf.astype(self.dtype, copy=False), u0.astype(self.dtype, copy=False)
         adv, speed = _advection(xp, h, hf, u0, w, f.spacing, f.across)
         r = self._friction(f, hf, speed, wet, dt)
-        ustar = xp.where(wet, r * (u0 - dt * adv - (g * dt / f.spacing) * (right - left)), 0.0)
-        c = (o.theta * o.theta * g * dt * dt / f.spacing**2) * hf * r
-        return _Terms(hf, r, ustar.astype(self.dtype), c.astype(self.dtype), u0)
+        coef = o.theta * o.theta * g * dt * dt / f.spacing**2
+        ustar, c = _kernel(xp, _predictor)(wet, r, u0, adv, left, right, hf, dt,
+                                           g * dt / f.spacing, coef)  # fmt: skip
+        ustar, c = ustar.astype(self.dtype, copy=False), c.astype(self.dtype, copy=False)
+        return _Terms(hf, r, ustar, c, u0)
 
     def _friction(self, f: _DeviceFaces, hf, speed, wet, dt: float):
         """``r = 1 / (1 + Δt c_f |u| / h_f)`` (1 without friction or on a dry face)."""
@@ -193,24 +211,72 @@ class ThetaStep:
 
 def _advection(xp, h, hf, u, w, dx: float, dy: float):
     """``u ∂u/∂x + w ∂u/∂y`` at the interior faces, first-order upwind (0 on the end faces),
-    and the speed ``|(u, w̄)|`` at every face. Along the faces' normal it is Stelling and
-    Duinmeijer's momentum-conservative form ``q̄/h̄ ∂u`` (``q̄``: the upwind cell's mean
-    discharge); across, ``w̄ ∂u/∂y`` with ``w̄`` the mean of the four nearest ``w`` and a
-    zero gradient at the first and last row."""
+    and the speed ``|(u, w̄)|`` at every face (:func:`_upwind`, one kernel on CuPy)."""
     adv = xp.zeros_like(u)
     speed = xp.abs(u)
     if u.shape[1] < 3:
         return adv, speed
-    q = hf * u
-    qc = 0.5 * (q[:, :-1] + q[:, 1:])
-    hbar = 0.5 * (h[:, :-1] + h[:, 1:])
     ui = u[:, 1:-1]
-    along = xp.where(ui > 0, qc[:, :-1] * (ui - u[:, :-2]), qc[:, 1:] * (u[:, 2:] - ui))
-    wbar = 0.25 * (w[:-1, :-1] + w[1:, :-1] + w[:-1, 1:] + w[1:, 1:])
     du = xp.zeros((ui.shape[0] + 1, ui.shape[1]), dtype=ui.dtype)
     du[1:-1] = ui[1:] - ui[:-1]
-    cross = wbar * xp.where(wbar > 0, du[:-1], du[1:])
-    ok = hbar > 0
-    adv[:, 1:-1] = xp.where(ok, along / xp.where(ok, hbar, 1.0), 0.0) / dx + cross / dy
-    speed[:, 1:-1] = xp.sqrt(ui * ui + wbar * wbar)
+    adv[:, 1:-1], speed[:, 1:-1] = _kernel(xp, _upwind)(
+        hf[:, :-2], hf[:, 1:-1], hf[:, 2:], u[:, :-2], ui, u[:, 2:], h[:, :-1], h[:, 1:],
+        w[:-1, :-1], w[1:, :-1], w[:-1, 1:], w[1:, 1:], du[:-1], du[1:], dx, dy,
+    )  # fmt: skip
     return adv, speed
+
+
+@functools.cache
+def _kernel(xp, fn):
+    """``fn(xp, *args)`` (array expressions) as one kernel on CuPy (:func:`~.cg.fused`)."""
+
+    def kernel(*args):
+        return fn(xp, *args)
+
+    kernel.__name__ = fn.__name__
+    return fused(xp, kernel)
+
+
+def _wet_faces(xp, u, left, right, bed, is_open, closed, dry: float):
+    """Per face: whether it is wet (open, not ``closed``, its upwind depth at least ``dry``;
+    upwind: the larger level at rest) and, 0 where it is not, that depth and ``u``."""
+    up = xp.where(u > 0, left, xp.where(u < 0, right, xp.maximum(left, right)))
+    hf = up + bed
+    wet = is_open & ~closed & (hf >= dry)
+    return wet, xp.where(wet, hf, 0.0), xp.where(wet, u, 0.0)
+
+
+def _predictor(xp, wet, r, u0, adv, left, right, hf, dt: float, gdt_dx: float, coef: float):
+    """``u'`` without the level increment (0 on dry faces) and the system's face
+    coefficient ``coef h_f r`` (``coef = θ² g Δt² / Δx²``)."""
+    ustar = xp.where(wet, r * (u0 - dt * adv - gdt_dx * (right - left)), 0.0)
+    return ustar, coef * hf * r
+
+
+def _flux(xp, hf, u, u0, theta: float, rest: float):
+    """The face flux ``h_f (θ u + (1 - θ) uⁿ)`` (``rest = 1 - θ``)."""
+    return hf * (theta * u + rest * u0)
+
+
+def _corrected(xp, hf, ustar, r, k: float, left, right):
+    """``u' = u* - r θ g Δt/Δx (δ_R - δ_L)`` (``k = θ g Δt/Δx``), 0 on dry faces."""
+    return xp.where(hf > 0, ustar - r * k * (right - left), 0.0)
+
+
+def _upwind(xp, hf_w, hf_c, hf_e, u_w, u_c, u_e, h_l, h_r, w_sw, w_nw, w_se, w_ne,
+            du_s, du_n, dx, dy):  # fmt: skip
+    """Per interior face (``_c``; ``_w``, ``_e`` its neighbours along the normal, ``h_l``,
+    ``h_r`` its cells, ``w_*`` the four nearest cross velocities, ``du_s``, ``du_n`` the
+    differences of ``u`` with the faces south and north, 0 beyond the first and last row):
+    the advection and the speed. Along the normal Stelling and Duinmeijer's
+    momentum-conservative form ``q̄/h̄ ∂u`` (``q̄``: the upwind cell's mean discharge);
+    across, ``w̄ ∂u/∂y`` with ``w̄`` the mean of the four ``w``."""
+    where = xp.where
+    q_w, q_c, q_e = hf_w * u_w, hf_c * u_c, hf_e * u_e
+    along = where(u_c > 0, 0.5 * (q_w + q_c) * (u_c - u_w), 0.5 * (q_c + q_e) * (u_e - u_c))
+    hbar = 0.5 * (h_l + h_r)
+    wbar = 0.25 * (w_sw + w_nw + w_se + w_ne)
+    cross = wbar * where(wbar > 0, du_s, du_n)
+    ok = hbar > 0
+    adv = where(ok, along / where(ok, hbar, 1.0), 0.0) / dx + cross / dy
+    return adv, xp.sqrt(u_c * u_c + wbar * wbar)
