@@ -201,16 +201,17 @@ def tangential_fluctuation(L):
 
 @jit
 def thin_edge(L1, L2, DH, eps_h):
-    """A layer thinner than ``eps_h`` on either side, the lower one thinner than the bed
-    step ``|DH|`` and than ``PIERCED_RATIO`` of the water column, or the lower one outrunning
-    the column's external waves (:func:`outrun`) (§5.2, §8, §13.1)."""
+    """A layer thinner than ``eps_h`` on either side, or the lower one thinner than
+    ``PIERCED_RATIO`` of the water column and either thinner than the bed step ``|DH|`` or
+    outrunning the column's external waves (:func:`outrun`) (§5.2, §8, §13.1). A thicker
+    lower layer never reaches :func:`outrun` (its division and square root: most edges)."""
     h2 = min(L2.hi, L2.hj)
     if min(L1.hi, L1.hj) < eps_h or h2 < eps_h:
         return True
     column = min(L1.hi + L2.hi, L1.hj + L2.hj)
-    if h2 < abs(DH) and h2 < PIERCED_RATIO * column:
-        return True
-    return outrun(L1, L2)
+    if not h2 < PIERCED_RATIO * column:
+        return False
+    return h2 < abs(DH) or outrun(L1, L2)
 
 
 @jit

@@ -121,16 +121,17 @@ def tangential_fluctuation(L: Layer):
 
 def thin_edge(L1: Layer, L2: Layer, DH, eps_h: float):
     """Edges where a layer is thinner than ``eps_h`` on either side, or the lower layer
-    thinner than the bed step ``|DH|`` and than ``PIERCED_RATIO`` of the water column (the
-    step pierces it) (§5.2, §8, §13.1).
+    thinner than ``PIERCED_RATIO`` of the water column and either thinner than the bed step
+    ``|DH|`` (the step pierces it) or outrunning the column's external waves (§5.2, §8,
+    §13.1).
 
     On these edges a layer may vanish, so PVM-IFCP reconstructs both interfaces
     hydrostatically (:func:`reconstructed_edge2`) and Roe/IR-Roe fall back to it.
     """
     h2 = np.minimum(L2.hi, L2.hj)
     column = np.minimum(L1.hi + L2.hi, L1.hj + L2.hj)
-    pierced = (h2 < np.abs(DH)) & (h2 < PIERCED_RATIO * column)
-    return (np.minimum(L1.hi, L1.hj) < eps_h) | (h2 < eps_h) | pierced | outrun(L1, L2)
+    film = ((h2 < np.abs(DH)) | outrun(L1, L2)) & (h2 < PIERCED_RATIO * column)
+    return (np.minimum(L1.hi, L1.hj) < eps_h) | (h2 < eps_h) | film
 
 
 def outrun(L1: Layer, L2: Layer):
