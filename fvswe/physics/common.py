@@ -22,6 +22,7 @@ from .constants import (
     NEAR_COINCIDENT,
     NEWTON_MAXIT,
     NEWTON_TOL,
+    OUTRUN_REACH,
     PAIR_GAP,
     PIERCED_RATIO,
     POLISH_REACH,
@@ -201,27 +202,39 @@ def tangential_fluctuation(L):
 
 @jit
 def thin_edge(L1, L2, DH, eps_h):
-    """A layer thinner than ``eps_h`` on either side, or the lower one thinner than
-    ``PIERCED_RATIO`` of the water column and either thinner than the bed step ``|DH|`` or
-    outrunning the column's external waves (:func:`outrun`) (§5.2, §8, §13.1). A thicker
-    lower layer never reaches :func:`outrun` (its division and square root: most edges)."""
+    """A layer thinner than ``eps_h`` on either side, the lower one thinner than the bed
+    step ``|DH|`` and than ``PIERCED_RATIO`` of the water column, or the lower one outrunning
+    the column's external waves (:func:`outrun`) (§5.2, §8, §13.1)."""
     h2 = min(L2.hi, L2.hj)
     if min(L1.hi, L1.hj) < eps_h or h2 < eps_h:
         return True
     column = min(L1.hi + L2.hi, L1.hj + L2.hj)
-    if not h2 < PIERCED_RATIO * column:
-        return False
-    return h2 < abs(DH) or outrun(L1, L2)
+    if h2 < abs(DH) and h2 < PIERCED_RATIO * column:
+        return True
+    return outrun(L1, L2)
 
 
 @jit
 def outrun(L1, L2):
     """The lower layer's normal velocity on a side beyond the column's external waves
     ``U -+ sqrt(c1^2 + c2^2)`` (Roe averages), which the wet formulas do not see (§13.1).
-    Reached only with both layers thicker than ``eps_h``, so ``hbar1 + hbar2 > 0``."""
+    Reached only with both layers thicker than ``eps_h``, so ``hbar1 + hbar2 > 0``. ``U``
+    lies between ``u1`` and ``u2``: a side that far from both of them (:func:`outrun_reach`)
+    is needed, and on most edges its absence spares the division and the square root."""
+    reach = outrun_reach(L1, L2)
+    if reach * reach < OUTRUN_REACH * (L1.c2 + L2.c2):
+        return False
     U = (L1.hbar * L1.u + L2.hbar * L2.u) / (L1.hbar + L2.hbar)
     c = math.sqrt(L1.c2 + L2.c2)
     return min(L2.uni, L2.unj) < U - c or max(L2.uni, L2.unj) > U + c
+
+
+@jit
+def outrun_reach(L1, L2):
+    """How far a side's lower-layer normal velocity lies beyond ``u1`` and ``u2`` (>= 0)."""
+    u_lo = min(L1.u, L2.u)
+    u_hi = max(L1.u, L2.u)
+    return max(max(L2.uni, L2.unj) - u_lo, u_hi - min(L2.uni, L2.unj))
 
 
 @jit
