@@ -27,8 +27,9 @@ from fvswe.errors import BlowUpError
 from fvswe.grid import Grid
 from fvswe.mesh.generate import strip
 from fvswe.model import thin_layer_threshold
+from fvswe.physics.constants import OUTRUN_REACH
 from fvswe.schemes import get_flux
-from fvswe.schemes.common import wall_ghost
+from fvswe.schemes.common import as_inputs, edge2, outrun, wall_ghost
 from fvswe.simulation import Simulation
 
 SCHEMES = registry.names(2)
@@ -242,6 +243,39 @@ def test_a_wall_pushes_no_thin_lower_layer_away_faster_than_it_leaves(scheme):
         edges = (Wi, Wj, np.array([0.8]), np.array([0.8]), up)
         got = host_flux("double", scheme, 2, edges, G, 0.98, 1e-6)
         assert np.array_equal(got[0], Fm) and got[3][0] == flags[0]
+
+
+def test_the_outrun_reach_bound_changes_no_answer():
+    """The outrun test's reach bound (§13.1) skips only edges that do not outrun: on 20000
+    edges of two layers (1 mm to 3 m a side), the lower layer moving at up to about twice
+    ``cext`` from the upper one, the test equals ``U -+ cext`` computed on every edge (9502
+    outrun), every outrunning edge passes the bound, and the bound skips 5531 of the others
+    (a side within 0.71 ``cext`` of both layers' velocities); the Numba kernel's thin flag
+    alike on every tenth edge."""
+    rng = np.random.default_rng(7)
+    E = 20000
+
+    def side():
+        h1, h2 = rng.uniform(1e-3, 3.0, E), rng.uniform(1e-3, 3.0, E)
+        u1, u2 = rng.normal(0.0, 1.0, E), rng.normal(0.0, 8.0, E)
+        return np.column_stack((h1, h1 * u1, h1 * u1, h2, h2 * u2, -h2 * u2))
+
+    a = rng.uniform(0.0, 2.0 * np.pi, E)
+    Wi, Wj, n = side(), side(), np.column_stack((np.cos(a), np.sin(a)))
+    L1, L2, _ = edge2(*as_inputs(Wi, Wj, np.zeros(E), np.zeros(E), n, 6), G, 1e-6)
+    U = (L1.hbar * L1.u + L2.hbar * L2.u) / (L1.hbar + L2.hbar)
+    c = np.sqrt(L1.c2 + L2.c2)
+    lo, hi = np.minimum(L2.uni, L2.unj), np.maximum(L2.uni, L2.unj)
+    plain = (lo < U - c) | (hi > U + c)
+    test = outrun(L1, L2)
+    assert np.array_equal(test, plain) and 0.1 * E < plain.sum() < 0.9 * E
+    u_lo, u_hi = np.minimum(L1.u, L2.u), np.maximum(L1.u, L2.u)
+    far = np.maximum(hi - u_lo, u_hi - lo) >= np.sqrt(OUTRUN_REACH) * c
+    assert np.all(far[plain]) and (~far).sum() > 0.25 * E
+    kernel = get_edge_flux("pvm-ifcp", 2)  # flat bed, layers >= 1 mm: thin = outrun
+    for e in range(0, E, 10):
+        flag = kernel(tuple(Wi[e]), tuple(Wj[e]), 0.0, 0.0, *n[e], G, 0.5, 1e-6)[3]
+        assert bool(flag & 4) == plain[e]
 
 
 @pytest.mark.parametrize(("layer", "r", "t_end"), [(2, 0.98, 5.5), (1, 0.5, 4.0)])

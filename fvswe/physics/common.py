@@ -22,6 +22,7 @@ from .constants import (
     NEAR_COINCIDENT,
     NEWTON_MAXIT,
     NEWTON_TOL,
+    OUTRUN_REACH,
     PAIR_GAP,
     PIERCED_RATIO,
     POLISH_REACH,
@@ -217,10 +218,23 @@ def thin_edge(L1, L2, DH, eps_h):
 def outrun(L1, L2):
     """The lower layer's normal velocity on a side beyond the column's external waves
     ``U -+ sqrt(c1^2 + c2^2)`` (Roe averages), which the wet formulas do not see (§13.1).
-    Reached only with both layers thicker than ``eps_h``, so ``hbar1 + hbar2 > 0``."""
+    Reached only with both layers thicker than ``eps_h``, so ``hbar1 + hbar2 > 0``. ``U``
+    lies between ``u1`` and ``u2``: a side that far from both of them (:func:`outrun_reach`)
+    is needed, and on most edges its absence spares the division and the square root."""
+    reach = outrun_reach(L1, L2)
+    if reach * reach < OUTRUN_REACH * (L1.c2 + L2.c2):
+        return False
     U = (L1.hbar * L1.u + L2.hbar * L2.u) / (L1.hbar + L2.hbar)
     c = math.sqrt(L1.c2 + L2.c2)
     return min(L2.uni, L2.unj) < U - c or max(L2.uni, L2.unj) > U + c
+
+
+@jit
+def outrun_reach(L1, L2):
+    """How far a side's lower-layer normal velocity lies beyond ``u1`` and ``u2`` (>= 0)."""
+    u_lo = min(L1.u, L2.u)
+    u_hi = max(L1.u, L2.u)
+    return max(max(L2.uni, L2.unj) - u_lo, u_hi - min(L2.uni, L2.unj))
 
 
 @jit

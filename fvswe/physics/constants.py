@@ -33,6 +33,10 @@ PAIR_GAP = 1e-2
 #: Thin edges (§13.1): a lower layer thinner than the bed step and than PIERCED_RATIO times the
 #: shallower side's total depth takes the hydrostatic reconstruction.
 PIERCED_RATIO = 0.05
+#: The outrun test (§13.1) runs only where a side's lower-layer normal velocity lies farther
+#: than sqrt(OUTRUN_REACH (c1^2 + c2^2)) from both layers' velocities: it needs more than
+#: cext, and the factor leaves room for the rounding of U and cext (its answer is unchanged).
+OUTRUN_REACH = 0.5
 
 SQRT2 = float(np.sqrt(2.0))
 

@@ -18,6 +18,7 @@ from ..errors import ConfigError
 from ..physics.constants import (
     NEWTON_MAXIT,
     NEWTON_TOL,
+    OUTRUN_REACH,
     PIERCED_RATIO,
     POLISH_REACH,
     POLISH_STEPS,
@@ -136,12 +137,17 @@ def thin_edge(L1: Layer, L2: Layer, DH, eps_h: float):
 def outrun(L1: Layer, L2: Layer):
     """Edges where the lower layer's normal velocity on a side lies beyond the column's
     external waves ``U -+ sqrt(c1^2 + c2^2)`` (Roe averages), which the wet formulas do not
-    see: a thin lower layer leaving a wall faster than them gains momentum there (§13.1)."""
+    see: a thin lower layer leaving a wall faster than them gains momentum there (§13.1).
+    Only where a side is that far from both ``u1`` and ``u2`` (``U`` lies between them), as
+    the physics tests it first (:func:`fvswe.physics.common.outrun`)."""
+    u_lo, u_hi = np.minimum(L1.u, L2.u), np.maximum(L1.u, L2.u)
+    reach = np.maximum(np.maximum(L2.uni, L2.unj) - u_lo, u_hi - np.minimum(L2.uni, L2.unj))
+    near = reach * reach >= OUTRUN_REACH * (L1.c2 + L2.c2)
     hs = L1.hbar + L2.hbar
     wet = hs > 0.0
     U = np.where(wet, (L1.hbar * L1.u + L2.hbar * L2.u) / np.where(wet, hs, 1.0), 0.0)
     c = np.sqrt(L1.c2 + L2.c2)
-    return (np.minimum(L2.uni, L2.unj) < U - c) | (np.maximum(L2.uni, L2.unj) > U + c)
+    return near & ((np.minimum(L2.uni, L2.unj) < U - c) | (np.maximum(L2.uni, L2.unj) > U + c))
 
 
 def hydrostatic_depths(h1, h2, H, Hm):
