@@ -243,3 +243,19 @@ def test_every_cached_cpu_pass_is_dropped_with_the_stamp():
            and f.__module__ == p.__name__
            and f.targetoptions.get("inline") != "always"}  # fmt: skip
     assert own - {"_compiled_stamp"} == {f.py_func.__name__ for f in p.PASSES}
+
+
+def test_the_threads_passes_count_no_references():
+    """The CPU passes that threads run per chunk (and their ``prange`` drivers without a
+    reduction) compile without Numba's reference counting: with it, each inlined helper that
+    took a named tuple of arrays increfed and decrefed every array in it, atomically, on
+    counters that all threads share, and at 8 threads a step took 1.4-1.75 times as long as
+    the passes with positional arrays before them (docs/ARCHITECTURE.md, "The CPU
+    interprets"). ``limiter_thetas`` keeps counting: its reduction allocates partials."""
+    import fvswe.backends.cpu.kernels as p
+
+    threaded = {"edge_pass", "_edge_range", "troubled_pass", "faces_pass", "_troubled_range",
+                "_reconstruct_range", "volume_pass", "_volume_chunk", "limited_update",
+                "combined"}  # fmt: skip
+    uncounted = {f.py_func.__name__ for f in p.PASSES if f.targetoptions.get("_nrt") is False}
+    assert uncounted == threaded
