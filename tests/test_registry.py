@@ -150,6 +150,39 @@ def test_cpu_edge_pass_without_the_entropy_fix_is_its_reference(name, layers):
     assert np.abs(fixed[0] - unfixed[0]).max() > 1e-3 * np.abs(unfixed[0]).max()
 
 
+def _reached(dispatcher, seen=None) -> set:
+    """Every Numba dispatcher a dispatch chain reaches through its closures."""
+    from numba.core.dispatcher import Dispatcher
+
+    seen = set() if seen is None else seen
+    for cell in dispatcher.py_func.__closure__ or ():
+        f = cell.cell_contents
+        if isinstance(f, Dispatcher) and f not in seen:
+            seen.add(f)
+            _reached(f, seen)
+    return seen
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_cpu_edge_pass_of_a_layer_count_reaches_its_kernels_only(layers):
+    """Issue 32, item 11: the edge pass is compiled per layer count (the type of the scheme's
+    dispatch id), and its chain reaches exactly that layer count's kernels, so a cold
+    one-layer run compiles no two-layer kernel (30 s of its 69 s CPU on the development
+    machine, benchmarks/compile_profile.py) and a two-layer run no one-layer one."""
+    from fvswe.backends.cpu import dispatch
+    from fvswe.backends.cpu.kernels import edge_pass
+
+    reached = _reached(dispatch._CHAINS[layers])
+    of = {physics.kernel(ref): registry.KERNEL_LAYERS[ref] for ref in registry.KERNEL_IDS}
+    assert {of[f] for f in reached if f in of} == {layers}
+    mine = {f for f, n in of.items() if n == layers}
+    assert mine <= reached
+    name = registry.distinct_kernels(layers)[0][0]
+    _edge_pass(name, layers)
+    kind = type(dispatch.dispatch_id(0, layers))
+    assert any(sig[0].instance_class is kind for sig in edge_pass.signatures)
+
+
 def test_cli_and_case_file_list_every_scheme(capsys):
     from fvswe.cli import main
 

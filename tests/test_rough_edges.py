@@ -219,16 +219,17 @@ def test_warm_up_is_bitwise_neutral_and_kept_out_of_the_wall_time(monkeypatch):
     assert f"{summary.setup_s:.3g} s to the first step" in text and "compiling" in text
     assert runner.advance(beach_sim(), [0.1]).setup_s is None  # untimed: not reported
     assert summary.cell_steps_per_s == pytest.approx(summary.cells * summary.steps / summary.wall_s)
-    assert cpu.kernels_cached(sim.dtype) is True  # compiled in this process by now
+    assert cpu.kernels_cached(sim.dtype, layers=1) is True  # compiled in this process by now
     assert cpu.kernels_cached("float16") is False  # never compiled, nor in Numba's cache
 
 
 def test_a_cold_cache_is_announced_once(monkeypatch):
     said = []
-    monkeypatch.setattr(cpu, "kernels_cached", lambda dtype, compensated=False: dtype != "float64")
+    cold = lambda dtype, compensated=False, layers=2: dtype != "float64"  # noqa: E731
+    monkeypatch.setattr(cpu, "kernels_cached", cold)
     runner.advance(beach_sim(), [0.1], say=said.append)
     assert len(said) == 1 and said[0].startswith("compiling the CPU kernels (once")
-    monkeypatch.setattr(cpu, "kernels_cached", lambda dtype, compensated=False: True)
+    monkeypatch.setattr(cpu, "kernels_cached", lambda dtype, compensated=False, layers=2: True)
     runner.advance(beach_sim(), [0.1], say=said.append)
     assert len(said) == 1
 

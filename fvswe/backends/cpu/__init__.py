@@ -94,9 +94,10 @@ def default_threads() -> int:
     return max(1, min(most, len(os.sched_getaffinity(0)), int(idle + 0.5)))
 
 
-def kernels_cached(dtype: str, compensated: bool = False) -> bool | None:
-    """Whether the edge and volume passes for states of ``dtype`` (with the remainders of a
-    ``compensated`` state: docs/SCHEMES.md §2.7) are compiled already.
+def kernels_cached(dtype: str, compensated: bool = False, layers: int = 2) -> bool | None:
+    """Whether the edge pass of ``layers`` layers and the volume pass for states of ``dtype``
+    (with the remainders of a ``compensated`` state: docs/SCHEMES.md §2.7) are compiled
+    already.
 
     True when this process compiled them or Numba's on-disk cache (``cache=True``)
     holds them, so a run starts without compiling; None when Numba's cache
@@ -105,9 +106,14 @@ def kernels_cached(dtype: str, compensated: bool = False) -> bool | None:
     from numba.core import types
 
     from . import pipeline
+    from .dispatch import dispatch_id
+
+    kind = type(dispatch_id(0, layers)).__name__
 
     def fits(sig, w: int) -> bool:
         remainders = w == 0 and isinstance(sig[2], types.Array)
+        if w == 1 and getattr(sig[0], "instance_class", type).__name__ != kind:
+            return False
         return str(sig[w].dtype) == dtype and remainders == (compensated and w == 0)
 
     try:

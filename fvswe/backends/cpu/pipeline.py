@@ -28,6 +28,7 @@ from ..base import EPS_U_RATIO, LAST_STEP_RTOL, LIMIT_MARGIN, check_dt_mode
 from ..controls import Setup, cpu_controls
 from ..layout import Layout
 from . import default_threads
+from .dispatch import dispatch_id
 from .kernels import (
     CHUNKS,
     Faces,
@@ -118,6 +119,7 @@ class CpuBackend:
         fresh_cache()
         self.layout, self.model = layout, layout.model
         self.scheme = scheme_id(scheme, self.model.layers, entropy_fix)
+        self._dispatch = dispatch_id(self.scheme, self.model.layers)  # its type: the layers
         linear = self.reconstruction.order == 2
         self.cfl, self.dt_mode, self.dt_fixed = float(cfl), dt_mode, dt_fixed
         if linear:
@@ -213,7 +215,8 @@ class CpuBackend:
         """Says so when the passes for this dtype are not compiled yet, nor in Numba's cache."""
         from . import kernels_cached  # looked up at call time: tests replace it
 
-        if kernels_cached(str(np.dtype(self.layout.dtype)), self.compensated) is False:
+        dtype, layers = str(np.dtype(self.layout.dtype)), self.model.layers
+        if kernels_cached(dtype, self.compensated, layers=layers) is False:
             return "compiling the CPU kernels (once: later runs load them from Numba's cache) ..."
         return None
 
@@ -393,7 +396,7 @@ class CpuBackend:
             level_values(t_mid, self._ctrl, self._level_now[1])
         if self._faces is not None:
             self._reconstruct(src, op.count)
-        edge_pass(self.scheme, src, self._mesh, self._ctrl, self._level_now, self._out,
+        edge_pass(self._dispatch, src, self._mesh, self._ctrl, self._level_now, self._out,
                   self._faces)  # fmt: skip
         self._slots_of = (src, op.count, t_mid)
         if op.count:
