@@ -105,51 +105,87 @@ __device__ __forceinline__ void lin_store_face(Ctrl* ctrl, int s, const State& W
     store_cell(static_cast<real4*>(ctrl->lin_faces), s, w, real(Hf), real(0));
 }
 
-// Cell c's gradients, limiter factors and face states (the CPU's _gradient and the first half
-// of _reconstruct_cell); returns whether it stays linear (not troubled, nor a neighbour, and
-// no face depth negative). code: the slots' codes (2 * neighbour + side, or minus a boundary).
-__device__ __forceinline__ bool lin_faces(const real4* __restrict__ Win, int c, const real* w, real H,
-                                          const int* __restrict__ code, Ctrl* ctrl)
+// Whether cell c stays linear before its face depths are known: neither it nor a neighbour is
+// troubled (the CPU's _gradient, which stops at the first troubled one).
+__device__ __forceinline__ bool lin_untroubled(int c, const int* __restrict__ code, const Ctrl* ctrl)
 {
-    const auto Vi = lin_variables(w, H);
-    const double z = 0.0;
-    auto gx = fv_make(z, z, z, z, z, z, z);
-    auto gy = gx;
-    auto lo = Vi, hi = Vi;
     bool ok = ctrl->lin_troubled[c] == 0;
-    const double* geom = ctrl->lin_geom + 4 * (size_t)c * FVSWE_K;
+#pragma unroll
     for (int m = 0; m < FVSWE_K; ++m) {
         const int s = c * FVSWE_K + m;
-        const int j = ctrl->lin_slot[s] >= 0 ? __ldg(code + s) >> 1 : -1;
-        auto Vj = Vi;
-        if (j >= 0) {
-            ok = ok && ctrl->lin_troubled[j] == 0;
-            if (ok) {
-                real wj[NVAR], Hj;
-                load_cell(Win, j, wj, Hj);
-                Vj = lin_variables(wj, Hj);
-            }
-        }
-        if (ok) {
-            const auto g2 = reconstruction::lsq_sums<double>(gx, gy, Vi, Vj, geom[4 * m], geom[4 * m + 1]);
-            gx = g2.f0;
-            gy = g2.f1;
-            const auto b = reconstruction::bounds<double>(lo, hi, Vj);
-            lo = b.f0;
-            hi = b.f1;
-        }
+        if (ctrl->lin_slot[s] >= 0) ok = ok && ctrl->lin_troubled[__ldg(code + s) >> 1] == 0;
     }
-    if (!ok) return false;
-    const double* e = ctrl->lin_extent;
-    double sp[7];
-    for (int v = 0; v < 7; ++v) sp[v] = fmax(e[7 + v] - e[v], 0.0);
-    const auto span = fv_make(sp[0], sp[1], sp[2], sp[3], sp[4], sp[5], sp[6]);
-    auto phi = fv_make(1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0);
-    for (int m = 0; m < FVSWE_K; ++m)
-        phi = reconstruction::limited<double>(phi, Vi, gx, gy, lo, hi, geom[4 * m + 2], geom[4 * m + 3], span);
+    return ok;
+}
+
+// Per thread of faces_pass, per variable v: its value vi at the cell, its limiter factor phi and
+// its gradient (gx, gy), which face_state reads (thread-minor: no bank conflicts).
+#ifndef FVSWE_FACES_BLOCK
+#error "FVSWE_FACES_BLOCK (faces_pass's threads a block) comes from fvswe.backends.gpu.compile_options"
+#endif
+struct LinScratch {
+    double at[7][4][FVSWE_FACES_BLOCK];
+};
+
+// Variable v of cell c (the CPU's _gradient and limited, one variable at a time: the same
+// operations in the same order as the 7-tuples' reconstruction::lsq_sums, bounds and limited):
+// its least-squares gradient over the neighbours (a ghost: the cell's own value), their bounds,
+// then its Venkatakrishnan factor over the faces, into sc.at[v][*][threadIdx.x].
+__device__ __forceinline__ void lin_variable(const real4* __restrict__ Win, int c, int v, double vi,
+                                             const int* __restrict__ code, const Ctrl* ctrl,
+                                             LinScratch& sc)
+{
+    double gx = 0.0, gy = 0.0, lo = vi, hi = vi;
+    const double* geom = ctrl->lin_geom + 4 * (size_t)c * FVSWE_K;
+#pragma unroll
     for (int m = 0; m < FVSWE_K; ++m) {
-        const auto f = reconstruction::face_state<double>(phi, Vi, gx, gy, geom[4 * m + 2],
-                                                          geom[4 * m + 3], FVSWE_LAYERS);
+        const int s = c * FVSWE_K + m;
+        double vj = vi;
+        if (ctrl->lin_slot[s] >= 0) {
+            real wj[NVAR], Hj;
+            load_cell(Win, __ldg(code + s) >> 1, wj, Hj);
+            vj = reconstruction::variable<double>(widen(wj), double(Hj), FVSWE_LAYERS, v);
+        }
+        gx = reconstruction::lsq_term<double>(gx, geom[4 * m], vj, vi);
+        gy = reconstruction::lsq_term<double>(gy, geom[4 * m + 1], vj, vi);
+        const auto b = reconstruction::bound<double>(lo, hi, vj);
+        lo = b.f0;
+        hi = b.f1;
+    }
+    const double* e = ctrl->lin_extent;
+    const double span = fmax(e[7 + v] - e[v], 0.0);
+    const double e2 = reconstruction::eps2<double>(span);
+    double phi = 1.0;
+#pragma unroll
+    for (int m = 0; m < FVSWE_K; ++m)
+        phi = reconstruction::venkat_factor<double>(
+            phi, vi, lo, hi, reconstruction::increment<double>(gx, gy, geom[4 * m + 2], geom[4 * m + 3]),
+            e2);
+    const int t = threadIdx.x;
+    sc.at[v][0][t] = vi;
+    sc.at[v][1][t] = phi;
+    sc.at[v][2][t] = gx;
+    sc.at[v][3][t] = gy;
+}
+
+// One of the 7-tuples of sc for this thread (k: 0 the values, 1 phi, 2 gx, 3 gy).
+__device__ __forceinline__ auto lin_tuple(const LinScratch& sc, int k)
+{
+    const int t = threadIdx.x;
+    return fv_make(sc.at[0][k][t], sc.at[1][k][t], sc.at[2][k][t], sc.at[3][k][t], sc.at[4][k][t],
+                   sc.at[5][k][t], sc.at[6][k][t]);
+}
+
+// Cell c's face states from its variables (sc) into its slots (the second half of the CPU's
+// _reconstruct_cell's face loop); returns whether no face depth is negative.
+__device__ __forceinline__ bool lin_face_states(int c, const LinScratch& sc, Ctrl* ctrl)
+{
+    const double* geom = ctrl->lin_geom + 4 * (size_t)c * FVSWE_K;
+    bool ok = true;
+    for (int m = 0; m < FVSWE_K; ++m) {
+        const auto f = reconstruction::face_state<double>(lin_tuple(sc, 1), lin_tuple(sc, 0),
+                                                          lin_tuple(sc, 2), lin_tuple(sc, 3),
+                                                          geom[4 * m + 2], geom[4 * m + 3], FVSWE_LAYERS);
         ok = ok && f.f0.f0 >= 0 && f.f0.f3 >= 0;
         lin_store_face(ctrl, c * FVSWE_K + m, f.f0, f.f1);
     }
@@ -157,32 +193,38 @@ __device__ __forceinline__ bool lin_faces(const real4* __restrict__ Win, int c, 
 }
 
 // Cells 0 .. n_cells-1 (owned): face states and beds into their own slots (the first half of the
-// CPU's _reconstruct_cell); a cell that falls back to first order gets its own state in every
-// slot, is marked in lin_fallback (interior_pass gives its slots no interior term) and is
-// counted (op & OP_COUNT) in first_order. code: the slots' codes (the gather variant's table).
-// Two blocks an SM (at most 128 registers, 24 B of stack in float32): 0.68 -> 0.84 G cell-steps/s
-// PVM-IFCP float32 on the H200 at 2.08 M cells (three blocks: 0.80; float64 the same in all).
-extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK, 2)
+// CPU's _reconstruct_cell), one variable at a time (lin_variable: a thread held all 7 variables'
+// sums and bounds at once before, 128 registers and 2 blocks an SM); a cell that falls back to
+// first order (troubled, or a face depth negative) gets its own state in every slot, is marked
+// in lin_fallback (its slots get no interior term) and is counted (op & OP_COUNT) in
+// first_order. code: the slots' codes (the gather variant's table).
+extern "C" __global__ void __launch_bounds__(FVSWE_FACES_BLOCK, 7)
 faces_pass(const int n_cells, const real4* __restrict__ Win, const int* __restrict__ code, Ctrl* ctrl,
            const int op)
 {
+    __shared__ LinScratch sc;
     if (!step_active(ctrl)) return;
-    const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
+    const int c = blockIdx.x * FVSWE_FACES_BLOCK + threadIdx.x;
     if (c >= n_cells) return;
     real w[NVAR], H;
     load_cell(Win, c, w, H);
-    const bool ok = lin_faces(Win, c, w, H, code, ctrl);
+    bool ok = lin_untroubled(c, code, ctrl);
+    if (ok) {
+        for (int v = 0; v < 7; ++v)
+            lin_variable(Win, c, v, reconstruction::variable<double>(widen(w), double(H), FVSWE_LAYERS, v),
+                         code, ctrl, sc);
+        ok = lin_face_states(c, sc, ctrl);
+    }
     ctrl->lin_fallback[c] = ok ? 0 : 1;
     if (ok) return;
     if (op & OP_COUNT) atomicAdd(&ctrl->first_order, 1ULL);
     for (int m = 0; m < FVSWE_K; ++m) store_cell(static_cast<real4*>(ctrl->lin_faces), c * FVSWE_K + m, w, H, real(0));
 }
 
-// Slots 0 .. n_slots-1 (the owned cells'), a thread each: |Gamma| times the cell-interior term
-// (reconstruction::interior, in double as the CPU's) from the cell's state to the slot's face
-// state (faces_pass), rounded to real (the CPU's rest of _reconstruct_cell); zero where the
-// cell fell back to first order or the slot has no edge. A pass of its own, a thread a slot:
-// within faces_pass (a thread a cell) it held 151 registers, 10 % occupancy on the H100.
+// Slots 0 .. n_slots-1 (the owned cells'), a thread each: their cell-interior terms
+// (lin_interior) into lin_interior, zero where the slot has no edge. A pass of its own, a
+// thread a slot: within faces_pass (a thread a cell) it held 151 registers, 10 % occupancy on
+// the H100. The block variant forms the terms in block_step instead (none stored, no launch).
 // code, normal, length: the slots' (the gather variant's per-slot tables).
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
 interior_pass(const int n_slots, const real4* __restrict__ Win, const int* __restrict__ code,
@@ -191,23 +233,18 @@ interior_pass(const int n_slots, const real4* __restrict__ Win, const int* __res
     if (!step_active(ctrl)) return;
     const int s = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
     if (s >= n_slots) return;
-    const int c = s / FVSWE_K;
     real* B = static_cast<real*>(ctrl->lin_interior) + (size_t)s * NVAR;
-    if (ctrl->lin_fallback[c] || ctrl->lin_slot[s] == -2) {
+    if (ctrl->lin_slot[s] == -2) {
 #pragma unroll
         for (int v = 0; v < NVAR; ++v) B[v] = real(0);
         return;
     }
-    real w[NVAR], H, wf[NVAR], Hf;
-    load_cell(Win, c, w, H);
-    load_face(ctrl, s, wf, Hf);
     const int cd = __ldg(code + s);
     const real2 n = __ldg(normal + s);
     const bool side_j = cd >= 0 && (cd & 1);
-    const double nx = side_j ? -n.x : n.x, ny = side_j ? -n.y : n.y;
-    const auto b = reconstruction::interior<double>(widen(w), widen(wf), double(H), double(Hf), nx,
-                                                    ny, ctrl->g, ctrl->r, ctrl->eps_h);
-    const double len = double(__ldg(length + s));
+    real b[NVAR];
+    lin_interior(Win, ctrl, s / FVSWE_K, s, side_j ? -n.x : n.x, side_j ? -n.y : n.y,
+                 __ldg(length + s), b);
 #pragma unroll
-    for (int v = 0; v < NVAR; ++v) B[v] = real(len * fv_at(b, v));
+    for (int v = 0; v < NVAR; ++v) B[v] = b[v];
 }

@@ -42,6 +42,10 @@ LIMIT_BLOCKS = 1024
 #: 2.1 -> 2.6; the one-layer modules fit without a cap.
 RESIDENT_THREADS = {(2, True): 512, (2, False): 768}
 
+#: Threads a block of linear.cuh's faces_pass (whatever the module's block): its scratch of 7
+#: variables' value, limiter factor and gradient per thread takes 224 B a thread of shared memory.
+FACES_BLOCK = 128
+
 #: Shared memory a thread block of the ``block`` variant may use for its slots (bytes).
 #: Static shared memory a CUDA block may hold (block.cu's slots, grid.cu's static_assert).
 SHARED_MAX = 48 * 1024
