@@ -157,17 +157,24 @@ def _pulled_apart(mesh, **kw):
     (_wet_dry_bump, "block", "ssp-rk2", 12), (_dry_lower_layer, "block", "ssp-rk3", 8),
     (_pulled_apart, "edge", "ssp-rk2", 12), (_wet_dry_bump, "gather", "ssp-rk3", 6),
     (_dry_lower_layer, "slot", "ssp-rk2", 6), (_wet_dry_bump, "grid", "ssp-rk3", 8)])  # fmt: skip
-def test_linear_on_the_host_gpu_is_the_cpu_bitwise(make, variant, integrator, steps):
+def test_linear_on_the_host_gpu_is_the_cpu_bitwise(make, variant, integrator, steps, monkeypatch):
     """Issue 27 stage 3: the GPU's linear reconstruction (linear.cuh: troubled_pass and
     faces_pass before each residual, the edges on the face states), run on the host, gives
     the CPU's float64 state, time and counters bit for bit: one and two layers, SSP-RK2 and
     SSP-RK3, with dry cells and a dry lower layer (first-order fallback) and with the
-    positivity limiter acting (pulled apart); in every variant (grid: on a Cartesian grid)."""
+    positivity limiter acting (pulled apart); in every variant (grid: on a Cartesian grid).
+    The block runs take troubled_pass on one block of 32 threads striding over all cells (as
+    on millions of cells, where its grid is capped)."""
+    options = _host_gpu(variant)
+    if variant == "block":
+        monkeypatch.setattr(gpu.backend, "TROUBLED_BLOCKS", 1)
+        options["backend_options"]["block"] = 32
     grid = Grid(12, 12, 0.8, 0.8, origin=(-4.8, -4.8))
     mesh = grid.mesh() if variant == "grid" else irregular(6, half=5.0)
     cpu = make(mesh, backend="cpu", integrator=integrator, reconstruction="linear")
-    dev = make(mesh, integrator=integrator, reconstruction="linear", **_host_gpu(variant))
+    dev = make(mesh, integrator=integrator, reconstruction="linear", **options)
     assert dev.backend.variant == variant
+    assert variant != "block" or dev.backend._troubled_blocks * dev.backend.block < mesh.n_cells
     for sim in (cpu, dev):
         sim.run(1e6, max_steps=steps)
     assert (dev.t, dev.steps) == (cpu.t, cpu.steps) and cpu.steps == steps

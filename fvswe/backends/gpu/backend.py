@@ -25,7 +25,7 @@ from .build import compile_options, launch_shape, module, runtime_of
 from .device import linear_arrays, step_bytes, upload
 from .plan import HOOKS, Launch, batch_size, compile_plan, steps_left
 from .state import DeviceState
-from .tuning import FACES_BLOCK, GRID_VARIANT
+from .tuning import FACES_BLOCK, GRID_VARIANT, TROUBLED_BLOCKS
 
 #: Most steps one CUDA graph replays.
 DEFAULT_BATCH = 64
@@ -195,6 +195,11 @@ class GpuBackend(DeviceState):
         block_interior) rather than reading interior_pass's."""
         return self.variant == "block"
 
+    @property
+    def _troubled_blocks(self) -> int:
+        """troubled_pass's grid: a block per ``block`` cells, at most TROUBLED_BLOCKS."""
+        return min((int(self.layout.n_cells) + self.block - 1) // self.block, TROUBLED_BLOCKS)
+
     def _setup_linear(self) -> None:
         """The linear reconstruction's device arrays (linear.cuh), pointed to by the control
         block: face states and cell-interior terms per slot, the slots across, the LSQ weights
@@ -203,7 +208,7 @@ class GpuBackend(DeviceState):
         nvec = 2 if self.model.layers == 2 else 1
         across, geom = linear_arrays(lay)
         slots = lay.n_cells * lay.k
-        blocks = (lay.n_cells + self.block - 1) // self.block
+        blocks = self._troubled_blocks
         with self.stream:
             interior = 0 if self._interior_in_step else slots * self.model.nvar
             arrays = {"lin_faces": cp.zeros((slots * nvec, 4), dtype=self.dtype),
@@ -221,7 +226,7 @@ class GpuBackend(DeviceState):
         interior_pass over their slots (but in the block variant, whose step forms them)."""
         n = int(self.layout.n_cells)
         if launch.kernel == "troubled_pass":
-            self._k["troubled_pass"](((n + self.block - 1) // self.block,), (self.block,),
+            self._k["troubled_pass"]((self._troubled_blocks,), (self.block,),
                                      (np.int32(n), win, self._ctrl))  # fmt: skip
             return
         d = self._dev

@@ -46,6 +46,10 @@ RESIDENT_THREADS = {(2, True): 512, (2, False): 768}
 #: variables' value, limiter factor and gradient per thread takes 224 B a thread of shared memory.
 FACES_BLOCK = 128
 
+#: Most blocks of linear.cuh's troubled_pass (its threads stride over the cells): the last
+#: block's walk over the blocks' partial ranges stays short.
+TROUBLED_BLOCKS = 1024
+
 #: Shared memory a thread block of the ``block`` variant may use for its slots (bytes).
 #: Static shared memory a CUDA block may hold (block.cu's slots, grid.cu's static_assert).
 SHARED_MAX = 48 * 1024
