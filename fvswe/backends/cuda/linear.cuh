@@ -106,17 +106,35 @@ __device__ __forceinline__ void lin_store_face(Ctrl* ctrl, int s, const State& W
     store_cell(static_cast<real4*>(ctrl->lin_faces), s, w, real(Hf), real(0));
 }
 
-// Whether cell c stays linear before its face depths are known: neither it nor a neighbour is
-// troubled (the CPU's _gradient, which stops at the first troubled one).
-__device__ __forceinline__ bool lin_untroubled(int c, const int* __restrict__ code, const Ctrl* ctrl)
+// Cell c's neighbours for faces_pass: slot m's state and bed (a ghost, or no edge: the cell's
+// own), and whether neither the cell nor a neighbour is troubled (the CPU's _gradient, which
+// stops at the first troubled one); read once, the variables then taken one at a time.
+struct LinNeighbours {
+    real w[FVSWE_K][NVAR];
+    real H[FVSWE_K];
+    bool ok;
+};
+
+__device__ __forceinline__ LinNeighbours lin_neighbours(const real4* __restrict__ Win, int c,
+                                                        const real* w, real H,
+                                                        const int* __restrict__ code, const Ctrl* ctrl)
 {
-    bool ok = ctrl->lin_troubled[c] == 0;
+    LinNeighbours nb;
+    nb.ok = ctrl->lin_troubled[c] == 0;
 #pragma unroll
     for (int m = 0; m < FVSWE_K; ++m) {
         const int s = c * FVSWE_K + m;
-        if (ctrl->lin_slot[s] >= 0) ok = ok && ctrl->lin_troubled[__ldg(code + s) >> 1] == 0;
+        const int j = ctrl->lin_slot[s] >= 0 ? __ldg(code + s) >> 1 : -1;
+        if (j >= 0) nb.ok = nb.ok && ctrl->lin_troubled[j] == 0;
+        if (j >= 0 && nb.ok) {
+            load_cell(Win, j, nb.w[m], nb.H[m]);
+        } else {
+#pragma unroll
+            for (int q = 0; q < NVAR; ++q) nb.w[m][q] = w[q];
+            nb.H[m] = H;
+        }
     }
-    return ok;
+    return nb;
 }
 
 // Per thread of faces_pass, per variable v: its value vi at the cell, its limiter factor phi and
@@ -128,40 +146,39 @@ struct LinScratch {
     double at[7][4][FVSWE_FACES_BLOCK];
 };
 
+// Row q of slot m of cell c in lin_geom (wx, wy, ox, oy; a row of a value per cell, `cells` long).
+__device__ __forceinline__ double lin_geom(const Ctrl* ctrl, int cells, int c, int m, int q)
+{
+    return __ldg(ctrl->lin_geom + (size_t)(4 * m + q) * cells + c);
+}
+
 // Variable v of cell c (the CPU's _gradient and limited, one variable at a time: the same
 // operations in the same order as the 7-tuples' reconstruction::lsq_sums, bounds and limited):
 // its least-squares gradient over the neighbours (a ghost: the cell's own value), their bounds,
 // then its Venkatakrishnan factor over the faces, into sc.at[v][*][threadIdx.x].
-__device__ __forceinline__ void lin_variable(const real4* __restrict__ Win, int c, int v, double vi,
-                                             const int* __restrict__ code, const Ctrl* ctrl,
-                                             LinScratch& sc)
+__device__ __forceinline__ void lin_variable(int c, int cells, int v, double vi, const LinNeighbours& nb,
+                                             const Ctrl* ctrl, LinScratch& sc)
 {
     double gx = 0.0, gy = 0.0, lo = vi, hi = vi;
-    const double* geom = ctrl->lin_geom + 4 * (size_t)c * FVSWE_K;
 #pragma unroll
     for (int m = 0; m < FVSWE_K; ++m) {
-        const int s = c * FVSWE_K + m;
-        double vj = vi;
-        if (ctrl->lin_slot[s] >= 0) {
-            real wj[NVAR], Hj;
-            load_cell(Win, __ldg(code + s) >> 1, wj, Hj);
-            vj = reconstruction::variable<double>(widen(wj), double(Hj), FVSWE_LAYERS, v);
-        }
-        gx = reconstruction::lsq_term<double>(gx, geom[4 * m], vj, vi);
-        gy = reconstruction::lsq_term<double>(gy, geom[4 * m + 1], vj, vi);
+        const double vj = reconstruction::variable<double>(widen(nb.w[m]), double(nb.H[m]),
+                                                           FVSWE_LAYERS, v);
+        gx = reconstruction::lsq_term<double>(gx, lin_geom(ctrl, cells, c, m, 0), vj, vi);
+        gy = reconstruction::lsq_term<double>(gy, lin_geom(ctrl, cells, c, m, 1), vj, vi);
         const auto b = reconstruction::bound<double>(lo, hi, vj);
         lo = b.f0;
         hi = b.f1;
     }
     const double* e = ctrl->lin_extent;
-    const double span = fmax(e[7 + v] - e[v], 0.0);
-    const double e2 = reconstruction::eps2<double>(span);
+    const double e2 = reconstruction::eps2<double>(fmax(e[7 + v] - e[v], 0.0));
     double phi = 1.0;
 #pragma unroll
-    for (int m = 0; m < FVSWE_K; ++m)
-        phi = reconstruction::venkat_factor<double>(
-            phi, vi, lo, hi, reconstruction::increment<double>(gx, gy, geom[4 * m + 2], geom[4 * m + 3]),
-            e2);
+    for (int m = 0; m < FVSWE_K; ++m) {
+        const double delta = reconstruction::increment<double>(gx, gy, lin_geom(ctrl, cells, c, m, 2),
+                                                               lin_geom(ctrl, cells, c, m, 3));
+        phi = reconstruction::venkat_factor<double>(phi, vi, lo, hi, delta, e2);
+    }
     const int t = threadIdx.x;
     sc.at[v][0][t] = vi;
     sc.at[v][1][t] = phi;
@@ -179,29 +196,29 @@ __device__ __forceinline__ auto lin_tuple(const LinScratch& sc, int k)
 
 // Cell c's face states from its variables (sc) into its slots (the second half of the CPU's
 // _reconstruct_cell's face loop); returns whether no face depth is negative.
-__device__ __forceinline__ bool lin_face_states(int c, const LinScratch& sc, Ctrl* ctrl)
+__device__ __forceinline__ bool lin_face_states(int c, int cells, const LinScratch& sc, Ctrl* ctrl)
 {
-    const double* geom = ctrl->lin_geom + 4 * (size_t)c * FVSWE_K;
     bool ok = true;
     for (int m = 0; m < FVSWE_K; ++m) {
-        const auto f = reconstruction::face_state<double>(lin_tuple(sc, 1), lin_tuple(sc, 0),
-                                                          lin_tuple(sc, 2), lin_tuple(sc, 3),
-                                                          geom[4 * m + 2], geom[4 * m + 3], FVSWE_LAYERS);
+        const auto f = reconstruction::face_state<double>(
+            lin_tuple(sc, 1), lin_tuple(sc, 0), lin_tuple(sc, 2), lin_tuple(sc, 3),
+            lin_geom(ctrl, cells, c, m, 2), lin_geom(ctrl, cells, c, m, 3), FVSWE_LAYERS);
         ok = ok && f.f0.f0 >= 0 && f.f0.f3 >= 0;
         lin_store_face(ctrl, c * FVSWE_K + m, f.f0, f.f1);
     }
     return ok;
 }
 
-// Cells 0 .. n_cells-1 (owned): face states and beds into their own slots (the first half of the
-// CPU's _reconstruct_cell), one variable at a time (lin_variable: a thread held all 7 variables'
-// sums and bounds at once before, 128 registers and 2 blocks an SM); a cell that falls back to
-// first order (troubled, or a face depth negative) gets its own state in every slot, is marked
-// in lin_fallback (its slots get no interior term) and is counted (op & OP_COUNT) in
-// first_order. code: the slots' codes (the gather variant's table).
-extern "C" __global__ void __launch_bounds__(FVSWE_FACES_BLOCK, 7)
-faces_pass(const int n_cells, const real4* __restrict__ Win, const int* __restrict__ code, Ctrl* ctrl,
-           const int op)
+// Cells 0 .. n_cells-1 (owned; `cells` all, lin_geom's row length): face states and beds into
+// their own slots (the first half of the CPU's _reconstruct_cell), the neighbours read once,
+// then one variable at a time (lin_variable: a thread held all 7 variables' sums and bounds at
+// once before, 128 registers and 2 blocks an SM); a cell that falls back to first order
+// (troubled, or a face depth negative) gets its own state in every slot, is marked in
+// lin_fallback (its slots get no interior term) and is counted (op & OP_COUNT) in first_order.
+// code: the slots' codes (the gather variant's table).
+extern "C" __global__ void __launch_bounds__(FVSWE_FACES_BLOCK, 4)
+faces_pass(const int n_cells, const int cells, const real4* __restrict__ Win,
+           const int* __restrict__ code, Ctrl* ctrl, const int op)
 {
     __shared__ LinScratch sc;
     if (!step_active(ctrl)) return;
@@ -209,13 +226,17 @@ faces_pass(const int n_cells, const real4* __restrict__ Win, const int* __restri
     if (c >= n_cells) return;
     real w[NVAR], H;
     load_cell(Win, c, w, H);
-    bool ok = lin_untroubled(c, code, ctrl);
-    if (ok) {
-        for (int v = 0; v < 7; ++v)
-            lin_variable(Win, c, v, reconstruction::variable<double>(widen(w), double(H), FVSWE_LAYERS, v),
-                         code, ctrl, sc);
-        ok = lin_face_states(c, sc, ctrl);
+    bool ok;
+    {
+        const LinNeighbours nb = lin_neighbours(Win, c, w, H, code, ctrl);
+        ok = nb.ok;
+        if (ok)
+#pragma unroll 1
+            for (int v = 0; v < 7; ++v)
+                lin_variable(c, cells, v, reconstruction::variable<double>(widen(w), double(H), FVSWE_LAYERS, v),
+                             nb, ctrl, sc);
     }
+    if (ok) ok = lin_face_states(c, cells, sc, ctrl);
     ctrl->lin_fallback[c] = ok ? 0 : 1;
     if (ok) return;
     if (op & OP_COUNT) atomicAdd(&ctrl->first_order, 1ULL);

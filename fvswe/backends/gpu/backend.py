@@ -233,7 +233,8 @@ class GpuBackend(DeviceState):
         code, normal, length = d.slot_tables
         op, ctrl, slots = np.int32(launch.op), self._ctrl, np.int32(int(d.L) * self.layout.k)
         grid = (int(d.L) + FACES_BLOCK - 1) // FACES_BLOCK
-        self._k["faces_pass"]((grid,), (FACES_BLOCK,), (d.L, win, code, ctrl, op))
+        cells = np.int32(n)
+        self._k["faces_pass"]((grid,), (FACES_BLOCK,), (d.L, cells, win, code, ctrl, op))
         if self._interior_in_step:
             return
         grid = (int(slots) + self.block - 1) // self.block
