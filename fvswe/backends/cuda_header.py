@@ -251,16 +251,10 @@ def physics() -> str:
         friction.interfacial,
         friction.bottom,
         rec.variables,  # the linear reconstruction (linear.cuh; FVSWE_LINEAR modules)
-        rec.variable,  # faces_pass: one variable at a time
         rec.troubled,
         rec.lsq_sums,
-        rec.lsq_term,
         rec.bounds,
-        rec.bound,
         rec.limited,
-        rec.venkat_factor,
-        rec.eps2,
-        rec.increment,
         rec.face_state,
         rec.interior,
     ]

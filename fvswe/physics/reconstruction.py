@@ -24,39 +24,16 @@ VENKAT_K = 0.05
 
 
 @jit
-def variable(W, H, layers, v):
-    """Variable ``v`` of :func:`variables` alone, in float64 (a pipeline's loop over them)."""
-    h1 = float(W[0])
-    Hd = float(H)
-    if v == 2:
-        return Hd
-    if layers == 2:
-        h2 = float(W[3])
-        if v == 0:
-            return h1 + h2 - Hd
-        if v == 1:
-            return h2 - Hd
-        if v == 5:
-            return float(W[4]) / h2
-        if v == 6:
-            return float(W[5]) / h2
-    elif v == 0:
-        return h1 - Hd
-    if v == 3:
-        return float(W[1]) / h1
-    if v == 4:
-        return float(W[2]) / h1
-    return 0.0
-
-
-@jit
 def variables(W, H, layers):
     """The reconstruction variables ``(eta1, eta2, H, u1, v1, u2, v2)`` of a cell state
-    ``W`` (6-tuple) on the bed ``H``, in float64; depths must be positive. One layer:
-    ``eta1 = h - H``, ``eta2``, ``u2``, ``v2`` zero."""
-    return (variable(W, H, layers, 0), variable(W, H, layers, 1), variable(W, H, layers, 2),
-            variable(W, H, layers, 3), variable(W, H, layers, 4), variable(W, H, layers, 5),
-            variable(W, H, layers, 6))  # fmt: skip
+    ``W`` (6-tuple) on the bed ``H``, in float64; depths must be positive."""
+    h1 = float(W[0])
+    Hd = float(H)
+    if layers == 2:
+        h2 = float(W[3])
+        return (h1 + h2 - Hd, h2 - Hd, Hd, float(W[1]) / h1, float(W[2]) / h1,
+                float(W[4]) / h2, float(W[5]) / h2)  # fmt: skip
+    return (h1 - Hd, 0.0, Hd, float(W[1]) / h1, float(W[2]) / h1, 0.0, 0.0)
 
 
 @jit
@@ -78,49 +55,28 @@ def troubled(W, layers, g, r, eps_h):
 
 
 @jit
-def lsq_term(g, w, vj, vi):
-    """A gradient sum with one neighbour's term ``w (v_j - v_i)``."""
-    return g + w * (vj - vi)
-
-
-@jit
 def lsq_sums(gx, gy, Vi, Vj, wx, wy):
     """The gradient sums ``(gx, gy)`` with one neighbour's term ``w (V_j - V_i)``
     (``(wx, wy)`` its least-squares weight, :func:`fvswe.backends.layout.lsq_weights`)."""
     return (
-        (lsq_term(gx[0], wx, Vj[0], Vi[0]), lsq_term(gx[1], wx, Vj[1], Vi[1]),
-         lsq_term(gx[2], wx, Vj[2], Vi[2]), lsq_term(gx[3], wx, Vj[3], Vi[3]),
-         lsq_term(gx[4], wx, Vj[4], Vi[4]), lsq_term(gx[5], wx, Vj[5], Vi[5]),
-         lsq_term(gx[6], wx, Vj[6], Vi[6])),
-        (lsq_term(gy[0], wy, Vj[0], Vi[0]), lsq_term(gy[1], wy, Vj[1], Vi[1]),
-         lsq_term(gy[2], wy, Vj[2], Vi[2]), lsq_term(gy[3], wy, Vj[3], Vi[3]),
-         lsq_term(gy[4], wy, Vj[4], Vi[4]), lsq_term(gy[5], wy, Vj[5], Vi[5]),
-         lsq_term(gy[6], wy, Vj[6], Vi[6])),
+        (gx[0] + wx * (Vj[0] - Vi[0]), gx[1] + wx * (Vj[1] - Vi[1]), gx[2] + wx * (Vj[2] - Vi[2]),
+         gx[3] + wx * (Vj[3] - Vi[3]), gx[4] + wx * (Vj[4] - Vi[4]), gx[5] + wx * (Vj[5] - Vi[5]),
+         gx[6] + wx * (Vj[6] - Vi[6])),
+        (gy[0] + wy * (Vj[0] - Vi[0]), gy[1] + wy * (Vj[1] - Vi[1]), gy[2] + wy * (Vj[2] - Vi[2]),
+         gy[3] + wy * (Vj[3] - Vi[3]), gy[4] + wy * (Vj[4] - Vi[4]), gy[5] + wy * (Vj[5] - Vi[5]),
+         gy[6] + wy * (Vj[6] - Vi[6])),
     )  # fmt: skip
-
-
-@jit
-def bound(lo, hi, v):
-    """One variable's smallest and largest value so far, with ``v``'s."""
-    return min(lo, v), max(hi, v)
 
 
 @jit
 def bounds(lo, hi, V):
     """The neighbours' smallest and largest values so far, with ``V``'s."""
-    b0, b1, b2 = bound(lo[0], hi[0], V[0]), bound(lo[1], hi[1], V[1]), bound(lo[2], hi[2], V[2])
-    b3, b4, b5 = bound(lo[3], hi[3], V[3]), bound(lo[4], hi[4], V[4]), bound(lo[5], hi[5], V[5])
-    b6 = bound(lo[6], hi[6], V[6])
     return (
-        (b0[0], b1[0], b2[0], b3[0], b4[0], b5[0], b6[0]),
-        (b0[1], b1[1], b2[1], b3[1], b4[1], b5[1], b6[1]),
-    )
-
-
-@jit
-def increment(gx, gy, ox, oy):
-    """A variable's increment ``g . o`` from the centroid to the point ``(ox, oy)`` from it."""
-    return gx * ox + gy * oy
+        (min(lo[0], V[0]), min(lo[1], V[1]), min(lo[2], V[2]), min(lo[3], V[3]),
+         min(lo[4], V[4]), min(lo[5], V[5]), min(lo[6], V[6])),
+        (max(hi[0], V[0]), max(hi[1], V[1]), max(hi[2], V[2]), max(hi[3], V[3]),
+         max(hi[4], V[4]), max(hi[5], V[5]), max(hi[6], V[6])),
+    )  # fmt: skip
 
 
 @jit
@@ -137,9 +93,9 @@ def venkat_factor(phi, v, lo, hi, delta, eps2):
 
 
 @jit
-def eps2(span):
-    """Wang's ``(K R)^2`` of a variable whose range over the cells is ``span``."""
-    e = VENKAT_K * span
+def eps2(span, v):
+    """Wang's ``(K R_v)^2`` of variable ``v``, ``R_v`` its range over the cells."""
+    e = VENKAT_K * span[v]
     return e * e
 
 
@@ -147,20 +103,20 @@ def eps2(span):
 def limited(phi, Vi, gx, gy, lo, hi, ox, oy, span):
     """The 7 limiter factors ``phi`` after one face, at ``(ox, oy)`` from the centroid."""
     return (
-        venkat_factor(phi[0], Vi[0], lo[0], hi[0], increment(gx[0], gy[0], ox, oy), eps2(span[0])),
-        venkat_factor(phi[1], Vi[1], lo[1], hi[1], increment(gx[1], gy[1], ox, oy), eps2(span[1])),
-        venkat_factor(phi[2], Vi[2], lo[2], hi[2], increment(gx[2], gy[2], ox, oy), eps2(span[2])),
-        venkat_factor(phi[3], Vi[3], lo[3], hi[3], increment(gx[3], gy[3], ox, oy), eps2(span[3])),
-        venkat_factor(phi[4], Vi[4], lo[4], hi[4], increment(gx[4], gy[4], ox, oy), eps2(span[4])),
-        venkat_factor(phi[5], Vi[5], lo[5], hi[5], increment(gx[5], gy[5], ox, oy), eps2(span[5])),
-        venkat_factor(phi[6], Vi[6], lo[6], hi[6], increment(gx[6], gy[6], ox, oy), eps2(span[6])),
+        venkat_factor(phi[0], Vi[0], lo[0], hi[0], gx[0] * ox + gy[0] * oy, eps2(span, 0)),
+        venkat_factor(phi[1], Vi[1], lo[1], hi[1], gx[1] * ox + gy[1] * oy, eps2(span, 1)),
+        venkat_factor(phi[2], Vi[2], lo[2], hi[2], gx[2] * ox + gy[2] * oy, eps2(span, 2)),
+        venkat_factor(phi[3], Vi[3], lo[3], hi[3], gx[3] * ox + gy[3] * oy, eps2(span, 3)),
+        venkat_factor(phi[4], Vi[4], lo[4], hi[4], gx[4] * ox + gy[4] * oy, eps2(span, 4)),
+        venkat_factor(phi[5], Vi[5], lo[5], hi[5], gx[5] * ox + gy[5] * oy, eps2(span, 5)),
+        venkat_factor(phi[6], Vi[6], lo[6], hi[6], gx[6] * ox + gy[6] * oy, eps2(span, 6)),
     )
 
 
 @jit
 def face_value(phi, v, gx, gy, ox, oy):
     """One variable at a face: ``v + phi (g . o)``."""
-    return v + phi * increment(gx, gy, ox, oy)
+    return v + phi * (gx * ox + gy * oy)
 
 
 @jit

@@ -7,6 +7,9 @@
 // order and closes (close_cell), so the results are bitwise those of the other variants.
 // No slot arrays in global memory, one launch per step (lagged/fixed); reads Win and writes
 // Wout, so the host alternates two buffers as for gather.cu.
+// A linear module's step forms its slots' cell-interior terms (block_interior; the limiter's
+// kernels through edge_contribution): none stored, no interior_pass.
+#define FVSWE_INTERIOR_IN_STEP 1
 #include "pipeline.cuh"
 
 #ifndef FVSWE_CELLS

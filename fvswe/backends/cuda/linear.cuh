@@ -106,147 +106,98 @@ __device__ __forceinline__ void lin_store_face(Ctrl* ctrl, int s, const State& W
     store_cell(static_cast<real4*>(ctrl->lin_faces), s, w, real(Hf), real(0));
 }
 
-// Cell c's neighbours for faces_pass: slot m's state and bed (a ghost, or no edge: the cell's
-// own), and whether neither the cell nor a neighbour is troubled (the CPU's _gradient, which
-// stops at the first troubled one); read once, the variables then taken one at a time.
-struct LinNeighbours {
-    real w[FVSWE_K][NVAR];
-    real H[FVSWE_K];
-    bool ok;
-};
-
-__device__ __forceinline__ LinNeighbours lin_neighbours(const real4* __restrict__ Win, int c,
-                                                        const real* w, real H,
-                                                        const int* __restrict__ code, const Ctrl* ctrl)
-{
-    LinNeighbours nb;
-    nb.ok = ctrl->lin_troubled[c] == 0;
-#pragma unroll
-    for (int m = 0; m < FVSWE_K; ++m) {
-        const int s = c * FVSWE_K + m;
-        const int j = ctrl->lin_slot[s] >= 0 ? __ldg(code + s) >> 1 : -1;
-        if (j >= 0) nb.ok = nb.ok && ctrl->lin_troubled[j] == 0;
-        if (j >= 0 && nb.ok) {
-            load_cell(Win, j, nb.w[m], nb.H[m]);
-        } else {
-#pragma unroll
-            for (int q = 0; q < NVAR; ++q) nb.w[m][q] = w[q];
-            nb.H[m] = H;
-        }
-    }
-    return nb;
-}
-
-// Per thread of faces_pass, per variable v: its value vi at the cell, its limiter factor phi and
-// its gradient (gx, gy), which face_state reads (thread-minor: no bank conflicts).
-#ifndef FVSWE_FACES_BLOCK
-#error "FVSWE_FACES_BLOCK (faces_pass's threads a block) comes from fvswe.backends.gpu.compile_options"
-#endif
-struct LinScratch {
-    double at[7][4][FVSWE_FACES_BLOCK];
-};
-
-// Row q of slot m of cell c in lin_geom (wx, wy, ox, oy; a row of a value per cell, `cells` long).
+// Row q of slot m of cell c in lin_geom (wx, wy, ox, oy): rows of a value per cell, `cells`
+// long, so that a warp's threads (consecutive cells) read a row together.
 __device__ __forceinline__ double lin_geom(const Ctrl* ctrl, int cells, int c, int m, int q)
 {
     return __ldg(ctrl->lin_geom + (size_t)(4 * m + q) * cells + c);
 }
 
-// Variable v of cell c (the CPU's _gradient and limited, one variable at a time: the same
-// operations in the same order as the 7-tuples' reconstruction::lsq_sums, bounds and limited):
-// its least-squares gradient over the neighbours (a ghost: the cell's own value), their bounds,
-// then its Venkatakrishnan factor over the faces, into sc.at[v][*][threadIdx.x].
-__device__ __forceinline__ void lin_variable(int c, int cells, int v, double vi, const LinNeighbours& nb,
-                                             const Ctrl* ctrl, LinScratch& sc)
+// Cell c's gradients, limiter factors and face states (the CPU's _gradient and the first half
+// of _reconstruct_cell); returns whether it stays linear (not troubled, nor a neighbour, and
+// no face depth negative). code: the slots' codes (2 * neighbour + side, or minus a boundary).
+__device__ __forceinline__ bool lin_faces(const real4* __restrict__ Win, int c, int cells, const real* w,
+                                          real H, const int* __restrict__ code, Ctrl* ctrl)
 {
-    double gx = 0.0, gy = 0.0, lo = vi, hi = vi;
-#pragma unroll
+    const auto Vi = lin_variables(w, H);
+    const double z = 0.0;
+    auto gx = fv_make(z, z, z, z, z, z, z);
+    auto gy = gx;
+    auto lo = Vi, hi = Vi;
+    bool ok = ctrl->lin_troubled[c] == 0;
     for (int m = 0; m < FVSWE_K; ++m) {
-        const double vj = reconstruction::variable<double>(widen(nb.w[m]), double(nb.H[m]),
-                                                           FVSWE_LAYERS, v);
-        gx = reconstruction::lsq_term<double>(gx, lin_geom(ctrl, cells, c, m, 0), vj, vi);
-        gy = reconstruction::lsq_term<double>(gy, lin_geom(ctrl, cells, c, m, 1), vj, vi);
-        const auto b = reconstruction::bound<double>(lo, hi, vj);
-        lo = b.f0;
-        hi = b.f1;
+        const int s = c * FVSWE_K + m;
+        const int j = ctrl->lin_slot[s] >= 0 ? __ldg(code + s) >> 1 : -1;
+        auto Vj = Vi;
+        if (j >= 0) {
+            ok = ok && ctrl->lin_troubled[j] == 0;
+            if (ok) {
+                real wj[NVAR], Hj;
+                load_cell(Win, j, wj, Hj);
+                Vj = lin_variables(wj, Hj);
+            }
+        }
+        if (ok) {
+            const auto g2 = reconstruction::lsq_sums<double>(gx, gy, Vi, Vj, lin_geom(ctrl, cells, c, m, 0),
+                                                             lin_geom(ctrl, cells, c, m, 1));
+            gx = g2.f0;
+            gy = g2.f1;
+            const auto b = reconstruction::bounds<double>(lo, hi, Vj);
+            lo = b.f0;
+            hi = b.f1;
+        }
     }
+    if (!ok) return false;
     const double* e = ctrl->lin_extent;
-    const double e2 = reconstruction::eps2<double>(fmax(e[7 + v] - e[v], 0.0));
-    double phi = 1.0;
-#pragma unroll
+    double sp[7];
+    for (int v = 0; v < 7; ++v) sp[v] = fmax(e[7 + v] - e[v], 0.0);
+    const auto span = fv_make(sp[0], sp[1], sp[2], sp[3], sp[4], sp[5], sp[6]);
+    auto phi = fv_make(1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0);
+    for (int m = 0; m < FVSWE_K; ++m)
+        phi = reconstruction::limited<double>(phi, Vi, gx, gy, lo, hi, lin_geom(ctrl, cells, c, m, 2),
+                                              lin_geom(ctrl, cells, c, m, 3), span);
     for (int m = 0; m < FVSWE_K; ++m) {
-        const double delta = reconstruction::increment<double>(gx, gy, lin_geom(ctrl, cells, c, m, 2),
-                                                               lin_geom(ctrl, cells, c, m, 3));
-        phi = reconstruction::venkat_factor<double>(phi, vi, lo, hi, delta, e2);
-    }
-    const int t = threadIdx.x;
-    sc.at[v][0][t] = vi;
-    sc.at[v][1][t] = phi;
-    sc.at[v][2][t] = gx;
-    sc.at[v][3][t] = gy;
-}
-
-// One of the 7-tuples of sc for this thread (k: 0 the values, 1 phi, 2 gx, 3 gy).
-__device__ __forceinline__ auto lin_tuple(const LinScratch& sc, int k)
-{
-    const int t = threadIdx.x;
-    return fv_make(sc.at[0][k][t], sc.at[1][k][t], sc.at[2][k][t], sc.at[3][k][t], sc.at[4][k][t],
-                   sc.at[5][k][t], sc.at[6][k][t]);
-}
-
-// Cell c's face states from its variables (sc) into its slots (the second half of the CPU's
-// _reconstruct_cell's face loop); returns whether no face depth is negative.
-__device__ __forceinline__ bool lin_face_states(int c, int cells, const LinScratch& sc, Ctrl* ctrl)
-{
-    bool ok = true;
-    for (int m = 0; m < FVSWE_K; ++m) {
-        const auto f = reconstruction::face_state<double>(
-            lin_tuple(sc, 1), lin_tuple(sc, 0), lin_tuple(sc, 2), lin_tuple(sc, 3),
-            lin_geom(ctrl, cells, c, m, 2), lin_geom(ctrl, cells, c, m, 3), FVSWE_LAYERS);
+        const auto f = reconstruction::face_state<double>(phi, Vi, gx, gy, lin_geom(ctrl, cells, c, m, 2),
+                                                          lin_geom(ctrl, cells, c, m, 3), FVSWE_LAYERS);
         ok = ok && f.f0.f0 >= 0 && f.f0.f3 >= 0;
         lin_store_face(ctrl, c * FVSWE_K + m, f.f0, f.f1);
     }
     return ok;
 }
 
+#ifndef FVSWE_FACES_BLOCK
+#error "FVSWE_FACES_BLOCK (faces_pass's threads a block) comes from fvswe.backends.gpu.compile_options"
+#endif
 // Cells 0 .. n_cells-1 (owned; `cells` all, lin_geom's row length): face states and beds into
-// their own slots (the first half of the CPU's _reconstruct_cell), the neighbours read once,
-// then one variable at a time (lin_variable: a thread held all 7 variables' sums and bounds at
-// once before, 128 registers and 2 blocks an SM); a cell that falls back to first order
-// (troubled, or a face depth negative) gets its own state in every slot, is marked in
-// lin_fallback (its slots get no interior term) and is counted (op & OP_COUNT) in first_order.
-// code: the slots' codes (the gather variant's table).
+// their own slots (the first half of the CPU's _reconstruct_cell); a cell that falls back to
+// first order gets its own state in every slot, is marked in lin_fallback (its slots get no
+// interior term) and is counted (op & OP_COUNT) in first_order. code: the slots' codes (the
+// gather variant's table). Blocks of FVSWE_FACES_BLOCK threads (128), four an SM (at most 128
+// registers), whatever the module's block. Measured on the H200 (PVM-IFCP float32, 2.08 M
+// cells, one stage under Nsight Compute): 525 us with the geometry a slot's 4 values together
+// and 224-thread blocks, 514 us so; one variable at a time (the neighbours in registers, the
+// variables' values, factors and gradients in shared memory) took 550 us.
 extern "C" __global__ void __launch_bounds__(FVSWE_FACES_BLOCK, 4)
 faces_pass(const int n_cells, const int cells, const real4* __restrict__ Win,
            const int* __restrict__ code, Ctrl* ctrl, const int op)
 {
-    __shared__ LinScratch sc;
     if (!step_active(ctrl)) return;
     const int c = blockIdx.x * FVSWE_FACES_BLOCK + threadIdx.x;
     if (c >= n_cells) return;
     real w[NVAR], H;
     load_cell(Win, c, w, H);
-    bool ok;
-    {
-        const LinNeighbours nb = lin_neighbours(Win, c, w, H, code, ctrl);
-        ok = nb.ok;
-        if (ok)
-#pragma unroll 1
-            for (int v = 0; v < 7; ++v)
-                lin_variable(c, cells, v, reconstruction::variable<double>(widen(w), double(H), FVSWE_LAYERS, v),
-                             nb, ctrl, sc);
-    }
-    if (ok) ok = lin_face_states(c, cells, sc, ctrl);
+    const bool ok = lin_faces(Win, c, cells, w, H, code, ctrl);
     ctrl->lin_fallback[c] = ok ? 0 : 1;
     if (ok) return;
     if (op & OP_COUNT) atomicAdd(&ctrl->first_order, 1ULL);
     for (int m = 0; m < FVSWE_K; ++m) store_cell(static_cast<real4*>(ctrl->lin_faces), c * FVSWE_K + m, w, H, real(0));
 }
 
+#if !FVSWE_INTERIOR_IN_STEP
 // Slots 0 .. n_slots-1 (the owned cells'), a thread each: their cell-interior terms
-// (lin_interior) into lin_interior, zero where the slot has no edge. A pass of its own, a
+// (slot_interior) into lin_interior, zero where the slot has no edge. A pass of its own, a
 // thread a slot: within faces_pass (a thread a cell) it held 151 registers, 10 % occupancy on
-// the H100. The block variant forms the terms in block_step instead (none stored, no launch).
+// the H100. A block module forms the terms where it uses them instead (none stored, no pass).
 // code, normal, length: the slots' (the gather variant's per-slot tables).
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
 interior_pass(const int n_slots, const real4* __restrict__ Win, const int* __restrict__ code,
@@ -255,18 +206,10 @@ interior_pass(const int n_slots, const real4* __restrict__ Win, const int* __res
     if (!step_active(ctrl)) return;
     const int s = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
     if (s >= n_slots) return;
-    real* B = static_cast<real*>(ctrl->lin_interior) + (size_t)s * NVAR;
-    if (ctrl->lin_slot[s] == -2) {
-#pragma unroll
-        for (int v = 0; v < NVAR; ++v) B[v] = real(0);
-        return;
-    }
-    const int cd = __ldg(code + s);
-    const real2 n = __ldg(normal + s);
-    const bool side_j = cd >= 0 && (cd & 1);
     real b[NVAR];
-    lin_interior(Win, ctrl, s / FVSWE_K, s, side_j ? -n.x : n.x, side_j ? -n.y : n.y,
-                 __ldg(length + s), b);
+    slot_interior(Win, ctrl, s, __ldg(code + s), __ldg(normal + s), __ldg(length + s), b);
+    real* B = static_cast<real*>(ctrl->lin_interior) + (size_t)s * NVAR;
 #pragma unroll
     for (int v = 0; v < NVAR; ++v) B[v] = b[v];
 }
+#endif

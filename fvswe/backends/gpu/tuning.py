@@ -42,8 +42,8 @@ LIMIT_BLOCKS = 1024
 #: 2.1 -> 2.6; the one-layer modules fit without a cap.
 RESIDENT_THREADS = {(2, True): 512, (2, False): 768}
 
-#: Threads a block of linear.cuh's faces_pass (whatever the module's block): its scratch of 7
-#: variables' value, limiter factor and gradient per thread takes 224 B a thread of shared memory.
+#: Threads a block of linear.cuh's faces_pass, whatever the module's block (four blocks an SM at
+#: its 128 registers; docs/GPU.md, the linear reconstruction's cost).
 FACES_BLOCK = 128
 
 #: Most blocks of linear.cuh's troubled_pass (its threads stride over the cells): the last
