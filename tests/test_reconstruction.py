@@ -155,19 +155,28 @@ def _pulled_apart(mesh, **kw):
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
 @pytest.mark.parametrize(("make", "variant", "integrator", "steps"), [
     (_wet_dry_bump, "block", "ssp-rk2", 12), (_dry_lower_layer, "block", "ssp-rk3", 8),
-    (_pulled_apart, "edge", "ssp-rk2", 12), (_wet_dry_bump, "gather", "ssp-rk3", 6),
+    (_pulled_apart, "edge", "ssp-rk2", 12), (_pulled_apart, "block", "ssp-rk2", 12),
+    (_wet_dry_bump, "gather", "ssp-rk3", 6),
     (_dry_lower_layer, "slot", "ssp-rk2", 6), (_wet_dry_bump, "grid", "ssp-rk3", 8)])  # fmt: skip
-def test_linear_on_the_host_gpu_is_the_cpu_bitwise(make, variant, integrator, steps):
+def test_linear_on_the_host_gpu_is_the_cpu_bitwise(make, variant, integrator, steps, monkeypatch):
     """Issue 27 stage 3: the GPU's linear reconstruction (linear.cuh: troubled_pass and
     faces_pass before each residual, the edges on the face states), run on the host, gives
     the CPU's float64 state, time and counters bit for bit: one and two layers, SSP-RK2 and
     SSP-RK3, with dry cells and a dry lower layer (first-order fallback) and with the
-    positivity limiter acting (pulled apart); in every variant (grid: on a Cartesian grid)."""
+    positivity limiter acting (pulled apart: edge, and block, whose limiter kernels form the
+    interior terms as its step does); in every variant (grid: on a Cartesian grid).
+    The block runs take troubled_pass on one block of 32 threads striding over all cells (as
+    on millions of cells, where its grid is capped)."""
+    options = _host_gpu(variant)
+    if variant == "block":
+        monkeypatch.setattr(gpu.backend, "TROUBLED_BLOCKS", 1)
+        options["backend_options"]["block"] = 32
     grid = Grid(12, 12, 0.8, 0.8, origin=(-4.8, -4.8))
     mesh = grid.mesh() if variant == "grid" else irregular(6, half=5.0)
     cpu = make(mesh, backend="cpu", integrator=integrator, reconstruction="linear")
-    dev = make(mesh, integrator=integrator, reconstruction="linear", **_host_gpu(variant))
+    dev = make(mesh, integrator=integrator, reconstruction="linear", **options)
     assert dev.backend.variant == variant
+    assert variant != "block" or dev.backend._troubled_blocks * dev.backend.block < mesh.n_cells
     for sim in (cpu, dev):
         sim.run(1e6, max_steps=steps)
     assert (dev.t, dev.steps) == (cpu.t, cpu.steps) and cpu.steps == steps
@@ -210,12 +219,13 @@ def test_every_residual_counts_its_first_order_cells():
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: cannot compile the CUDA sources")
 def test_the_linear_module_compiles_for_the_device_and_first_order_has_none_of_it():
-    """A linear module (FVSWE_LINEAR) compiles to sm_90 PTX with troubled_pass, faces_pass
-    and interior_pass beside its step; a first-order module's options are those it had before
-    the switch existed (no FVSWE_LINEAR) and its PTX has neither kernel (its PTX was checked
-    equal to the one before this change: PVM-IFCP block float32, HLL block float64, Roe
-    gather float64, IR-Roe edge float32, HLL-WD slot float32, HLL-WD grid float32, Roe grid
-    float64)."""
+    """A linear block module (FVSWE_LINEAR) compiles to sm_90 PTX with troubled_pass and
+    faces_pass beside its step (no interior_pass: it forms the terms where it uses them; the
+    other variants launch it, tested on the host); a first-order module's options are those
+    it had before the switch existed (no FVSWE_LINEAR) and its PTX has neither kernel (its
+    PTX was checked equal to the one before this change: PVM-IFCP block float32, HLL block
+    float64, Roe gather float64, IR-Roe edge float32, HLL-WD slot float32, HLL-WD grid
+    float32, Roe grid float64)."""
     scheme, layers, dtype, variant = "pvm-ifcp", 2, np.float32, "block"
     plain = gpu.compile_options(scheme, layers, dtype, variant)
     assert gpu.compile_options(scheme, layers, dtype, variant, linear=False) == plain
@@ -224,12 +234,13 @@ def test_the_linear_module_compiles_for_the_device_and_first_order_has_none_of_i
         opts = gpu.compile_options(scheme, layers, dtype, variant, linear=linear)
         cmd = [NVCC, "--ptx", "-arch=sm_90", *opts]
         ptx[linear] = cached_build(variant, gpu.source(variant), cmd, ".cu").read_text()
-    for name in ("troubled_pass", "faces_pass", "interior_pass", "block_step"):
+    for name in ("troubled_pass", "faces_pass", "block_step"):
         assert f".entry {name}(" in ptx[True]
         assert (f".entry {name}(" in ptx[False]) == (name == "block_step")
-    # issue 27 "Cost": the interior terms in a pass of their own (faces_pass held 151
-    # registers with them), stored in float32 by a float32 module (half the step's bytes)
-    for name in ("faces_pass", "interior_pass"):
+    # issue 27 "Cost": the block module forms the interior terms where it uses them (no
+    # interior_pass, nothing stored), and stores the face states in float32
+    assert ".entry interior_pass(" not in ptx[True]
+    for name in ("faces_pass",):
         body = ptx[True].split(f".entry {name}(")[1].split(".entry ")[0]
         stores = set(re.findall(r"\bst(?:\.global)?(?:\.v\d)?\.(f\d\d)", body))
         assert stores == {"f32"}

@@ -7,6 +7,9 @@
 // order and closes (close_cell), so the results are bitwise those of the other variants.
 // No slot arrays in global memory, one launch per step (lagged/fixed); reads Win and writes
 // Wout, so the host alternates two buffers as for gather.cu.
+// A linear module's step forms its slots' cell-interior terms (block_interior; the limiter's
+// kernels through edge_contribution): none stored, no interior_pass.
+#define FVSWE_INTERIOR_IN_STEP 1
 #include "pipeline.cuh"
 
 #ifndef FVSWE_CELLS
@@ -48,23 +51,37 @@ __device__ __forceinline__ void block_edge(const real4* __restrict__ Win, const 
         if ((op & OP_COUNT) && f.flags) count_flags(ctrl, f.flags);
 #pragma unroll
         for (int m = 0; m < NVAR; ++m) slots[id.z][m] = mul_rn(len, f.Fm[m]);
-#if FVSWE_LINEAR
-#pragma unroll
-        for (int m = 0; m < NVAR; ++m) slots[id.z][m] = with_interior(ctrl, si, m, slots[id.z][m]);
-#endif
         slots[id.z][NVAR] = mul_rn(len, f.d);
         if (FVSWE_LAYERS == 2) slots[id.z][SLOT_LEN] = len;
     }
     if (id.w < 0) return;
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) slots[id.w][m] = mul_rn(len, f.Fp[m]);
-#if FVSWE_LINEAR
-#pragma unroll
-    for (int m = 0; m < NVAR; ++m) slots[id.w][m] = with_interior(ctrl, sj, m, slots[id.w][m]);
-#endif
     slots[id.w][NVAR] = mul_rn(len, f.d);
     if (FVSWE_LAYERS == 2) slots[id.w][SLOT_LEN] = len;
 }
+
+#if FVSWE_LINEAR
+// Edge task t's sides of this block get their cell-interior terms added (lin_interior, formed
+// here rather than stored by interior_pass: the step reads no per-slot terms), in the order the
+// CPU adds them (with_interior). Each side's writer is block_edge's thread of the same task.
+__device__ __forceinline__ void block_interior(const real4* __restrict__ Win, const int4 id,
+                                               const real2 n, const real len, const Ctrl* ctrl,
+                                               real (*slots)[SLOT_COLS])
+{
+    const int base = blockIdx.x * FVSWE_CELLS * FVSWE_K;
+    real b[NVAR];
+    if (id.z >= 0) {
+        lin_interior(Win, ctrl, id.x, base + id.z, n.x, n.y, len, b);
+#pragma unroll
+        for (int m = 0; m < NVAR; ++m) slots[id.z][m] = with_interior(slots[id.z][m], b[m]);
+    }
+    if (id.w < 0) return;
+    lin_interior(Win, ctrl, id.y, base + id.w, -n.x, -n.y, len, b);
+#pragma unroll
+    for (int m = 0; m < NVAR; ++m) slots[id.w][m] = with_interior(slots[id.w][m], b[m]);
+}
+#endif
 
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK, FVSWE_MIN_BLOCKS)
 block_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__ Wout,
@@ -85,6 +102,10 @@ block_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__
     const int end = __ldg(start + blockIdx.x + 1);
     for (int t = __ldg(start + blockIdx.x) + threadIdx.x; t < end; t += FVSWE_BLOCK)
         block_edge(Win, __ldg(task + t), __ldg(normal + t), __ldg(length + t), prm, ctrl, op, slots);
+#if FVSWE_LINEAR  // the same tasks on the same threads: no barrier between the two walks
+    for (int t = __ldg(start + blockIdx.x) + threadIdx.x; t < end; t += FVSWE_BLOCK)
+        block_interior(Win, __ldg(task + t), __ldg(normal + t), __ldg(length + t), ctrl, slots);
+#endif
     __syncthreads();
     real dti = REAL_INF;
     for (int l = threadIdx.x; l < cells; l += FVSWE_BLOCK) {

@@ -44,9 +44,11 @@ __device__ __forceinline__ void lin_block_range(double* lo, double* hi, double* 
         }
 }
 
-// Cells 0 .. n_cells-1 (a part's halo too): troubled flag (reconstruction::troubled) into
-// lin_troubled, and the range of the variables of the cells that are not troubled: per block
-// into lin_partial, then the last block reduces them into lin_extent (the CPU's extent).
+// Cells 0 .. n_cells-1 (a part's halo too), a grid of at most TROUBLED_BLOCKS blocks striding
+// over them: troubled flag (reconstruction::troubled) into lin_troubled, and the range of the
+// variables of the cells that are not troubled: per block into lin_partial, then the last block
+// reduces them into lin_extent (the CPU's extent). Few blocks keep that last block's walk
+// over the partials short (a block a 224 cells left it 9 300 partials, one SM working).
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
 troubled_pass(const int n_cells, const real4* __restrict__ Win, Ctrl* ctrl)
 {
@@ -57,8 +59,7 @@ troubled_pass(const int n_cells, const real4* __restrict__ Win, Ctrl* ctrl)
         lo[v] = inf;
         hi[v] = -inf;
     }
-    const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
-    if (c < n_cells) {
+    for (int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x; c < n_cells; c += gridDim.x * FVSWE_BLOCK) {
         real w[NVAR], H;
         load_cell(Win, c, w, H);
         const bool bad = reconstruction::troubled<double>(widen(w), FVSWE_LAYERS, ctrl->g, ctrl->r,
@@ -67,8 +68,8 @@ troubled_pass(const int n_cells, const real4* __restrict__ Win, Ctrl* ctrl)
         if (!bad) {
             const auto V = lin_variables(w, H);
             for (int v = 0; v < 7; ++v) {
-                lo[v] = fv_at(V, v);
-                hi[v] = fv_at(V, v);
+                lo[v] = fmin(lo[v], fv_at(V, v));
+                hi[v] = fmax(hi[v], fv_at(V, v));
             }
         }
     }
@@ -105,11 +106,18 @@ __device__ __forceinline__ void lin_store_face(Ctrl* ctrl, int s, const State& W
     store_cell(static_cast<real4*>(ctrl->lin_faces), s, w, real(Hf), real(0));
 }
 
+// Row q of slot m of cell c in lin_geom (wx, wy, ox, oy): rows of a value per cell, `cells`
+// long, so that a warp's threads (consecutive cells) read a row together.
+__device__ __forceinline__ double lin_geom(const Ctrl* ctrl, int cells, int c, int m, int q)
+{
+    return __ldg(ctrl->lin_geom + (size_t)(4 * m + q) * cells + c);
+}
+
 // Cell c's gradients, limiter factors and face states (the CPU's _gradient and the first half
 // of _reconstruct_cell); returns whether it stays linear (not troubled, nor a neighbour, and
 // no face depth negative). code: the slots' codes (2 * neighbour + side, or minus a boundary).
-__device__ __forceinline__ bool lin_faces(const real4* __restrict__ Win, int c, const real* w, real H,
-                                          const int* __restrict__ code, Ctrl* ctrl)
+__device__ __forceinline__ bool lin_faces(const real4* __restrict__ Win, int c, int cells, const real* w,
+                                          real H, const int* __restrict__ code, Ctrl* ctrl)
 {
     const auto Vi = lin_variables(w, H);
     const double z = 0.0;
@@ -117,7 +125,6 @@ __device__ __forceinline__ bool lin_faces(const real4* __restrict__ Win, int c, 
     auto gy = gx;
     auto lo = Vi, hi = Vi;
     bool ok = ctrl->lin_troubled[c] == 0;
-    const double* geom = ctrl->lin_geom + 4 * (size_t)c * FVSWE_K;
     for (int m = 0; m < FVSWE_K; ++m) {
         const int s = c * FVSWE_K + m;
         const int j = ctrl->lin_slot[s] >= 0 ? __ldg(code + s) >> 1 : -1;
@@ -131,7 +138,8 @@ __device__ __forceinline__ bool lin_faces(const real4* __restrict__ Win, int c, 
             }
         }
         if (ok) {
-            const auto g2 = reconstruction::lsq_sums<double>(gx, gy, Vi, Vj, geom[4 * m], geom[4 * m + 1]);
+            const auto g2 = reconstruction::lsq_sums<double>(gx, gy, Vi, Vj, lin_geom(ctrl, cells, c, m, 0),
+                                                             lin_geom(ctrl, cells, c, m, 1));
             gx = g2.f0;
             gy = g2.f1;
             const auto b = reconstruction::bounds<double>(lo, hi, Vj);
@@ -146,43 +154,50 @@ __device__ __forceinline__ bool lin_faces(const real4* __restrict__ Win, int c, 
     const auto span = fv_make(sp[0], sp[1], sp[2], sp[3], sp[4], sp[5], sp[6]);
     auto phi = fv_make(1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0);
     for (int m = 0; m < FVSWE_K; ++m)
-        phi = reconstruction::limited<double>(phi, Vi, gx, gy, lo, hi, geom[4 * m + 2], geom[4 * m + 3], span);
+        phi = reconstruction::limited<double>(phi, Vi, gx, gy, lo, hi, lin_geom(ctrl, cells, c, m, 2),
+                                              lin_geom(ctrl, cells, c, m, 3), span);
     for (int m = 0; m < FVSWE_K; ++m) {
-        const auto f = reconstruction::face_state<double>(phi, Vi, gx, gy, geom[4 * m + 2],
-                                                          geom[4 * m + 3], FVSWE_LAYERS);
+        const auto f = reconstruction::face_state<double>(phi, Vi, gx, gy, lin_geom(ctrl, cells, c, m, 2),
+                                                          lin_geom(ctrl, cells, c, m, 3), FVSWE_LAYERS);
         ok = ok && f.f0.f0 >= 0 && f.f0.f3 >= 0;
         lin_store_face(ctrl, c * FVSWE_K + m, f.f0, f.f1);
     }
     return ok;
 }
 
-// Cells 0 .. n_cells-1 (owned): face states and beds into their own slots (the first half of the
-// CPU's _reconstruct_cell); a cell that falls back to first order gets its own state in every
-// slot, is marked in lin_fallback (interior_pass gives its slots no interior term) and is
-// counted (op & OP_COUNT) in first_order. code: the slots' codes (the gather variant's table).
-// Two blocks an SM (at most 128 registers, 24 B of stack in float32): 0.68 -> 0.84 G cell-steps/s
-// PVM-IFCP float32 on the H200 at 2.08 M cells (three blocks: 0.80; float64 the same in all).
-extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK, 2)
-faces_pass(const int n_cells, const real4* __restrict__ Win, const int* __restrict__ code, Ctrl* ctrl,
-           const int op)
+#ifndef FVSWE_FACES_BLOCK
+#error "FVSWE_FACES_BLOCK (faces_pass's threads a block) comes from fvswe.backends.gpu.compile_options"
+#endif
+// Cells 0 .. n_cells-1 (owned; `cells` all, lin_geom's row length): face states and beds into
+// their own slots (the first half of the CPU's _reconstruct_cell); a cell that falls back to
+// first order gets its own state in every slot, is marked in lin_fallback (its slots get no
+// interior term) and is counted (op & OP_COUNT) in first_order. code: the slots' codes (the
+// gather variant's table). Blocks of FVSWE_FACES_BLOCK threads (128), four an SM (at most 128
+// registers), whatever the module's block. Measured on the H200 (PVM-IFCP float32, 2.08 M
+// cells, one stage under Nsight Compute): 525 us with the geometry a slot's 4 values together
+// and 224-thread blocks, 514 us so; one variable at a time (the neighbours in registers, the
+// variables' values, factors and gradients in shared memory) took 550 us.
+extern "C" __global__ void __launch_bounds__(FVSWE_FACES_BLOCK, 4)
+faces_pass(const int n_cells, const int cells, const real4* __restrict__ Win,
+           const int* __restrict__ code, Ctrl* ctrl, const int op)
 {
     if (!step_active(ctrl)) return;
-    const int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
+    const int c = blockIdx.x * FVSWE_FACES_BLOCK + threadIdx.x;
     if (c >= n_cells) return;
     real w[NVAR], H;
     load_cell(Win, c, w, H);
-    const bool ok = lin_faces(Win, c, w, H, code, ctrl);
+    const bool ok = lin_faces(Win, c, cells, w, H, code, ctrl);
     ctrl->lin_fallback[c] = ok ? 0 : 1;
     if (ok) return;
     if (op & OP_COUNT) atomicAdd(&ctrl->first_order, 1ULL);
     for (int m = 0; m < FVSWE_K; ++m) store_cell(static_cast<real4*>(ctrl->lin_faces), c * FVSWE_K + m, w, H, real(0));
 }
 
-// Slots 0 .. n_slots-1 (the owned cells'), a thread each: |Gamma| times the cell-interior term
-// (reconstruction::interior, in double as the CPU's) from the cell's state to the slot's face
-// state (faces_pass), rounded to real (the CPU's rest of _reconstruct_cell); zero where the
-// cell fell back to first order or the slot has no edge. A pass of its own, a thread a slot:
-// within faces_pass (a thread a cell) it held 151 registers, 10 % occupancy on the H100.
+#if !FVSWE_INTERIOR_IN_STEP
+// Slots 0 .. n_slots-1 (the owned cells'), a thread each: their cell-interior terms
+// (slot_interior) into lin_interior, zero where the slot has no edge. A pass of its own, a
+// thread a slot: within faces_pass (a thread a cell) it held 151 registers, 10 % occupancy on
+// the H100. A block module forms the terms where it uses them instead (none stored, no pass).
 // code, normal, length: the slots' (the gather variant's per-slot tables).
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
 interior_pass(const int n_slots, const real4* __restrict__ Win, const int* __restrict__ code,
@@ -191,23 +206,10 @@ interior_pass(const int n_slots, const real4* __restrict__ Win, const int* __res
     if (!step_active(ctrl)) return;
     const int s = blockIdx.x * FVSWE_BLOCK + threadIdx.x;
     if (s >= n_slots) return;
-    const int c = s / FVSWE_K;
+    real b[NVAR];
+    slot_interior(Win, ctrl, s, __ldg(code + s), __ldg(normal + s), __ldg(length + s), b);
     real* B = static_cast<real*>(ctrl->lin_interior) + (size_t)s * NVAR;
-    if (ctrl->lin_fallback[c] || ctrl->lin_slot[s] == -2) {
 #pragma unroll
-        for (int v = 0; v < NVAR; ++v) B[v] = real(0);
-        return;
-    }
-    real w[NVAR], H, wf[NVAR], Hf;
-    load_cell(Win, c, w, H);
-    load_face(ctrl, s, wf, Hf);
-    const int cd = __ldg(code + s);
-    const real2 n = __ldg(normal + s);
-    const bool side_j = cd >= 0 && (cd & 1);
-    const double nx = side_j ? -n.x : n.x, ny = side_j ? -n.y : n.y;
-    const auto b = reconstruction::interior<double>(widen(w), widen(wf), double(H), double(Hf), nx,
-                                                    ny, ctrl->g, ctrl->r, ctrl->eps_h);
-    const double len = double(__ldg(length + s));
-#pragma unroll
-    for (int v = 0; v < NVAR; ++v) B[v] = real(len * fv_at(b, v));
+    for (int v = 0; v < NVAR; ++v) B[v] = b[v];
 }
+#endif

@@ -52,6 +52,11 @@
 #ifndef FVSWE_SPHERE
 #define FVSWE_SPHERE 0
 #endif
+// 1 (block.cu, before including this): the linear slots' cell-interior terms are formed where
+// they are used (slot_interior), none stored by interior_pass.
+#ifndef FVSWE_INTERIOR_IN_STEP
+#define FVSWE_INTERIOR_IN_STEP 0
+#endif
 
 // Generated from Python (fvswe/backends/cuda_header.py): the constants and struct Ctrl
 // (constants.cuh), the physics emitted from the Numba modules by fvswe.codegen
@@ -602,11 +607,49 @@ __device__ __forceinline__ void load_face(const Ctrl* ctrl, int s, real* w, real
     load_cell(static_cast<const real4*>(ctrl->lin_faces), s, w, H);
 }
 
-// |Gamma| F of slot s plus its cell-interior term |Gamma| B (interior_pass's, real), summed in
-// double and rounded to real: the CPU's acc[s, v] = F[v] + interior[s, v] (kernels._store).
+// |Gamma| F of slot s plus its cell-interior term |Gamma| B (real), summed in double and rounded
+// to real: the CPU's acc[s, v] = F[v] + interior[s, v] (kernels._store).
+__device__ __forceinline__ real with_interior(real lf, real b) { return real(double(lf) + double(b)); }
+
+// The same with the term interior_pass stored (the variants but block, which forms it).
 __device__ __forceinline__ real with_interior(const Ctrl* ctrl, int s, int m, real lf)
 {
-    return real(double(lf) + double(static_cast<const real*>(ctrl->lin_interior)[(size_t)s * NVAR + m]));
+    return with_interior(lf, static_cast<const real*>(ctrl->lin_interior)[(size_t)s * NVAR + m]);
+}
+
+// |Gamma| times slot s's cell-interior term into B (reconstruction::interior, in double as the
+// CPU's), from cell c's state to the slot's face state, (nx, ny) the normal out of c, len the
+// edge's length, rounded to real (the CPU's rest of _reconstruct_cell); zero where c fell back
+// to first order (lin_fallback).
+__device__ __forceinline__ void lin_interior(const real4* __restrict__ Win, const Ctrl* ctrl, int c,
+                                             int s, double nx, double ny, real len, real* B)
+{
+    if (ctrl->lin_fallback[c]) {
+#pragma unroll
+        for (int v = 0; v < NVAR; ++v) B[v] = real(0);
+        return;
+    }
+    real w[NVAR], H, wf[NVAR], Hf;
+    load_cell(Win, c, w, H);
+    load_face(ctrl, s, wf, Hf);
+    const auto b = reconstruction::interior<double>(widen(w), widen(wf), double(H), double(Hf), nx,
+                                                    ny, ctrl->g, ctrl->r, ctrl->eps_h);
+#pragma unroll
+    for (int v = 0; v < NVAR; ++v) B[v] = real(double(len) * fv_at(b, v));
+}
+
+// Slot s's term formed from its per-slot code cd, normal n (the edge's) and length: zero where
+// the slot has no edge (lin_slot -2), else lin_interior with the normal out of its cell.
+__device__ __forceinline__ void slot_interior(const real4* __restrict__ Win, const Ctrl* ctrl, int s,
+                                              int cd, real2 n, real len, real* B)
+{
+    if (ctrl->lin_slot[s] == -2) {
+#pragma unroll
+        for (int v = 0; v < NVAR; ++v) B[v] = real(0);
+        return;
+    }
+    const bool side_j = cd >= 0 && (cd & 1);
+    lin_interior(Win, ctrl, s / FVSWE_K, s, side_j ? -n.x : n.x, side_j ? -n.y : n.y, len, B);
 }
 #endif
 
@@ -636,7 +679,12 @@ __device__ __forceinline__ void edge_contribution(const real4* __restrict__ Win,
     if (!side_j && f.flags && (op & OP_COUNT)) count_flags(ctrl, f.flags);  // each edge once
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) out[m] = mul_rn(len, side_j ? f.Fp[m] : f.Fm[m]);
-#if FVSWE_LINEAR
+#if FVSWE_LINEAR && FVSWE_INTERIOR_IN_STEP  // the limiter's kernels of a block module
+    real b[NVAR];
+    slot_interior(Win, ctrl, s, cd, n, len, b);
+#pragma unroll
+    for (int m = 0; m < NVAR; ++m) out[m] = with_interior(out[m], b[m]);
+#elif FVSWE_LINEAR
 #pragma unroll
     for (int m = 0; m < NVAR; ++m) out[m] = with_interior(ctrl, s, m, out[m]);
 #endif

@@ -25,9 +25,7 @@ from .build import compile_options, launch_shape, module, runtime_of
 from .device import linear_arrays, step_bytes, upload
 from .plan import HOOKS, Launch, batch_size, compile_plan, steps_left
 from .state import DeviceState
-from .tuning import (
-    GRID_VARIANT,
-)
+from .tuning import FACES_BLOCK, GRID_VARIANT, TROUBLED_BLOCKS
 
 #: Most steps one CUDA graph replays.
 DEFAULT_BATCH = 64
@@ -158,7 +156,8 @@ class GpuBackend(DeviceState):
         names += ("bed_pass",) if self.layout.slide is not None else ()
         names += ("maxima_pass",) if self.layout.maxima is not None else ()
         names += ("count_edges",) if counts else ()
-        names += ("troubled_pass", "faces_pass", "interior_pass") if self.linear else ()
+        names += ("troubled_pass", "faces_pass") if self.linear else ()
+        names += ("interior_pass",) if self.linear and not self._interior_in_step else ()
         return names + (("limit_theta", "limit_update") if self.model.layers == 2 else ())
 
     def _allocate(self) -> None:
@@ -190,6 +189,17 @@ class GpuBackend(DeviceState):
         if self.linear:
             self.cfl *= LINEAR_CFL
 
+    @property
+    def _interior_in_step(self) -> bool:
+        """Whether the step kernel forms the slots' cell-interior terms itself (block.cu's
+        block_interior) rather than reading interior_pass's."""
+        return self.variant == "block"
+
+    @property
+    def _troubled_blocks(self) -> int:
+        """troubled_pass's grid: a block per ``block`` cells, at most TROUBLED_BLOCKS."""
+        return min((int(self.layout.n_cells) + self.block - 1) // self.block, TROUBLED_BLOCKS)
+
     def _setup_linear(self) -> None:
         """The linear reconstruction's device arrays (linear.cuh), pointed to by the control
         block: face states and cell-interior terms per slot, the slots across, the LSQ weights
@@ -198,10 +208,11 @@ class GpuBackend(DeviceState):
         nvec = 2 if self.model.layers == 2 else 1
         across, geom = linear_arrays(lay)
         slots = lay.n_cells * lay.k
-        blocks = (lay.n_cells + self.block - 1) // self.block
+        blocks = self._troubled_blocks
         with self.stream:
+            interior = 0 if self._interior_in_step else slots * self.model.nvar
             arrays = {"lin_faces": cp.zeros((slots * nvec, 4), dtype=self.dtype),
-                      "lin_interior": cp.zeros(slots * self.model.nvar, dtype=self.dtype),
+                      "lin_interior": cp.zeros(interior, dtype=self.dtype),
                       "lin_slot": cp.asarray(across), "lin_geom": cp.asarray(geom),
                       "lin_troubled": cp.zeros(lay.n_cells, dtype=np.int32),
                       "lin_fallback": cp.zeros(lay.n_cells, dtype=np.int32),
@@ -212,17 +223,20 @@ class GpuBackend(DeviceState):
     def _reconstruct(self, launch: Launch, win) -> None:
         """A pass of the linear reconstruction of ``win``: troubled_pass over every cell,
         faces_pass over the owned ones (their op: whether fallen-back cells count), then
-        interior_pass over their slots."""
+        interior_pass over their slots (but in the block variant, whose step forms them)."""
         n = int(self.layout.n_cells)
         if launch.kernel == "troubled_pass":
-            self._k["troubled_pass"](((n + self.block - 1) // self.block,), (self.block,),
+            self._k["troubled_pass"]((self._troubled_blocks,), (self.block,),
                                      (np.int32(n), win, self._ctrl))  # fmt: skip
             return
         d = self._dev
         code, normal, length = d.slot_tables
         op, ctrl, slots = np.int32(launch.op), self._ctrl, np.int32(int(d.L) * self.layout.k)
-        grid = (int(d.L) + self.block - 1) // self.block
-        self._k["faces_pass"]((grid,), (self.block,), (d.L, win, code, ctrl, op))
+        grid = (int(d.L) + FACES_BLOCK - 1) // FACES_BLOCK
+        cells = np.int32(n)
+        self._k["faces_pass"]((grid,), (FACES_BLOCK,), (d.L, cells, win, code, ctrl, op))
+        if self._interior_in_step:
+            return
         grid = (int(slots) + self.block - 1) // self.block
         self._k["interior_pass"]((grid,), (self.block,), (slots, win, code, normal, length, ctrl))
 

@@ -24,6 +24,7 @@ from .device import grid_arrays
 from .tuning import (
     BLOCK_SHARED_MAX,
     DEFAULT_BLOCK,
+    FACES_BLOCK,
     GRID_LAUNCH,
     GRID_TILE_X,
     GRID_VARIANT,
@@ -147,7 +148,7 @@ def compile_options(
         + ((f"-DFVSWE_CELLS={cells or block}",) if variant == "block" else ())
         + (FAST_MATH if fast_math else ())
         + (("-DFVSWE_COMPENSATED=1",) if compensated and not double else ())
-        + (("-DFVSWE_LINEAR=1",) if linear else ())
+        + (("-DFVSWE_LINEAR=1", f"-DFVSWE_FACES_BLOCK={FACES_BLOCK}") if linear else ())
         + (("-DFVSWE_SPHERE=1",) if sphere else ())
     )
 

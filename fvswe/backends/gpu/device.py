@@ -88,14 +88,15 @@ def slot_codes(lay: Layout) -> np.ndarray:
 def linear_arrays(lay: Layout) -> tuple[np.ndarray, np.ndarray]:
     """The linear reconstruction's per-slot arrays (linear.cuh): the slot across each slot's
     edge (int32; -1 on the boundary, -2 where the slot has no edge) and ``(wx, wy, ox, oy)``,
-    its least-squares weights and face offset (float64, as the CPU's)."""
+    its least-squares weights and face offset (float64, as the CPU's), as ``4 k`` rows of a
+    value per cell (row ``4 m + q``: faces_pass's threads, a cell each, read a row together)."""
     e = lay.cell_edges.ravel()
     side = lay.cell_side.ravel().astype(np.intp)
     across = lay.edge_slot[np.maximum(e, 0), 1 - side]
     across = np.where(lay.edge_cells[np.maximum(e, 0), 1 - side] < 0, -1, across)
     across = np.where(e < 0, -2, across).astype(np.int32)
-    geom = np.concatenate((lay.lsq_weight, lay.face_offset), axis=2).reshape(-1, 4)
-    return across, np.ascontiguousarray(geom, dtype=np.float64)
+    geom = np.concatenate((lay.lsq_weight, lay.face_offset), axis=2)  # (cells, k, 4)
+    return across, np.ascontiguousarray(geom.reshape(lay.n_cells, -1).T, dtype=np.float64)
 
 
 class GridArrays(NamedTuple):

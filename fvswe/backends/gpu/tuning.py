@@ -42,6 +42,14 @@ LIMIT_BLOCKS = 1024
 #: 2.1 -> 2.6; the one-layer modules fit without a cap.
 RESIDENT_THREADS = {(2, True): 512, (2, False): 768}
 
+#: Threads a block of linear.cuh's faces_pass, whatever the module's block (four blocks an SM at
+#: its 128 registers; docs/GPU.md, the linear reconstruction's cost).
+FACES_BLOCK = 128
+
+#: Most blocks of linear.cuh's troubled_pass (its threads stride over the cells): the last
+#: block's walk over the blocks' partial ranges stays short.
+TROUBLED_BLOCKS = 1024
+
 #: Shared memory a thread block of the ``block`` variant may use for its slots (bytes).
 #: Static shared memory a CUDA block may hold (block.cu's slots, grid.cu's static_assert).
 SHARED_MAX = 48 * 1024
