@@ -123,9 +123,12 @@ GPU_RUNS = [
 #: The block runs again with the state's halo exchange overlapped with the interior blocks
 #: (``overlap``; docs/PARALLEL.md): the limiter beside the borders, the linear
 #: reconstruction, test1 in both schemes and dtypes, the tide's level boundary under SSP-RK2
-#: and the Hilbert-ordered tide on the block default.
+#: (blocks of 32 cells where none are asked for, so that each part of these small meshes has
+#: interior blocks) and the Hilbert-ordered tide on the block default.
 GPU_RUNS += [
-    {**run, "name": f"{run['name']}-overlap", "overlap": True}
+    {"cells": 32, **run, "name": f"{run['name']}-overlap", "overlap": True}
+    if run.get("variant") == "block"
+    else {**run, "name": f"{run['name']}-overlap", "overlap": True}
     for run in GPU_RUNS
     if run.get("variant") == "block" or run["name"] == "tide-hilbert-float32"
 ]
