@@ -152,3 +152,26 @@ def test_ranks_default_to_the_block_kernel_where_one_device_does(reference):
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
 def test_the_level_boundary_counts_its_inflow_over_the_stages(reference):
     assert abs(float(reference["tide-rk2"]["inflow"])) > 1.0
+
+
+def test_overlap_is_the_block_variants_and_its_switch_is_checked(monkeypatch):
+    """``overlap``: the option, else ``FVSWE_OVERLAP``, else the default (block only); asked
+    for with another variant, or an unreadable switch: a one-line ConfigError."""
+    from fvswe.backends.gpu.halo import OVERLAP_DEFAULT, overlap_mode
+    from fvswe.errors import ConfigError
+
+    monkeypatch.delenv("FVSWE_OVERLAP", raising=False)
+    assert overlap_mode(None, "block") == OVERLAP_DEFAULT
+    assert not overlap_mode(None, "gather") and not overlap_mode(False, "block")
+    assert overlap_mode(True, "block")
+    with pytest.raises(ConfigError, match="^overlap: only the block variant.* is edge$"):
+        overlap_mode(True, "edge")
+    monkeypatch.setenv("FVSWE_OVERLAP", "1")
+    assert overlap_mode(None, "block") and not overlap_mode(False, "block")
+    with pytest.raises(ConfigError, match="variant is slot"):
+        overlap_mode(None, "slot")
+    monkeypatch.setenv("FVSWE_OVERLAP", "0")
+    assert not overlap_mode(None, "block")
+    monkeypatch.setenv("FVSWE_OVERLAP", "yes")
+    with pytest.raises(ConfigError, match="^FVSWE_OVERLAP: 'yes' is neither 1 nor 0$"):
+        overlap_mode(None, "block")
