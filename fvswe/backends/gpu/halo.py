@@ -305,7 +305,7 @@ class GpuHalo:
         """The step plan's halo op ``launch`` (fvswe.backends.gpu.plan.HOOKS) on the backend's
         buffers ``bufs``."""
         if launch.kernel not in ("exchange", "reduce_dt", "tally"):
-            self.join()  # they read no state
+            self.join()  # but before those, which read no state (exchange: start joins)
         if launch.kernel == "exchange":
             (self.start if self.overlap else self.exchange)(bufs[launch.dst])
         elif launch.kernel == "exchange_theta":
