@@ -71,14 +71,14 @@ RUNS = [
 #: blocks on 2 and 3 ranks). The host runtime runs each launch at once and the hook issues
 #: the exchange at the join, so the interior blocks run before the halo rows come in: they
 #: must read none and write no row sent. A wrong split (``misplit``: one border block among
-#: the interior ones) must change the bits.
+#: the interior ones) must change the bits (it loses mass: let it run on).
 OVERLAPPED = {f"{n}-overlap": n for n in ("pulled-apart-block", "test1-rk3-float32-block",
                                           "tide-block-rk2")}  # fmt: skip
 RUNS += [
     *({**s, "name": f"{s['name']}-overlap", "overlap": True} for s in RUNS
       if f"{s['name']}-overlap" in OVERLAPPED),
     {**next(s for s in RUNS if s["name"] == "test1-rk3-float32-block"), "name": "misplit",
-     "overlap": True, "misplit": True},
+     "overlap": True, "misplit": True, "allow_mass_error": True},
 ]  # fmt: skip
 KEYS = ("state", "steps", "counters", "inflow", "limited", "sections", "variant")
 
