@@ -54,7 +54,7 @@ def worker(args) -> None:
     comm = world()
     mesh = family(f"square-{args.cells}")
     t0 = time.perf_counter()
-    options = {"overlap": bool(args.overlap)} if comm is not None and args.backend == "gpu" else {}
+    options = {"overlap": args.overlap == "1"} if comm is not None and args.backend == "gpu" else {}
     sim = get_case(args.case).simulation(
         mesh, scheme=args.scheme, backend=args.backend, order=args.order, threads=args.threads,
         dtype=args.dtype, comm=comm, backend_options=options or None,
