@@ -39,7 +39,8 @@ HALO_MODES = ("nccl", "host")
 #: The overlapped exchange's stream priority: CUDA clamps it to the device's greatest.
 SIDE_PRIORITY = -1000
 #: Whether GPU ranks on the block variant overlap the state's exchange by default
-#: (:func:`overlap_mode`).
+#: (:func:`overlap_mode`): no, as it gained nothing on two H200s (401 µs a step without, 403
+#: with; docs/PARALLEL.md).
 OVERLAP_DEFAULT = False
 
 
