@@ -15,9 +15,13 @@ parallel efficiency. ``--cells`` names one mesh for every rank count (strong
 scaling) or one per rank count (weak scaling: 1m, 2m are 1.02 M and 2.08 M cells).
 On more than one rank, ``halo_us`` is one halo round alone (exchange of the current
 state's halo and the Δt reduction, repeated ``--steps`` times, synchronised) and
-``halo_share`` its fraction of a step. Rank 0's ``assign`` + ``split`` time (METIS or
-Hilbert, fvswe.partition) is measured on its own. ``--backend gpu`` runs one GPU a rank
-(``FVSWE_HALO``: docs/PARALLEL.md).
+``halo_share`` its fraction of a step; ``compute_us`` a step with the halo hook detached
+(its kernels alone: the ranks then step with their own Δt), and ``exposed_us`` =
+``us_per_step`` - ``compute_us`` the halo time not hidden behind the kernels
+(``exposed_share`` of a step). ``--overlap 0,1`` runs each rank count above one with the
+GPU ranks' halo exchange overlapped (1) and not (0) (docs/PARALLEL.md). Rank 0's
+``assign`` + ``split`` time (METIS or Hilbert, fvswe.partition) is measured on its own.
+``--backend gpu`` runs one GPU a rank (``FVSWE_HALO``: docs/PARALLEL.md).
 """
 
 from __future__ import annotations
@@ -50,9 +54,10 @@ def worker(args) -> None:
     comm = world()
     mesh = family(f"square-{args.cells}")
     t0 = time.perf_counter()
+    options = {"overlap": args.overlap == "1"} if comm is not None and args.backend == "gpu" else {}
     sim = get_case(args.case).simulation(
         mesh, scheme=args.scheme, backend=args.backend, order=args.order, threads=args.threads,
-        dtype=args.dtype, comm=comm,
+        dtype=args.dtype, comm=comm, backend_options=options or None,
     )  # fmt: skip
     setup = time.perf_counter() - t0
     sim.backend.advance(float("inf"), args.warmup)
@@ -66,8 +71,9 @@ def worker(args) -> None:
             comm.Barrier()
         times.append(time.perf_counter() - start)
     halo = halo_seconds(sim, args.steps) / args.steps if comm is not None else 0.0
+    wall = statistics.median(times)
+    compute = compute_seconds(sim, args) if comm is not None else wall
     if sim.is_root:
-        wall = statistics.median(times)
         part = getattr(sim.backend, "part", None)
         print(RESULT + json.dumps({
             "ranks": sim.ranks, "setup_s": setup, "wall_s": wall, "runs_s": times,
@@ -76,7 +82,31 @@ def worker(args) -> None:
             "rank0_owned": None if part is None else part.n_owned,
             "rank0_halo": None if part is None else part.n_halo,
             "halo_us": halo * 1e6, "halo_share": halo * args.steps / wall,
+            "overlap": getattr(getattr(sim.backend, "local", None), "halo", None) is not None
+            and bool(getattr(sim.backend.local.halo, "overlap", False)),
+            "compute_us": compute / args.steps * 1e6,
+            "exposed_us": (wall - compute) / args.steps * 1e6,
+            "exposed_share": (wall - compute) / wall,
         }), flush=True)  # fmt: skip
+
+
+def compute_seconds(sim, args) -> float:
+    """The median seconds of ``--steps`` steps with the halo hook detached (no exchange, no
+    Δt reduction: each rank's kernels alone), synchronised as the timed runs."""
+    local = sim.backend.local
+    halo, local.halo = local.halo, None
+    drop = getattr(local, "drop_graphs", lambda: None)  # graphs captured the hook's calls
+    drop()
+    times = []
+    for _ in range(args.repeats):
+        sim.comm.Barrier()
+        start = time.perf_counter()
+        local.advance(float("inf"), args.steps)
+        sim.comm.Barrier()
+        times.append(time.perf_counter() - start)
+    drop()
+    local.halo = halo
+    return statistics.median(times)
 
 
 def halo_seconds(sim, rounds: int) -> float:
@@ -124,8 +154,9 @@ def partition_cost(size: str, ranks: int, method: str) -> dict:
             "imbalance": info["imbalance"]}  # fmt: skip
 
 
-def launch(n: int, cells: str, args) -> dict:
+def launch(n: int, cells: str, args, overlap: int = 0) -> dict:
     argv = [sys.executable, str(Path(__file__).resolve()), "--worker", "--cells", cells]
+    argv += ["--overlap", str(overlap)]
     for key in ("case", "scheme", "backend", "dtype", "order", "threads", "steps", "warmup",
                 "repeats"):  # fmt: skip
         argv += [f"--{key}", str(getattr(args, key))]
@@ -165,6 +196,8 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--partition-sizes", default="16k,64k,130k",
                    help="meshes on which to time rank 0's partitioning")  # fmt: skip
+    p.add_argument("--overlap", default="0",
+                   help="GPU ranks: 0, 1 or 0,1 (each rank count above one with each)")  # fmt: skip
     p.add_argument("--note", default="", help="a remark stored with the results")
     p.add_argument("--out", help="JSON file")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -178,9 +211,10 @@ def main() -> None:
         cells *= len(ranks)
     if len(cells) != len(ranks) or not set(cells) <= set(SIZES):
         sys.exit(f"scaling: --cells: one of {', '.join(SIZES)}, or one per rank count")
-    runs = [launch(n, c, args) for n, c in zip(ranks, cells, strict=True)]
-    for run, c in zip(runs, cells, strict=True):
-        run["cells"] = c
+    overlaps = [int(v) for v in args.overlap.split(",")]
+    runs = [{**launch(n, c, args, v), "cells": c} for n, c in zip(ranks, cells, strict=True)
+            for v in (overlaps if n > 1 else overlaps[:1])]  # fmt: skip
+    for run in runs:
         run["speedup"] = runs[0]["wall_s"] / run["wall_s"]  # strong; weak: ideally 1
         # cell-steps/s per rank against the first launch's (strong and weak scaling alike)
         per_rank = run["cell_steps_per_s"] / run["ranks"]

@@ -138,7 +138,7 @@ class DistributedBackend:
         if gpu:
             from .backends.gpu import block_shape, resolve_variant
             from .backends.gpu.build import runtime_of
-            from .backends.gpu.halo import GpuHalo, gpu_device, halo_mode
+            from .backends.gpu.halo import GpuHalo, gpu_device, halo_mode, overlap_mode
 
             runtime = options["runtime"] = runtime_of(options.get("runtime"))
             device, shared = gpu_device(comm, runtime)
@@ -155,6 +155,7 @@ class DistributedBackend:
                                                  layout.edge_cells, cells)  # fmt: skip
             # host staging cannot be captured; NCCL in graphs only when asked (FVSWE_NCCL_GRAPHS)
             options["graphs"] = mode == "nccl" and os.environ.get("FVSWE_NCCL_GRAPHS") == "1"
+            overlap = overlap_mode(options.pop("overlap", None), options["variant"])
         elif options.get("threads") is None:
             options["threads"] = _threads_per_rank(comm)
         self.comm = comm
@@ -169,7 +170,8 @@ class DistributedBackend:
             levels = self.part.edges[np.flatnonzero(local.levels.edge_level >= 0)]
         if gpu:
             tables = layout.levels is not None and layout.levels.count > 0
-            self.local.halo = GpuHalo(comm, self.part, self.local, mode, levels if tables else None)
+            self.local.halo = GpuHalo(comm, self.part, self.local, mode, levels if tables else None,
+                                      overlap)  # fmt: skip
         else:
             from .backends.halo import Halo
 

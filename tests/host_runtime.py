@@ -63,11 +63,14 @@ class _Graph:
 
 
 class _Stream:
-    """A stream: a context that makes it current, and graph capture of its launches."""
+    """A stream: a context that makes it current, and graph capture of its launches. Every
+    launch runs at once, so a stream's order is the program's and waiting on an event has
+    nothing to wait for (GPU ranks on the host stage their halo through MPI, whose runs the
+    GPU backend does not capture)."""
 
     current: _Stream | None = None
 
-    def __init__(self, non_blocking: bool = False) -> None:
+    def __init__(self, non_blocking: bool = False, priority: int = 0) -> None:
         self.ptr = id(self)
         self._capture: list | None = None
         self._outer: list[_Stream | None] = []
@@ -90,6 +93,9 @@ class _Stream:
     def synchronize(self) -> None:
         pass
 
+    def wait_event(self, event: _Event) -> None:
+        pass
+
     @staticmethod
     def run(launch) -> None:
         """Run ``launch`` now, or record it while the current stream captures."""
@@ -98,6 +104,16 @@ class _Stream:
             stream._capture.append(launch)
         else:
             launch()
+
+
+class _Event:
+    """An event: what it marks on its stream has run already."""
+
+    def __init__(self, disable_timing: bool = False) -> None:
+        pass
+
+    def record(self, stream: _Stream | None = None) -> None:
+        pass
 
 
 class _Kernel:
@@ -176,8 +192,9 @@ class HostRuntime:
 
     RawModule = RawModule
     cuda = SimpleNamespace(
-        Stream=_Stream, Device=_Device, runtime=SimpleNamespace(getDeviceCount=lambda: 1)
-    )
+        Stream=_Stream, Event=_Event, Device=_Device,
+        runtime=SimpleNamespace(getDeviceCount=lambda: 1),
+    )  # fmt: skip
     available = CXX is not None
 
     @staticmethod

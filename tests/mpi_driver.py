@@ -2,9 +2,11 @@
 
 ``mpiexec -n P python tests/mpi_driver.py RUNS.json OUT.npz``: RUNS.json is a list of
 ``{"name", "case", "t_end", "scheme", "order", "dtype", "nx", "backend", "variant",
-"cells", "dt_mode", "restart_at", "section"}`` (from "scheme" on optional; backend "cpu" by default;
-with "restart_at", the run is continued from a checkpoint written at that time; with
-"section" (a list of points), a section's volume is counted; the cases ``slope-surge``
+"cells", "dt_mode", "restart_at", "section", "overlap", "misplit"}`` (from "scheme" on
+optional; backend "cpu" by default; with "restart_at", the run is continued from a
+checkpoint written at that time; with "section" (a list of points), a section's volume is
+counted; "overlap": the GPU ranks' option (docs/PARALLEL.md), "misplit": one border block
+launched among the interior ones, before the halo is in (a wrong overlap); the cases ``slope-surge``
 and ``pulled-apart`` are tests/test_vanishing.py's, on ``nx`` x 2 triangles,
 ``periodic-strip`` tests/test_periodic.py's dam break on ``nx`` x 4 triangles and
 ``sphere-band`` tests/test_sphere.py's Williamson test 2 on ``3 nx x nx`` rectangles of a
@@ -118,6 +120,18 @@ GPU_RUNS = [
        "layers": layers, "t_end": 7200.0, "variant": variant, "backend": "gpu"}
       for layers, variant in ((1, "edge"), (2, "slot"))),
 ]  # fmt: skip
+#: The block runs again with the state's halo exchange overlapped with the interior blocks
+#: (``overlap``; docs/PARALLEL.md): the limiter beside the borders, the linear
+#: reconstruction, test1 in both schemes and dtypes, the tide's level boundary under SSP-RK2
+#: (blocks of 32 cells where none are asked for, so that each part of these small meshes has
+#: interior blocks) and the Hilbert-ordered tide on the block default.
+GPU_RUNS += [
+    {"cells": 32, **run, "name": f"{run['name']}-overlap", "overlap": True}
+    if run.get("variant") == "block"
+    else {**run, "name": f"{run['name']}-overlap", "overlap": True}
+    for run in GPU_RUNS
+    if run.get("variant") == "block" or run["name"] == "tide-hilbert-float32"
+]
 #: The GPU runs restarted across rank counts: test1, and the tide (its inflow counters).
 GPU_RESTARTS = [run for run in GPU_RUNS if run["name"] in ("test1-roe-float64", "tide-float64")]
 
@@ -129,6 +143,8 @@ def backend_options(spec: dict, comm=None) -> dict:
     reconstruction, whether a mass error may pass (a run made wrong on purpose), and the
     compensated float32 state where the spec names it."""
     options = {k: spec[k] for k in ("variant", "cells") if k in spec}
+    if comm is not None and "overlap" in spec:  # GPU ranks' option (one device has no halo)
+        options["overlap"] = spec["overlap"]
     backend = spec.get("backend", "cpu")
     if backend == "host-gpu":
         from host_runtime import HostRuntime
@@ -188,6 +204,8 @@ def run_case(spec: dict, comm=None) -> dict[str, np.ndarray]:
     sim = simulation(spec, comm)
     if spec.get("no_theta_exchange") and comm is not None:
         sim.backend.local.halo.exchange_theta = lambda: None
+    if spec.get("misplit") and comm is not None:  # a border block run before the halo is in
+        sim.backend.local.halo.interior_blocks += 1
     probes = None
     if "section" in spec:  # counted edge by edge (Backend.count_edges)
         probes = Probes(sim, sections=[Section("s", tuple(map(tuple, spec["section"])))])
@@ -225,16 +243,19 @@ def restarted(spec: dict, comm=None):
 
 def results(sim, probes=None) -> dict[str, np.ndarray]:
     """What a run is compared by: state (original cell order), masses, steps, counters (the
-    positivity limiter's also alone), the section volumes of ``probes`` (collective) and the
-    GPU variant that ran (empty on the CPU)."""
+    positivity limiter's also alone), the section volumes of ``probes`` (collective), the
+    GPU variant that ran (empty on the CPU) and the interior blocks that an overlapping GPU
+    rank launches before its halo is in (``split``; 0 without overlap)."""
     counters = sim.backend.counters()
     if probes is not None:
         probes.sample()
+    halo = getattr(getattr(sim.backend, "local", None), "halo", None)
     return {"state": sim.state(), "mass": np.array(sim.mass()), "steps": np.array(sim.steps),
             "counters": np.array([counters[k] for k in sorted(counters)]),
             "inflow": np.array(counters.get("level_inflow", 0.0)),
             "limited": np.array(counters.get("limited", 0)),
             "sections": np.zeros(0) if probes is None else probes.volume[-1],
+            "split": np.array(getattr(halo, "interior_blocks", 0)),
             "variant": np.array(getattr(getattr(sim.backend, "local", sim.backend), "variant",
                                         ""))}  # fmt: skip
 
@@ -294,7 +315,8 @@ def gpu_check(comm, words: list[str] | None = None) -> dict[str, bool]:
         if comm.rank == 0:
             middle = time.perf_counter()
             one = run_case(spec)
-            equal[spec["name"]] = same(one, ranks)
+            split = int(ranks["split"]) > 0  # overlapping ranks split their block steps
+            equal[spec["name"]] = same(one, ranks) and split == bool(spec.get("overlap"))
             took = ", ".join(f"{t:.1f}" for t in (middle - start, time.perf_counter() - middle))
             print(f"{spec['name']}: ranks, one GPU {took} s (compiling included)", file=sys.stderr)
         if spec.get("limits"):

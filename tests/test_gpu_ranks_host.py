@@ -65,13 +65,31 @@ RUNS = [
     {"name": "unexchanged", "case": "pulled-apart", "nx": 100, "t_end": 0.5, "variant": "gather",
      "no_theta_exchange": True, "allow_mass_error": True, **HOST},
 ]  # fmt: skip
+#: Block runs again with the state's halo exchange overlapped (``overlap``: the interior
+#: blocks launched before the exchange is joined, docs/PARALLEL.md): the limiter beside the
+#: borders, SSP-RK3 in float32, the tide's level inflow under SSP-RK2 (each part has interior
+#: blocks on 2 and 3 ranks). The host runtime runs each launch at once and the hook issues
+#: the exchange at the join, so the interior blocks run before the halo rows come in: they
+#: must read none and write no row sent. A wrong split (``misplit``: one border block among
+#: the interior ones) must change the bits (it loses mass: let it run on).
+OVERLAPPED = {f"{n}-overlap": n for n in ("pulled-apart-block", "test1-rk3-float32-block",
+                                          "tide-block-rk2")}  # fmt: skip
+RUNS += [
+    *({**s, "name": f"{s['name']}-overlap", "overlap": True} for s in RUNS
+      if f"{s['name']}-overlap" in OVERLAPPED),
+    {**next(s for s in RUNS if s["name"] == "test1-rk3-float32-block"), "name": "misplit",
+     "overlap": True, "misplit": True, "allow_mass_error": True},
+]  # fmt: skip
 KEYS = ("state", "steps", "counters", "inflow", "limited", "sections", "variant")
 
 
 @pytest.fixture(scope="module")
 def reference():
-    """Every run on one host device."""
-    return {spec["name"]: run_case(spec) for spec in RUNS}
+    """Every run on one host device (an overlapped run's is its run's: one device has no
+    halo)."""
+    ref = {spec["name"]: run_case(spec) for spec in RUNS if "overlap" not in spec}
+    return {**ref, **{name: ref[base] for name, base in OVERLAPPED.items()},
+            "misplit": ref["test1-rk3-float32-block"]}  # fmt: skip
 
 
 @pytest.fixture(scope="module", params=[2, 3])
@@ -81,12 +99,25 @@ def launched(request, reference, tmp_path_factory):
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
-@pytest.mark.parametrize("name", [s["name"] for s in RUNS if not s.get("no_theta_exchange")])
+@pytest.mark.parametrize(
+    "name", [s["name"] for s in RUNS if not s.get("no_theta_exchange") and "misplit" not in s]
+)
 def test_gpu_ranks_give_the_single_device_bits(launched, reference, name):
     ref = reference[name]
     assert ref["steps"] > 1
     for key in KEYS:
         assert np.array_equal(launched[f"{name}.{key}"], ref[key]), key
+    # an overlapped run launched interior blocks before its halo came in (rank 0's part)
+    assert (int(launched[f"{name}.split"]) > 0) == (name in OVERLAPPED)
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_a_border_block_run_before_the_halo_is_in_changes_the_bits(launched, reference):
+    """The overlapped runs above are bitwise one device's because no interior block reads a
+    halo row: with one border block launched among them (before the exchange is joined: it
+    reads stale halo rows) the state differs."""
+    assert int(launched["misplit.split"]) > 1
+    assert not np.array_equal(launched["misplit.state"], reference["misplit"]["state"])
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
@@ -121,3 +152,26 @@ def test_ranks_default_to_the_block_kernel_where_one_device_does(reference):
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
 def test_the_level_boundary_counts_its_inflow_over_the_stages(reference):
     assert abs(float(reference["tide-rk2"]["inflow"])) > 1.0
+
+
+def test_overlap_is_the_block_variants_and_its_switch_is_checked(monkeypatch):
+    """``overlap``: the option, else ``FVSWE_OVERLAP``, else the default (block only); asked
+    for with another variant, or an unreadable switch: a one-line ConfigError."""
+    from fvswe.backends.gpu.halo import OVERLAP_DEFAULT, overlap_mode
+    from fvswe.errors import ConfigError
+
+    monkeypatch.delenv("FVSWE_OVERLAP", raising=False)
+    assert overlap_mode(None, "block") == OVERLAP_DEFAULT
+    assert not overlap_mode(None, "gather") and not overlap_mode(False, "block")
+    assert overlap_mode(True, "block")
+    with pytest.raises(ConfigError, match="^overlap: only the block variant.* is edge$"):
+        overlap_mode(True, "edge")
+    monkeypatch.setenv("FVSWE_OVERLAP", "1")
+    assert overlap_mode(None, "block") and not overlap_mode(False, "block")
+    with pytest.raises(ConfigError, match="variant is slot"):
+        overlap_mode(None, "slot")
+    monkeypatch.setenv("FVSWE_OVERLAP", "0")
+    assert not overlap_mode(None, "block")
+    monkeypatch.setenv("FVSWE_OVERLAP", "yes")
+    with pytest.raises(ConfigError, match="^FVSWE_OVERLAP: 'yes' is neither 1 nor 0$"):
+        overlap_mode(None, "block")

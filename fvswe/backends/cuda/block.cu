@@ -6,7 +6,11 @@
 // slots live in shared memory (one writer each); each cell then sums its slots in local
 // order and closes (close_cell), so the results are bitwise those of the other variants.
 // No slot arrays in global memory, one launch per step (lagged/fixed); reads Win and writes
-// Wout, so the host alternates two buffers as for gather.cu.
+// Wout, so the host alternates two buffers as for gather.cu. A launch runs blocks
+// [first_block, first_block + gridDim.x) of the step's `blocks`: one launch of them all, or on
+// a part of a distributed run that overlaps its halo exchange (fvswe.backends.gpu.halo) the
+// interior blocks (no cell beside the halo) apart from the border blocks after them; the
+// step's last block of either launch closes it (finish_step).
 // A linear module's step forms its slots' cell-interior terms (block_interior; the limiter's
 // kernels through edge_contribution): none stored, no interior_pass.
 #define FVSWE_INTERIOR_IN_STEP 1
@@ -30,13 +34,13 @@
 // sides of this block are written to `slots`; side i's block counts its flags.
 __device__ __forceinline__ void block_edge(const real4* __restrict__ Win, const int4 id, const real2 n,
                                            const real len, const Params& prm, Ctrl* ctrl, int op,
-                                           real (*slots)[SLOT_COLS])
+                                           real (*slots)[SLOT_COLS], const int b)
 {
     real Wi[NVAR], Hi;
     EdgeFlux f;
 #if FVSWE_LINEAR
     // the sides' global slots: a local slot is first * K + its global one; the other across
-    const int base = blockIdx.x * FVSWE_CELLS * FVSWE_K;
+    const int base = b * FVSWE_CELLS * FVSWE_K;
     const int si = id.z >= 0 ? base + id.z : ctrl->lin_slot[base + id.w];
     const int sj = id.w >= 0 ? base + id.w : id.y >= 0 ? ctrl->lin_slot[si] : -1;
     load_face(ctrl, si, Wi, Hi);
@@ -67,9 +71,9 @@ __device__ __forceinline__ void block_edge(const real4* __restrict__ Win, const 
 // CPU adds them (with_interior). Each side's writer is block_edge's thread of the same task.
 __device__ __forceinline__ void block_interior(const real4* __restrict__ Win, const int4 id,
                                                const real2 n, const real len, const Ctrl* ctrl,
-                                               real (*slots)[SLOT_COLS])
+                                               real (*slots)[SLOT_COLS], const int blk)
 {
-    const int base = blockIdx.x * FVSWE_CELLS * FVSWE_K;
+    const int base = blk * FVSWE_CELLS * FVSWE_K;
     real b[NVAR];
     if (id.z >= 0) {
         lin_interior(Win, ctrl, id.x, base + id.z, n.x, n.y, len, b);
@@ -88,10 +92,11 @@ block_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__
            const real* __restrict__ area, const int* __restrict__ start,
            const int4* __restrict__ task, const real2* __restrict__ normal,
            const real* __restrict__ length, Ctrl* ctrl, real* partial, const real g, const real r,
-           const real eps_h, const int op)
+           const real eps_h, const int op, const int first_block, const int blocks)
 {
     __shared__ real slots[FVSWE_CELLS * FVSWE_K][SLOT_COLS];
-    const int first = blockIdx.x * FVSWE_CELLS;
+    const int b = first_block + blockIdx.x;
+    const int first = b * FVSWE_CELLS;
     const int cells = n_cells - first < FVSWE_CELLS ? n_cells - first : FVSWE_CELLS;
     if (!step_active(ctrl)) {
         if (op & OP_UPDATE)
@@ -99,12 +104,13 @@ block_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__
         return;
     }
     const Params prm{g, r, eps_h};
-    const int end = __ldg(start + blockIdx.x + 1);
-    for (int t = __ldg(start + blockIdx.x) + threadIdx.x; t < end; t += FVSWE_BLOCK)
-        block_edge(Win, __ldg(task + t), __ldg(normal + t), __ldg(length + t), prm, ctrl, op, slots);
+    const int end = __ldg(start + b + 1);
+    for (int t = __ldg(start + b) + threadIdx.x; t < end; t += FVSWE_BLOCK)
+        block_edge(Win, __ldg(task + t), __ldg(normal + t), __ldg(length + t), prm, ctrl, op, slots,
+                   b);
 #if FVSWE_LINEAR  // the same tasks on the same threads: no barrier between the two walks
-    for (int t = __ldg(start + blockIdx.x) + threadIdx.x; t < end; t += FVSWE_BLOCK)
-        block_interior(Win, __ldg(task + t), __ldg(normal + t), __ldg(length + t), ctrl, slots);
+    for (int t = __ldg(start + b) + threadIdx.x; t < end; t += FVSWE_BLOCK)
+        block_interior(Win, __ldg(task + t), __ldg(normal + t), __ldg(length + t), ctrl, slots, b);
 #endif
     __syncthreads();
     real dti = REAL_INF;
@@ -123,7 +129,7 @@ block_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__
         dti = min_dt(dti, close_cell(Win, Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl,
                                      eps_h, op));
     }
-    finish_step(ctrl, partial, dti, op);
+    finish_step(ctrl, partial, dti, op, StepBlock{unsigned(b), unsigned(blocks)});
 }
 
 #include "service.cuh"

@@ -200,20 +200,23 @@ __device__ __forceinline__ void count_flags(Ctrl* c, int flags)
 // min that ignores nothing it should not: both operands come from positive speeds.
 __device__ __forceinline__ real min_dt(real a, real b) { return b < a ? b : a; }
 
-// Whether this block is the last of its grid to get here (all threads call it; every
+// Whether this block is the last of `blocks` (its grid's, or those of the launches that share
+// one ticket: block.cu's border and interior blocks) to get here (all threads call it; every
 // earlier block's writes are then visible to it): the ticket of the last-block reductions.
-__device__ __forceinline__ bool last_block(Ctrl* ctrl)
+__device__ __forceinline__ bool last_block(Ctrl* ctrl, unsigned blocks)
 {
     __shared__ bool last;
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
-        last = atomicAdd(&ctrl->blocks_done, 1u) == gridDim.x - 1;
+        last = atomicAdd(&ctrl->blocks_done, 1u) == blocks - 1;
     }
     __syncthreads();
     if (last) __threadfence();
     return last;
 }
+
+__device__ __forceinline__ bool last_block(Ctrl* ctrl) { return last_block(ctrl, gridDim.x); }
 
 // Minus the sum of the outward fluxes lf[2 i + layer], i < n, of the edges with tables, per
 // layer, in a fixed order: thread t adds i = t, t + FVSWE_BLOCK, ..., then the warp's
@@ -274,8 +277,13 @@ __device__ __forceinline__ void record_clip(Ctrl* ctrl, long long step, double t
 // step's records; OP_ADVANCE closes the step (advance); OP_DT sets dt (the next step's once
 // the update is in, or dt_next while a multi-stage step goes on). All threads of the block
 // call it. A step with limiter candidates (docs/SCHEMES.md §13.4) leaves the level inflow and
-// the clip record to limit_update, which runs after it and may change both.
-__device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
+// the clip record to limit_update, which runs after it and may change both. `StepBlock`: this
+// block's index among the step's `blocks` (block.cu launches a part's blocks in two ranges).
+struct StepBlock {
+    unsigned index, blocks;
+};
+
+__device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op, const StepBlock grid)
 {
     __shared__ real warp_min[FVSWE_BLOCK / 32];
     for (int o = 16; o > 0; o >>= 1) dti = min_dt(dti, __shfl_xor_sync(0xffffffffu, dti, o));
@@ -285,12 +293,12 @@ __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
     if (threadIdx.x == 0) {
         real m = warp_min[0];
         for (int w = 1; w < FVSWE_BLOCK / 32; ++w) m = min_dt(m, warp_min[w]);
-        partial[blockIdx.x] = m;
+        partial[grid.index] = m;
     }
-    if (!last_block(ctrl)) return;
+    if (!last_block(ctrl, grid.blocks)) return;
     real m = REAL_INF;
     const volatile real* vp = partial;
-    for (int b = threadIdx.x; b < gridDim.x; b += FVSWE_BLOCK) m = min_dt(m, vp[b]);
+    for (int b = threadIdx.x; b < grid.blocks; b += FVSWE_BLOCK) m = min_dt(m, vp[b]);
     for (int o = 16; o > 0; o >>= 1) m = min_dt(m, __shfl_xor_sync(0xffffffffu, m, o));
     if (lane == 0) warp_min[warp] = m;
     __syncthreads();
@@ -328,6 +336,11 @@ __device__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
         ctrl->blocks_done = 0;
         __threadfence();
     }
+}
+
+__device__ __forceinline__ void finish_step(Ctrl* ctrl, real* partial, real dti, int op)
+{
+    finish_step(ctrl, partial, dti, op, StepBlock{blockIdx.x, gridDim.x});
 }
 
 // ---------------------------------------------------------------- cells and slots

@@ -425,22 +425,52 @@ class GpuBackend(DeviceState):
         limiter = launch.kernel.startswith("limit_")
         grid = d.limit_grid if limiter else d.cell_grid
         args = self._cell_args(launch.kernel, win, wout)
+        if launch.kernel == "block_step":
+            self._block_step(k, (*args, op))
+            return
         k((grid,), (self.block,), args if limiter else (*args, op))
 
+    def _block_step(self, k, args: tuple) -> None:
+        """The block variant's step over its ``cell_grid`` blocks: one launch, or on a part
+        whose halo hook overlaps the state's exchange (:meth:`.halo.GpuHalo.join`), the
+        interior blocks (no cell beside a halo cell: they read no halo row) while the exchange
+        is in flight, then, the exchange joined, the border blocks. Both launches share the
+        step's Δt reduction (block.cu's ``first_block``, ``blocks``): the same bits."""
+        total = self._dev.cell_grid
+        split = 0 if self.halo is None else self.halo.interior_blocks
+        if split:
+            k((split,), (self.block,), (*args, np.int32(0), np.int32(total)))
+        if self.halo is not None:
+            self.halo.join()
+        if total > split:
+            k((total - split,), (self.block,), (*args, np.int32(split), np.int32(total)))
+
     def _run(self, launches: tuple[Launch, ...], parity: int) -> None:
-        """Launch a compiled plan (the halo hook's calls where there is a halo)."""
+        """Launch a compiled plan (the halo hook's calls where there is a halo). An exchange
+        the hook overlaps is joined before any kernel but the block step, which joins it
+        between its interior and border blocks (:meth:`_block_step`)."""
         bufs = self.buffers(parity)
         for launch in launches:
-            if launch.kernel not in HOOKS:
-                self._launch_kernel(launch, bufs)
-            elif self.halo is not None:
-                self.halo.call(launch, bufs)
+            if launch.kernel in HOOKS:
+                if self.halo is not None:
+                    self.halo.call(launch, bufs)
+                continue
+            if self.halo is not None and launch.kernel != "block_step":
+                self.halo.join()
+            self._launch_kernel(launch, bufs)
+
+    def _join(self) -> None:
+        """The halo hook's exchange in flight done before the stream goes on (a batch's or the
+        initial Δt's end: a graph's capture joins the hook's stream)."""
+        if self.halo is not None:
+            self.halo.join()
 
     def _launch(self, n: int) -> None:
         """Launch ``n`` (even) steps, as one CUDA graph replay when graphs are on."""
         if not self.graphs:
             for s in range(n):
                 self._run(self._step_launches, s % 2)
+            self._join()
             return
         if n not in self._graphs:
             with self.stream:
@@ -448,6 +478,7 @@ class GpuBackend(DeviceState):
                 try:
                     for s in range(n):
                         self._run(self._step_launches, s % 2)
+                    self._join()
                 finally:
                     self._graphs[n] = self.stream.end_capture()
         self._graphs[n].launch(stream=self.stream)
@@ -466,6 +497,7 @@ class GpuBackend(DeviceState):
         with self.stream:
             if self._need_dt:  # the speeds of the state: the lagged mode's first dt
                 self._run(self._initial_launches, 0)
+                self._join()
                 self._need_dt = False
             c = self._read_ctrl()
             while True:

@@ -36,6 +36,12 @@ from ..halo import (
 #: one GPU a rank) or ``host`` (staged through host memory and MPI; needed where ranks share
 #: a GPU, which NCCL refuses). Unset: ``nccl`` unless some node has more ranks than GPUs.
 HALO_MODES = ("nccl", "host")
+#: The overlapped exchange's stream priority: CUDA clamps it to the device's greatest.
+SIDE_PRIORITY = -1000
+#: Whether GPU ranks on the block variant overlap the state's exchange by default
+#: (:func:`overlap_mode`): no, as it gained nothing on two H200s (401 µs a step without, 403
+#: with; docs/PARALLEL.md).
+OVERLAP_DEFAULT = False
 
 
 #: The halo hook's control-block kernels (docs/PARALLEL.md, GPU ranks): ``dt_load`` copies the
@@ -113,11 +119,13 @@ class _DeviceRows:
     the limiter's theta): ``pack`` gathers the rows each peer needs into one device buffer,
     they travel (``host``: through host memory and MPI persistent requests of tag ``tag``,
     the stream synchronised; ``nccl``: grouped ``send``/``recv`` on the stream), ``unpack``
-    scatters the received rows into the halo."""
+    scatters the received rows into the halo. ``lane``: the stream and NCCL communicator it
+    runs on (default: the halo's, the backend's stream)."""
 
-    def __init__(self, halo: GpuHalo, row: int, dtype, tag: int) -> None:
+    def __init__(self, halo: GpuHalo, row: int, dtype, tag: int, lane: tuple = ()) -> None:
         cp = halo._cp
         self._halo, self._row = halo, np.int32(row)
+        self._stream, self._nc = lane or (halo._stream, getattr(halo, "_nc", None))
         with halo._stream:
             self._sbuf = cp.empty((halo._send_idx.size, row), dtype=dtype)
             self._rbuf = cp.empty((halo._recv_idx.size, row), dtype=dtype)
@@ -140,21 +148,21 @@ class _DeviceRows:
 
     def exchange(self, flat) -> None:
         """Bring the halo rows of the flat device array ``flat`` up to date with their owners'."""
-        h = self._halo
-        with h._stream:
+        h, stream = self._halo, self._stream
+        with stream:
             self._pack(flat, h._send_idx, self._row, self._sbuf)
             if h._mode == "host":
-                self._sbuf.get(stream=h._stream, out=self._hsend)  # synchronises
+                self._sbuf.get(stream=stream, out=self._hsend)  # synchronises
                 h._mpi.Prequest.Startall(self._requests)
                 h._mpi.Request.Waitall(self._requests)
-                self._rbuf.set(self._hrecv, stream=h._stream)
+                self._rbuf.set(self._hrecv, stream=stream)
             else:
                 self._nccl_exchange()
             self._unpack(self._rbuf, h._recv_idx, self._row, flat)
 
     def _nccl_exchange(self) -> None:
         h = self._halo
-        nccl, nc, s = h._nccl, h._nc, h._stream.ptr
+        nccl, nc, s = h._nccl, self._nc, self._stream.ptr
         size, row = self._sbuf.itemsize, int(self._row)
         nccl.groupStart()
         for q, a, n, b, m in h._peers:
@@ -179,10 +187,19 @@ class GpuHalo:
     ``level_keys`` (boundaries with tables; None: none in the run): the global edge indices
     of the part's edges with tables. The halo then keeps the inflow counters
     (:meth:`add_inflow`), bitwise those of one device.
+
+    ``overlap`` (the block variant; :func:`overlap_mode`): the state's exchange runs on a
+    second stream while the next kernels' interior blocks run (:meth:`start`, :meth:`join`).
     """
 
     def __init__(
-        self, comm, part: Part, backend, mode: str, level_keys: np.ndarray | None = None
+        self,
+        comm,
+        part: Part,
+        backend,
+        mode: str,
+        level_keys: np.ndarray | None = None,
+        overlap: bool = False,
     ) -> None:
         from mpi4py import MPI
 
@@ -210,7 +227,11 @@ class GpuHalo:
 
             self._nccl, self._nc = nccl, _nccl_comm(comm)
             _NCCL_USERS.add(self)
-        self._state = _DeviceRows(self, W[0].size, W.dtype, HALO_TAG)
+        #: The leading blocks of the block variant that hold no cell beside a halo cell (0:
+        #: no overlap) and the state whose exchange start() left to join().
+        self.interior_blocks, self._pending, self.overlap = 0, None, overlap
+        lane = self._side_lane(part) if overlap else ()
+        self._state = _DeviceRows(self, W[0].size, W.dtype, HALO_TAG, lane)
         self._theta = None
         if backend.model.layers == 2:  # the positivity limiter (docs/SCHEMES.md §13.4)
             self._theta = _DeviceRows(self, 2, np.float64, THETA_TAG)
@@ -257,6 +278,18 @@ class GpuHalo:
         b.point("level_flux", self._lf)
         b.set_control(n_level=0)
 
+    def _side_lane(self, part: Part) -> tuple:
+        """The overlap's lane (docs/PARALLEL.md): a second stream, of the device's highest
+        priority (its pack, transfer and unpack kernels take the first SMs the interior blocks
+        free), its own NCCL communicator (two streams must not share one), the events that
+        order it with the backend's stream, and the interior blocks' count (a part's cells
+        are [interior | border | halo], its blocks tile the owned cells in that order)."""
+        cuda = self._cp.cuda
+        self.interior_blocks = int(part.n_interior) // int(self._backend.cells)
+        self._side = cuda.Stream(non_blocking=True, priority=SIDE_PRIORITY)
+        self._ready, self._done = (cuda.Event(disable_timing=True) for _ in range(2))
+        return self._side, _nccl_comm(self._comm, lane=1) if self._mode == "nccl" else None
+
     def rows_kernel(self, name: str):
         """``kernel(W, idx, row, out)``: a pack or unpack kernel of :func:`halo_module` over
         ``out``'s (pack) or the buffer's (unpack) values."""
@@ -272,8 +305,10 @@ class GpuHalo:
     def call(self, launch, bufs: dict) -> None:
         """The step plan's halo op ``launch`` (fvswe.backends.gpu.plan.HOOKS) on the backend's
         buffers ``bufs``."""
+        if launch.kernel not in ("exchange", "reduce_dt", "tally"):
+            self.join()  # but before those, which read no state (exchange: start joins)
         if launch.kernel == "exchange":
-            self.exchange(bufs[launch.dst])
+            (self.start if self.overlap else self.exchange)(bufs[launch.dst])
         elif launch.kernel == "exchange_theta":
             self.exchange_theta()
         elif launch.kernel == "reduce_dt":
@@ -287,7 +322,34 @@ class GpuHalo:
 
     def exchange(self, W) -> None:
         """Bring the halo rows of the device state ``W`` up to date with their owners' rows."""
+        if self.overlap:
+            self.start(W)
+            self.join()
+        else:
+            self._state.exchange(W.reshape(-1))
+
+    def start(self, W) -> None:
+        """The exchange of ``W``'s halo rows, overlapped: it waits for what the backend's
+        stream has launched so far (an event), and is issued on the second stream at
+        :meth:`join`, which the backend calls before the first kernel that reads a halo row
+        (the block step's border blocks: its interior blocks run meanwhile). Issued there,
+        not here, so that the host emulator (which runs each launch at once) packs the rows
+        after the interior blocks ran: a test that they neither read the halo nor write a
+        row sent."""
+        self.join()
+        self._ready.record(self._stream)
+        self._pending = W
+
+    def join(self) -> None:
+        """The exchange :meth:`start` left, on the second stream after the backend's event,
+        and the backend's stream made to wait for its end."""
+        if self._pending is None:
+            return
+        W, self._pending = self._pending, None
+        self._side.wait_event(self._ready)
         self._state.exchange(W.reshape(-1))
+        self._done.record(self._side)
+        self._stream.wait_event(self._done)
 
     def exchange_theta(self) -> None:
         """The limiter's theta of the halo cells from their owners (limit_theta wrote the
@@ -381,15 +443,16 @@ class GpuHalo:
 #: and the halos using them: at exit their backends' CUDA graphs (which captured NCCL calls)
 #: are destroyed, then the communicators, before MPI finalizes. Not left to the garbage
 #: collector, which the ranks run at different times.
-_NCCL: dict[int, Any] = {}
+_NCCL: dict[tuple[int, int], Any] = {}
 _NCCL_USERS: weakref.WeakSet = weakref.WeakSet()
 
 
-def _nccl_comm(comm):
-    """The NCCL communicator of the ranks of ``comm`` (made once; collective then)."""
+def _nccl_comm(comm, lane: int = 0):
+    """The NCCL communicator of the ranks of ``comm`` for ``lane`` (0: the backend's stream,
+    1: the overlapped exchange's; made once; collective then)."""
     from cupy.cuda import nccl
 
-    key = comm.py2f()
+    key = (comm.py2f(), lane)
     if key not in _NCCL:
         os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast off (docs/GPU.md)
         uid = comm.bcast(nccl.get_unique_id() if comm.rank == 0 else None)
@@ -417,6 +480,24 @@ def gpu_device(comm, runtime) -> tuple[int, bool]:
     node.Free()
     n = runtime.cuda.runtime.getDeviceCount()
     return local % n, bool(comm.allreduce(int(ranks > n), op=MPI.MAX))
+
+
+def overlap_mode(value: bool | None, variant: str) -> bool:
+    """Whether GPU ranks overlap the state's halo exchange with the block step's interior
+    blocks: ``value`` (the GPU backend option ``overlap``), else ``FVSWE_OVERLAP`` (``1`` or
+    ``0``), else :data:`OVERLAP_DEFAULT`; only the ``block`` variant splits its steps (asked
+    for with another variant: a ConfigError; by default: off there)."""
+    if value is None:
+        env = os.environ.get("FVSWE_OVERLAP", "")
+        if env not in ("", "0", "1"):
+            raise ConfigError(f"FVSWE_OVERLAP: {env!r} is neither 1 nor 0")
+        if env == "":
+            return OVERLAP_DEFAULT and variant == "block"
+        value = env == "1"
+    if value and variant != "block":
+        raise ConfigError(f"overlap: only the block variant splits its steps around the halo "
+                          f"exchange; this run's variant is {variant}")  # fmt: skip
+    return bool(value)
 
 
 def halo_mode(shared: bool) -> str:
