@@ -436,7 +436,7 @@ class Simulation:
             sources=source_tables(mesh, sources, layers),
             slide=slide_table(slide, mesh.centroid, Hc),
             maxima=None if maxima is None else Maxima.of(maxima).arrival_threshold,
-            sphere=sphere,
+            sphere=sphere, linear=s["reconstruction"] != "constant",
         )  # fmt: skip
         clock.mark("layout")
         self.comm = comm if distributed else None

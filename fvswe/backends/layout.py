@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from ..boundary import LevelTables
+from ..errors import ConfigError
 from ..forcing import WindTable
 from ..model import Model
 from ..physics.constants import FRICTION_KINDS
@@ -100,6 +101,7 @@ class Layout:
         slide: SlideTable | None = None,
         maxima: float | None = None,
         sphere: np.ndarray | None = None,
+        linear: bool = False,
     ):
         """Cast the mesh's arrays to the run's dtype and index the slots from both sides.
 
@@ -142,8 +144,18 @@ class Layout:
             slide=slide,
             maxima=None if maxima is None else float(maxima),
             sphere=_coefficients(sphere),
-            **lsq_weights(mesh, cell_edges, cell_side),
+            **(lsq_weights(mesh, cell_edges, cell_side) if linear else {}),
         )
+
+    def linear_geometry(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(lsq_weight, face_offset)``, which a linear reconstruction reads; a ConfigError
+        where the layout was built without them (``Layout.build(..., linear=True)``)."""
+        if self.lsq_weight is None or self.face_offset is None:
+            raise ConfigError(
+                "reconstruction 'linear': the layout has no least-squares geometry "
+                "(build it with Layout.build(..., linear=True))"
+            )
+        return self.lsq_weight, self.face_offset
 
     def part(self, part) -> Layout:
         """The layout of one :class:`fvswe.partition.Part` of this layout's cells.

@@ -4,7 +4,8 @@ The packed state (:func:`pack_state`), each edge's cells and slots with the boun
 place of a missing neighbour (:func:`edge_arrays`), each slot's neighbour and side
 (:func:`slot_codes`), the linear reconstruction's slots (:func:`linear_arrays`), the
 ``block`` variant's edge tasks (:func:`block_arrays`) and the
-``grid`` variant's arrays (:func:`grid_arrays`). NumPy only: the backend uploads them.
+``grid`` variant's arrays (:func:`grid_arrays`). NumPy and compiled passes over the slots
+and edges (Numba, cached): the backend uploads them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from numba import njit, prange
 
 from ...boundary import KINDS
 from ...errors import ConfigError
@@ -75,14 +77,26 @@ def edge_arrays(lay: Layout) -> np.ndarray:
 def slot_codes(lay: Layout) -> np.ndarray:
     """(L*k,) int32 per slot: ``2 * neighbour + side`` (interior) or minus the boundary code;
     on a part, a halo cell's slot of an edge outside the part (no cell updates a halo cell,
-    but the limiter visits its neighbours: fvswe.parallel.GpuHalo) is a wall."""
-    e = lay.cell_edges.ravel()
-    side = lay.cell_side.ravel().astype(np.int32)
-    ij = lay.edge_cells[e]
-    boundary = ij[:, 1] < 0
-    nbr = np.where(side == 0, ij[:, 1], ij[:, 0])
-    code = np.where(boundary, _boundary_codes(lay)[e], 2 * nbr + side)
-    return np.where(e < 0, -KINDS["wall"], code).astype(np.int32)
+    but the limiter visits its neighbours: fvswe.parallel.GpuHalo) is a wall. One compiled
+    pass over the slots (issue 31: the NumPy expression's temporaries cost seconds)."""
+    return _slot_codes(lay.cell_edges.ravel(), lay.cell_side.ravel(), lay.edge_cells,
+                       _boundary_codes(lay), KINDS["wall"])  # fmt: skip
+
+
+@njit(cache=True, parallel=True)
+def _slot_codes(slot_edge, slot_side, edge_cells, boundary_code, wall):
+    """The pass of :func:`slot_codes` (``boundary_code``: per edge, :func:`_boundary_codes`)."""
+    out = np.empty(slot_edge.size, np.int32)
+    for s in prange(slot_edge.size):
+        e = slot_edge[s]
+        if e < 0:
+            out[s] = -wall
+        elif edge_cells[e, 1] < 0:
+            out[s] = boundary_code[e]
+        else:
+            side = np.int64(slot_side[s])
+            out[s] = 2 * np.int64(edge_cells[e, 1 - side]) + side
+    return out
 
 
 def linear_arrays(lay: Layout) -> tuple[np.ndarray, np.ndarray]:
@@ -94,7 +108,7 @@ def linear_arrays(lay: Layout) -> tuple[np.ndarray, np.ndarray]:
     across = lay.edge_slot[np.maximum(e, 0), 1 - side]
     across = np.where(lay.edge_cells[np.maximum(e, 0), 1 - side] < 0, -1, across)
     across = np.where(e < 0, -2, across).astype(np.int32)
-    geom = np.concatenate((lay.lsq_weight, lay.face_offset), axis=2).reshape(-1, 4)
+    geom = np.concatenate(lay.linear_geometry(), axis=2).reshape(-1, 4)
     return across, np.ascontiguousarray(geom, dtype=np.float64)
 
 
