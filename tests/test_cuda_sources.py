@@ -986,6 +986,55 @@ def _slot_codes_by_numpy(lay):
     return np.where(e < 0, -KINDS["wall"], code).astype(np.int32)
 
 
+def _block_arrays_by_numpy(lay, cells, interior_first):
+    """block_arrays as it was written with NumPy (the reference of the compiled pass)."""
+    from fvswe.backends.layout import block_edges
+
+    start, edge, own_i, own_j = block_edges(lay.edge_cells, lay.n_cells, cells, interior_first,
+                                            lay.owned_cells)  # fmt: skip
+    task = gpu.edge_arrays(lay)[edge]
+    base = np.repeat(np.arange(start.size - 1) * (cells * lay.k), np.diff(start))
+    task[:, 2] = np.where(own_i, task[:, 2] - base, -1)
+    task[:, 3] = np.where(own_j, task[:, 3] - base, -1)
+    normal = np.ascontiguousarray(lay.edge_normal[edge])
+    return start.astype(np.int32), task, normal, np.ascontiguousarray(lay.edge_length[edge])
+
+
+def _slot_owners_by_numpy(edge_slot, L, k):
+    """Layout's slot owners as they were written with NumPy scatters."""
+    cell_edges = np.full(L * k, -1, dtype=np.int32)
+    cell_side = np.zeros(L * k, dtype=np.int8)
+    for side in (0, 1):
+        owned = edge_slot[:, side] >= 0
+        cell_edges[edge_slot[owned, side]] = np.flatnonzero(owned)
+        cell_side[edge_slot[owned, side]] = side
+    return cell_edges.reshape(L, k), cell_side.reshape(L, k)
+
+
+@pytest.mark.parametrize("interior_first", [False, True])
+def test_block_arrays_and_slot_owners_compiled_passes_are_numpys(interior_first):
+    """The compiled block tasks and slot owners (issue 31) are the NumPy expressions' arrays
+    bit for bit (dtypes included): on test1 in random order, float32 and float64, and on its
+    three parts (halo slots without an owner), blocks of 7 and 32 cells."""
+    from fvswe.backends.layout import _slot_owners
+    from fvswe.partition import assign, split
+
+    for dtype in ("float32", "float64"):
+        sim = get_case_simulation("test1", order="random", dtype=dtype)
+        parts = [sim.layout.part(p) for p in split(sim.mesh, assign(sim.mesh, 3, "hilbert"))]
+        for lay in [sim.layout, *parts]:
+            for got, want in zip(_slot_owners(lay.edge_slot, lay.n_cells, lay.k),
+                                 _slot_owners_by_numpy(lay.edge_slot, lay.n_cells, lay.k),
+                                 strict=True):  # fmt: skip
+                assert got.dtype == want.dtype and np.array_equal(got, want)
+            for cells in (7, 32):
+                got = gpu.block_arrays(lay, cells, interior_first)
+                want = _block_arrays_by_numpy(lay, cells, interior_first)
+                for a, b in zip(got, want, strict=True):
+                    assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+        assert (parts[0].cell_edges < 0).any()
+
+
 def test_slot_codes_compiled_pass_codes_what_numpy_coded():
     """The compiled slot_codes (issue 31) gives the NumPy expression's codes bit for bit: on
     test1 in random order (walls and open edges) and on its three parts (halo slots of edges

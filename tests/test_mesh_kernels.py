@@ -55,7 +55,7 @@ def test_repeated_vertex_mask_equals_sorted_rows():
 def test_take_equals_fancy_indexing(mesh):
     rows = RNG.permutation(mesh.n_edges)
     for a in (mesh.edge_cells, mesh.edge_normal, mesh.edge_length, mesh.edge_tag):
-        got = core._take(a, rows)
+        got = core.take_rows(a, rows)
         assert got.dtype == a.dtype and np.array_equal(got, a[rows])
 
 

@@ -241,13 +241,24 @@ def lsq_weights(mesh, cell_edges: np.ndarray, cell_side: np.ndarray) -> dict[str
 def _slot_owners(edge_slot: np.ndarray, L: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """``(cell_edges, cell_side)`` of :class:`Layout`: the edge and side owning each slot
     (-1 and 0 where no edge of the layout owns it: a halo cell's edges to other parts)."""
-    cell_edges = np.full(L * k, -1, dtype=np.int32)
-    cell_side = np.zeros(L * k, dtype=np.int8)
-    for side in (0, 1):
-        owned = edge_slot[:, side] >= 0
-        cell_edges[edge_slot[owned, side]] = np.flatnonzero(owned)
-        cell_side[edge_slot[owned, side]] = side
+    cell_edges, cell_side = _owners_pass(edge_slot, L * k)
     return cell_edges.reshape(L, k), cell_side.reshape(L, k)
+
+
+@njit(cache=True)
+def _owners_pass(edge_slot, n_slots):
+    """The scatter of :func:`_slot_owners` as one compiled loop (issue 31), side i's edges
+    then side j's, each in edge order: where two edges named one slot, the later wins, as in
+    NumPy's scatters."""
+    cell_edges = np.full(n_slots, -1, np.int32)
+    cell_side = np.zeros(n_slots, np.int8)
+    for side in range(2):
+        for e in range(edge_slot.shape[0]):
+            q = edge_slot[e, side]
+            if q >= 0:
+                cell_edges[q] = e
+                cell_side[q] = side
+    return cell_edges, cell_side
 
 
 #: Cells a thread block of the GPU's ``block`` variant owns where no shape is given: the unit

@@ -18,6 +18,7 @@ from numba import njit, prange
 
 from ...boundary import KINDS
 from ...errors import ConfigError
+from ...mesh.core import take_rows
 from .. import cuda_header
 from ..controls import level_edges
 from ..layout import Layout, block_edges
@@ -181,12 +182,25 @@ def block_arrays(lay: Layout, cells: int, interior_first: bool = False) -> tuple
     (n_blocks + 1) int32. On a part the blocks tile its owned cells (the halo's are read)."""
     start, edge, own_i, own_j = block_edges(lay.edge_cells, lay.n_cells, cells, interior_first,
                                             lay.owned_cells)  # fmt: skip
-    task = edge_arrays(lay)[edge]
-    base = np.repeat(np.arange(start.size - 1) * (cells * lay.k), np.diff(start))
-    task[:, 2] = np.where(own_i, task[:, 2] - base, -1)
-    task[:, 3] = np.where(own_j, task[:, 3] - base, -1)
-    normal = np.ascontiguousarray(lay.edge_normal[edge])
-    return start.astype(np.int32), task, normal, np.ascontiguousarray(lay.edge_length[edge])
+    task = _block_tasks(start, edge, own_i, own_j, edge_arrays(lay), cells * lay.k)
+    normal, length = take_rows(lay.edge_normal, edge), take_rows(lay.edge_length, edge)
+    return start.astype(np.int32), task, normal, length
+
+
+@njit(cache=True, parallel=True)
+def _block_tasks(start, edge, own_i, own_j, idx, per_block):
+    """The tasks of :func:`block_arrays` (block ``b``'s slots less ``b * per_block``) in one
+    compiled pass over the blocks (issue 31)."""
+    task = np.empty((edge.size, 4), np.int32)
+    for b in prange(start.size - 1):
+        base = np.int64(b) * per_block
+        for t in range(start[b], start[b + 1]):
+            e = edge[t]
+            task[t, 0] = idx[e, 0]
+            task[t, 1] = idx[e, 1]
+            task[t, 2] = idx[e, 2] - base if own_i[t] else -1
+            task[t, 3] = idx[e, 3] - base if own_j[t] else -1
+    return task
 
 
 @dataclass
