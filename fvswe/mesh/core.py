@@ -345,27 +345,11 @@ def _edge_order(edge_cells: np.ndarray, edge_slot: np.ndarray) -> np.ndarray:
     the current cell order (the locality the reorderings are for). Unique keys in
     ``0..L*k-1`` sort by a scatter: linear, where an argsort is ``E log E``.
     """
-    return _by_owned_slot(edge_cells, edge_slot)
-
-
-@njit(cache=True)
-def _by_owned_slot(edge_cells, edge_slot):
-    """The scatter and compaction of :func:`_edge_order` as compiled loops (issue 31)."""
-    E = edge_cells.shape[0]
-    key = np.empty(E, np.int64)
-    for e in range(E):
-        i, j = edge_cells[e, 0], edge_cells[e, 1]
-        key[e] = edge_slot[e, 0] if j < 0 or i < j else edge_slot[e, 1]
-    at = np.full(key.max() + 1 if E else 0, -1, np.int64)
-    for e in range(E):
-        at[key[e]] = e
-    out = np.empty(E, np.int64)
-    n = 0
-    for q in range(at.size):
-        if at[q] >= 0:
-            out[n] = at[q]
-            n += 1
-    return out[:n]
+    i, j = edge_cells[:, 0], edge_cells[:, 1]
+    key = np.where((j < 0) | (i < j), edge_slot[:, 0], edge_slot[:, 1])
+    at = np.full(int(key.max()) + 1 if key.size else 0, -1, dtype=np.int64)
+    at[key] = np.arange(key.size, dtype=np.int64)
+    return at[at >= 0]
 
 
 @njit(cache=True, parallel=True)
