@@ -3,19 +3,21 @@ the first step.
 
     python3 benchmarks/run_overhead.py --backend gpu --out $OUT/run_overhead.json
 
-For test1 on a family member (2.08 M cells by default; ``--cells``), float32, each scheme
-named: the time to the first step (mesh load, Simulation set-up with its renumbering,
-split into its stages as ``fvswe run --json`` reports them, first step with compilation),
-the pipeline's speed as ``throughput.py`` measures it (``backend.advance`` of a fixed
-number of steps, median of repeats), and the speed of
-``Simulation.run`` over ``--steps`` steps through the public API (host clock, blow-up
-checks and the summary's mass included). The ratio of the two is the run's overhead.
+For test1 on a family member (2.08 M cells by default; ``--cells``) in the GPU's default
+order (``--order``, Hilbert), each dtype (``--dtypes``, float32) and scheme named: the time
+to the first step (mesh load, Simulation set-up with its renumbering, split into its
+stages as ``fvswe run --json`` reports them, first step with compilation), the pipeline's
+speed as ``throughput.py`` measures it (``backend.advance`` of a fixed number of steps,
+median of repeats), and the speed of ``Simulation.run`` over ``--steps`` steps through the
+public API (host clock, blow-up checks and the summary's mass included). The ratio of the
+two is the run's overhead.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import json
 import math
 import statistics
@@ -32,12 +34,13 @@ def _clock(fn):
     return out, time.perf_counter() - start
 
 
-def measure(case, cells: int, scheme: str, backend: str, steps: int, repeats: int) -> dict:
-    """One scheme: set-up times, pipeline speed and Simulation.run speed (cell-steps/s)."""
-    mesh, t_mesh = _clock(lambda: family(cells))
-    sim, t_setup = _clock(
-        lambda: case.simulation(mesh, scheme=scheme, backend=backend, dtype="float32")
-    )
+def measure(case, args, scheme: str, dtype: str) -> dict:
+    """One scheme and dtype: set-up times, pipeline speed and Simulation.run speed
+    (cell-steps/s)."""
+    steps, repeats = args.steps, args.repeats
+    mesh, t_mesh = _clock(lambda: family(args.cells))
+    options = dict(scheme=scheme, backend=args.backend, dtype=dtype, order=args.order)
+    sim, t_setup = _clock(lambda: case.simulation(mesh, **options))
     _, t_first = _clock(lambda: sim.run(math.inf, max_steps=1))
     B = sim.backend
     B.advance(math.inf, steps)  # warm-up: graphs of every size the count uses
@@ -51,6 +54,9 @@ def measure(case, cells: int, scheme: str, backend: str, steps: int, repeats: in
     per_step_run = statistics.median(runs) / steps
     return {
         "scheme": scheme,
+        "dtype": dtype,
+        "order": args.order,
+        "variant": getattr(B, "variant", None),
         "cells": mesh.n_cells,
         "seconds_to_first_step": {"mesh": t_mesh, "setup": t_setup, "first_step": t_first},
         "setup_stages": sim.setup_stages,  # the set-up's own split (Simulation.setup_stages)
@@ -65,17 +71,20 @@ def main() -> None:
     ap.add_argument("--backend", default="gpu")
     ap.add_argument("--cells", type=int, default=2080560)
     ap.add_argument("--schemes", default="pvm-ifcp,roe")
+    ap.add_argument("--dtypes", default="float32")
+    ap.add_argument("--order", default="hilbert", help="the cell order (the GPU's default)")
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default="run_overhead.json")
     args = ap.parse_args()
     case = get_case("test1")
     rows = []
-    for scheme in args.schemes.split(","):
-        row = measure(case, args.cells, scheme, args.backend, args.steps, args.repeats)
+    for dtype, scheme in itertools.product(args.dtypes.split(","), args.schemes.split(",")):
+        row = measure(case, args, scheme, dtype)
         rows.append(row)
         print(
-            f"{scheme:>9} {row['cells']:>9} pipeline {row['pipeline_cell_steps_per_s'] / 1e9:6.3f}"
+            f"{scheme:>9} {dtype} {row['cells']:>9} pipeline "
+            f"{row['pipeline_cell_steps_per_s'] / 1e9:6.3f}"
             f" G  run {row['run_cell_steps_per_s'] / 1e9:6.3f} G  ratio "
             f"{row['run_over_pipeline_time']:.3f}  to first step "
             + ", ".join(f"{k} {v:.2f} s" for k, v in row["seconds_to_first_step"].items()),

@@ -60,13 +60,16 @@ def paper_seconds(case: str, cells: int, scheme: str, order: str) -> float | Non
     return PAPER["seconds"].get(case, {}).get(str(cells), {}).get(scheme, {}).get(order)
 
 
-def case_layout(case, mesh, dtype) -> Layout:
-    """The case's Layout on ``mesh`` (fields sampled at the barycentres), in ``dtype``."""
+def case_layout(case, mesh, dtype, linear: bool = False) -> Layout:
+    """The case's Layout on ``mesh`` (fields sampled at the barycentres), in ``dtype``
+    (``linear``: with the linear reconstruction's geometry)."""
     model = Model(layers=case.layers, g=case.g, r=case.r)
     x, y = mesh.centroid[:, 0], mesh.centroid[:, 1]
     H = np.broadcast_to(case.H(x, y), (mesh.n_cells,))
     W0 = model.pack({k: f(x, y) for k, f in case.initial.items()}, mesh.n_cells)
-    return Layout.build(mesh, model, W0, H, edge_conditions(mesh, case.boundary), dtype)
+    return Layout.build(
+        mesh, model, W0, H, edge_conditions(mesh, case.boundary), dtype, linear=linear
+    )
 
 
 class GpuTimer:
@@ -236,7 +239,7 @@ def main(argv=None) -> None:
     for cells in sizes:
         mesh, _ = family(cells).reordered(args.order)
         for dtype in args.dtypes.split(","):
-            layout = case_layout(case, mesh, np.dtype(dtype))
+            layout = case_layout(case, mesh, np.dtype(dtype), args.reconstruction == "linear")
             for scheme in args.schemes.split(","):
                 single = dtype == "float32"
                 modes = [

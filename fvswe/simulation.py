@@ -32,6 +32,7 @@ from .errors import BlowUpError, ConfigError, check_finite
 from .forcing import Coriolis, Wind, WindTable
 from .maxima import Maxima
 from .maxima import fields as maxima_fields
+from .mesh.core import inverse_permutation, take_rows
 from .mesh.orderings import resolve as resolve_order
 from .mesh.periodic import periodic
 from .mesh.sphere import RADIUS, on_sphere
@@ -235,7 +236,7 @@ def _with_threshold(model: Model, W0: np.ndarray, dtype: str) -> Model:
 def _reordered(mesh, order: str, *cell_arrays):
     """``(mesh in `order`, the per-cell arrays permuted alike)``; None arrays stay None."""
     mesh, perm = mesh.reordered(order)
-    return mesh, tuple(None if a is None else a[perm] for a in cell_arrays)
+    return mesh, tuple(None if a is None else take_rows(a, perm) for a in cell_arrays)
 
 
 def _on_sphere(mesh, crs: str | None, radius: float, s: Mapping[str, Any], slide, coriolis):
@@ -428,7 +429,7 @@ class Simulation:
         self.friction, self.interfacial_friction = friction, interfacial_friction
         f = None if self.coriolis is None else self.coriolis.values(mesh.centroid[:, 1])
         self.mesh = mesh
-        self._to_original = np.argsort(mesh.original_index)
+        self._to_original = inverse_permutation(mesh.original_index)
         self.layout = Layout.build(
             mesh, self.model, W0, Hc, edge_bc, DTYPES[dtype],
             friction=(kind, bottom), interfacial=interfacial,
@@ -436,7 +437,7 @@ class Simulation:
             sources=source_tables(mesh, sources, layers),
             slide=slide_table(slide, mesh.centroid, Hc),
             maxima=None if maxima is None else Maxima.of(maxima).arrival_threshold,
-            sphere=sphere,
+            sphere=sphere, linear=s["reconstruction"] != "constant",
         )  # fmt: skip
         clock.mark("layout")
         self.comm = comm if distributed else None

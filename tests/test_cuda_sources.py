@@ -972,6 +972,84 @@ def test_block_edges_compiled_pass_lists_what_the_sorts_listed(interior_first):
             assert a.dtype == b.dtype and np.array_equal(a, b)
 
 
+def _slot_codes_by_numpy(lay):
+    """slot_codes as it was written with NumPy (the reference of the compiled pass)."""
+    from fvswe.backends.gpu.device import _boundary_codes
+    from fvswe.boundary import KINDS
+
+    e = lay.cell_edges.ravel()
+    side = lay.cell_side.ravel().astype(np.int32)
+    ij = lay.edge_cells[e]
+    boundary = ij[:, 1] < 0
+    nbr = np.where(side == 0, ij[:, 1], ij[:, 0])
+    code = np.where(boundary, _boundary_codes(lay)[e], 2 * nbr + side)
+    return np.where(e < 0, -KINDS["wall"], code).astype(np.int32)
+
+
+def _block_arrays_by_numpy(lay, cells, interior_first):
+    """block_arrays as it was written with NumPy (the reference of the compiled pass)."""
+    from fvswe.backends.layout import block_edges
+
+    start, edge, own_i, own_j = block_edges(lay.edge_cells, lay.n_cells, cells, interior_first,
+                                            lay.owned_cells)  # fmt: skip
+    task = gpu.edge_arrays(lay)[edge]
+    base = np.repeat(np.arange(start.size - 1) * (cells * lay.k), np.diff(start))
+    task[:, 2] = np.where(own_i, task[:, 2] - base, -1)
+    task[:, 3] = np.where(own_j, task[:, 3] - base, -1)
+    normal = np.ascontiguousarray(lay.edge_normal[edge])
+    return start.astype(np.int32), task, normal, np.ascontiguousarray(lay.edge_length[edge])
+
+
+def _slot_owners_by_numpy(edge_slot, L, k):
+    """Layout's slot owners as they were written with NumPy scatters."""
+    cell_edges = np.full(L * k, -1, dtype=np.int32)
+    cell_side = np.zeros(L * k, dtype=np.int8)
+    for side in (0, 1):
+        owned = edge_slot[:, side] >= 0
+        cell_edges[edge_slot[owned, side]] = np.flatnonzero(owned)
+        cell_side[edge_slot[owned, side]] = side
+    return cell_edges.reshape(L, k), cell_side.reshape(L, k)
+
+
+@pytest.mark.parametrize("interior_first", [False, True])
+def test_block_arrays_and_slot_owners_compiled_passes_are_numpys(interior_first):
+    """The compiled block tasks and slot owners (issue 31) are the NumPy expressions' arrays
+    bit for bit (dtypes included): on test1 in random order, float32 and float64, and on its
+    three parts (halo slots without an owner), blocks of 7 and 32 cells."""
+    from fvswe.backends.layout import _slot_owners
+    from fvswe.partition import assign, split
+
+    for dtype in ("float32", "float64"):
+        sim = get_case_simulation("test1", order="random", dtype=dtype)
+        parts = [sim.layout.part(p) for p in split(sim.mesh, assign(sim.mesh, 3, "hilbert"))]
+        for lay in [sim.layout, *parts]:
+            for got, want in zip(_slot_owners(lay.edge_slot, lay.n_cells, lay.k),
+                                 _slot_owners_by_numpy(lay.edge_slot, lay.n_cells, lay.k),
+                                 strict=True):  # fmt: skip
+                assert got.dtype == want.dtype and np.array_equal(got, want)
+            for cells in (7, 32):
+                got = gpu.block_arrays(lay, cells, interior_first)
+                want = _block_arrays_by_numpy(lay, cells, interior_first)
+                for a, b in zip(got, want, strict=True):
+                    assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+        assert (parts[0].cell_edges < 0).any()
+
+
+def test_slot_codes_compiled_pass_codes_what_numpy_coded():
+    """The compiled slot_codes (issue 31) gives the NumPy expression's codes bit for bit: on
+    test1 in random order (walls and open edges) and on its three parts (halo slots of edges
+    outside the part: walls), and on a quad grid with an inflow level table."""
+    from fvswe.partition import assign, split
+
+    sim = get_case_simulation("test1", order="random")
+    parts = [sim.layout.part(p) for p in split(sim.mesh, assign(sim.mesh, 3, "hilbert"))]
+    assert any((lay.cell_edges < 0).any() for lay in parts)  # slots without an edge: walls
+    for lay in [sim.layout, *parts]:
+        got, want = gpu.slot_codes(lay), _slot_codes_by_numpy(lay)
+        assert got.dtype == want.dtype == np.int32 and np.array_equal(got, want)
+        assert (got < 0).any() and (got >= 0).any()
+
+
 @pytest.mark.parametrize("cells", [32, 128])
 def test_block_arrays_write_every_slot_once(cells):
     """On a mesh in random order (many cut edges): each block's tasks write each of its
@@ -1284,3 +1362,37 @@ def test_fast_math_module_has_approximate_division_and_sqrt():
     assert "div.rn.f32" in ptx[False] and "sqrt.rn.f32" in ptx[False]
     assert "div.rn.f32" not in ptx[True] and "sqrt.rn.f32" not in ptx[True]
     assert "sqrt.approx.ftz.f32" in ptx[True]
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_a_gpu_module_compiled_rather_than_loaded_is_said_once(tmp_path, monkeypatch):
+    """The first backend whose module the runtime compiles (its cache folder gains a file,
+    named by source and options as CuPy's) says so once, through the runner; a second one
+    that finds the module in the folder says nothing. CuPy's folder: CUPY_CACHE_DIR, none
+    while CUPY_CACHE_IN_MEMORY is set."""
+    from host_runtime import HostRuntime
+
+    from fvswe import runner
+    from fvswe.backends.gpu.build import cache_dir
+
+    class Caching(HostRuntime):
+        cache_dir = tmp_path
+
+        class RawModule(HostRuntime.RawModule):
+            def __init__(self, code: str, options: tuple[str, ...] = ()) -> None:
+                super().__init__(code, options)
+                key = hashlib.sha256(repr((code, options)).encode()).hexdigest()
+                (tmp_path / f"{key}.cubin").touch()
+
+    said = []
+    for _ in range(2):
+        sim = get_case_simulation("test1", backend="gpu",
+                                  backend_options={"runtime": Caching()})  # fmt: skip
+        runner.advance(sim, [sim.t + 1e-3], say=said.append)
+        assert sim.backend.cold_start_note() is None  # said at most once a run
+    assert len(said) == 1 and said[0].startswith("compiled the GPU kernels in ")
+    assert str(tmp_path) in said[0] and len(list(tmp_path.iterdir())) == 1
+    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path))
+    assert cache_dir(None) == tmp_path
+    monkeypatch.setenv("CUPY_CACHE_IN_MEMORY", "1")
+    assert cache_dir(None) is None

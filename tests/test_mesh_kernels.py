@@ -55,7 +55,7 @@ def test_repeated_vertex_mask_equals_sorted_rows():
 def test_take_equals_fancy_indexing(mesh):
     rows = RNG.permutation(mesh.n_edges)
     for a in (mesh.edge_cells, mesh.edge_normal, mesh.edge_length, mesh.edge_tag):
-        got = core._take(a, rows)
+        got = core.take_rows(a, rows)
         assert got.dtype == a.dtype and np.array_equal(got, a[rows])
 
 
@@ -262,3 +262,11 @@ def test_orderings_equal_the_trusted_permutations(method):
 
     perm = ordering(family(4000), method).astype(np.int64)
     assert hashlib.sha1(perm.tobytes()).hexdigest() == TRUSTED_PERMUTATIONS[method]
+
+
+def test_inverse_permutation_equals_argsort(mesh):
+    perm = RNG.permutation(mesh.n_cells)
+    got = core.inverse_permutation(perm)
+    assert got.dtype == np.int64 and np.array_equal(got, np.argsort(perm))
+    assert np.array_equal(core.inverse_permutation(mesh.permuted(perm).original_index),
+                          np.argsort(perm))  # fmt: skip

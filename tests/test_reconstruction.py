@@ -262,3 +262,25 @@ def test_a_linear_host_gpu_run_restored_half_way_is_the_straight_run():
     assert again.steps == 12 and np.array_equal(again.state(), straight.state())
     counts = straight.backend.counters()
     assert again.backend.counters() == counts and counts["first_order_cells"] > 0
+
+
+def test_a_layout_without_the_linear_geometry_is_refused_in_one_line():
+    """The least-squares geometry is built only for linear runs (issue 31: seconds at
+    millions of cells); a linear backend on a layout built without it is a ConfigError that
+    names the fix, on the CPU and for the GPU's arrays, and a constant run's layout holds
+    none."""
+    from fvswe.backends.cpu.pipeline import CpuBackend
+    from fvswe.backends.gpu.device import linear_arrays
+
+    constant = Simulation(Grid(4, 3, 1.0, 1.0).mesh(), H=1.0, initial={"h": 1.0}, layers=1,
+                          scheme="hll", backend="cpu")  # fmt: skip
+    lay = constant.layout
+    assert lay.lsq_weight is None and lay.face_offset is None
+    with pytest.raises(ConfigError, match=r"linear=True"):
+        CpuBackend(lay, "hll", 0.5, "lagged", None, integrator="ssp-rk2", reconstruction="linear")
+    with pytest.raises(ConfigError, match=r"linear=True"):
+        linear_arrays(lay)
+    linear = Simulation(Grid(4, 3, 1.0, 1.0).mesh(), H=1.0, initial={"h": 1.0}, layers=1,
+                        scheme="hll", **LINEAR)  # fmt: skip
+    weights, offsets = linear.layout.linear_geometry()
+    assert weights.shape == offsets.shape == (12, 4, 2) and np.isfinite(weights).all()

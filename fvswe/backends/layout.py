@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from ..boundary import LevelTables
+from ..errors import ConfigError
 from ..forcing import WindTable
 from ..model import Model
 from ..physics.constants import FRICTION_KINDS
@@ -100,6 +101,7 @@ class Layout:
         slide: SlideTable | None = None,
         maxima: float | None = None,
         sphere: np.ndarray | None = None,
+        linear: bool = False,
     ):
         """Cast the mesh's arrays to the run's dtype and index the slots from both sides.
 
@@ -142,8 +144,18 @@ class Layout:
             slide=slide,
             maxima=None if maxima is None else float(maxima),
             sphere=_coefficients(sphere),
-            **lsq_weights(mesh, cell_edges, cell_side),
+            **(lsq_weights(mesh, cell_edges, cell_side) if linear else {}),
         )
+
+    def linear_geometry(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(lsq_weight, face_offset)``, which a linear reconstruction reads; a ConfigError
+        where the layout was built without them (``Layout.build(..., linear=True)``)."""
+        if self.lsq_weight is None or self.face_offset is None:
+            raise ConfigError(
+                "reconstruction 'linear': the layout has no least-squares geometry "
+                "(build it with Layout.build(..., linear=True))"
+            )
+        return self.lsq_weight, self.face_offset
 
     def part(self, part) -> Layout:
         """The layout of one :class:`fvswe.partition.Part` of this layout's cells.
@@ -229,13 +241,24 @@ def lsq_weights(mesh, cell_edges: np.ndarray, cell_side: np.ndarray) -> dict[str
 def _slot_owners(edge_slot: np.ndarray, L: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """``(cell_edges, cell_side)`` of :class:`Layout`: the edge and side owning each slot
     (-1 and 0 where no edge of the layout owns it: a halo cell's edges to other parts)."""
-    cell_edges = np.full(L * k, -1, dtype=np.int32)
-    cell_side = np.zeros(L * k, dtype=np.int8)
-    for side in (0, 1):
-        owned = edge_slot[:, side] >= 0
-        cell_edges[edge_slot[owned, side]] = np.flatnonzero(owned)
-        cell_side[edge_slot[owned, side]] = side
+    cell_edges, cell_side = _owners_pass(edge_slot, L * k)
     return cell_edges.reshape(L, k), cell_side.reshape(L, k)
+
+
+@njit(cache=True)
+def _owners_pass(edge_slot, n_slots):
+    """The scatter of :func:`_slot_owners` as one compiled loop (issue 31), side i's edges
+    then side j's, each in edge order: where two edges named one slot, the later wins, as in
+    NumPy's scatters."""
+    cell_edges = np.full(n_slots, -1, np.int32)
+    cell_side = np.zeros(n_slots, np.int8)
+    for side in range(2):
+        for e in range(edge_slot.shape[0]):
+            q = edge_slot[e, side]
+            if q >= 0:
+                cell_edges[q] = e
+                cell_side[q] = side
+    return cell_edges, cell_side
 
 
 #: Cells a thread block of the GPU's ``block`` variant owns where no shape is given: the unit

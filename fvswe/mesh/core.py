@@ -181,24 +181,23 @@ class Mesh:
         n, k = self.n_cells, self.k
         if perm.shape != (n,) or not _is_permutation(perm, n):
             raise MeshError(f"{self.source}: ordering is not a permutation of {n} cells")
-        inv = np.empty(n, dtype=np.int64)
-        inv[perm] = np.arange(n, dtype=np.int64)
+        inv = inverse_permutation(perm)
         new_cells, new_slot = _renamed_edges(self.edge_cells, self.edge_slot, inv, k)
         order = _edge_order(new_cells, new_slot)
         return replace(
             self,
-            cells=_take(self.cells, perm),
-            area=_take(self.area, perm),
-            centroid=_take(self.centroid, perm),
-            depth=None if self.depth is None else _take(self.depth, perm),
-            original_index=_take(self.original_index, perm),
-            edge_cells=_take(new_cells, order),
-            edge_slot=_take(new_slot, order),
-            edge_nodes=_take(self.edge_nodes, order),
-            edge_normal=_take(self.edge_normal, order),
-            edge_length=_take(self.edge_length, order),
-            edge_tag=_take(self.edge_tag, order),
-            edge_shift=None if self.edge_shift is None else _take(self.edge_shift, order),
+            cells=take_rows(self.cells, perm),
+            area=take_rows(self.area, perm),
+            centroid=take_rows(self.centroid, perm),
+            depth=None if self.depth is None else take_rows(self.depth, perm),
+            original_index=take_rows(self.original_index, perm),
+            edge_cells=take_rows(new_cells, order),
+            edge_slot=take_rows(new_slot, order),
+            edge_nodes=take_rows(self.edge_nodes, order),
+            edge_normal=take_rows(self.edge_normal, order),
+            edge_length=take_rows(self.edge_length, order),
+            edge_tag=take_rows(self.edge_tag, order),
+            edge_shift=None if self.edge_shift is None else take_rows(self.edge_shift, order),
         )
 
     def reordered(self, method: str = "none", seed: int = 0) -> tuple[Mesh, np.ndarray]:
@@ -363,11 +362,19 @@ def _gather(a, rows):
     return out
 
 
-def _take(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def take_rows(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``a[rows]`` (rows along the first axis): NumPy's fancy indexing is several times
     slower than a compiled loop on the narrow rows of edge and cell arrays."""
     flat = np.ascontiguousarray(a).reshape(a.shape[0], -1)
     return _gather(flat, rows).reshape((rows.size, *a.shape[1:]))
+
+
+def inverse_permutation(perm: np.ndarray) -> np.ndarray:
+    """``inv`` with ``inv[perm[n]] = n`` (int64): ``np.argsort(perm)`` of a permutation, by
+    one scatter where the sort is ``n log n``."""
+    inv = np.empty(perm.size, dtype=np.int64)
+    inv[perm] = np.arange(perm.size, dtype=np.int64)
+    return inv
 
 
 @njit(cache=True, parallel=True)

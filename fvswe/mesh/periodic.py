@@ -17,7 +17,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from ..errors import MeshError
-from .core import Mesh, _edge_order, _take
+from .core import Mesh, _edge_order, take_rows
 
 #: Matched edge ends may differ by this fraction of the edge's length.
 MATCH_RTOL = 1e-6
@@ -54,13 +54,13 @@ def periodic(mesh: Mesh, pairs: Sequence[tuple[str, str]]) -> Mesh:
     order = kept[_edge_order(cells[kept], slots[kept])]
     return replace(
         mesh,
-        edge_cells=_take(cells, order),
-        edge_slot=_take(slots, order),
-        edge_nodes=_take(mesh.edge_nodes, order),
-        edge_normal=_take(mesh.edge_normal, order),
-        edge_length=_take(mesh.edge_length, order),
-        edge_tag=_take(tag, order),
-        edge_shift=_take(shift, order),
+        edge_cells=take_rows(cells, order),
+        edge_slot=take_rows(slots, order),
+        edge_nodes=take_rows(mesh.edge_nodes, order),
+        edge_normal=take_rows(mesh.edge_normal, order),
+        edge_length=take_rows(mesh.edge_length, order),
+        edge_tag=take_rows(tag, order),
+        edge_shift=take_rows(shift, order),
     )
 
 

@@ -635,8 +635,9 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 def _faces(lay: Layout) -> Faces:
     """The :class:`~.kernels.Faces` of a layout, for a linear reconstruction."""
     slots = lay.n_cells * lay.k
+    lsq, offset = lay.linear_geometry()
     return Faces(
-        lsq=_read_only(lay.lsq_weight), offset=_read_only(lay.face_offset),
+        lsq=_read_only(lsq), offset=_read_only(offset),
         troubled=np.zeros(lay.n_cells, dtype=np.uint8),
         W=np.zeros((slots, lay.nvar), dtype=lay.dtype), H=np.zeros(slots, dtype=lay.dtype),
         interior=np.zeros((slots, lay.nvar)), chunk_first=np.zeros(CHUNKS, dtype=np.int64),

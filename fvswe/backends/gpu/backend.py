@@ -10,6 +10,7 @@ reads the control block once per batch, so no host synchronisation happens per s
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from ..base import SetupClock, check_dt_mode
 from ..controls import CTRL_DTYPE, Setup, host_block, values
 from ..cuda_header import OP_COUNT
 from ..layout import Layout
-from .build import compile_options, launch_shape, module, runtime_of
+from .build import cache_dir, cache_entries, compile_options, launch_shape, module, runtime_of
 from .device import linear_arrays, step_bytes, upload
 from .plan import HOOKS, Launch, batch_size, compile_plan, steps_left
 from .state import DeviceState
@@ -107,6 +108,8 @@ class GpuBackend(DeviceState):
                              linear=self.linear, sphere=layout.sphere is not None)  # fmt: skip
         self._cut = np.zeros(0, dtype=np.int64)
         clock = SetupClock()
+        #: (seconds, cache folder) while a compile of the modules is not said yet, else None.
+        self._compiled: tuple[float, object] | None = None
         self._load_module()
         clock.mark("module")  # NVRTC, or CuPy's cache of compiled modules
         self.stream = self._cp.cuda.Stream(non_blocking=True)
@@ -144,9 +147,13 @@ class GpuBackend(DeviceState):
     # -- construction ------------------------------------------------------------------------
     def _load_module(self, counts: bool = False) -> None:
         """This run's module (``counts``: with the ``count_edges`` kernel) and its kernels."""
+        folder = cache_dir(self._cp)
+        before, start = cache_entries(folder), time.perf_counter()
         self._module = module(compile_options(**self._options, counts=counts), self.variant,
                               self._cp)  # fmt: skip
         self._k = {n: self._module.get_function(n) for n in self._kernel_names(counts)}
+        if before is not None and cache_entries(folder) > before:  # compiled, not loaded
+            self._compiled = (time.perf_counter() - start, folder)
 
     def _kernel_names(self, counts: bool = False) -> tuple[str, ...]:
         names = ("find_invalid", "debug_flux", "level_inflow", "combine_step", "source_means")
@@ -367,8 +374,15 @@ class GpuBackend(DeviceState):
         return CHECK_EVERY_SYNCS * self.sync_every
 
     def cold_start_note(self) -> str | None:
-        """None: the modules were compiled (or loaded from CuPy's cache) by the constructor."""
-        return None
+        """Says once that the constructor compiled the modules rather than loading them from
+        the runtime's cache (the first run after installing or changing fvswe or CuPy; the
+        cache folder gained files: :func:`.build.cache_entries`)."""
+        if self._compiled is None:
+            return None
+        seconds, folder = self._compiled
+        self._compiled = None
+        return (f"compiled the GPU kernels in {seconds:.1f} s (once: later runs load them "
+                f"from the cache in {folder})")  # fmt: skip
 
     # -- steps ---------------------------------------------------------------------------------
     def _cell_args(self, kernel: str, win, wout) -> tuple:

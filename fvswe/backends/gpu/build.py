@@ -9,6 +9,7 @@ cap of :mod:`.tuning`. CuPy is imported lazily: ``import fvswe`` never needs it.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import replace
 from functools import cache
@@ -193,6 +194,31 @@ def module(options: tuple[str, ...], variant: str, runtime=None):
     if key not in _MODULES:
         _MODULES[key] = runtime.RawModule(code=source(variant), options=options)
     return _MODULES[key]
+
+
+def cache_dir(runtime) -> Path | None:
+    """The folder where ``runtime`` keeps its compiled modules across runs: CuPy's
+    ``CUPY_CACHE_DIR`` (default ``~/.cupy/kernel_cache``; CuPy's documented environment), a
+    stand-in's ``cache_dir``; None where the modules are kept in memory only."""
+    if runtime is None or getattr(runtime, "__name__", "") == "cupy":
+        if os.environ.get("CUPY_CACHE_IN_MEMORY", "0") not in ("", "0"):
+            return None
+        return Path(os.environ.get("CUPY_CACHE_DIR") or Path.home() / ".cupy" / "kernel_cache")
+    folder = getattr(runtime, "cache_dir", None)
+    return None if folder is None else Path(folder)
+
+
+def cache_entries(folder: Path | None) -> int | None:
+    """How many files the cache ``folder`` holds (0 where it is not made yet; None: no
+    folder). A compile adds one (CuPy names its files by a key that is not public API, so
+    the count, not the name, says whether a module was compiled or loaded)."""
+    if folder is None:
+        return None
+    try:
+        with os.scandir(folder) as entries:
+            return sum(1 for _ in entries)
+    except FileNotFoundError:
+        return 0
 
 
 def runtime_of(runtime):

@@ -4,7 +4,8 @@ The packed state (:func:`pack_state`), each edge's cells and slots with the boun
 place of a missing neighbour (:func:`edge_arrays`), each slot's neighbour and side
 (:func:`slot_codes`), the linear reconstruction's slots (:func:`linear_arrays`), the
 ``block`` variant's edge tasks (:func:`block_arrays`) and the
-``grid`` variant's arrays (:func:`grid_arrays`). NumPy only: the backend uploads them.
+``grid`` variant's arrays (:func:`grid_arrays`). NumPy and compiled passes over the slots
+and edges (Numba, cached): the backend uploads them.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from numba import njit, prange
 
 from ...boundary import KINDS
 from ...errors import ConfigError
+from ...mesh.core import take_rows
 from .. import cuda_header
 from ..controls import level_edges
 from ..layout import Layout, block_edges
@@ -75,14 +78,26 @@ def edge_arrays(lay: Layout) -> np.ndarray:
 def slot_codes(lay: Layout) -> np.ndarray:
     """(L*k,) int32 per slot: ``2 * neighbour + side`` (interior) or minus the boundary code;
     on a part, a halo cell's slot of an edge outside the part (no cell updates a halo cell,
-    but the limiter visits its neighbours: fvswe.parallel.GpuHalo) is a wall."""
-    e = lay.cell_edges.ravel()
-    side = lay.cell_side.ravel().astype(np.int32)
-    ij = lay.edge_cells[e]
-    boundary = ij[:, 1] < 0
-    nbr = np.where(side == 0, ij[:, 1], ij[:, 0])
-    code = np.where(boundary, _boundary_codes(lay)[e], 2 * nbr + side)
-    return np.where(e < 0, -KINDS["wall"], code).astype(np.int32)
+    but the limiter visits its neighbours: fvswe.parallel.GpuHalo) is a wall. One compiled
+    pass over the slots (issue 31: the NumPy expression's temporaries cost seconds)."""
+    return _slot_codes(lay.cell_edges.ravel(), lay.cell_side.ravel(), lay.edge_cells,
+                       _boundary_codes(lay), KINDS["wall"])  # fmt: skip
+
+
+@njit(cache=True, parallel=True)
+def _slot_codes(slot_edge, slot_side, edge_cells, boundary_code, wall):
+    """The pass of :func:`slot_codes` (``boundary_code``: per edge, :func:`_boundary_codes`)."""
+    out = np.empty(slot_edge.size, np.int32)
+    for s in prange(slot_edge.size):
+        e = slot_edge[s]
+        if e < 0:
+            out[s] = -wall
+        elif edge_cells[e, 1] < 0:
+            out[s] = boundary_code[e]
+        else:
+            side = np.int64(slot_side[s])
+            out[s] = 2 * np.int64(edge_cells[e, 1 - side]) + side
+    return out
 
 
 def linear_arrays(lay: Layout) -> tuple[np.ndarray, np.ndarray]:
@@ -95,7 +110,7 @@ def linear_arrays(lay: Layout) -> tuple[np.ndarray, np.ndarray]:
     across = lay.edge_slot[np.maximum(e, 0), 1 - side]
     across = np.where(lay.edge_cells[np.maximum(e, 0), 1 - side] < 0, -1, across)
     across = np.where(e < 0, -2, across).astype(np.int32)
-    geom = np.concatenate((lay.lsq_weight, lay.face_offset), axis=2)  # (cells, k, 4)
+    geom = np.concatenate(lay.linear_geometry(), axis=2)  # (cells, k, 4)
     return across, np.ascontiguousarray(geom.reshape(lay.n_cells, -1).T, dtype=np.float64)
 
 
@@ -168,12 +183,25 @@ def block_arrays(lay: Layout, cells: int, interior_first: bool = False) -> tuple
     (n_blocks + 1) int32. On a part the blocks tile its owned cells (the halo's are read)."""
     start, edge, own_i, own_j = block_edges(lay.edge_cells, lay.n_cells, cells, interior_first,
                                             lay.owned_cells)  # fmt: skip
-    task = edge_arrays(lay)[edge]
-    base = np.repeat(np.arange(start.size - 1) * (cells * lay.k), np.diff(start))
-    task[:, 2] = np.where(own_i, task[:, 2] - base, -1)
-    task[:, 3] = np.where(own_j, task[:, 3] - base, -1)
-    normal = np.ascontiguousarray(lay.edge_normal[edge])
-    return start.astype(np.int32), task, normal, np.ascontiguousarray(lay.edge_length[edge])
+    task = _block_tasks(start, edge, own_i, own_j, edge_arrays(lay), cells * lay.k)
+    normal, length = take_rows(lay.edge_normal, edge), take_rows(lay.edge_length, edge)
+    return start.astype(np.int32), task, normal, length
+
+
+@njit(cache=True, parallel=True)
+def _block_tasks(start, edge, own_i, own_j, idx, per_block):
+    """The tasks of :func:`block_arrays` (block ``b``'s slots less ``b * per_block``) in one
+    compiled pass over the blocks (issue 31)."""
+    task = np.empty((edge.size, 4), np.int32)
+    for b in prange(start.size - 1):
+        base = np.int64(b) * per_block
+        for t in range(start[b], start[b + 1]):
+            e = edge[t]
+            task[t, 0] = idx[e, 0]
+            task[t, 1] = idx[e, 1]
+            task[t, 2] = idx[e, 2] - base if own_i[t] else -1
+            task[t, 3] = idx[e, 3] - base if own_j[t] else -1
+    return task
 
 
 @dataclass
