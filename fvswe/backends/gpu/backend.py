@@ -131,20 +131,24 @@ class GpuBackend(DeviceState):
         #: exchange_theta, reduce_dt and tally ops call it on this stream. None on one device.
         self.halo = None
         self.set_state(layout.W0)
-        #: The maximum and arrival maps on the device, a float64 row per cell (fvswe.maxima;
-        #: a part's halo rows NaN), or None.
-        self._maps = None
-        if layout.maxima is not None:
-            from ...maxima import columns
-
-            rows = np.full((layout.n_cells, columns(self.model.layers)), np.nan)
-            with self.stream:
-                self._maps = self._cp.asarray(rows)
-            self._maxima_pass(self._W, start=True)
+        self._start_maxima()
         #: Seconds of the set-up's stages (Simulation.setup_stages reports them).
         self.setup_stages = clock.stages
 
     # -- construction ------------------------------------------------------------------------
+    def _start_maxima(self) -> None:
+        """The maximum and arrival maps on the device (``_maps``), a float64 row per cell
+        (fvswe.maxima; a part's halo rows NaN), from the state just set; None without maps."""
+        self._maps = None
+        if self.layout.maxima is None:
+            return
+        from ...maxima import columns
+
+        rows = np.full((self.layout.n_cells, columns(self.model.layers)), np.nan)
+        with self.stream:
+            self._maps = self._cp.asarray(rows)
+        self._maxima_pass(self._W, start=True)
+
     def _load_module(self, counts: bool = False) -> None:
         """This run's module (``counts``: with the ``count_edges`` kernel) and its kernels."""
         folder = cache_dir(self._cp)
