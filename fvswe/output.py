@@ -220,7 +220,9 @@ def remove_results(directory: str | Path, keep: Path | None = None) -> None:
 # -- fields -----------------------------------------------------------------------------------
 def original_cells(mesh) -> np.ndarray:
     """The cell-node array in the mesh's original cell order (the order fields are reported in)."""
-    return mesh.cells[np.argsort(mesh.original_index)]
+    from .mesh.core import inverse_permutation  # here: fvswe.mesh imports this module
+
+    return mesh.cells[inverse_permutation(mesh.original_index)]
 
 
 def velocity(h: np.ndarray, q: np.ndarray, eps_h: float) -> np.ndarray:

@@ -22,6 +22,7 @@ import numpy as np
 from .boundary import KINDS
 from .errors import ConfigError
 from .forcing import DRAG_LAWS
+from .output import original_cells
 from .schemes.friction import FRICTION_KINDS
 from .settings import ALWAYS, SETTINGS
 from .slide import describe
@@ -50,7 +51,7 @@ def _digest(*arrays: np.ndarray) -> str:
 
 def mesh_fingerprint(mesh) -> str:
     """A short hash of the nodes and of the cells in original order: same mesh, same hash."""
-    cells = mesh.cells[np.argsort(mesh.original_index)]
+    cells = original_cells(mesh)
     return _digest(np.asarray(mesh.nodes, dtype=np.float64), np.asarray(cells, dtype=np.int64))
 
 

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError, OutputError
+from .mesh.core import inverse_permutation
 from .output import FIELD_NAMES, IDENTITY_ATTRS, PART, original_cells, os_error, output_fields
 
 #: File name of the series in an output folder.
@@ -216,7 +217,7 @@ def mesh_variables(ds, mesh, crs: str | None) -> dict[str, str]:
     face_nodes.long_name = "nodes of each face, counter-clockwise"
     face_nodes.start_index = 0
     face_nodes[:] = original_cells(mesh).astype(np.int32)
-    o = np.argsort(mesh.original_index)
+    o = inverse_permutation(mesh.original_index)
     coords = {
         "node_x": ("node", mesh.nodes[:, 0], "x", "node"),
         "node_y": ("node", mesh.nodes[:, 1], "y", "node"),
