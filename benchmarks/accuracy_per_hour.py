@@ -37,6 +37,7 @@ import json
 import platform
 import sys
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from second_order import GAMMA, R, irregular
@@ -81,13 +82,9 @@ def vortex_runs(args) -> list[Run]:
     for i, n in enumerate(sizes):
         mesh = irregular(n)
         want = vortex(*mesh.centroid.T, gamma=GAMMA, R=R)
-        for rec in reconstructions(args, i, len(args.n)):
-            if i == 0:  # compile (or load) and warm up first: not part of a measured run
-                Simulation(mesh, layers=1, H=1.0, initial=want, **settings(args, rec)).run(
-                    args.t, max_steps=WARM_STEPS
-                )
-            sim = Simulation(mesh, layers=1, H=1.0, initial=want, **settings(args, rec))
-            summary = sim.run(args.t)
+        for rec in reconstructions(i, len(args.n)):
+            kwargs = dict(layers=1, H=1.0, initial=want, **settings(args, rec))
+            sim, summary = measured(partial(Simulation, mesh, **kwargs), args.t, warm=i == 0)
             W = sim.state().astype(np.float64)
             err = sum(np.abs(W[:, c] - want[f]) for c, f in enumerate(("h", "qx", "qy")))
             runs.append(Run(rec, mesh.n_cells, float(np.sum(mesh.area * err)),
@@ -97,7 +94,7 @@ def vortex_runs(args) -> list[Run]:
     return runs
 
 
-def reconstructions(args, level: int, linear_levels: int) -> tuple[str, ...]:
+def reconstructions(level: int, linear_levels: int) -> tuple[str, ...]:
     """What runs on mesh ``level``: both reconstructions on the first ``linear_levels``
     meshes, first order alone on the ``--extra`` finer ones (so that its errors reach the
     linear runs' and its wall times there are measured, not extrapolated)."""
@@ -128,7 +125,7 @@ def test1_runs(args) -> list[Run]:
         refs.insert(0, coarsen(coarse, fine, refs[0]))
     runs = []
     for i, (mesh, ref) in enumerate(zip(meshes[:-1], refs[:-1], strict=True)):
-        for rec in reconstructions(args, i, args.levels):
+        for rec in reconstructions(i, args.levels):
             W, summary = run_test1(case, mesh, rec, args)
             err = float(np.sum(mesh.area[:, None] * np.abs(W - ref)))
             runs.append(Run(rec, mesh.n_cells, err, summary.wall_s, summary.steps))
@@ -138,12 +135,19 @@ def test1_runs(args) -> list[Run]:
 
 
 def run_test1(case, mesh: Mesh, reconstruction: str, args):
-    """``(state in float64, summary)`` of test 1 on ``mesh``, after a few steps of warm-up
-    (compiling or loading the kernels, first launches) on the same mesh."""
-    case.simulation(mesh, **settings(args, reconstruction)).run(case.t_end, max_steps=WARM_STEPS)
-    sim = case.simulation(mesh, **settings(args, reconstruction))
-    summary = sim.run(case.t_end)
+    """``(state in float64, summary)`` of test 1 on ``mesh``, warmed up on the same mesh."""
+    kwargs = settings(args, reconstruction)
+    sim, summary = measured(partial(case.simulation, mesh, **kwargs), case.t_end)
     return sim.state().astype(np.float64), summary
+
+
+def measured(make, t_end: float, warm: bool = True):
+    """``(simulation, summary)`` of a fresh ``make()`` run to ``t_end``; with ``warm``, after
+    WARM_STEPS of another (compiling or loading the kernels, first launches: not measured)."""
+    if warm:
+        make().run(t_end, max_steps=WARM_STEPS)
+    sim = make()
+    return sim, sim.run(t_end)
 
 
 def wall_at(runs: list[Run], error: float) -> tuple[float, bool]:
@@ -205,6 +209,8 @@ def main() -> None:
     parser.add_argument("--json", default="")
     args = parser.parse_args()
     args.scheme = args.scheme or ("hll" if args.problem == "vortex" else "pvm-ifcp")
+    if (len(args.n) if args.problem == "vortex" else args.levels) < 2:
+        parser.error("a wall time at an error needs two meshes or more (--n N1 N2 ..., --levels)")
     runs = vortex_runs(args) if args.problem == "vortex" else test1_runs(args)
     rows = speedups(runs)
     table(runs, rows)
