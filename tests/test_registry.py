@@ -183,6 +183,20 @@ def test_cpu_edge_pass_of_a_layer_count_reaches_its_kernels_only(layers):
     assert any(sig[0].instance_class is kind for sig in edge_pass.signatures)
 
 
+def test_compiled_closures_of_the_edge_pass_have_names_of_their_own():
+    """Numba names machine code by qualified name, types and a per-process counter, and links
+    a call by that name: two closures of one ``def`` compiled in two processes could share it,
+    and once both were loaded from Numba's cache, a one-layer float32 run after a two-layer
+    one ran the two-layer fluxes (0.32 off in a discharge). Each closure that the cached edge
+    pass calls, not inlines, has a name of its own."""
+    from fvswe.backends.cpu import dispatch
+
+    called = {f for layers in (1, 2) for f in _reached(dispatch._CHAINS[layers])}
+    called = [f for f in called if f.targetoptions.get("inline", "never") != "always"]
+    names = [(f.py_func.__module__, f.py_func.__qualname__) for f in called]
+    assert len(called) > 2 and len(set(names)) == len(names)
+
+
 def test_cli_and_case_file_list_every_scheme(capsys):
     from fvswe.cli import main
 

@@ -69,11 +69,20 @@ def bound(flux, fixed: bool):
     """The edge kernel ``flux(..., eps_h, fixed)`` with ``fixed`` bound (a compile-time
     constant): a registry kernel without a wrapper of its own (:data:`fvswe.registry.BOUND`)."""
 
-    @njit(error_model="numpy")
     def kernel(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h):
         return flux(Wi, Wj, Hi, Hj, ex, ey, g, r, eps_h, fixed)
 
-    return kernel
+    kernel.__qualname__ = symbol_name(f"bound_{flux.__module__}_{flux.__name__}_{fixed}")
+    return njit(error_model="numpy")(kernel)
+
+
+def symbol_name(what: str) -> str:
+    """A qualified name of its own for a compiled closure that a cached pass calls (not
+    inlines). Numba names machine code by qualified name, types and a per-process counter,
+    so two closures of one ``def`` compiled in two processes can share a name; loaded from
+    Numba's cache into one process, calls to both then link to the first loaded (a one-layer
+    float32 run after a two-layer one ran the two-layer fluxes)."""
+    return "".join(c if c.isalnum() else "_" for c in what)
 
 
 @jit

@@ -17,6 +17,7 @@ from numba import njit
 from numba.extending import overload
 
 from ... import physics, registry
+from ...physics.common import symbol_name
 from ...registry import resolve
 
 _inline = njit(inline="always", error_model="numpy")
@@ -66,7 +67,9 @@ def _scheme_chain(layers: int):
     chain = _flux_branch(None, last, None)
     for kid, flux in rest:
         chain = _flux_branch(kid, flux, chain)
-    return njit(error_model="numpy")(chain.py_func)
+    top = chain.py_func
+    top.__qualname__ = symbol_name(f"edge_flux_{layers}_layers")  # one name per layer count
+    return njit(error_model="numpy")(top)
 
 
 class OneLayer(NamedTuple):

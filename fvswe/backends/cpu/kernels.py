@@ -44,6 +44,7 @@ from ...physics.update import (
     remainder,
     stable_dt,
 )
+from . import dispatch
 from .dispatch import (
     edge_flux,
     faces,
@@ -933,11 +934,12 @@ PHYSICS_FILES = sorted(Path(physics.__file__).parent.glob("*.py"))
 
 
 def _source_stamp() -> int:
-    """A checksum of what the cached passes inline: the registries and the physics."""
+    """A checksum of what the cached passes inline: the registries, the physics and the
+    dispatch chains."""
     inlined = (sorted(registry.KERNEL_IDS.items()), sorted(registry.BOUND.items()),
                registry.BOUNDARIES, registry.RECONSTRUCTIONS)  # fmt: skip
     stamp = zlib.crc32(repr(inlined).encode())
-    for path in PHYSICS_FILES:
+    for path in (*PHYSICS_FILES, Path(dispatch.__file__)):
         stamp = zlib.crc32(path.read_bytes(), stamp)
     return stamp
 
