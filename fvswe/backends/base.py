@@ -4,7 +4,7 @@ The time loop (:meth:`Simulation.run`, :mod:`fvswe.runner`), restarts and output
 (:mod:`fvswe.output`) use only these members, so they own nothing backend-specific.
 :class:`~fvswe.backends.cpu.pipeline.CpuBackend`, :class:`~fvswe.backends.gpu.GpuBackend`
 and :class:`~fvswe.parallel.DistributedBackend` implement all of them
-(tests/test_registry.py checks it). A single-device backend is constructed as
+(tests/test_registry.py checks it). A single-device backend is a :class:`Pipeline`, constructed as
 ``cls(layout, scheme, cfl, dt_mode, dt_fixed, threads=..., **options)``, ``options``
 being its own keywords (the GPU's ``variant``, ``block``, ...: ``Simulation(...,
 backend_options=...)``).
@@ -18,11 +18,16 @@ others' (the implicit method's) sections use the volume of a side closed by wall
 from __future__ import annotations
 
 import time
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
+from .. import integrators, registry
 from ..errors import ConfigError
+from ..physics.reconstruction import LINEAR_CFL
+
+if TYPE_CHECKING:
+    from .layout import Layout
 
 #: The time-step rules of every backend: Δt from the previous step's speeds (the paper's),
 #: from the current speeds, or fixed.
@@ -49,6 +54,52 @@ def check_dt_mode(dt_mode: str, dt_fixed: float | None) -> None:
         raise ConfigError(f"dt_mode: unknown {dt_mode!r} (choose from {', '.join(DT_MODES)})")
     if dt_mode == "fixed" and not (dt_fixed and dt_fixed > 0):
         raise ConfigError("dt: a fixed time step needs a positive dt")
+
+
+class Pipeline:
+    """What the CPU and GPU pipelines take and set up alike; each backend's own part is its
+    ``_start(scheme, threads, entropy_fix, **options)``.
+
+    ``scheme``: a name of :data:`fvswe.registry.SCHEMES`; ``cfl``, ``dt_mode`` (one of
+    :data:`DT_MODES`) and ``dt_fixed``: the Δt rule; ``threads``: the CPU threads (the GPU
+    accepts and ignores them, so the constructors are one); ``integrator``: one of
+    :data:`fvswe.integrators.INTEGRATORS`; ``entropy_fix`` false: the Roe schemes without
+    their entropy fix; ``reconstruction``: one of :data:`fvswe.registry.RECONSTRUCTIONS`
+    (``linear``: the Δt times :data:`~fvswe.physics.reconstruction.LINEAR_CFL`, docs/SCHEMES.md
+    §19); ``compensated``: a float32 state keeps its depths' rounding remainders
+    (docs/SCHEMES.md §2.7; ignored in float64, which needs none).
+    """
+
+    def __init__(
+        self,
+        layout: Layout,
+        scheme: str,
+        cfl: float = 0.9,
+        dt_mode: str = "lagged",
+        dt_fixed: float | None = None,
+        *,
+        threads: int | None = None,
+        integrator: str = "euler",
+        entropy_fix: bool = True,
+        reconstruction: str = "constant",
+        compensated: bool = False,
+        **options,
+    ) -> None:
+        check_dt_mode(dt_mode, dt_fixed)
+        self.layout, self.model = layout, layout.model
+        self.dtype = np.dtype(layout.dtype)
+        self.integrator = integrators.get(integrator)
+        self.reconstruction = registry.reconstruction(reconstruction, self.integrator)
+        self.linear = self.reconstruction.order == 2
+        self.cfl, self.dt_mode, self.dt_fixed = float(cfl), dt_mode, dt_fixed
+        if self.linear:
+            self.cfl *= LINEAR_CFL
+        self.compensated = bool(compensated) and self.dtype == np.float32
+        self._start(scheme, threads, entropy_fix, **options)
+
+    def _start(self, scheme: str, threads: int | None, entropy_fix: bool, **options) -> None:
+        """The backend's own set-up, after the shared one."""
+        raise NotImplementedError
 
 
 @runtime_checkable

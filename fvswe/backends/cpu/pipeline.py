@@ -20,11 +20,10 @@ from ...boundary import INFLOW_KEYS
 from ...integrators import Op, U
 from ...physics.limiter import mass_flux
 from ...physics.maxima import maxima_cells
-from ...physics.reconstruction import LINEAR_CFL
 from ...physics.slide import bed_cells
 from ...physics.update import stable_dt
 from ...sources import RAIN_KEY, SOURCE_KEYS, counter_keys
-from ..base import EPS_U_RATIO, LAST_STEP_RTOL, LIMIT_MARGIN, check_dt_mode
+from ..base import EPS_U_RATIO, LAST_STEP_RTOL, LIMIT_MARGIN, Pipeline
 from ..controls import Setup, cpu_controls
 from ..layout import Layout
 from . import default_threads
@@ -83,63 +82,37 @@ class _Step:
         return self.dt
 
 
-class CpuBackend:
-    """The paper's pipeline on the CPU (a :class:`~fvswe.backends.base.Backend`).
-
-    ``integrator``: the name of one of :data:`fvswe.integrators.INTEGRATORS`;
-    ``reconstruction``: one of :data:`fvswe.registry.RECONSTRUCTIONS` (``linear``: a
-    multi-stage integrator, the stable step times
-    :data:`~fvswe.physics.reconstruction.LINEAR_CFL`; docs/SCHEMES.md §19).
-    ``compensated``: a float32 state keeps each depth's rounding remainder in a second
-    float32 array, one column per layer (docs/SCHEMES.md §2.7; ignored in float64, which
-    needs none).
+class CpuBackend(Pipeline):
+    """The paper's pipeline on the CPU (a :class:`~fvswe.backends.base.Backend`; its
+    arguments: :class:`~fvswe.backends.base.Pipeline`'s). A ``compensated`` float32 state
+    keeps each depth's rounding remainder in a second float32 array, one column per layer.
     """
 
     name = "cpu"
     #: Steps between two blow-up checks of Simulation.run (a check costs little here).
     check_every = 100
 
-    def __init__(
-        self,
-        layout: Layout,
-        scheme: str,
-        cfl: float = 0.9,
-        dt_mode: str = "lagged",
-        dt_fixed: float | None = None,
-        threads: int | None = None,
-        integrator: str = "euler",
-        entropy_fix: bool = True,
-        reconstruction: str = "constant",
-        compensated: bool = False,
-    ) -> None:
-        check_dt_mode(dt_mode, dt_fixed)
-        self.integrator = integrators.get(integrator)
-        self.reconstruction = registry.reconstruction(reconstruction, self.integrator)
+    def _start(self, scheme: str, threads: int | None, entropy_fix: bool) -> None:
         numba.set_num_threads(threads if threads is not None else default_threads())
         fresh_cache()
-        self.layout, self.model = layout, layout.model
+        layout, linear = self.layout, self.linear
         self.scheme = scheme_id(scheme, self.model.layers, entropy_fix)
         self._dispatch = dispatch_id(self.scheme, self.model.layers)  # its type: the layers
-        linear = self.reconstruction.order == 2
-        self.cfl, self.dt_mode, self.dt_fixed = float(cfl), dt_mode, dt_fixed
-        if linear:
-            self.cfl *= LINEAR_CFL
-        self._plan = integrators.step_plan(self.integrator, dt_mode, self.model.layers,
+        self._plan = integrators.step_plan(self.integrator, self.dt_mode, self.model.layers,
                                            layout.slide is not None,
                                            layout.maxima is not None)  # fmt: skip
         self._initial = integrators.initial_dt_plan()
-        self._ctrl = cpu_controls(Setup(layout, self.cfl, dt_mode, dt_fixed))
+        self._ctrl = cpu_controls(Setup(layout, self.cfl, self.dt_mode, self.dt_fixed))
         self._mesh, self._out = _arrays(layout)
         self._faces = _faces(layout) if linear else None
         stages = len(self.integrator.stages)
         self._buffers = {name: layout.W0.copy() for name in integrators.BUFFERS[: 2 + (stages > 1)]}
         #: Per buffer, a compensated state's depth remainders ``(L, layers)`` (docs/SCHEMES.md
         #: §2.7): float32 only; None in float64 or when off, which compiles them out.
-        self.compensated = bool(compensated) and np.dtype(layout.dtype) == np.float32
         rests = (layout.n_cells, self.model.layers)
         self._rest = {name: np.zeros(rests, np.float32) if self.compensated else None
                       for name in self._buffers}  # fmt: skip
-        dtype = str(np.dtype(layout.dtype))
+        dtype = str(self.dtype)
         #: The positivity limiter's theta per cell and layer (two layers; 1 but where a step
         #: limits) and its margin (docs/SCHEMES.md §13.4).
         self.theta = np.ones((layout.n_cells, 2)) if self.model.layers == 2 else None

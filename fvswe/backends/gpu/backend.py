@@ -16,12 +16,10 @@ import numpy as np
 
 from ... import integrators, registry
 from ...integrators import U
-from ...physics.reconstruction import LINEAR_CFL
 from ...sources import counter_keys
-from ..base import SetupClock, check_dt_mode
+from ..base import Pipeline, SetupClock
 from ..controls import CTRL_DTYPE, Setup, host_block, values
 from ..cuda_header import OP_COUNT
-from ..layout import Layout
 from .build import cache_dir, cache_entries, compile_options, launch_shape, module, runtime_of
 from .device import linear_arrays, step_bytes, upload
 from .plan import HOOKS, Launch, batch_size, compile_plan, steps_left
@@ -37,38 +35,32 @@ SYNC_EVERY = 256
 CHECK_EVERY_SYNCS = 4
 
 
-class GpuBackend(DeviceState):
-    """The pipeline on a CUDA GPU (a :class:`~fvswe.backends.base.Backend`).
+class GpuBackend(Pipeline, DeviceState):
+    """The pipeline on a CUDA GPU (a :class:`~fvswe.backends.base.Backend`; the arguments it
+    shares with the CPU: :class:`~fvswe.backends.base.Pipeline`'s, whose ``threads`` it
+    ignores: the device runs the steps).
 
-    ``variant`` is ``edge``, ``gather``, ``slot``, ``block`` or ``grid`` (else the environment
-    variable ``FVSWE_GPU_VARIANT``, else :func:`.tuning.resolve_variant`'s default); ``block``
-    the threads per block; ``cells`` the cells a thread block owns in the ``block`` variant and
-    ``interior_first`` its task order (:func:`.build.launch_shape`); ``batch`` the most steps
-    one CUDA graph replays; ``fast_math`` compiles a float32 run's modules with approximate
-    division and square root (a ConfigError for float64); ``integrator`` one of
-    :data:`fvswe.integrators.INTEGRATORS`; ``entropy_fix`` false compiles the scheme's kernel
-    without the entropy fix (Roe, IR-Roe); ``compensated`` keeps a float32 state's depths'
-    rounding remainders (one real per layer and cell) beside each state buffer
-    (docs/SCHEMES.md §2.7; ignored in float64); ``reconstruction`` one of
-    :data:`fvswe.registry.RECONSTRUCTIONS` (``linear``: troubled_pass, faces_pass and
-    interior_pass of linear.cuh before each residual, the Δt scaled by
-    :data:`~fvswe.physics.reconstruction.LINEAR_CFL`; docs/SCHEMES.md §19); ``runtime`` CuPy
-    (default) or a stand-in of its API.
-    ``threads`` (the CPU backend's) is accepted for a uniform constructor and unused: the
-    device runs the steps.
+    Its own: ``variant`` is ``edge``, ``gather``, ``slot``, ``block`` or ``grid`` (else the
+    environment variable ``FVSWE_GPU_VARIANT``, else :func:`.tuning.resolve_variant`'s
+    default); ``block`` the threads per block; ``cells`` the cells a thread block owns in the
+    ``block`` variant and ``interior_first`` its task order (:func:`.build.launch_shape`);
+    ``batch`` the most steps one CUDA graph replays; ``fast_math`` compiles a float32 run's
+    modules with approximate division and square root (a ConfigError for float64);
+    ``entropy_fix`` false compiles the scheme's kernel without the entropy fix (Roe, IR-Roe);
+    a ``compensated`` float32 state's depth remainders lie beside each state buffer; a
+    ``linear`` reconstruction runs troubled_pass, faces_pass and interior_pass of linear.cuh
+    before each residual; ``runtime`` CuPy (default) or a stand-in of its API.
     """
 
     name = "gpu"
     #: No CPU threads run the steps.
     threads = None
 
-    def __init__(
+    def _start(
         self,
-        layout: Layout,
         scheme: str,
-        cfl: float = 0.9,
-        dt_mode: str = "lagged",
-        dt_fixed: float | None = None,
+        threads: int | None,
+        entropy_fix: bool,
         *,
         variant: str | None = None,
         block: int | None = None,
@@ -77,23 +69,12 @@ class GpuBackend(DeviceState):
         batch: int = DEFAULT_BATCH,
         graphs: bool = True,
         fast_math: bool = False,
-        threads: int | None = None,
-        integrator: str = "euler",
-        entropy_fix: bool = True,
-        compensated: bool = False,
-        reconstruction: str = "constant",
         runtime=None,
     ) -> None:
         self._cp = self.runtime = runtime_of(runtime)
-        check_dt_mode(dt_mode, dt_fixed)
-        self.layout, self.model = layout, layout.model
-        self.integrator = integrators.get(integrator)
-        self.dtype = np.dtype(layout.dtype)
-        self.compensated = bool(compensated) and self.dtype == np.float32
-        self.scheme, self.dt_mode, self.cfl, self.dt_fixed = scheme, dt_mode, float(cfl), dt_fixed
+        layout, self.scheme = self.layout, scheme
         shape = launch_shape(layout, scheme, variant, block, cells, interior_first)
         self.variant, self.block, self.cells, self.interior_first, grid = shape
-        self._start_reconstruction(reconstruction)
         self.graphs, self.fast_math = graphs, fast_math
         self.batch = 2 ** max(1, int(math.log2(max(batch, 2))))  # a power of two: even steps
         self.sync_every = max(SYNC_EVERY, self.batch)
@@ -191,14 +172,6 @@ class GpuBackend(DeviceState):
         slide = lay.slide  # a moving bed: bed_pass's cell centres, static bed and parameters
         self._slide = () if slide is None else tuple(
             cp.asarray(a) for a in (slide.x, slide.y, slide.H0, slide.params))  # fmt: skip
-
-    def _start_reconstruction(self, name: str) -> None:
-        """The run's reconstruction (:func:`fvswe.registry.reconstruction`); a linear one
-        scales the Δt by :data:`~fvswe.physics.reconstruction.LINEAR_CFL`, as the CPU's."""
-        self.reconstruction = registry.reconstruction(name, self.integrator)
-        self.linear = self.reconstruction.order == 2
-        if self.linear:
-            self.cfl *= LINEAR_CFL
 
     @property
     def _interior_in_step(self) -> bool:
