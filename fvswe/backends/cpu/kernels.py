@@ -978,3 +978,7 @@ def fresh_cache() -> None:
         stale += [f for f in vars(module).values() if isinstance(f, Dispatcher)]
     for dispatcher in stale:
         dispatcher._cache.flush()  # the next call compiles afresh and caches that
+    # The stamp's machine code in this process is the old stamp's: compiled anew, the cache
+    # holds the new one. Left flushed, the next process compiled it from the sources it then
+    # saw and took passes compiled from the ones before for fresh (a second edit unseen).
+    _compiled_stamp.recompile()
