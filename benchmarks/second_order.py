@@ -126,7 +126,7 @@ def two_layer_table(args) -> list[dict]:
     print("| scheme | reconstruction | cells | L1 difference | order |")
     print("|---|---|---|---|---|")
     for scheme in args.schemes:
-        for rec in ("constant", "linear"):
+        for rec in args.reconstructions:
             cells, errors = self_convergence(irregular(args.two_layer), rec, scheme, args.t)
             for n, err, o in zip(cells, errors, ["", *orders(errors)], strict=True):
                 print(f"| {scheme} | {rec} | {n} | {err:.3e} | {o if o == '' else f'{o:.2f}'} |")
@@ -140,6 +140,8 @@ def main() -> None:
     parser.add_argument("--two-layer", type=int, default=0, metavar="N")
     parser.add_argument("--schemes", nargs="+", default=["hll"])
     parser.add_argument("--t", type=float, default=0.3)
+    parser.add_argument("--reconstructions", nargs="+", default=["constant", "linear"],
+                        choices=["constant", "linear"], help="two-layer table only")  # fmt: skip
     parser.add_argument("--json", default="")
     args = parser.parse_args()
     rows = two_layer_table(args) if args.two_layer else vortex_table(args)
