@@ -15,7 +15,8 @@ and prints the table of docs/validation.md (``--json PATH`` writes it too).
 solution): an interface bump (:func:`interface_bump`, flat surface, at rest, r = 0.98) run to
 ``--t`` on ``irregular(N)`` and ``--levels - 1`` (default 3) nested 1->4 refinements of it; the
 L1 difference between each mesh's solution and the next finer one's averaged onto it, and the
-orders between them (``--cfl`` sets the Courant number, ``--reconstructions`` picks which)::
+orders between them (``--cfl`` sets the Courant number, ``--half`` moves the walls to
+``±half``, ``--reconstructions`` picks which)::
 
     python benchmarks/second_order.py --two-layer 16 --t 0.5 --schemes ir-roe
 """
@@ -131,7 +132,8 @@ def two_layer_table(args) -> list[dict]:
     print("|---|---|---|---|---|")
     for scheme in args.schemes:
         for rec in args.reconstructions:
-            cells, errors = self_convergence(irregular(args.two_layer), rec, scheme, args.t,
+            mesh = irregular(args.two_layer, args.half)
+            cells, errors = self_convergence(mesh, rec, scheme, args.t,
                                              args.levels, args.cfl)  # fmt: skip
             for n, err, o in zip(cells, errors, ["", *orders(errors)], strict=True):
                 print(f"| {scheme} | {rec} | {n} | {err:.3e} | {o if o == '' else f'{o:.2f}'} |")
@@ -146,6 +148,7 @@ def main() -> None:
     parser.add_argument("--schemes", nargs="+", default=["hll"])
     parser.add_argument("--t", type=float, default=0.3)
     parser.add_argument("--levels", type=int, default=4, help="two-layer: nested meshes")
+    parser.add_argument("--half", type=float, default=HALF, help="two-layer: walls at ±half")
     parser.add_argument("--cfl", type=float, default=None, help="two-layer: Courant number")
     parser.add_argument("--reconstructions", nargs="+", default=["constant", "linear"],
                         help="two-layer: which reconstructions")  # fmt: skip
