@@ -13,8 +13,10 @@ and prints the table of docs/validation.md (``--json PATH`` writes it too).
 
 ``--two-layer N`` instead measures a smooth two-layer problem by self-convergence (no exact
 solution): an interface bump (:func:`interface_bump`, flat surface, at rest, r = 0.98) run to
-``--t`` on ``irregular(N)`` and three nested 1->4 refinements of it; the L1 difference between
-each mesh's solution and the next finer one's averaged onto it, and the orders between them::
+``--t`` on ``irregular(N)`` and ``--levels - 1`` (default 3) nested 1->4 refinements of it; the
+L1 difference between each mesh's solution and the next finer one's averaged onto it, and the
+orders between them (``--cfl`` sets the Courant number, ``--half`` moves the walls to
+``±half``, ``--reconstructions`` picks which)::
 
     python benchmarks/second_order.py --two-layer 16 --t 0.5 --schemes ir-roe
 """
@@ -73,10 +75,13 @@ def interface_bump(x, y):
     return 0.5 + 0.05 * np.exp(-(x**2 + y**2))
 
 
-def self_convergence(mesh: Mesh, reconstruction: str, scheme: str, t: float, levels: int = 4):
+def self_convergence(mesh: Mesh, reconstruction: str, scheme: str, t: float, levels: int = 4,
+                     cfl: float | None = None):  # fmt: skip
     """L1 differences ``Σ |V_i| Σ_c |W_c - R(W_fine)_c|`` of the two-layer interface bump
     between ``levels`` nested meshes (``mesh`` refined 1->4 each time), each against the next
-    finer solution averaged over the four children (catalog.refine's numbering)."""
+    finer solution averaged over the four children (catalog.refine's numbering); ``cfl``
+    overrides the run's Courant number (the time error's share, halved)."""
+    extra = {} if cfl is None else {"cfl": cfl}
     initial = {"h2": interface_bump, "h1": lambda x, y: 1.0 - interface_bump(x, y)}
     meshes, states = [mesh], []
     while len(meshes) < levels:
@@ -84,7 +89,7 @@ def self_convergence(mesh: Mesh, reconstruction: str, scheme: str, t: float, lev
     for m in meshes:
         sim = Simulation(m, layers=2, scheme=scheme, r=0.98, H=1.0, initial=initial,
                          integrator="ssp-rk2", reconstruction=reconstruction,
-                         backend="cpu")  # fmt: skip
+                         backend="cpu", **extra)  # fmt: skip
         sim.run(t)
         states.append(sim.state())
     errors = []
@@ -127,7 +132,9 @@ def two_layer_table(args) -> list[dict]:
     print("|---|---|---|---|---|")
     for scheme in args.schemes:
         for rec in args.reconstructions:
-            cells, errors = self_convergence(irregular(args.two_layer), rec, scheme, args.t)
+            mesh = irregular(args.two_layer, args.half)
+            cells, errors = self_convergence(mesh, rec, scheme, args.t,
+                                             args.levels, args.cfl)  # fmt: skip
             for n, err, o in zip(cells, errors, ["", *orders(errors)], strict=True):
                 print(f"| {scheme} | {rec} | {n} | {err:.3e} | {o if o == '' else f'{o:.2f}'} |")
                 rows.append(dict(scheme=scheme, reconstruction=rec, cells=n, difference=err))
@@ -140,8 +147,11 @@ def main() -> None:
     parser.add_argument("--two-layer", type=int, default=0, metavar="N")
     parser.add_argument("--schemes", nargs="+", default=["hll"])
     parser.add_argument("--t", type=float, default=0.3)
+    parser.add_argument("--levels", type=int, default=4, help="two-layer: nested meshes")
+    parser.add_argument("--half", type=float, default=HALF, help="two-layer: walls at ±half")
+    parser.add_argument("--cfl", type=float, default=None, help="two-layer: Courant number")
     parser.add_argument("--reconstructions", nargs="+", default=["constant", "linear"],
-                        choices=["constant", "linear"], help="two-layer table only")  # fmt: skip
+                        help="two-layer: which reconstructions")  # fmt: skip
     parser.add_argument("--json", default="")
     args = parser.parse_args()
     rows = two_layer_table(args) if args.two_layer else vortex_table(args)
