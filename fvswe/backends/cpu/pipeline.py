@@ -188,8 +188,7 @@ class CpuBackend(Pipeline):
         """Says so when the passes for this dtype are not compiled yet, nor in Numba's cache."""
         from . import kernels_cached  # looked up at call time: tests replace it
 
-        dtype, layers = str(np.dtype(self.layout.dtype)), self.model.layers
-        if kernels_cached(dtype, self.compensated, layers=layers) is False:
+        if kernels_cached(str(self.dtype), self.compensated, layers=self.model.layers) is False:
             return "compiling the CPU kernels (once: later runs load them from Numba's cache) ..."
         return None
 

@@ -431,8 +431,7 @@ class GpuBackend(Pipeline, DeviceState):
         split = 0 if self.halo is None else self.halo.interior_blocks
         if split:
             k((split,), (self.block,), (*args, np.int32(0), np.int32(total)))
-        if self.halo is not None:
-            self.halo.join()
+        self._join()
         if total > split:
             k((total - split,), (self.block,), (*args, np.int32(split), np.int32(total)))
 
@@ -446,13 +445,14 @@ class GpuBackend(Pipeline, DeviceState):
                 if self.halo is not None:
                     self.halo.call(launch, bufs)
                 continue
-            if self.halo is not None and launch.kernel != "block_step":
-                self.halo.join()
+            if launch.kernel != "block_step":
+                self._join()
             self._launch_kernel(launch, bufs)
 
     def _join(self) -> None:
-        """The halo hook's exchange in flight done before the stream goes on (a batch's or the
-        initial Δt's end: a graph's capture joins the hook's stream)."""
+        """The halo hook's exchange in flight done before the stream goes on: before a kernel
+        that may read a halo row, and at a batch's or the initial Δt's end (a graph's capture
+        joins the hook's stream)."""
         if self.halo is not None:
             self.halo.join()
 
