@@ -104,6 +104,13 @@ block_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__
         return;
     }
     const Params prm{g, r, eps_h};
+#if FVSWE_COMPENSATED  // the closing cells' remainders arrive while the edges run
+    __shared__ real rests[FVSWE_CELLS * FVSWE_LAYERS];
+    stage_rests(rests, rest_of(Win, ctrl, first, 0), cells * FVSWE_LAYERS);
+#define REST_IN(l) (rests + (l) * FVSWE_LAYERS)
+#else
+#define REST_IN(l) nullptr
+#endif
     const int end = __ldg(start + b + 1);
     for (int t = __ldg(start + b) + threadIdx.x; t < end; t += FVSWE_BLOCK)
         block_edge(Win, __ldg(task + t), __ldg(normal + t), __ldg(length + t), prm, ctrl, op, slots,
@@ -111,6 +118,9 @@ block_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__
 #if FVSWE_LINEAR  // the same tasks on the same threads: no barrier between the two walks
     for (int t = __ldg(start + b) + threadIdx.x; t < end; t += FVSWE_BLOCK)
         block_interior(Win, __ldg(task + t), __ldg(normal + t), __ldg(length + t), ctrl, slots, b);
+#endif
+#if FVSWE_COMPENSATED
+    rests_staged();
 #endif
     __syncthreads();
     real dti = REAL_INF;
@@ -127,7 +137,7 @@ block_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__
             limit_sums(sums, v, v[SLOT_LEN], s == 0);
         }
         dti = min_dt(dti, close_cell(Win, Wout, c, w, H, cell_area(Win, area, c), acc, sums, ctrl,
-                                     eps_h, op));
+                                     eps_h, op, REST_IN(l)));
     }
     finish_step(ctrl, partial, dti, op, StepBlock{unsigned(b), unsigned(blocks)});
 }

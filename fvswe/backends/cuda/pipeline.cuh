@@ -397,6 +397,28 @@ __device__ __forceinline__ real* rest_of(const real4* W, const Ctrl* ctrl, int c
     return const_cast<real*>(reinterpret_cast<const real*>(W + ctrl->rest)) + (size_t)c * FVSWE_LAYERS + l;
 }
 
+// Stage the n remainders from src into shared dst while the block computes (block_step): on
+// the device an asynchronous copy (cp.async, no register waits for it), which rests_staged
+// completes before the block's barrier; the host shim copies at once.
+__device__ __forceinline__ void stage_rests(real* dst, const real* src, int n)
+{
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+#if defined(__CUDA_ARCH__)
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(unsigned(__cvta_generic_to_shared(dst + i))),
+                     "l"(src + i), "n"(sizeof(real)));
+#else
+        dst[i] = src[i];
+#endif
+    }
+}
+
+__device__ __forceinline__ void rests_staged()
+{
+#if defined(__CUDA_ARCH__)
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ void store_rest(real4* W, const Ctrl* ctrl, int c, const real* r)
 {
 #if FVSWE_COMPENSATED && FVSWE_LAYERS == 2
@@ -892,7 +914,8 @@ __device__ __forceinline__ void feed(real* w, int c, const Ctrl* ctrl, double dt
 // remainder. Returns the layers clipped and those left thin (0 < h < eps_h), for count_cell.
 __device__ __forceinline__ void update_cell(const real4* Win, real4* Wout, int c, real* w, real H,
                                             real A, const real* acc, const Ctrl* ctrl, real eps_h,
-                                            real eps_u, int op, double dt, int& clipped, int& thin)
+                                            real eps_u, int op, double dt, int& clipped, int& thin,
+                                            const real* rest_in = nullptr)
 {
     const real rdt = update::rate<real>(real(dt), A);
     clipped = 0;
@@ -908,7 +931,7 @@ __device__ __forceinline__ void update_cell(const real4* Win, real4* Wout, int c
     for (int m = 0; m < NVAR; ++m) {
 #if FVSWE_COMPENSATED
         if (m % 3 == 0) {  // a depth: in float64 with its remainder; the discharges as without
-            const double r = *rest_of(Win, ctrl, c, m / 3);
+            const double r = rest_in ? rest_in[m / 3] : *rest_of(Win, ctrl, c, m / 3);
             const double x = update::compensated<double>(double(w[m]), r, rdt64, double(acc[m]));
             w[m] = real(x);
             *rest_of(Wout, ctrl, c, m / 3) = real(update::remainder<double>(x, double(w[m])));
@@ -973,7 +996,7 @@ __device__ __forceinline__ void count_cell(Ctrl* ctrl, int c, int clipped, int t
 // limit_update recomputes and counts it.
 __device__ __forceinline__ real close_cell(const real4* Win, real4* Wout, int c, real* w, real H, real A,
                                           const real* acc, const LimitSums& sums, Ctrl* ctrl,
-                                          real eps_h, int op)
+                                          real eps_h, int op, const real* rest_in = nullptr)
 {
     real dti = REAL_INF;
     if ((op & OP_DT) && acc[NVAR] > real(0)) dti = update::stable_dt<real>(real(2 * ctrl->cfl), A, acc[NVAR]);
@@ -985,7 +1008,7 @@ __device__ __forceinline__ real close_cell(const real4* Win, real4* Wout, int c,
             atomicMin(&ctrl->cfl_cell, c - NO_CELL);
         const bool candidate = limit_mark(ctrl, c, w, A, sums, dt);
         int clipped, thin;
-        update_cell(Win, Wout, c, w, H, A, acc, ctrl, eps_h, eps_h, op, dt, clipped, thin);
+        update_cell(Win, Wout, c, w, H, A, acc, ctrl, eps_h, eps_h, op, dt, clipped, thin, rest_in);
         if (!candidate) count_cell(ctrl, c, clipped, thin);
     }
     return dti;
