@@ -307,20 +307,25 @@ def _kind(name: str, condition) -> tuple[int, Level | Discharge | Characteristic
     )
 
 
-def edge_conditions(mesh, conditions: Mapping[str, object] | None = None) -> np.ndarray:
+def edge_conditions(
+    mesh, conditions: Mapping[str, object] | None = None, present: set[str] | None = None
+) -> np.ndarray:
     """Per-edge condition codes from ``{tag name: condition}``.
 
     ``None`` puts walls on every boundary. Otherwise every boundary tag of the
     mesh needs a condition, and every condition needs a tag of the mesh that owns
     boundary edges, so a misspelt tag, or an interior physical group, is an error
-    rather than a silent wall or a condition acting nowhere.
+    rather than a silent wall or a condition acting nowhere. ``present``: the tags that own
+    boundary edges in the whole mesh where ``mesh`` is one part of it
+    (:func:`fvswe.partfile.tags_present`); None: ``mesh``'s own.
     """
     codes = np.zeros(mesh.n_edges, dtype=np.int8)
     boundary = mesh.edge_cells[:, 1] < 0
     if conditions is None:
         codes[boundary] = WALL
         return codes
-    present = {name for name, tid in mesh.tags.items() if np.any(mesh.edge_tag == tid)}
+    if present is None:
+        present = {name for name, tid in mesh.tags.items() if np.any(mesh.edge_tag == tid)}
     known = ", ".join(sorted(present)) or "none"
     for name, condition in conditions.items():
         if name not in mesh.tags:
@@ -351,6 +356,8 @@ def _untagged(mesh) -> str:
     """Where the boundary edges tagged :data:`~fvswe.mesh.core.DEFAULT_TAG` lie (those a mesh
     file names no tag for, such as a hole's rim, get it): their count and the first one."""
     edges = np.flatnonzero(mesh.edge_tag == mesh.tags[DEFAULT_TAG])
+    if not edges.size:  # one part of a mesh (fvswe.partfile): the edges lie in other parts
+        return f"boundary tag '{DEFAULT_TAG}' holds edges the mesh file leaves untagged"
     (x0, y0), (x1, y1) = mesh.nodes[mesh.edge_nodes[edges[0]], :2]
     return (f"boundary tag '{DEFAULT_TAG}' (given to the edges the mesh file leaves untagged, "
             f"such as a hole's rim) holds {edges.size} edge(s), the first from "
