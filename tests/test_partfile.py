@@ -159,3 +159,13 @@ def test_writing_is_whole_or_nothing(tmp_path, monkeypatch):
         write_parts(mesh, parts, other, method="hilbert", order="none")
     with pytest.raises(ConfigError, match=r"folder .*nowhere does not exist"):
         write_parts(mesh, parts, tmp_path / "nowhere" / "p", method="hilbert", order="none")
+
+
+def test_parts_need_ranks(tmp_path, capsys):
+    """``fvswe run --parts DIR`` on one process: a one-line error (nothing is run)."""
+    assert main(["run", "test1", "--parts", str(tmp_path), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == f"fvswe: error: --parts {tmp_path}: a run of one process has no parts (mpiexec -n P)\n"
+    )
