@@ -410,15 +410,23 @@ class LevelTables:
         return float(ends[k]), f"the {kind[second]} series of boundary tag {tag!r}"
 
 
+def tag_length(mesh, name: str) -> float:
+    """The length of boundary tag ``name``: its edges' lengths summed in edge order."""
+    return float(np.sum(mesh.edge_length[mesh.edge_tag == mesh.tags[name]]))
+
+
 def level_tables(
     mesh,
     conditions: Mapping[str, object] | None = None,
     layers: int = 1,
     H: np.ndarray | None = None,
+    lengths: Mapping[str, float] | None = None,
 ) -> LevelTables:
     """The tables of ``conditions`` (validated as by :func:`edge_conditions`) for a model of
     ``layers`` layers; a :class:`Discharge` is divided by its tag's length here, an
-    :class:`Outflow` has one table per edge, from the bed ``H`` per cell."""
+    :class:`Outflow` has one table per edge, from the bed ``H`` per cell. ``lengths``: each
+    tag's length in the whole mesh where ``mesh`` is one part of it (a partition manifest's
+    ``tag_length``, summed as here); None: ``mesh``'s own."""
     edge_level = np.full(mesh.n_edges, -1, dtype=np.int32)
     names, times, values = [], [], []
     for name, condition in (conditions or {}).items():
@@ -432,7 +440,7 @@ def level_tables(
             tables = [(f" edge {e}", table) for e, table in
                       zip(where, cond.edge_tables(mesh, where, H), strict=True)]  # fmt: skip
         else:
-            length = float(np.sum(mesh.edge_length[edges]))
+            length = tag_length(mesh, name) if lengths is None else lengths[name]
             tables = cond.tables(layers, length, f"boundary tag {name!r}")
             edge_level[edges] = len(names)
         for suffix, (t, v) in tables:

@@ -11,8 +11,8 @@
   and node ids, and the exchange lists;
 - ``DIR/manifest.json``: the format and its version, the part count, the global cell, edge
   and node counts, the split method and cell order, the mesh's source and the SHA-256 of its
-  arrays, the tags and each tag's boundary edges in the whole mesh, and the SHA-256 of every
-  part file.
+  arrays, the tags with each tag's boundary edges and length in the whole mesh, and the
+  SHA-256 of every part file.
 
 :func:`read_part` gives a rank its part as a local :class:`~fvswe.mesh.Mesh` (the part's
 cells, local numbering) and the :class:`Part` (global numbering, as :func:`fvswe.partition.split`
@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .boundary import tag_length
 from .errors import ConfigError
 from .mesh import Mesh
 from .output import os_error
@@ -40,7 +41,8 @@ FORMAT = "fvswe-parts"
 VERSION = 1
 MANIFEST = "manifest.json"
 #: The keys of a manifest that a reader needs.
-MANIFEST_KEYS = ("parts", "cells", "edges", "order", "tags", "boundary_edges", "part_sha256")
+MANIFEST_KEYS = ("parts", "cells", "edges", "order", "tags", "boundary_edges", "tag_length",
+                 "part_sha256")  # fmt: skip
 #: The arrays every part file has (``depth``, ``edge_shift`` too where the mesh has them).
 PART_KEYS = (
     "index", "n_interior", "n_owned", "n_owned_edges", "cell_ids", "edge_ids", "node_ids",
@@ -112,6 +114,7 @@ def write_parts(mesh: Mesh, parts: list[Part], directory, *, method: str, order:
         "order": order, "source": mesh.source, "mesh_sha256": mesh_checksum(mesh),
         "tags": mesh.tags, "boundary_edges": {name: int(np.count_nonzero(
             mesh.edge_tag[mesh.boundary] == tid)) for name, tid in mesh.tags.items()},
+        "tag_length": {name: tag_length(mesh, name) for name in mesh.tags},
         "owned": [p.n_owned for p in parts],
         "halo": [p.n_halo for p in parts], "part_sha256": [],
     }  # fmt: skip

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from fvswe.backends.layout import Layout
-from fvswe.boundary import Level, edge_conditions
+from fvswe.boundary import Discharge, edge_conditions, level_tables
 from fvswe.cli import main
 from fvswe.errors import ConfigError, OutputError
 from fvswe.mesh import Mesh, family, write_mesh
@@ -27,8 +27,9 @@ from fvswe.partition import assign, split
 
 pytest.importorskip("pymetis", reason="pymetis is not installed (pip install 'fvswe[mpi]')")
 
-#: The left side is an open level boundary, the rest walls (distinct codes per edge).
-BOUNDARY = {"left": Level(0.0), "wall": "wall"}
+#: The left side takes a discharge (its table divided by the tag's whole length), the rest
+#: are walls.
+BOUNDARY = {"left": Discharge(Q=3.0), "wall": "wall"}
 
 
 def _tagged(mesh: Mesh, name: str) -> Mesh:
@@ -57,12 +58,18 @@ def _bits(a, b) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
-def _layout(mesh: Mesh, dtype, owned=None, present=None) -> Layout:
-    """A one-layer layout of ``mesh``: the bed from its depth, a state varying per cell;
-    ``owned``, ``present``: ``mesh`` is a part (:meth:`Layout.build`, ``edge_conditions``)."""
+def _layout(mesh: Mesh, dtype, manifest=None, part=None) -> Layout:
+    """A one-layer layout of ``mesh``: the bed from its depth, a state varying per cell, the
+    boundary's codes and tables; ``mesh`` is ``part`` of a partition where ``manifest`` is
+    given (the whole mesh's tags and their lengths)."""
     W0 = np.column_stack([mesh.depth, 0.1 * mesh.centroid[:, 0], -0.2 * mesh.centroid[:, 1]])
-    bc = edge_conditions(mesh, BOUNDARY, present)
-    return Layout.build(mesh, Model(layers=1), W0, mesh.depth, bc, dtype, owned=owned)
+    present = None if manifest is None else tags_present(manifest)
+    lengths = None if manifest is None else manifest["tag_length"]
+    owned = None if part is None else (part.n_owned, part.n_owned_edges)
+    return Layout.build(mesh, Model(layers=1), W0, mesh.depth,
+                        edge_conditions(mesh, BOUNDARY, present), dtype,
+                        levels=level_tables(mesh, BOUNDARY, 1, mesh.depth, lengths),
+                        owned=owned)  # fmt: skip
 
 
 CUTS = [(2, "metis", "hilbert"), (3, "metis", "rcm"), (3, "hilbert", "none")]
@@ -96,12 +103,14 @@ def test_a_part_read_alone_gives_the_whole_layouts_part_bitwise(mesh_file, tmp_p
             assert _bits(local.original_index, mesh.original_index[p.cells])
             assert _bits(local.nodes[local.cells], mesh.nodes[mesh.cells[p.cells]])
             assert _bits(local.nodes[local.edge_nodes], mesh.nodes[mesh.edge_nodes[p.edges]])
-            owned = (part.n_owned, part.n_owned_edges)
-            mine, cut = _layout(local, dtype, owned, tags_present(manifest)), whole.part(p)
+            mine, cut = _layout(local, dtype, manifest, part), whole.part(p)
             for name in ("W0", "H", "area", "edge_cells", "edge_normal", "edge_length",
                          "edge_slot", "edge_bc", "cell_edges", "cell_side"):  # fmt: skip
                 assert _bits(getattr(mine, name), getattr(cut, name)), name
             assert (mine.owned_cells, mine.owned_edges) == (cut.owned_cells, cut.owned_edges)
+            for name in ("edge_level", "offsets", "times", "values"):  # the discharge's q = Q/L
+                assert _bits(getattr(mine.levels, name), getattr(cut.levels, name)), name
+            assert mine.levels.names == cut.levels.names
     assert (whole.edge_bc != edge_conditions(mesh)).any()  # the level edges are in the parts
 
 
