@@ -123,8 +123,9 @@ def own_part(comm, mesh, directory) -> Part:
     try:
         if read_manifest(directory)["mesh_sha256"] != mesh_checksum(mesh):
             raise ConfigError(
-                f"{Path(directory) / MANIFEST}: cut from another mesh than this run's (or in "
-                "another order: fvswe mesh partition --order ORDER, the run's order)"
+                f"{Path(directory) / MANIFEST}: cut from another mesh than this run's (another "
+                "file, bathymetry or order: fvswe mesh partition --order, the run's; periodic "
+                "pairs are not cut yet)"
             )
         part = read_part(directory, comm.rank, comm.size)[1]
     except ConfigError as exc:
