@@ -18,6 +18,7 @@ from fvswe.backends.layout import Layout
 from fvswe.boundary import Discharge, edge_conditions, level_tables
 from fvswe.cli import main
 from fvswe.errors import ConfigError, OutputError
+from fvswe.grid import Grid
 from fvswe.mesh import Mesh, family, write_mesh
 from fvswe.mesh.generate import structured_square
 from fvswe.mesh.io import read_mesh_with_note
@@ -42,11 +43,12 @@ def _tagged(mesh: Mesh, name: str) -> Mesh:
                             depth=depth, source=name)  # fmt: skip
 
 
-@pytest.fixture(scope="module", params=["square-4k", "structured-12"])
+@pytest.fixture(scope="module", params=["square-4k", "structured-12", "grid-16x10"])
 def mesh_file(request, tmp_path_factory):
-    """A mesh file with two tags and a bathymetry: the family's 4000 triangles, or 12 x 12
-    squares of the structured generator (288 triangles)."""
-    base = family(4000) if request.param == "square-4k" else structured_square(12)
+    """A mesh file with two tags and a bathymetry: the family's 4000 triangles, 12 x 12
+    squares of the structured generator (288 triangles), or 16 x 10 quads of a grid."""
+    base = {"square-4k": lambda: family(4000), "structured-12": lambda: structured_square(12),
+            "grid-16x10": lambda: Grid(16, 10, 1.0, 2.0).mesh()}[request.param]()  # fmt: skip
     path = tmp_path_factory.mktemp("mesh") / f"{request.param}.npz"
     write_mesh(_tagged(base, request.param), path)
     return path
