@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -120,7 +121,8 @@ def write_parts(mesh: Mesh, parts: list[Part], directory, *, method: str, order:
     }  # fmt: skip
     tmp = None
     try:
-        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.part-"))
+        tmp = out.parent / f".{out.name}.part-{os.getpid()}-{secrets.token_hex(4)}"
+        tmp.mkdir()  # the umask's permissions, unlike mkdtemp's 0700
         for p in parts:
             path = tmp / part_name(p.index)
             with open(path, "wb") as f:
@@ -129,7 +131,6 @@ def write_parts(mesh: Mesh, parts: list[Part], directory, *, method: str, order:
                 os.fsync(f.fileno())
             manifest["part_sha256"].append(file_checksum(path))
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp's 0700 is for the temporary name only
         _replace(tmp, out)
         tmp = None
     except OSError as exc:
@@ -149,12 +150,6 @@ def _replace(tmp: Path, out: Path) -> None:
     os.replace(tmp, out)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def file_checksum(path) -> str:
