@@ -180,3 +180,14 @@ def test_parts_need_ranks(tmp_path, capsys):
         err
         == f"fvswe: error: --parts {tmp_path}: a run of one process has no parts (mpiexec -n P)\n"
     )
+
+
+def test_partition_cli_refuses_a_folder_that_is_not_a_partition(tmp_path, capsys):
+    """``-o`` onto an existing folder without a manifest: one line naming it, nothing written."""
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "keep.txt").write_text("mine")
+    argv = ["mesh", "partition", "square-4k", "-n", "2", "-o", str(tmp_path / "results")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "results: exists and is not a partition folder" in err
+    assert sorted(f.name for f in tmp_path.rglob("*")) == ["keep.txt", "results"]
