@@ -307,20 +307,25 @@ def _kind(name: str, condition) -> tuple[int, Level | Discharge | Characteristic
     )
 
 
-def edge_conditions(mesh, conditions: Mapping[str, object] | None = None) -> np.ndarray:
+def edge_conditions(
+    mesh, conditions: Mapping[str, object] | None = None, present: set[str] | None = None
+) -> np.ndarray:
     """Per-edge condition codes from ``{tag name: condition}``.
 
     ``None`` puts walls on every boundary. Otherwise every boundary tag of the
     mesh needs a condition, and every condition needs a tag of the mesh that owns
     boundary edges, so a misspelt tag, or an interior physical group, is an error
-    rather than a silent wall or a condition acting nowhere.
+    rather than a silent wall or a condition acting nowhere. ``present``: the tags that own
+    boundary edges in the whole mesh where ``mesh`` is one part of it
+    (:func:`fvswe.partfile.tags_present`); None: ``mesh``'s own.
     """
     codes = np.zeros(mesh.n_edges, dtype=np.int8)
     boundary = mesh.edge_cells[:, 1] < 0
     if conditions is None:
         codes[boundary] = WALL
         return codes
-    present = {name for name, tid in mesh.tags.items() if np.any(mesh.edge_tag == tid)}
+    if present is None:
+        present = {name for name, tid in mesh.tags.items() if np.any(mesh.edge_tag == tid)}
     known = ", ".join(sorted(present)) or "none"
     for name, condition in conditions.items():
         if name not in mesh.tags:
@@ -351,6 +356,8 @@ def _untagged(mesh) -> str:
     """Where the boundary edges tagged :data:`~fvswe.mesh.core.DEFAULT_TAG` lie (those a mesh
     file names no tag for, such as a hole's rim, get it): their count and the first one."""
     edges = np.flatnonzero(mesh.edge_tag == mesh.tags[DEFAULT_TAG])
+    if not edges.size:  # one part of a mesh (fvswe.partfile): the edges lie in other parts
+        return f"boundary tag '{DEFAULT_TAG}' holds edges the mesh file leaves untagged"
     (x0, y0), (x1, y1) = mesh.nodes[mesh.edge_nodes[edges[0]], :2]
     return (f"boundary tag '{DEFAULT_TAG}' (given to the edges the mesh file leaves untagged, "
             f"such as a hole's rim) holds {edges.size} edge(s), the first from "
@@ -403,15 +410,23 @@ class LevelTables:
         return float(ends[k]), f"the {kind[second]} series of boundary tag {tag!r}"
 
 
+def tag_length(mesh, name: str) -> float:
+    """The length of boundary tag ``name``: its edges' lengths summed in edge order."""
+    return float(np.sum(mesh.edge_length[mesh.edge_tag == mesh.tags[name]]))
+
+
 def level_tables(
     mesh,
     conditions: Mapping[str, object] | None = None,
     layers: int = 1,
     H: np.ndarray | None = None,
+    lengths: Mapping[str, float] | None = None,
 ) -> LevelTables:
     """The tables of ``conditions`` (validated as by :func:`edge_conditions`) for a model of
     ``layers`` layers; a :class:`Discharge` is divided by its tag's length here, an
-    :class:`Outflow` has one table per edge, from the bed ``H`` per cell."""
+    :class:`Outflow` has one table per edge, from the bed ``H`` per cell. ``lengths``: each
+    tag's length in the whole mesh where ``mesh`` is one part of it (a partition manifest's
+    ``tag_length``, summed as here); None: ``mesh``'s own."""
     edge_level = np.full(mesh.n_edges, -1, dtype=np.int32)
     names, times, values = [], [], []
     for name, condition in (conditions or {}).items():
@@ -425,7 +440,7 @@ def level_tables(
             tables = [(f" edge {e}", table) for e, table in
                       zip(where, cond.edge_tables(mesh, where, H), strict=True)]  # fmt: skip
         else:
-            length = float(np.sum(mesh.edge_length[edges]))
+            length = tag_length(mesh, name) if lengths is None else lengths[name]
             tables = cond.tables(layers, length, f"boundary tag {name!r}")
             edge_level[edges] = len(names)
         for suffix, (t, v) in tables:

@@ -21,6 +21,7 @@ import sys
 import traceback
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -111,6 +112,30 @@ def on_root(comm, make: Callable[[], Any], *, scatter: bool = False) -> Any:
     return comm.scatter(value) if scatter else comm.bcast(value)
 
 
+def own_part(comm, mesh, directory) -> Part:
+    """This rank's :class:`Part` read from the per-part files in ``directory``
+    (:mod:`fvswe.partfile`), which must have been cut from ``mesh`` as the run orders it
+    (the manifest's ``mesh_sha256``) into as many parts as ranks. An error on any rank is
+    raised on every rank, so that all stop together."""
+    from .partfile import MANIFEST, mesh_checksum, read_manifest, read_part
+
+    part, error = None, None
+    try:
+        if read_manifest(directory)["mesh_sha256"] != mesh_checksum(mesh):
+            raise ConfigError(
+                f"{Path(directory) / MANIFEST}: cut from another mesh than this run's (another "
+                "file, bathymetry or order: fvswe mesh partition --order, the run's; periodic "
+                "pairs are not cut yet)"
+            )
+        part = read_part(directory, comm.rank, comm.size)[1]
+    except ConfigError as exc:
+        error = exc
+    errors = [e for e in comm.allgather(error) if e is not None]
+    if errors:
+        raise errors[0]
+    return part
+
+
 def _threads_per_rank(comm) -> int:
     """The cores of this node shared between its ranks (Numba's thread limit permitting)."""
     import numba
@@ -127,13 +152,15 @@ class DistributedBackend:
     """One backend over the global ``layout``, its cells spread over the ranks of ``comm``
     (a :class:`~fvswe.backends.base.Backend`).
 
-    ``mesh`` is the mesh of ``layout`` (rank 0 partitions it with ``method``);
+    ``mesh`` is the mesh of ``layout`` (rank 0 partitions it with ``method``, unless each
+    rank reads its part from ``parts``, a folder of ``fvswe mesh partition -o``);
     ``backend`` the per-rank backend class (CPU); ``options`` its keyword arguments.
     """
 
     def __init__(
-        self, mesh, layout, comm, backend, scheme: str, *, method: str = "auto", **options
-    ) -> None:
+        self, mesh, layout, comm, backend, scheme: str, *, method: str = "auto",
+        parts: str | None = None, **options,
+    ) -> None:  # fmt: skip
         gpu = backend.name == "gpu"
         if gpu:
             from .backends.gpu import block_shape, resolve_variant
@@ -160,8 +187,10 @@ class DistributedBackend:
             options["threads"] = _threads_per_rank(comm)
         self.comm = comm
         self.layout = layout
-        self.part: Part = on_root(
-            comm, lambda: split(mesh, assign(mesh, comm.size, method)), scatter=True
+        self.part: Part = (
+            on_root(comm, lambda: split(mesh, assign(mesh, comm.size, method)), scatter=True)
+            if parts is None
+            else own_part(comm, mesh, parts)
         )
         local = layout.part(self.part)
         self.local = backend(local, scheme, **options)

@@ -156,6 +156,21 @@ def split(mesh, part: np.ndarray) -> list[Part]:
     return out
 
 
+def local_edges(
+    part: Part, edge_cells: np.ndarray, edge_slot: np.ndarray, n_cells: int, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(edge_cells, edge_slot)`` of ``part``'s edges in its local cell numbering (int64):
+    each edge keeps its orientation and the local part ``l`` of its slots ``cell*k + l``;
+    -1 stays -1. ``edge_cells``, ``edge_slot``: the global ones, of ``n_cells`` cells."""
+    local = np.full(n_cells, -1, dtype=np.int64)
+    local[part.cells] = np.arange(part.cells.size)
+    ec = edge_cells[part.edges]
+    slot = edge_slot[part.edges]
+    cells = np.where(ec >= 0, local[np.maximum(ec, 0)], -1)
+    slots = np.where(slot >= 0, local[np.maximum(slot, 0) // k] * k + slot % k, -1)
+    return cells, slots
+
+
 def stats(mesh, part: np.ndarray, parts: list[Part]) -> dict:
     """Part sizes, halo sizes, edge cut and load imbalance (largest part / mean part)."""
     ec = mesh.edge_cells

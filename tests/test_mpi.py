@@ -513,3 +513,34 @@ def test_gathered_values_padded_per_rank_come_back_in_global_order():
     for r, k in enumerate(split):
         stacked[r * width : r * width + k.size] = np.stack((k, -k), axis=1)  # value: its key
     assert np.array_equal(stacked[rows], np.stack((np.arange(50), -np.arange(50)), axis=1))
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_cli_ranks_take_their_parts_from_files_bit_for_bit(tmp_path, ranks):
+    """``fvswe mesh partition -o DIR`` once, then ``mpiexec -n P fvswe run --parts DIR``: each
+    rank takes its part from its file (fvswe.partfile) instead of rank 0's cut, and final.npz
+    is one process's, bitwise; files cut in another order, or into another count of parts,
+    are a one-line error, raised on every rank.
+    (The ranks still build the global layout: docs/PARALLEL.md, "Per-part meshes".)"""
+    from fvswe.cli import main
+
+    parts = tmp_path / "parts"
+    cut = ["mesh", "partition", "square-4k", "-n", str(ranks), "--method", "hilbert"]
+    assert main([*cut, "--order", "rcm", "-o", str(parts)]) == 0
+    argv = ["test1", "--backend", "cpu", "--scheme", "roe", "--order", "rcm", "--t-end", "0.02",
+            "-q"]  # fmt: skip
+    assert main(["run", *argv, "-o", str(tmp_path / "one")]) == 0
+    run = fvswe(ranks, *argv, "--parts", str(parts), "-o", str(tmp_path / "ranks"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    with np.load(tmp_path / "one" / "final.npz") as a, np.load(tmp_path / "ranks/final.npz") as b:
+        assert a.files == b.files and all(np.array_equal(a[k], b[k]) for k in a.files)
+    if ranks == 2:  # files cut in another order
+        assert main([*cut, "--order", "hilbert", "-o", str(parts)]) == 0
+        wrong = "manifest.json: cut from another mesh than this run's"
+    else:  # files of two parts
+        assert main([*cut[:4], "2", *cut[5:], "--order", "rcm", "-o", str(parts)]) == 0
+        wrong = "manifest.json: 2 parts for a run on 3 ranks"
+    done = fvswe(ranks, *argv, "--parts", str(parts), "-o", str(tmp_path / "bad"))
+    assert done.returncode == 2
+    assert done.stderr.startswith("fvswe: error: ") and done.stderr.count("\n") == 1
+    assert wrong in done.stderr, done.stderr

@@ -15,6 +15,7 @@ from ..boundary import LevelTables
 from ..errors import ConfigError
 from ..forcing import WindTable
 from ..model import Model
+from ..partition import local_edges
 from ..physics.constants import FRICTION_KINDS
 from ..slide import SlideTable
 from ..sources import SourceTables
@@ -102,6 +103,7 @@ class Layout:
         maxima: float | None = None,
         sphere: np.ndarray | None = None,
         linear: bool = False,
+        owned: tuple[int, int] | None = None,
     ):
         """Cast the mesh's arrays to the run's dtype and index the slots from both sides.
 
@@ -114,7 +116,11 @@ class Layout:
         bed (:func:`fvswe.slide.slide_table`, mesh order; None: the bed ``H`` is static);
         ``maxima`` the arrival threshold of the run's maximum and arrival maps
         (:class:`fvswe.maxima.Maxima`; None: no maps); ``sphere`` the metric of a lon/lat
-        mesh (:func:`fvswe.mesh.sphere.on_sphere`, mesh order; None: planar).
+        mesh (:func:`fvswe.mesh.sphere.on_sphere`, mesh order; None: planar). ``owned``:
+        ``mesh`` is one part's cells and edges (:func:`fvswe.partfile.read_part`), of which
+        the layout updates cells ``[0, owned[0])`` and counts the events of edges
+        ``[0, owned[1])``: the layout :meth:`part` cuts from the whole mesh's, bit for bit
+        (None: the whole mesh).
         """
         dtype = np.dtype(dtype)
         L, k = mesh.cells.shape
@@ -145,6 +151,8 @@ class Layout:
             maxima=None if maxima is None else float(maxima),
             sphere=_coefficients(sphere),
             **(lsq_weights(mesh, cell_edges, cell_side) if linear else {}),
+            n_owned_cells=None if owned is None else int(owned[0]),
+            n_owned_edges=None if owned is None else int(owned[1]),
         )
 
     def linear_geometry(self) -> tuple[np.ndarray, np.ndarray]:
@@ -165,13 +173,8 @@ class Layout:
         same contributions in the same slot order as on one device.
         """
         cells, edges, k = part.cells, part.edges, self.k
-        local = np.full(self.n_cells, -1, dtype=np.int64)
-        local[cells] = np.arange(cells.size)
-        ec = self.edge_cells[edges]
-        slot = self.edge_slot[edges]
-        edge_cells = np.where(ec >= 0, local[np.maximum(ec, 0)], -1).astype(np.int32)
-        edge_slot = np.where(slot >= 0, local[np.maximum(slot, 0) // k] * k + slot % k, -1)
-        edge_slot = edge_slot.astype(np.int32)
+        edge_cells, edge_slot = local_edges(part, self.edge_cells, self.edge_slot, self.n_cells, k)
+        edge_cells, edge_slot = edge_cells.astype(np.int32), edge_slot.astype(np.int32)
         cell_edges, cell_side = _slot_owners(edge_slot, cells.size, k)
         lv = self.levels
         return replace(

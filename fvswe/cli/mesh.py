@@ -1,4 +1,4 @@
-"""``fvswe mesh``: inspect, renumber, spy-plot, partition and generate meshes.
+"""``fvswe mesh``: inspect, renumber, spy-plot, partition (and write per-part files), generate.
 
 FILE is a mesh file (any meshio format with triangles or quads, or fvswe's
 ``.npz``) or the name of a member of the paper's family (``square-4k``,
@@ -145,10 +145,18 @@ def _partition(args: argparse.Namespace) -> int:
 
     if args.png and Path(args.png).suffix.lower() != ".png":
         raise ConfigError(f"--png: {args.png}: not a .png name (the picture is a PNG file)")
-    mesh = _load(args.file)[0]
+    mesh = _load(args.file, args.bathymetry)[0]
+    if args.order != "none":  # cut as a run in that order cuts it
+        mesh = mesh.reordered(args.order)[0]
     method = method_name(args.method)
     part = assign(mesh, args.parts, method)
-    info = stats(mesh, part, split(mesh, part)) | {"method": method}
+    parts = split(mesh, part)
+    info = stats(mesh, part, parts) | {"method": method, "order": args.order}
+    if args.output:
+        from ..partfile import write_parts
+
+        write_parts(mesh, parts, args.output, method=method, order=args.order)
+        info["output"] = args.output
     if args.png:
         title = (
             f"{Path(mesh.source).name}: {info['parts']} parts ({method}), "
@@ -168,6 +176,8 @@ def _partition(args: argparse.Namespace) -> int:
     print(f"  imbalance  {info['imbalance']:.4f} (largest part / mean part)")
     if args.png:
         print(f"  picture    {args.png}")
+    if args.output:
+        print(f"  files      {args.output}: manifest.json and {info['parts']} part files")
     return 0
 
 
@@ -223,6 +233,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     part.add_argument("-n", "--parts", type=int, required=True, metavar="P", help="parts")
     part.add_argument("--method", choices=["auto", "metis", "hilbert"], default="auto",
                       help="METIS k-way (auto: when pymetis imports) or Hilbert runs")  # fmt: skip
+    part.add_argument("--order", choices=methods, default="none",
+                      help="renumber first, as the run will (its `order`, resolved)")  # fmt: skip
+    part.add_argument("-o", "--output", metavar="DIR",
+                      help="write DIR/part-NNNN.npz and DIR/manifest.json")  # fmt: skip
+    part.add_argument("--bathymetry", metavar="SOURCE:SIGN", help=BATHYMETRY_HELP)
     part.add_argument("--png", metavar="PNG", help="draw the parts and the cut edges")
     part.add_argument("--json", action="store_true", help="print one JSON object")
     part.set_defaults(func=_partition)

@@ -104,6 +104,9 @@ def register(sub) -> None:
     p.add_argument("--checkpoint-every", type=float, metavar="S",
                    help="write DIR/checkpoint.npz every S simulated seconds")  # fmt: skip
     p.add_argument("--restart", metavar="FILE", help="continue from a checkpoint of this run")
+    p.add_argument("--parts", metavar="DIR",
+                   help="MPI ranks: each takes its part from DIR (fvswe mesh partition -o DIR, "
+                        "in the run's order) instead of rank 0's cut")  # fmt: skip
     p.add_argument("--format", choices=casefile.FORMATS,
                    help="field series: xdmf (default: a plain install writes it), netcdf "
                    "(CF-UGRID solution.nc, needs fvswe[netcdf]) or both")  # fmt: skip
@@ -331,6 +334,8 @@ def run(args) -> int:
     fmt = spec.output_format or "xdmf"
     times = spec.times()
     comm = parallel.world()  # None unless launched by mpiexec as several processes
+    if args.parts and comm is None:
+        raise ConfigError(f"--parts {args.parts}: a run of one process has no parts (mpiexec -n P)")
     clock = SetupClock(started)
     clock.mark("inputs")  # the case file and the checks of its values
     # under MPI rank 0 reads the mesh; every rank builds the same global layout from it
@@ -339,7 +344,8 @@ def run(args) -> int:
     if comm is None:
         sim = spec.simulation(mesh)
     else:
-        sim = dataclasses.replace(spec, settings={**spec.settings, "comm": comm}).simulation(mesh)
+        ranks = {"comm": comm} | ({"backend_options": {"parts": args.parts}} if args.parts else {})
+        sim = dataclasses.replace(spec, settings={**spec.settings, **ranks}).simulation(mesh)
     sim.setup_stages = {**clock.stages, **sim.setup_stages}  # the summary's setup_stages
     sim.allow_mass_error = args.allow_mass_error
     if spec.png:
