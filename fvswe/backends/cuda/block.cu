@@ -104,7 +104,7 @@ block_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__
         return;
     }
     const Params prm{g, r, eps_h};
-#if FVSWE_COMPENSATED  // the closing cells' remainders arrive while the edges run
+#if FVSWE_STAGE_RESTS  // the closing cells' remainders arrive while the edges run
     __shared__ real rests[FVSWE_CELLS * FVSWE_LAYERS];
     stage_rests(rests, rest_of(Win, ctrl, first, 0), cells * FVSWE_LAYERS);
 #define REST_IN(l) (rests + (l) * FVSWE_LAYERS)
@@ -119,7 +119,7 @@ block_step(const int n_cells, const real4* __restrict__ Win, real4* __restrict__
     for (int t = __ldg(start + b) + threadIdx.x; t < end; t += FVSWE_BLOCK)
         block_interior(Win, __ldg(task + t), __ldg(normal + t), __ldg(length + t), ctrl, slots, b);
 #endif
-#if FVSWE_COMPENSATED
+#if FVSWE_STAGE_RESTS
     rests_staged();
 #endif
     __syncthreads();

@@ -46,6 +46,12 @@
 #if FVSWE_COMPENSATED && FVSWE_DOUBLE
 #error "FVSWE_COMPENSATED: float32 modules only"
 #endif
+#ifndef FVSWE_STAGE_RESTS  // block.cu: the remainders staged in shared memory (tuning.BlockShape)
+#define FVSWE_STAGE_RESTS 0
+#endif
+#if FVSWE_STAGE_RESTS && !FVSWE_COMPENSATED
+#error "FVSWE_STAGE_RESTS: a compensated module's option"
+#endif
 #ifndef FVSWE_LINEAR
 #define FVSWE_LINEAR 0
 #endif

@@ -31,6 +31,7 @@ from .tuning import (
     GRID_VARIANT,
     RESIDENT_THREADS,
     SHARED_MAX,
+    STAGE_RESTS,
     VARIANTS,
     block_shape,
     block_shared,
@@ -110,7 +111,8 @@ def compile_options(
     ``entropy_fix`` false: the scheme's kernel without the entropy fix (its own
     ``FVSWE_SCHEME``, so the default kernel has no test of it); ``compensated``: a float32
     state with its rounding remainders (``FVSWE_COMPENSATED``, docs/SCHEMES.md §2.7;
-    float64 modules never have them); ``linear``: the linear reconstruction
+    float64 modules never have them; a block module of a kind :data:`STAGE_RESTS` names
+    stages them: ``FVSWE_STAGE_RESTS``); ``linear``: the linear reconstruction
     (``FVSWE_LINEAR``, docs/SCHEMES.md §19: the module has ``troubled_pass``,
     ``faces_pass`` and ``interior_pass`` and its edges read face states; a first-order
     module's options and code are those without it); ``sphere``: a lon/lat mesh on the
@@ -124,6 +126,7 @@ def compile_options(
     if fast_math and double:
         raise ConfigError("fast_math: float32 only (float64 keeps IEEE division and square root)")
     resident = RESIDENT_THREADS.get((layers, double), 0)
+    stage = variant == "block" and compensated and STAGE_RESTS[registry.get(scheme).costly]
     if variant == "block" and resident:
         resident = block_shape(scheme, layers, dtype, k).resident
     elif variant == GRID_VARIANT:
@@ -149,6 +152,7 @@ def compile_options(
         + ((f"-DFVSWE_CELLS={cells or block}",) if variant == "block" else ())
         + (FAST_MATH if fast_math else ())
         + (("-DFVSWE_COMPENSATED=1",) if compensated and not double else ())
+        + (("-DFVSWE_STAGE_RESTS=1",) if stage and not double else ())
         + (("-DFVSWE_LINEAR=1", f"-DFVSWE_FACES_BLOCK={FACES_BLOCK}") if linear else ())
         + (("-DFVSWE_SPHERE=1",) if sphere else ())
     )

@@ -111,6 +111,12 @@ BLOCK_SHAPES = {
     (True, True): BlockShape(cells=256, threads=256, resident=512, interior_first=True),
 }
 
+#: (costly scheme) -> whether a compensated float32 ``block`` module copies its cells'
+#: remainders to shared memory while its edges run (block.cu, ``FVSWE_STAGE_RESTS``): one H200,
+#: 2026-11-29 (benchmarks/results/compensated_staged_ab_s19_h200.json), PVM-IFCP +1.5 %, Roe
+#: -1.4 % (the one-layer schemes take their kind's, not measured).
+STAGE_RESTS = {False: True, True: False}
+
 
 def block_shared(cells: int, k: int, layers: int, dtype) -> int:
     """Bytes of shared memory the ``block`` variant's slots take: ``cells * k`` slots of the
