@@ -126,7 +126,6 @@ def compile_options(
     if fast_math and double:
         raise ConfigError("fast_math: float32 only (float64 keeps IEEE division and square root)")
     resident = RESIDENT_THREADS.get((layers, double), 0)
-    stage = variant == "block" and compensated and STAGE_RESTS[registry.get(scheme).costly]
     if variant == "block" and resident:
         resident = block_shape(scheme, layers, dtype, k).resident
     elif variant == GRID_VARIANT:
@@ -151,11 +150,17 @@ def compile_options(
         )
         + ((f"-DFVSWE_CELLS={cells or block}",) if variant == "block" else ())
         + (FAST_MATH if fast_math else ())
-        + (("-DFVSWE_COMPENSATED=1",) if compensated and not double else ())
-        + (("-DFVSWE_STAGE_RESTS=1",) if stage and not double else ())
+        + (_compensated(scheme, variant) if compensated and not double else ())
         + (("-DFVSWE_LINEAR=1", f"-DFVSWE_FACES_BLOCK={FACES_BLOCK}") if linear else ())
         + (("-DFVSWE_SPHERE=1",) if sphere else ())
     )
+
+
+def _compensated(scheme: str, variant: str) -> tuple[str, ...]:
+    """A compensated float32 module's options: its block variant stages the remainders where
+    :data:`STAGE_RESTS` says it pays."""
+    stage = variant == "block" and STAGE_RESTS[registry.get(scheme).costly]
+    return ("-DFVSWE_COMPENSATED=1",) + (("-DFVSWE_STAGE_RESTS=1",) if stage else ())
 
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
