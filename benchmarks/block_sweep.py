@@ -144,10 +144,13 @@ def profile(args) -> None:
     case = get_case("test1")
     mesh, _ = family(size(args.size)).reordered("hilbert")
     layout = case_layout(case, mesh, np.dtype(dtype))
+    shape = gpu.block_shape(scheme, layout.model.layers, layout.dtype, layout.k)
     B = gpu.GpuBackend(layout, scheme, cfl=case.cfl, dt_mode="lagged", variant="block",
-                       block=args.threads, cells=args.cells, graphs=False)  # fmt: skip
+                       block=args.threads or shape.threads, cells=args.cells or shape.cells,
+                       graphs=False)  # fmt: skip
     B.advance(math.inf, 24)
-    print(f"{scheme} {dtype} block cells {B.cells} threads {B.block}: {B.steps} steps")
+    print(f"{scheme} {dtype} block cells {B.cells} threads {B.block}: {B.steps} steps; "
+          f"{mesh.n_cells} cells, {mesh.n_edges} edges")  # fmt: skip
 
 
 def main(argv=None) -> None:
@@ -160,8 +163,8 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-rcm", action="store_true", help="skip stage 3")
     ap.add_argument("--profile", default=None, metavar="SCHEME:DTYPE")
-    ap.add_argument("--cells", type=int, default=128, help="with --profile")
-    ap.add_argument("--threads", type=int, default=128, help="with --profile")
+    ap.add_argument("--cells", type=int, default=None, help="with --profile (default: the shape's)")
+    ap.add_argument("--threads", type=int, default=None, help="with --profile (the shape's)")
     ap.add_argument(
         "--shapes",
         default=None,
