@@ -24,7 +24,7 @@ VENKAT_K = 0.05
 #: The discontinuity sensor of that ``eps`` (docs/SCHEMES.md §19.2): where a cell's local
 #: range (its value and its face neighbours') is at most this fraction of ``R``, Wang's
 #: ``eps``; at twice it or more, none; a cubic step between.
-SHOCK_RANGE = 0.1
+SHOCK_RANGE = 0.07
 
 
 @jit
