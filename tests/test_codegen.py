@@ -209,7 +209,9 @@ def test_reconstruction_formulas_equal_numba_bitwise(tmp_path):
     got = np.frombuffer(out, dtype=np.float64).reshape(n, 8)
     want = np.array([reconstructed(*row) for row in v])
     assert np.array_equal(got, want, equal_nan=True)
-    assert 0 < want[:, 7].sum() < n and np.abs(want[:, :6]).max() > 0.1
+    # a negative face depth (which makes a cell fall back in the pipelines) may give NaN terms
+    assert 0 < want[:, 7].sum() < n and np.nanmax(np.abs(want[:, :6])) > 0.1
+    assert np.isnan(want[:, :6]).any(axis=1).mean() < 0.05
 
 
 FLOAT32_KERNELS = r"""

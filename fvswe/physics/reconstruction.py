@@ -4,7 +4,8 @@ A cell's reconstruction variables are the levels that stay flat in a lake at res
 layers' velocities, as a 7-tuple ``(eta1, eta2, H, u1, v1, u2, v2)``: the free surface
 ``eta1 = h1 + h2 - H``, the interface ``eta2 = h2 - H`` and the bed depth ``H`` (one layer:
 ``eta1 = h - H``, the rest of the second layer 0). Their least-squares gradients over the
-face neighbours are limited by Venkatakrishnan's factor (:func:`venkat_factor`), the face
+face neighbours are limited (:func:`limited`: the free surface by Barth and Jespersen, the
+rest by Venkatakrishnan with a discontinuity sensor, docs/SCHEMES.md §19.2), the face
 states are formed from the limited values (:func:`face_state`) and the cell-interior term
 of the second-order path-conservative scheme (:func:`interior`) balances the faces'
 fluctuations. A cell falls back to its own state (first order) where it or a neighbour is
@@ -18,9 +19,14 @@ from .common import as_inputs2, assemble2, edge2, jit, tangential_fluctuation, t
 
 #: Δt of the linear reconstruction: the stable step times this (docs/SCHEMES.md §19.4).
 LINEAR_CFL = 0.5
-#: Wang's constant of the Venkatakrishnan limiter: ``eps^2 = (K R)^2``, ``R`` the variable's
-#: range over the cells (docs/SCHEMES.md §19.2: measured, 0.02 to 0.3).
+#: Wang's constant of the Venkatakrishnan limiter of every variable but the free surface
+#: (Barth and Jespersen's): ``eps = K R``, ``R`` the variable's range over the cells
+#: (docs/SCHEMES.md §19.2).
 VENKAT_K = 0.05
+#: The discontinuity sensor of that ``eps`` (docs/SCHEMES.md §19.2): where a cell's local
+#: range (its value and its face neighbours') is at most this fraction of ``R``, Wang's
+#: ``eps``; at twice it or more, none; a cubic step between.
+SHOCK_RANGE = 0.07
 
 
 @jit
@@ -93,24 +99,53 @@ def venkat_factor(phi, v, lo, hi, delta, eps2):
 
 
 @jit
-def eps2(span, v):
-    """Wang's ``(K R_v)^2`` of variable ``v``, ``R_v`` its range over the cells."""
+def barth_jespersen(phi, v, lo, hi, delta):
+    """Barth and Jespersen's limiter of one variable at one face: ``phi`` lowered to
+    ``room / delta`` where the face's increment ``delta`` would pass the neighbours'
+    ``[lo, hi]`` (the free surface's, docs/SCHEMES.md §19.2)."""
+    if delta == 0.0:
+        return phi
+    room = (hi - v) if delta > 0.0 else (lo - v)
+    return min(phi, min(1.0, room / delta))
+
+
+@jit
+def eps2(span, v, lo, hi):
+    """The limiter's ``eps^2`` of variable ``v`` at a cell whose own and face neighbours'
+    values span ``[lo, hi]`` (docs/SCHEMES.md §19.2): Wang's ``(K R_v)^2``, ``R_v`` the
+    variable's range over the cells (``span``), faded by a cubic step to 0 as the local
+    range ``hi - lo`` goes from ``SHOCK_RANGE R_v`` to twice it (a jump of the order of the
+    range: a shock)."""
     e = VENKAT_K * span[v]
-    return e * e
+    smooth = SHOCK_RANGE * span[v]
+    local = hi - lo
+    if local <= smooth:
+        return e * e
+    if local >= 2.0 * smooth:
+        return 0.0
+    t = (local - smooth) / smooth
+    return e * e * (1.0 - t * t * (3.0 - 2.0 * t))
 
 
 @jit
 def limited(phi, Vi, gx, gy, lo, hi, ox, oy, span):
-    """The 7 limiter factors ``phi`` after one face, at ``(ox, oy)`` from the centroid."""
+    """The 7 limiter factors ``phi`` after one face, at ``(ox, oy)`` from the centroid: the
+    free surface's by Barth and Jespersen, the others' by Venkatakrishnan with ``eps2``."""
     return (
-        venkat_factor(phi[0], Vi[0], lo[0], hi[0], gx[0] * ox + gy[0] * oy, eps2(span, 0)),
-        venkat_factor(phi[1], Vi[1], lo[1], hi[1], gx[1] * ox + gy[1] * oy, eps2(span, 1)),
-        venkat_factor(phi[2], Vi[2], lo[2], hi[2], gx[2] * ox + gy[2] * oy, eps2(span, 2)),
-        venkat_factor(phi[3], Vi[3], lo[3], hi[3], gx[3] * ox + gy[3] * oy, eps2(span, 3)),
-        venkat_factor(phi[4], Vi[4], lo[4], hi[4], gx[4] * ox + gy[4] * oy, eps2(span, 4)),
-        venkat_factor(phi[5], Vi[5], lo[5], hi[5], gx[5] * ox + gy[5] * oy, eps2(span, 5)),
-        venkat_factor(phi[6], Vi[6], lo[6], hi[6], gx[6] * ox + gy[6] * oy, eps2(span, 6)),
-    )
+        barth_jespersen(phi[0], Vi[0], lo[0], hi[0], gx[0] * ox + gy[0] * oy),
+        venkat_factor(phi[1], Vi[1], lo[1], hi[1], gx[1] * ox + gy[1] * oy,
+                      eps2(span, 1, lo[1], hi[1])),
+        venkat_factor(phi[2], Vi[2], lo[2], hi[2], gx[2] * ox + gy[2] * oy,
+                      eps2(span, 2, lo[2], hi[2])),
+        venkat_factor(phi[3], Vi[3], lo[3], hi[3], gx[3] * ox + gy[3] * oy,
+                      eps2(span, 3, lo[3], hi[3])),
+        venkat_factor(phi[4], Vi[4], lo[4], hi[4], gx[4] * ox + gy[4] * oy,
+                      eps2(span, 4, lo[4], hi[4])),
+        venkat_factor(phi[5], Vi[5], lo[5], hi[5], gx[5] * ox + gy[5] * oy,
+                      eps2(span, 5, lo[5], hi[5])),
+        venkat_factor(phi[6], Vi[6], lo[6], hi[6], gx[6] * ox + gy[6] * oy,
+                      eps2(span, 6, lo[6], hi[6])),
+    )  # fmt: skip
 
 
 @jit
