@@ -42,7 +42,6 @@ from throughput import backend_factory
 
 from fvswe.cases import get_case
 from fvswe.errors import FvsweError
-from fvswe.simulation import RunSummary
 
 DEFAULT_SIZES = {"cgrid-tide": (96, 192, 384, 1056), "cgrid-island": (6148,)}
 #: The thesis's RTX 2080 Ti float32 times (s) and step counts (docs/CASES.md §B): the tide over
@@ -126,13 +125,7 @@ def run_one(spec: dict, args, deadline: float) -> dict:
         row["cut"] = True
     except FvsweError as e:
         row.update(cut=True, error=str(e))
-    summary = RunSummary(
-        t=sim.t, steps=sim.steps, wall_s=marks["last"] - start, cells=mesh.n_cells,
-        scheme=sim.scheme, backend=sim.backend.name, dtype=sim.dtype, order=sim.order,
-        mass=sim.mass(), mass_initial=sim.mass_initial, counters=sim.backend.counters(),
-        threads=getattr(sim.backend, "threads", None),
-    )  # fmt: skip
-    row.update(summary.to_dict())
+    row.update(sim.summary(marks["last"] - start, sim.steps).to_dict())
     row["t_goal"] = None if math.isinf(t_end) else t_end
     row["steps_goal"] = max_steps
     if name == "cgrid-tide":  # pseudo-1-D: v must stay exactly 0

@@ -30,7 +30,6 @@ from throughput import backend_factory
 from fvswe.cases import get_case
 from fvswe.errors import FvsweError
 from fvswe.mesh import family
-from fvswe.simulation import RunSummary
 
 #: The states measured, in order: (name, dtype, compensated).
 STATES = (("compensated", "float32", True), ("plain", "float32", False))
@@ -53,14 +52,7 @@ def run_one(mesh, args, name: str, dtype: str, compensated: bool) -> dict:
         sim.run(math.inf, max_steps=args.steps)
     except FvsweError as e:
         row["error"] = str(e)
-    wall = time.perf_counter() - start
-    summary = RunSummary(
-        t=sim.t, steps=sim.steps, wall_s=wall, cells=mesh.n_cells, scheme=sim.scheme,
-        backend=sim.backend.name, dtype=sim.dtype, order=sim.order, mass=sim.mass(),
-        mass_initial=sim.mass_initial, counters=sim.backend.counters(),
-        threads=getattr(sim.backend, "threads", None),
-    )  # fmt: skip
-    return row | summary.to_dict()
+    return row | sim.summary(time.perf_counter() - start, sim.steps).to_dict()
 
 
 def main(argv=None) -> None:

@@ -656,10 +656,11 @@ class Simulation:
             self._check_progress(self.t - t0, self.steps - before, t_end)
             if callback is not None:
                 callback(self)
-        return self._summary(time.perf_counter() - start, taken)
+        return self.summary(time.perf_counter() - start, taken)
 
-    def _summary(self, wall: float, steps: int) -> RunSummary:
-        """The :class:`RunSummary` of the current state."""
+    def summary(self, wall: float, steps: int) -> RunSummary:
+        """The :class:`RunSummary` of the current state after ``steps`` steps in ``wall``
+        seconds (what :meth:`run` returns; a caller that stopped a run itself asks here)."""
         return RunSummary(
             t=self.t,
             steps=steps,
@@ -752,7 +753,7 @@ class Simulation:
                                 f"{self._where(cell)} at step {step + 1} (t = {t:.6g} s); "
                                 f"{amount} by step {self.steps}"))  # fmt: skip
         if self._closed:
-            summary = self._summary(0.0, 0)
+            summary = self.summary(0.0, 0)
             tol = MASS_TOLERANCE[self.dtype]
             masses = zip(summary.mass_error, summary.mass, summary.mass_initial, strict=True)
             for k, (err, m, m0) in enumerate(masses):

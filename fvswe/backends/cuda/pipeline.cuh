@@ -46,7 +46,7 @@
 #if FVSWE_COMPENSATED && FVSWE_DOUBLE
 #error "FVSWE_COMPENSATED: float32 modules only"
 #endif
-#ifndef FVSWE_STAGE_RESTS  // block.cu: the remainders staged in shared memory (tuning.BlockShape)
+#ifndef FVSWE_STAGE_RESTS  // block.cu: the remainders staged in shared memory (tuning.STAGE_RESTS)
 #define FVSWE_STAGE_RESTS 0
 #endif
 #if FVSWE_STAGE_RESTS && !FVSWE_COMPENSATED
