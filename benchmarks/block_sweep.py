@@ -33,8 +33,8 @@ interleaved, ``N`` rounds: a register cap at the library's default shape (``1280
 threads x cap (``256x256x1280``), in the default shape's task order (candidates whose gain in a
 sweep is within the run-to-run spread; tests hold ``gpu.BLOCK_SHAPES`` to the best median).
 
-``--profile SCHEME:DTYPE`` instead runs 24 block steps without CUDA graphs, for Nsight
-Compute (docs/GPU.md gives the command).
+``--profile SCHEME:DTYPE[:MODE]`` (MODE ``compensated`` or ``fast-math``) instead runs 24 block
+steps without CUDA graphs, for Nsight Compute (docs/GPU.md gives the command).
 """
 
 from __future__ import annotations
@@ -140,16 +140,19 @@ def size(label: str) -> int:
 
 def profile(args) -> None:
     """24 block steps of one module without graphs (Nsight Compute profiles one launch)."""
-    scheme, dtype = args.profile.split(":")
+    scheme, dtype, *mode = args.profile.split(":")
+    if mode not in ([], ["compensated"], ["fast-math"]):
+        raise SystemExit(f"--profile {args.profile}: the mode is compensated or fast-math")
     case = get_case("test1")
     mesh, _ = family(size(args.size)).reordered("hilbert")
     layout = case_layout(case, mesh, np.dtype(dtype))
     shape = gpu.block_shape(scheme, layout.model.layers, layout.dtype, layout.k)
     B = gpu.GpuBackend(layout, scheme, cfl=case.cfl, dt_mode="lagged", variant="block",
                        block=args.threads or shape.threads, cells=args.cells or shape.cells,
-                       graphs=False)  # fmt: skip
+                       graphs=False, compensated=mode == ["compensated"],
+                       fast_math=mode == ["fast-math"])  # fmt: skip
     B.advance(math.inf, 24)
-    print(f"{scheme} {dtype} block cells {B.cells} threads {B.block}: {B.steps} steps; "
+    print(f"{args.profile} block cells {B.cells} threads {B.block}: {B.steps} steps; "
           f"{mesh.n_cells} cells, {mesh.n_edges} edges")  # fmt: skip
 
 
@@ -162,7 +165,7 @@ def main(argv=None) -> None:
     ap.add_argument("--min-time", type=float, default=0.05, help="seconds per timed repeat")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-rcm", action="store_true", help="skip stage 3")
-    ap.add_argument("--profile", default=None, metavar="SCHEME:DTYPE")
+    ap.add_argument("--profile", default=None, metavar="SCHEME:DTYPE[:MODE]")
     ap.add_argument("--cells", type=int, default=None, help="with --profile (default: the shape's)")
     ap.add_argument("--threads", type=int, default=None, help="with --profile (the shape's)")
     ap.add_argument(
