@@ -46,7 +46,12 @@ def run_one(mesh, args, name: str, dtype: str, compensated: bool) -> dict:
     snap = sim.backend.snapshot()
     sim.run(math.inf, max_steps=args.warmup, check_every=args.warmup)
     sim.backend.restore(snap)
-    row = {"state": name, "dtype": dtype, "compensated": bool(sim.backend.compensated)}
+    row = {
+        "state": name,
+        "dtype": dtype,
+        "compensated": bool(sim.backend.compensated),
+        "variant": getattr(sim.backend, "variant", None),
+    }  # variant: the GPU's kernel variant, None on the CPU
     start = time.perf_counter()
     try:
         sim.run(math.inf, max_steps=args.steps)

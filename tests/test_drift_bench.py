@@ -17,6 +17,7 @@ def test_compensated_and_plain_rows_with_their_drift(tmp_path, capsys):
     rows = {r["state"]: r for r in doc["rows"]}
     comp, plain = rows["compensated"], rows["plain"]
     assert comp["compensated"] and not plain["compensated"]
+    assert comp["variant"] is None  # the CPU has no kernel variant
     assert comp["steps"] == plain["steps"] == 1000 and comp["dtype"] == "float32"
     # the float32 areas' rounding only (docs/GPU.md); plain loses the sub-ulp increments
     assert max(comp["mass_rel_drift"]) < 1e-9 < max(plain["mass_rel_drift"])
