@@ -657,9 +657,9 @@ __device__ __forceinline__ void load_face(const Ctrl* ctrl, int s, real* w, real
     load_cell(static_cast<const real4*>(ctrl->lin_faces), s, w, H);
 }
 
-// |Gamma| F of slot s plus its cell-interior term |Gamma| B (real), summed in double and rounded
-// to real: the CPU's acc[s, v] = F[v] + interior[s, v] (kernels._store).
-__device__ __forceinline__ real with_interior(real lf, real b) { return real(double(lf) + double(b)); }
+// |Gamma| F of slot s plus its cell-interior term |Gamma| B, in real: the CPU's
+// acc[s, v] = F[v] + interior[s, v] (kernels._store) in a float64 module.
+__device__ __forceinline__ real with_interior(real lf, real b) { return lf + b; }
 
 // The same with the term interior_pass stored (the variants but block, which forms it).
 __device__ __forceinline__ real with_interior(const Ctrl* ctrl, int s, int m, real lf)
