@@ -2,15 +2,13 @@
 // faces_pass (fvswe/backends/cpu/kernels.py), the same formulas (reconstruction::*, emitted
 // into physics.cuh) in the same order, at the module's real type: a float64 module performs the
 // CPU's operations, so that its run is the CPU's bit for bit; a float32 module reconstructs in
-// float (issue 27 "Cost": the CPU widens the float32 state to double). Before each residual:
-// troubled_pass flags the troubled cells and reduces
-// the variables' range over the others (the limiter's scale), faces_pass writes each owned
-// cell's face states and beds into its own slots (a gather over its neighbours, one writer per
-// slot, no atomics but the first-order count), interior_pass each owned slot's cell-interior
-// term (in real, as the CPU's in float64 modules); the edge
-// evaluation then reads the slots' face states and interior terms (edge_contribution,
-// block_edge, edge_pass). Compiled only
-// into linear modules (FVSWE_LINEAR): a first-order module has none of it.
+// float (issue 27 "Cost"; the CPU widens the float32 state to double). Before each residual:
+// troubled_pass flags the troubled cells and reduces the variables' range over the others (the
+// limiter's scale), faces_pass writes each owned cell's face states and beds into its own
+// slots (a gather over its neighbours, one writer per slot, no atomics but the first-order
+// count), interior_pass each owned slot's cell-interior term; the edge evaluation then reads
+// the slots' face states and interior terms (edge_contribution, block_edge, edge_pass).
+// Compiled only into linear modules (FVSWE_LINEAR): a first-order module has none of it.
 #pragma once
 
 // The 7 reconstruction variables of a cell state w on the bed H (reconstruction::variables),
@@ -143,7 +141,7 @@ __device__ __forceinline__ bool lin_faces(const real4* __restrict__ Win, int c, 
         }
         if (ok) {
             const auto g2 = reconstruction::lsq_sums<real>(gx, gy, Vi, Vj, lin_geom(ctrl, cells, c, m, 0),
-                                                             lin_geom(ctrl, cells, c, m, 1));
+                                                           lin_geom(ctrl, cells, c, m, 1));
             gx = g2.f0;
             gy = g2.f1;
             const auto b = reconstruction::bounds<real>(lo, hi, Vj);
@@ -160,10 +158,10 @@ __device__ __forceinline__ bool lin_faces(const real4* __restrict__ Win, int c, 
     auto phi = fv_make(one, one, one, one, one, one, one);
     for (int m = 0; m < FVSWE_K; ++m)
         phi = reconstruction::limited<real>(phi, Vi, gx, gy, lo, hi, lin_geom(ctrl, cells, c, m, 2),
-                                              lin_geom(ctrl, cells, c, m, 3), span);
+                                            lin_geom(ctrl, cells, c, m, 3), span);
     for (int m = 0; m < FVSWE_K; ++m) {
         const auto f = reconstruction::face_state<real>(phi, Vi, gx, gy, lin_geom(ctrl, cells, c, m, 2),
-                                                          lin_geom(ctrl, cells, c, m, 3), FVSWE_LAYERS);
+                                                        lin_geom(ctrl, cells, c, m, 3), FVSWE_LAYERS);
         ok = ok && f.f0.f0 >= 0 && f.f0.f3 >= 0;
         lin_store_face(ctrl, c * FVSWE_K + m, f.f0, f.f1);
     }
