@@ -671,3 +671,22 @@ def test_linear_reconstruction_is_the_cpus_bitwise(variant, case):
     assert np.array_equal(dev.state(), cpu.state())
     counts = cpu.backend.counters()
     assert dev.backend.counters() == counts and counts["first_order_cells"] > 0
+
+
+@pytest.mark.parametrize("case", ["wet-dry-bump", "dry-lower-layer"])
+def test_float32_linear_reconstruction_stays_near_the_cpus(case):
+    """Issue 27 "Cost" on the device: a float32 block module reconstructs in float (FMAs
+    contracted) and stays within 1e-6 of the CPU's float32 run (tests/test_reconstruction.py
+    float32_linear_near_the_cpus, the host's the same)."""
+    from test_reconstruction import _dry_lower_layer, _wet_dry_bump, float32_linear_near_the_cpus
+
+    make = {"wet-dry-bump": _wet_dry_bump, "dry-lower-layer": _dry_lower_layer}[case]
+    float32_linear_near_the_cpus(make, backend="gpu", backend_options={"variant": "block"})
+
+
+def test_float32_linear_reconstruction_keeps_rest_depths_and_masses():
+    """Lakes at rest, non-negative depths and each layer's mass in float32 on the device
+    (tests/test_reconstruction.py float32_linear_properties, block)."""
+    from test_reconstruction import float32_linear_properties
+
+    float32_linear_properties(backend="gpu", backend_options={"variant": "block"})

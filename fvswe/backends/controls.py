@@ -233,8 +233,8 @@ CONTROLS: tuple[Control, ...] = (
     Control("lin_faces", "void*", "per slot its face state, packed as the state (real4s)"),
     Control("lin_interior", "void*", "per slot its |Gamma| times cell-interior term (NVAR reals)"),
     Control("lin_slot", "const int*", "per slot the slot across its edge (-1 boundary, -2 none)"),
-    Control("lin_geom", "const double*", "per slot: the LSQ weights (wx, wy), the face offset "
-            "(row 4 m + q of a value per cell)"),
+    Control("lin_geom", "const void*", "per slot: the LSQ weights (wx, wy), the face offset "
+            "(row 4 m + q of a value per cell; reals)"),
     Control("lin_troubled", "int*", "per cell: 1 where troubled (troubled_pass)"),
     Control("lin_fallback", "int*", "per owned cell: 1 where it fell back to first order"),
     Control("lin_partial", "double*", "per block of troubled_pass: 7 minima, 7 maxima"),

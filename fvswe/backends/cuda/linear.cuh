@@ -1,27 +1,28 @@
 // The linear reconstruction on the GPU (docs/SCHEMES.md §19): the CPU's troubled_pass and
 // faces_pass (fvswe/backends/cpu/kernels.py), the same formulas (reconstruction::*, emitted
-// into physics.cuh, all in double as the CPU's) in the same order, so that a float64 run is the
-// CPU's bit for bit. Before each residual: troubled_pass flags the troubled cells and reduces
-// the variables' range over the others (the limiter's scale), faces_pass writes each owned
-// cell's face states and beds into its own slots (a gather over its neighbours, one writer per
-// slot, no atomics but the first-order count), interior_pass each owned slot's cell-interior
-// term (rounded to real: float32 runs store it in float32, the CPU keeps float64); the edge
-// evaluation then reads the slots' face states and interior terms (edge_contribution,
-// block_edge, edge_pass). Compiled only
-// into linear modules (FVSWE_LINEAR): a first-order module has none of it.
+// into physics.cuh) in the same order, at the module's real type: a float64 module performs the
+// CPU's operations, so that its run is the CPU's bit for bit; a float32 module reconstructs in
+// float (issue 27 "Cost"; the CPU widens the float32 state to double). Before each residual:
+// troubled_pass flags the troubled cells and reduces the variables' range over the others (the
+// limiter's scale), faces_pass writes each owned cell's face states and beds into its own
+// slots (a gather over its neighbours, one writer per slot, no atomics but the first-order
+// count), interior_pass each owned slot's cell-interior term; the edge evaluation then reads
+// the slots' face states and interior terms (edge_contribution, block_edge, edge_pass).
+// Compiled only into linear modules (FVSWE_LINEAR): a first-order module has none of it.
 #pragma once
 
-// The 7 reconstruction variables of a cell state w on the bed H (reconstruction::variables).
+// The 7 reconstruction variables of a cell state w on the bed H (reconstruction::variables),
+// in real.
 __device__ __forceinline__ auto lin_variables(const real* w, real H)
 {
-    return reconstruction::variables<double>(widen(w), double(H), FVSWE_LAYERS);
+    return reconstruction::variables<real>(pad6(w), H, FVSWE_LAYERS);
 }
 
 // The block's smallest lo[v] and largest hi[v] (v < 7) into out[0..13] of thread 0, by the
 // warps' butterflies then the warps in turn (min and max are exact: any order gives them).
-__device__ __forceinline__ void lin_block_range(double* lo, double* hi, double* out)
+__device__ __forceinline__ void lin_block_range(real* lo, real* hi, double* out)
 {
-    __shared__ double part[FVSWE_BLOCK / 32][14];
+    __shared__ real part[FVSWE_BLOCK / 32][14];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     for (int v = 0; v < 7; ++v) {
         for (int o = 16; o > 0; o >>= 1) {
@@ -38,7 +39,7 @@ __device__ __forceinline__ void lin_block_range(double* lo, double* hi, double* 
     __syncthreads();
     if (threadIdx.x == 0)
         for (int v = 0; v < 14; ++v) {
-            double x = part[0][v];
+            real x = part[0][v];
             for (int w = 1; w < FVSWE_BLOCK / 32; ++w) x = v < 7 ? fmin(x, part[w][v]) : fmax(x, part[w][v]);
             out[v] = x;
         }
@@ -53,17 +54,17 @@ extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
 troubled_pass(const int n_cells, const real4* __restrict__ Win, Ctrl* ctrl)
 {
     if (!step_active(ctrl)) return;
-    const double inf = __longlong_as_double(0x7ff0000000000000LL);
-    double lo[7], hi[7];
+    real lo[7], hi[7];
     for (int v = 0; v < 7; ++v) {
-        lo[v] = inf;
-        hi[v] = -inf;
+        lo[v] = REAL_INF;
+        hi[v] = -REAL_INF;
     }
     for (int c = blockIdx.x * FVSWE_BLOCK + threadIdx.x; c < n_cells; c += gridDim.x * FVSWE_BLOCK) {
         real w[NVAR], H;
         load_cell(Win, c, w, H);
-        const bool bad = reconstruction::troubled<double>(widen(w), FVSWE_LAYERS, ctrl->g, ctrl->r,
-                                                          ctrl->eps_h);
+        // eps_h in double: the thin test is the CPU's in either precision
+        const bool bad = reconstruction::troubled<real>(pad6(w), FVSWE_LAYERS, real(ctrl->g),
+                                                        real(ctrl->r), ctrl->eps_h);
         ctrl->lin_troubled[c] = bad ? 1 : 0;
         if (!bad) {
             const auto V = lin_variables(w, H);
@@ -78,15 +79,15 @@ troubled_pass(const int n_cells, const real4* __restrict__ Win, Ctrl* ctrl)
     // a block's 14 values in one go (L2 loads, none waiting on the one before: a volatile
     // load per variable in turn waited on each partial's latency)
     for (int v = 0; v < 7; ++v) {
-        lo[v] = inf;
-        hi[v] = -inf;
+        lo[v] = REAL_INF;
+        hi[v] = -REAL_INF;
     }
     for (int b = threadIdx.x; b < gridDim.x; b += FVSWE_BLOCK) {
         const double* part = ctrl->lin_partial + 14 * (size_t)b;
 #pragma unroll
         for (int v = 0; v < 7; ++v) {
-            lo[v] = fmin(lo[v], __ldcg(part + v));
-            hi[v] = fmax(hi[v], __ldcg(part + 7 + v));
+            lo[v] = fmin(lo[v], real(__ldcg(part + v)));  // reals: exact either way
+            hi[v] = fmax(hi[v], real(__ldcg(part + 7 + v)));
         }
     }
     lin_block_range(lo, hi, ctrl->lin_extent);
@@ -98,19 +99,20 @@ troubled_pass(const int n_cells, const real4* __restrict__ Win, Ctrl* ctrl)
 
 // The face state of slot s written: its 6-tuple Wf (NVAR of it) and bed Hf rounded to real.
 template <class State>
-__device__ __forceinline__ void lin_store_face(Ctrl* ctrl, int s, const State& Wf, double Hf)
+__device__ __forceinline__ void lin_store_face(Ctrl* ctrl, int s, const State& Wf, real Hf)
 {
     real w[NVAR];
 #pragma unroll
-    for (int m = 0; m < NVAR; ++m) w[m] = real(fv_at(Wf, m));
-    store_cell(static_cast<real4*>(ctrl->lin_faces), s, w, real(Hf), real(0));
+    for (int m = 0; m < NVAR; ++m) w[m] = fv_at(Wf, m);
+    store_cell(static_cast<real4*>(ctrl->lin_faces), s, w, Hf, real(0));
 }
 
 // Row q of slot m of cell c in lin_geom (wx, wy, ox, oy): rows of a value per cell, `cells`
-// long, so that a warp's threads (consecutive cells) read a row together.
-__device__ __forceinline__ double lin_geom(const Ctrl* ctrl, int cells, int c, int m, int q)
+// long, so that a warp's threads (consecutive cells) read a row together; reals (a float32
+// module's are the CPU's float64 values rounded).
+__device__ __forceinline__ real lin_geom(const Ctrl* ctrl, int cells, int c, int m, int q)
 {
-    return __ldg(ctrl->lin_geom + (size_t)(4 * m + q) * cells + c);
+    return __ldg(static_cast<const real*>(ctrl->lin_geom) + (size_t)(4 * m + q) * cells + c);
 }
 
 // Cell c's gradients, limiter factors and face states (the CPU's _gradient and the first half
@@ -120,7 +122,7 @@ __device__ __forceinline__ bool lin_faces(const real4* __restrict__ Win, int c, 
                                           real H, const int* __restrict__ code, Ctrl* ctrl)
 {
     const auto Vi = lin_variables(w, H);
-    const double z = 0.0;
+    const real z = real(0);
     auto gx = fv_make(z, z, z, z, z, z, z);
     auto gy = gx;
     auto lo = Vi, hi = Vi;
@@ -138,27 +140,28 @@ __device__ __forceinline__ bool lin_faces(const real4* __restrict__ Win, int c, 
             }
         }
         if (ok) {
-            const auto g2 = reconstruction::lsq_sums<double>(gx, gy, Vi, Vj, lin_geom(ctrl, cells, c, m, 0),
-                                                             lin_geom(ctrl, cells, c, m, 1));
+            const auto g2 = reconstruction::lsq_sums<real>(gx, gy, Vi, Vj, lin_geom(ctrl, cells, c, m, 0),
+                                                           lin_geom(ctrl, cells, c, m, 1));
             gx = g2.f0;
             gy = g2.f1;
-            const auto b = reconstruction::bounds<double>(lo, hi, Vj);
+            const auto b = reconstruction::bounds<real>(lo, hi, Vj);
             lo = b.f0;
             hi = b.f1;
         }
     }
     if (!ok) return false;
     const double* e = ctrl->lin_extent;
-    double sp[7];
-    for (int v = 0; v < 7; ++v) sp[v] = fmax(e[7 + v] - e[v], 0.0);
+    real sp[7];  // e holds reals (troubled_pass): exact either way
+    for (int v = 0; v < 7; ++v) sp[v] = fmax(real(e[7 + v]) - real(e[v]), real(0));
     const auto span = fv_make(sp[0], sp[1], sp[2], sp[3], sp[4], sp[5], sp[6]);
-    auto phi = fv_make(1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0);
+    const real one = real(1);
+    auto phi = fv_make(one, one, one, one, one, one, one);
     for (int m = 0; m < FVSWE_K; ++m)
-        phi = reconstruction::limited<double>(phi, Vi, gx, gy, lo, hi, lin_geom(ctrl, cells, c, m, 2),
-                                              lin_geom(ctrl, cells, c, m, 3), span);
+        phi = reconstruction::limited<real>(phi, Vi, gx, gy, lo, hi, lin_geom(ctrl, cells, c, m, 2),
+                                            lin_geom(ctrl, cells, c, m, 3), span);
     for (int m = 0; m < FVSWE_K; ++m) {
-        const auto f = reconstruction::face_state<double>(phi, Vi, gx, gy, lin_geom(ctrl, cells, c, m, 2),
-                                                          lin_geom(ctrl, cells, c, m, 3), FVSWE_LAYERS);
+        const auto f = reconstruction::face_state<real>(phi, Vi, gx, gy, lin_geom(ctrl, cells, c, m, 2),
+                                                        lin_geom(ctrl, cells, c, m, 3), FVSWE_LAYERS);
         ok = ok && f.f0.f0 >= 0 && f.f0.f3 >= 0;
         lin_store_face(ctrl, c * FVSWE_K + m, f.f0, f.f1);
     }

@@ -657,9 +657,9 @@ __device__ __forceinline__ void load_face(const Ctrl* ctrl, int s, real* w, real
     load_cell(static_cast<const real4*>(ctrl->lin_faces), s, w, H);
 }
 
-// |Gamma| F of slot s plus its cell-interior term |Gamma| B (real), summed in double and rounded
-// to real: the CPU's acc[s, v] = F[v] + interior[s, v] (kernels._store).
-__device__ __forceinline__ real with_interior(real lf, real b) { return real(double(lf) + double(b)); }
+// |Gamma| F of slot s plus its cell-interior term |Gamma| B, in real: the CPU's
+// acc[s, v] = F[v] + interior[s, v] (kernels._store) in a float64 module.
+__device__ __forceinline__ real with_interior(real lf, real b) { return lf + b; }
 
 // The same with the term interior_pass stored (the variants but block, which forms it).
 __device__ __forceinline__ real with_interior(const Ctrl* ctrl, int s, int m, real lf)
@@ -667,12 +667,12 @@ __device__ __forceinline__ real with_interior(const Ctrl* ctrl, int s, int m, re
     return with_interior(lf, static_cast<const real*>(ctrl->lin_interior)[(size_t)s * NVAR + m]);
 }
 
-// |Gamma| times slot s's cell-interior term into B (reconstruction::interior, in double as the
-// CPU's), from cell c's state to the slot's face state, (nx, ny) the normal out of c, len the
-// edge's length, rounded to real (the CPU's rest of _reconstruct_cell); zero where c fell back
-// to first order (lin_fallback).
+// |Gamma| times slot s's cell-interior term into B (reconstruction::interior in real: a float64
+// module's are the CPU's), from cell c's state to the slot's face state, (nx, ny) the normal out
+// of c, len the edge's length (the CPU's rest of _reconstruct_cell); zero where c fell back to
+// first order (lin_fallback).
 __device__ __forceinline__ void lin_interior(const real4* __restrict__ Win, const Ctrl* ctrl, int c,
-                                             int s, double nx, double ny, real len, real* B)
+                                             int s, real nx, real ny, real len, real* B)
 {
     if (ctrl->lin_fallback[c]) {
 #pragma unroll
@@ -682,10 +682,10 @@ __device__ __forceinline__ void lin_interior(const real4* __restrict__ Win, cons
     real w[NVAR], H, wf[NVAR], Hf;
     load_cell(Win, c, w, H);
     load_face(ctrl, s, wf, Hf);
-    const auto b = reconstruction::interior<double>(widen(w), widen(wf), double(H), double(Hf), nx,
-                                                    ny, ctrl->g, ctrl->r, ctrl->eps_h);
+    const auto b = reconstruction::interior<real>(pad6(w), pad6(wf), H, Hf, nx, ny, real(ctrl->g),
+                                                  real(ctrl->r), real(ctrl->eps_h));
 #pragma unroll
-    for (int v = 0; v < NVAR; ++v) B[v] = real(double(len) * fv_at(b, v));
+    for (int v = 0; v < NVAR; ++v) B[v] = len * fv_at(b, v);
 }
 
 // Slot s's term formed from its per-slot code cd, normal n (the edge's) and length: zero where

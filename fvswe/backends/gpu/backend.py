@@ -197,7 +197,8 @@ class GpuBackend(Pipeline, DeviceState):
             interior = 0 if self._interior_in_step else slots * self.model.nvar
             arrays = {"lin_faces": cp.zeros((slots * nvec, 4), dtype=self.dtype),
                       "lin_interior": cp.zeros(interior, dtype=self.dtype),
-                      "lin_slot": cp.asarray(across), "lin_geom": cp.asarray(geom),
+                      "lin_slot": cp.asarray(across),
+                      "lin_geom": cp.asarray(geom, dtype=self.dtype),
                       "lin_troubled": cp.zeros(lay.n_cells, dtype=np.int32),
                       "lin_fallback": cp.zeros(lay.n_cells, dtype=np.int32),
                       "lin_partial": cp.zeros(14 * blocks), "lin_extent": cp.zeros(14)}  # fmt: skip

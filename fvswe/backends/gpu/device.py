@@ -103,8 +103,9 @@ def _slot_codes(slot_edge, slot_side, edge_cells, boundary_code, wall):
 def linear_arrays(lay: Layout) -> tuple[np.ndarray, np.ndarray]:
     """The linear reconstruction's per-slot arrays (linear.cuh): the slot across each slot's
     edge (int32; -1 on the boundary, -2 where the slot has no edge) and ``(wx, wy, ox, oy)``,
-    its least-squares weights and face offset (float64, as the CPU's), as ``4 k`` rows of a
-    value per cell (row ``4 m + q``: faces_pass's threads, a cell each, read a row together)."""
+    its least-squares weights and face offset (float64, as the CPU's; the device holds them in
+    the state's dtype), as ``4 k`` rows of a value per cell (row ``4 m + q``: faces_pass's
+    threads, a cell each, read a row together)."""
     e = lay.cell_edges.ravel()
     side = lay.cell_side.ravel().astype(np.intp)
     across = lay.edge_slot[np.maximum(e, 0), 1 - side]
