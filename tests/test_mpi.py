@@ -536,7 +536,7 @@ def test_cli_ranks_take_their_parts_from_files_bit_for_bit(tmp_path, ranks):
         assert a.files == b.files and all(np.array_equal(a[k], b[k]) for k in a.files)
     if ranks == 2:  # files cut in another order
         assert main([*cut, "--order", "hilbert", "-o", str(parts)]) == 0
-        wrong = "manifest.json: cut from another mesh than this run's"
+        wrong = "manifest.json: cut in 'hilbert' order, this run's is 'rcm'"
     else:  # files of two parts
         assert main([*cut[:4], "2", *cut[5:], "--order", "rcm", "-o", str(parts)]) == 0
         wrong = "manifest.json: 2 parts for a run on 3 ranks"
