@@ -2,7 +2,8 @@
 
 Contract (docs/PARALLEL.md): every rank holds the
 global Layout (built from the same inputs, so bitwise the same); rank 0 cuts
-it into parts (:mod:`fvswe.partition`) and scatters them; each rank runs an
+it into parts (:mod:`fvswe.partition`) and scatters them (or, with per-part files, CPU ranks
+hold their part alone: :func:`read_own`, the layout built from the part); each rank runs an
 ordinary backend on its part's Layout, whose volume pass updates the owned
 cells only and then calls the :class:`Halo`: the halo states are exchanged
 (persistent Isend/Irecv of packed NumPy buffers) and the next Δt is the

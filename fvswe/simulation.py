@@ -430,7 +430,11 @@ class Simulation:
     its ranks (:mod:`fvswe.parallel`): every rank constructs the Simulation with
     the same arguments and calls the same methods; results are bitwise those of
     one process, and :meth:`state`, :meth:`fields` and :meth:`mass` are global
-    on every rank (they are collective calls).
+    on every rank (they are collective calls). ``part`` (CPU ranks, an
+    :class:`~fvswe.parallel.OwnPart` of :func:`fvswe.parallel.read_own`, ``mesh`` then the
+    rank's local mesh from its part file): the rank holds its part alone, its inputs evaluated
+    at its own cells, nothing global built at set-up (docs/PARALLEL.md, "A rank holding its
+    part alone"); what a part cannot build yet is a one-line ConfigError naming the key.
     """
 
     def __init__(

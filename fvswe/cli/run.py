@@ -106,7 +106,8 @@ def register(sub) -> None:
     p.add_argument("--restart", metavar="FILE", help="continue from a checkpoint of this run")
     p.add_argument("--parts", metavar="DIR",
                    help="MPI ranks: each takes its part from DIR (fvswe mesh partition -o DIR, "
-                        "in the run's order) instead of rank 0's cut")  # fmt: skip
+                        "in the run's order) instead of rank 0's cut; CPU ranks read nothing "
+                        "else (no whole mesh; writes final.npz and summary.json only)")  # fmt: skip
     p.add_argument("--format", choices=casefile.FORMATS,
                    help="field series: xdmf (default: a plain install writes it), netcdf "
                    "(CF-UGRID solution.nc, needs fvswe[netcdf]) or both")  # fmt: skip
