@@ -243,6 +243,11 @@ def _mpi_max():
     return MPI.MAX
 
 
+def _on_any(comm, flag) -> bool:
+    """``flag`` on this rank, or on any rank of ``comm`` (not None; collective)."""
+    return bool(flag) if comm is None else any(comm.allgather(bool(flag)))
+
+
 def _agreed_on(comm, make: Callable) -> Any:
     """``make()``; on the ranks of ``comm`` (not None) an error on any rank raised on all."""
     if comm is None:
@@ -514,7 +519,7 @@ class Simulation:
         clock.mark("backend")
         self.mass_initial = self.mass()
         self.setup_stages = _setup_stages(clock, self.backend)
-        self._closed = not np.any(edge_bc == OPEN)  # every volume change is counted
+        self._closed = not _on_any(part and comm, np.any(edge_bc == OPEN))  # all counted
         self._identity: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._dt_first: float | None = None  # the mean Δt of the first check interval
 
@@ -623,6 +628,16 @@ class Simulation:
     def n_cells(self) -> int:
         """The whole mesh's cells (a part's run: the manifest's count)."""
         return self.mesh.n_cells if self.part is None else self.part.cells
+
+    @property
+    def n_edges(self) -> int:
+        """The whole mesh's edges (a part's run: the manifest's count)."""
+        return self.mesh.n_edges if self.part is None else self.part.edges
+
+    @property
+    def open_boundaries(self) -> bool:
+        """Whether any edge of the whole mesh is open (volume leaves it uncounted)."""
+        return not self._closed
 
     def _cells(self, a: np.ndarray) -> np.ndarray:
         """A per-cell array of this rank's mesh over the whole mesh, in layout order: itself,

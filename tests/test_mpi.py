@@ -363,6 +363,7 @@ def test_cli_outputs_of_two_ranks_equal_one_process(tmp_path, backend):
         "cell_steps_per_s",
         "threads",
         "ranks",
+        "peak_rss_bytes",
     )  # the rest: bitwise (GPU: but the masses)
     a, b = (json.loads((d / "summary.json").read_text()) for d in (one, two))
     assert (a["ranks"], b["ranks"]) == (1, 2) and a["level_inflow"] != 0
