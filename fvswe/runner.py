@@ -104,18 +104,21 @@ def show_progress(quiet: bool) -> bool:
 def warm_up(sim, t_end: float) -> float:
     """Compile (or load from Numba's cache) the kernels before the clock starts; their seconds.
 
-    Takes one step and undoes it (``backend.snapshot``/``restore``, bitwise), twice:
+    Takes one step and undoes it (``backend.snapshot``/``restore``, bitwise; on ranks holding
+    their parts alone, each rank's own backend's), twice:
     the first pays for the compilation, the second is an ordinary step, and
     their difference is the compile time.
     """
     backend = sim.backend
-    snap = backend.snapshot()
+    # ranks holding their parts alone each undo their own step: no global state gathered
+    own = backend.local if getattr(backend, "holds_part", False) else backend
+    snap = own.snapshot()
     took = []
     for _ in range(2):
         start = time.perf_counter()
         backend.advance(t_end, 1)
         took.append(time.perf_counter() - start)
-        backend.restore(snap)
+        own.restore(snap)
     return max(took[0] - took[1], 0.0)
 
 
