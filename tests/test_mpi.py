@@ -605,7 +605,7 @@ def test_cpu_ranks_holding_their_parts_alone_run_bit_for_bit(tmp_path, ranks):
         assert a.files == b.files and all(np.array_equal(a[k], b[k]) for k in a.files)
     one, many = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("one", "ranks"))
     assert many["holds_part"] and not one["holds_part"] and many["steps"] > 3
-    for key in ("steps", "t", "mass", "mass_initial", "level_inflow", "cells"):
+    for key in ("steps", "t", "mass", "mass_initial", "level_inflow", "cells", "mesh"):
         assert many[key] == one[key], key
     assert len(many["peak_rss_bytes"]) == ranks and min(many["peak_rss_bytes"]) > 0
     assert many["setup_s"] > 0 and not (tmp_path / "ranks" / "solution.xdmf").exists()

@@ -630,7 +630,7 @@ def _finish(args, spec, sim, summary, out, written=()) -> int:
     report = {
         "case": spec.name,
         "source": spec.source,
-        "mesh": sim.mesh.source,
+        "mesh": sim.mesh.source if sim.part is None else sim.part.manifest["source"],
         **summary.to_dict(),
         "mass_balance": runner.mass_balance(sim, summary),
         "steps_total": sim.steps,
