@@ -274,7 +274,7 @@ def _refuse_on_part(part, s, order, backend, distributed, pairs, boundary, crs, 
     inputs"): it needs the whole mesh, or data the part files do not carry. None: no part."""
     if part is None:
         return
-    from .boundary import Outflow, _kind
+    from .boundary import Outflow
     from .partfile import MANIFEST
     from .ugrid import check_crs, is_geographic
 
@@ -285,9 +285,9 @@ def _refuse_on_part(part, s, order, backend, distributed, pairs, boundary, crs, 
         raise ConfigError(f"{Path(part.directory) / MANIFEST}: cut in {part.manifest['order']!r} "
                           f"order, this run's is {order!r} (fvswe mesh partition --order "
                           f"{order})")  # fmt: skip
-    outflow = [n for n, c in (boundary or {}).items() if isinstance(_kind(n, c)[1], Outflow)]
+    outflow = [n for n, c in (boundary or {}).items() if isinstance(c, Outflow) or c == "outflow"]
     refused = [
-        (backend != "cpu", "backend", f"{backend!r}: GPU ranks read the whole mesh yet"),
+        (backend != "cpu", "backend", f"{backend!r}: GPU ranks still read the whole mesh"),
         (s["method"] != "explicit", "method", f"{s['method']!r}: explicit runs only"),
         (s["reconstruction"] != "constant", "reconstruction",
          f"{s['reconstruction']!r}: the part files carry no reconstruction weights yet"),

@@ -391,8 +391,7 @@ def run(args) -> int:
             maxima.write, sim, out, fmt, spec.crs)  # fmt: skip
         # a rank holding its part alone writes final.npz and summary.json (per-part series:
         # docs/PARALLEL.md, "What is left" (2))
-        series = nullcontext() if own else _Series(fmt, out, sim, resume, spec, identity)
-        with series as series:
+        with nullcontext() if own else _Series(fmt, out, sim, resume, spec, identity) as series:
             summary = _advance(args, spec, sim, times, series, probe, started, maps)
         try:
             _records(sim, out, probe, maps)
