@@ -615,6 +615,8 @@ def test_cpu_ranks_holding_their_parts_alone_run_bit_for_bit(tmp_path, ranks):
     ("extra", "case", "wrong"),
     [
         (["--maxima"], "", "--maxima: not with --parts yet"),
+        (["--restart", "checkpoint.npz"], "", "--restart: not with --parts yet"),
+        (["--method", "implicit"], "", "method: 'implicit': explicit runs only"),
         (["--reconstruction", "linear"], "", "reconstruction: 'linear': the part files carry no"),
         ([], 'wall = "outflow"', "boundary.wall: outflow: its tables are numbered over the whole"),
         (["--mesh", "other.npz"], "", "(4000 cells), this run's mesh is other.npz"),
