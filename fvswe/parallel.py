@@ -2,7 +2,8 @@
 
 Contract (docs/PARALLEL.md): every rank holds the
 global Layout (built from the same inputs, so bitwise the same); rank 0 cuts
-it into parts (:mod:`fvswe.partition`) and scatters them; each rank runs an
+it into parts (:mod:`fvswe.partition`) and scatters them (or, with per-part files, CPU ranks
+hold their part alone: :func:`read_own`, the layout built from the part); each rank runs an
 ordinary backend on its part's Layout, whose volume pass updates the owned
 cells only and then calls the :class:`Halo`: the halo states are exchanged
 (persistent Isend/Irecv of packed NumPy buffers) and the next Δt is the
@@ -21,6 +22,7 @@ import sys
 import traceback
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +114,20 @@ def on_root(comm, make: Callable[[], Any], *, scatter: bool = False) -> Any:
     return comm.scatter(value) if scatter else comm.bcast(value)
 
 
+def agreed(comm, make: Callable[[], Any]) -> Any:
+    """``make()`` on every rank; an error (a :class:`ConfigError`) on any rank is raised on
+    every rank, the first rank's, so that all stop together and none waits in a collective."""
+    value, error = None, None
+    try:
+        value = make()
+    except ConfigError as exc:
+        error = exc
+    errors = [e for e in comm.allgather(error) if e is not None]
+    if errors:
+        raise errors[0]
+    return value
+
+
 def own_part(comm, mesh, directory) -> Part:
     """This rank's :class:`Part` read from the per-part files in ``directory``
     (:mod:`fvswe.partfile`), which must have been cut from ``mesh`` as the run orders it
@@ -119,21 +135,65 @@ def own_part(comm, mesh, directory) -> Part:
     raised on every rank, so that all stop together."""
     from .partfile import MANIFEST, mesh_checksum, read_manifest, read_part
 
-    part, error = None, None
-    try:
+    def read() -> Part:
         if read_manifest(directory)["mesh_sha256"] != mesh_checksum(mesh):
             raise ConfigError(
                 f"{Path(directory) / MANIFEST}: cut from another mesh than this run's (another "
                 "file, bathymetry or order: fvswe mesh partition --order, the run's; periodic "
                 "pairs are not cut yet)"
             )
-        part = read_part(directory, comm.rank, comm.size)[1]
-    except ConfigError as exc:
-        error = exc
-    errors = [e for e in comm.allgather(error) if e is not None]
-    if errors:
-        raise errors[0]
-    return part
+        return read_part(directory, comm.rank, comm.size)[1]
+
+    return agreed(comm, read)
+
+
+@dataclass(frozen=True)
+class OwnPart:
+    """A rank's part of a run that holds nothing global (:func:`read_own`): its :class:`Part`
+    (global numbering), the partition's manifest (the whole mesh's counts, tags and tag
+    lengths) and the folder it came from."""
+
+    part: Part
+    manifest: dict
+    directory: str
+
+    @property
+    def cells(self) -> int:
+        """The whole mesh's cells."""
+        return int(self.manifest["cells"])
+
+    @property
+    def edges(self) -> int:
+        """The whole mesh's edges."""
+        return int(self.manifest["edges"])
+
+    @property
+    def owned(self) -> tuple[int, int]:
+        """The part's owned cells and edges (``Layout.build``'s ``owned``)."""
+        return self.part.n_owned, self.part.n_owned_edges
+
+
+def read_own(comm, directory) -> tuple[Any, OwnPart]:
+    """``(local mesh, OwnPart)`` of this rank, from the manifest and its own part file in
+    ``directory`` only (:func:`fvswe.partfile.read_part`): no rank reads the whole mesh. An
+    error on any rank is raised on every rank."""
+    from .partfile import read_manifest, read_part
+
+    def read():
+        mesh, part = read_part(directory, comm.rank, comm.size)
+        return mesh, OwnPart(part, read_manifest(directory), str(directory))
+
+    return agreed(comm, read)
+
+
+def peak_memory(comm) -> list[int]:
+    """Each rank's peak resident memory so far (bytes, ``getrusage``'s ``ru_maxrss``), in rank
+    order, on every rank (``comm`` None: this process's alone)."""
+    import resource
+
+    unit = 1 if sys.platform == "darwin" else 1024  # bytes there, KiB on Linux
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * unit
+    return [peak] if comm is None else comm.allgather(peak)
 
 
 def _threads_per_rank(comm) -> int:
@@ -155,13 +215,15 @@ class DistributedBackend:
     ``mesh`` is the mesh of ``layout`` (rank 0 partitions it with ``method``, unless each
     rank reads its part from ``parts``, a folder of ``fvswe mesh partition -o``);
     ``backend`` the per-rank backend class (CPU); ``options`` its keyword arguments.
+    ``own`` (:func:`read_own`, CPU ranks): this rank's part read from its file, ``layout``
+    then the part's own layout and ``mesh`` None: the rank holds nothing global.
     """
 
     def __init__(
         self, mesh, layout, comm, backend, scheme: str, *, method: str = "auto",
-        parts: str | None = None, **options,
+        parts: str | None = None, own: OwnPart | None = None, **options,
     ) -> None:  # fmt: skip
-        gpu = backend.name == "gpu"
+        gpu = backend.name == "gpu"  # (a Simulation refuses GPU ranks holding their part alone)
         if gpu:
             from .backends.gpu import block_shape, resolve_variant
             from .backends.gpu.build import runtime_of
@@ -186,13 +248,20 @@ class DistributedBackend:
         elif options.get("threads") is None:
             options["threads"] = _threads_per_rank(comm)
         self.comm = comm
-        self.layout = layout
-        self.part: Part = (
-            on_root(comm, lambda: split(mesh, assign(mesh, comm.size, method)), scatter=True)
-            if parts is None
-            else own_part(comm, mesh, parts)
-        )
-        local = layout.part(self.part)
+        self.model, self.nvar, self._maps = layout.model, layout.nvar, layout.maxima is not None
+        #: Whether the rank holds its part alone (``own``), not the global layout.
+        self.holds_part = own is not None
+        if own is not None:
+            self.part, local = own.part, layout
+            self.n_cells, self.n_edges = own.cells, own.edges
+        else:
+            self.part = (
+                on_root(comm, lambda: split(mesh, assign(mesh, comm.size, method)), scatter=True)
+                if parts is None
+                else own_part(comm, mesh, parts)
+            )
+            local = layout.part(self.part)
+            self.n_cells, self.n_edges = layout.n_cells, layout.n_edges
         self.local = backend(local, scheme, **options)
         levels = np.empty(0, dtype=np.int64)  # the level edges, by global edge index
         if local.levels is not None:
@@ -205,9 +274,8 @@ class DistributedBackend:
             from .backends.halo import Halo
 
             self.local.halo = Halo(comm, self.part, self.local.W, levels, self.local.theta)
-        owned = comm.allgather(self.part.cells[: self.part.n_owned])
-        self._counts = np.array([o.size for o in owned]) * layout.nvar
-        self._gather = np.concatenate(owned)
+        self._owned = np.array(comm.allgather(self.part.n_owned))  # each rank's owned cells
+        self._ids: dict[bool, np.ndarray | None] = {}  # the ranks' owned cells, to all or rank 0
         self._cut_at = np.zeros(0, dtype=np.int64)  # count_edges: where this rank's edges go
         self._cut_count = 0
 
@@ -248,22 +316,45 @@ class DistributedBackend:
         """The global state in layout order, on every rank."""
         return self._global(self.local.get_state())
 
-    def _global(self, local: np.ndarray) -> np.ndarray:
-        """The global array in layout order, on every rank, of the ranks' per-cell ``local``
-        arrays (their owned rows; any width and type)."""
+    def _global(self, local: np.ndarray, root: bool = False) -> np.ndarray | None:
+        """The global array in layout order, on every rank (``root``: on rank 0, None on the
+        others), of the ranks' per-cell ``local`` arrays (their owned rows; any width and
+        type; one value a cell gives one a cell). Collective."""
         owned = np.ascontiguousarray(local[: self.part.n_owned])
-        width = owned.shape[1]
-        flat = np.empty((self.layout.n_cells, width), dtype=owned.dtype)
-        self.comm.Allgatherv(owned, [flat, self._counts // self.layout.nvar * width])
+        flat_in = owned.reshape(owned.shape[0], -1)
+        width = flat_in.shape[1]
+        mine = self.comm.rank == 0 or not root
+        ids = self._cell_ids(root)
+        flat = np.empty((self.n_cells, width), dtype=owned.dtype) if mine else None
+        counts = [flat, self._owned * width]
+        if root:
+            self.comm.Gatherv(flat_in, counts if mine else None, root=0)
+        else:
+            self.comm.Allgatherv(flat_in, counts)
+        if not mine:
+            return None
         W = np.empty_like(flat)
-        W[self._gather] = flat
-        return W
+        W[ids] = flat
+        return W.reshape(self.n_cells, *owned.shape[1:])
+
+    def whole(self, local: np.ndarray) -> np.ndarray:
+        """:meth:`_global` of a per-cell array on every rank (the outputs' gather)."""
+        return self._global(local)
+
+    def _cell_ids(self, root: bool) -> np.ndarray | None:
+        """The ranks' owned global cells concatenated in rank order, on every rank (``root``:
+        on rank 0 only), gathered when first asked for (collective)."""
+        if root not in self._ids:
+            owned = self.part.cells[: self.part.n_owned]
+            every = self.comm.gather(owned, root=0) if root else self.comm.allgather(owned)
+            self._ids[root] = None if every is None else np.concatenate(every)
+        return self._ids[root]
 
     @property
     def snapshot_arrays(self) -> dict[str, tuple[int, ...]]:
         """As the ranks' backend's, global: a compensated state's remainders ``C``."""
         local = getattr(self.local, "snapshot_arrays", {})
-        return {key: (self.layout.n_cells, *shape[1:]) for key, shape in local.items()}
+        return {key: (self.n_cells, *shape[1:]) for key, shape in local.items()}
 
     def set_state(self, W: np.ndarray) -> None:
         self.local.set_state(W[self.part.cells])
@@ -285,7 +376,7 @@ class DistributedBackend:
             snap["C"] = self._global(self.local.remainders())
         if self._cut_count:
             snap["cut_volume"] = self.local.edge_volumes().tolist()
-        if self.layout.maxima is not None:
+        if self._maps:
             snap["maxima"] = self.maxima()
         return snap
 
@@ -321,7 +412,7 @@ class DistributedBackend:
         ``edges`` (from ``volumes``, one row per edge, when given): each rank counts those
         it owns."""
         edges = np.asarray(edges, dtype=np.int64)
-        local = np.full(self.layout.n_edges, -1, dtype=np.int64)
+        local = np.full(self.n_edges, -1, dtype=np.int64)
         local[self.part.edges] = np.arange(self.part.edges.size)
         mine = local[edges]
         at = np.flatnonzero((mine >= 0) & (mine < self.part.n_owned_edges))
@@ -334,26 +425,31 @@ class DistributedBackend:
     def edge_volumes(self) -> np.ndarray:
         """The counted edges' volumes, in the order given to :meth:`count_edges`, on every
         rank: each from the rank that owns its edge, so bitwise one process's."""
-        out = np.zeros((self._cut_count, self.layout.model.layers))
+        out = np.zeros((self._cut_count, self.model.layers))
         for at, volumes in self.comm.allgather((self._cut_at, self.local.edge_volumes())):
             out[at] = volumes
         return out
 
     def first_invalid(self) -> tuple[int, int] | None:
         """The first invalid (global cell, component) over all ranks, else None."""
-        nvar = self.layout.nvar
+        nvar, n_cells = self.nvar, self.n_cells
         # local order is not global order: every bad owned cell, then the first over all ranks
-        cells, comps = np.nonzero(_invalid(self.local, self.part.n_owned, self.layout.model))
+        cells, comps = np.nonzero(_invalid(self.local, self.part.n_owned, self.model))
         keys = self.part.cells[cells] * nvar + comps
-        key = int(keys.min()) if keys.size else self.layout.n_cells * nvar
+        key = int(keys.min()) if keys.size else n_cells * nvar
         key = int(self.local.halo.min(float(key)))  # exact: keys stay far below 2**53
-        return None if key == self.layout.n_cells * nvar else (key // nvar, key % nvar)
+        return None if key == n_cells * nvar else (key // nvar, key % nvar)
 
     def layer_mass(self, area: np.ndarray) -> list[float]:
         """Volume of each layer over the global state (with a compensated state's remainders),
-        summed as one process sums it."""
-        C = self._global(self.local.remainders()) if self.snapshot_arrays else None
-        return self.layout.model.layer_volumes(self.get_state(), area, C)
+        summed as one process sums it, on rank 0 (the state gathered there alone), every rank
+        given the sums. ``area``: the global mesh's, or the part's where the rank holds its
+        part alone."""
+        mine = area if self.holds_part else area[self.part.cells]
+        whole = [self._global(a, root=True) for a in (self.local.get_state(), mine)]
+        C = self._global(self.local.remainders(), root=True) if self.snapshot_arrays else None
+        mass = None if whole[0] is None else self.model.layer_volumes(*whole, C)
+        return self.comm.bcast(mass)
 
     @property
     def first_clip(self) -> tuple[int, int, float] | None:

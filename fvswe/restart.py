@@ -95,9 +95,10 @@ def forcing_fingerprint(sim) -> str:
 def identity(sim) -> dict[str, Any]:
     """What a run continuing from ``sim``'s snapshots must share with it (JSON values)."""
     settings = sim.settings
+    part = getattr(sim, "part", None)  # a rank holding its part alone: the partition's hash
     return {
-        "cells": sim.mesh.n_cells,
-        "mesh": mesh_fingerprint(sim.mesh),
+        "cells": sim.mesh.n_cells if part is None else part.cells,
+        "mesh": mesh_fingerprint(sim.mesh) if part is None else part.manifest["mesh_sha256"][:16],
         **{s.name: settings[s.name] for s in SETTINGS if s.identity},
         "boundary": boundary_fingerprint(sim),
         "forcing": forcing_fingerprint(sim),

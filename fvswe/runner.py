@@ -18,8 +18,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import SimpleNamespace
 
-import numpy as np
-
 #: Wall seconds aimed for between two looks at the run (progress, checkpoint, Ctrl-C).
 LOOK_EVERY_S = 0.25
 #: A progress bar appears once a run has taken this long.
@@ -106,18 +104,21 @@ def show_progress(quiet: bool) -> bool:
 def warm_up(sim, t_end: float) -> float:
     """Compile (or load from Numba's cache) the kernels before the clock starts; their seconds.
 
-    Takes one step and undoes it (``backend.snapshot``/``restore``, bitwise), twice:
+    Takes one step and undoes it (``backend.snapshot``/``restore``, bitwise; on ranks holding
+    their parts alone, each rank's own backend's), twice:
     the first pays for the compilation, the second is an ordinary step, and
     their difference is the compile time.
     """
     backend = sim.backend
-    snap = backend.snapshot()
+    # ranks holding their parts alone each undo their own step: no global state gathered
+    own = backend.local if getattr(backend, "holds_part", False) else backend
+    snap = own.snapshot()
     took = []
     for _ in range(2):
         start = time.perf_counter()
         backend.advance(t_end, 1)
         took.append(time.perf_counter() - start)
-        backend.restore(snap)
+        own.restore(snap)
     return max(took[0] - took[1], 0.0)
 
 
@@ -201,10 +202,10 @@ def mass_balance(sim, summary) -> list[dict[str, float | bool]]:
     round-off with walls, or what crossed the open boundaries (``open_boundaries``) when
     there are any.
     """
-    from .boundary import OPEN, inflows
+    from .boundary import inflows
     from .sources import added
 
-    has_open = bool(np.any(sim.layout.edge_bc == OPEN))
+    has_open = sim.open_boundaries
     layers = len(summary.mass)
     inflow, put = inflows(summary.counters, layers), added(summary.counters, layers)
     rows = zip(summary.mass_initial, inflow, put, summary.mass, strict=True)
@@ -221,7 +222,7 @@ def event_sentences(sim, counters: dict) -> list[str]:
     Counters cover every step of the simulation (a restart included), so they
     are divided by ``sim.steps`` times the cells or edges.
     """
-    per = {"cell": sim.mesh.n_cells, "edge": sim.mesh.n_edges}
+    per = {"cell": sim.n_cells, "edge": sim.n_edges}
     out = []
     for key, (unit, what) in EVENTS.items():
         updates = per[unit] * sim.steps
@@ -246,7 +247,7 @@ def _before_text(summary) -> str:
 
 def summary_text(name: str, sim, summary) -> str:
     """The lines ``fvswe run`` prints: speed, compile time, the mass balance, the events."""
-    run = f"{sim.backend.name}, {sim.dtype}, {sim.scheme}, {sim.mesh.n_cells} cells"
+    run = f"{sim.backend.name}, {sim.dtype}, {sim.scheme}, {sim.n_cells} cells"
     if summary.steps:
         took = (f"in {summary.steps} steps, {summary.wall_s:.3g} s wall "
                 f"({summary.cell_steps_per_s / 1e6:.3g} M cell-steps/s, {run}, ")  # fmt: skip

@@ -11,6 +11,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -226,11 +227,80 @@ def _periodic_mesh(mesh, pairs: list, boundary, s: Mapping[str, Any]):
     return joined
 
 
-def _with_threshold(model: Model, W0: np.ndarray, dtype: str) -> Model:
-    """``model`` with the default thin-layer threshold, scaled by the deepest column of ``W0``."""
+def _with_threshold(model: Model, W0: np.ndarray, dtype: str, comm=None) -> Model:
+    """``model`` with the default thin-layer threshold, scaled by the deepest column of ``W0``
+    (over the ranks of ``comm``, each holding a part: an exact max-allreduce)."""
     depth = W0[:, list(model.depth_components)].sum(axis=1)
     scale = float(depth.max()) if depth.size else 0.0
+    if comm is not None:
+        scale = comm.allreduce(scale, op=_mpi_max())
     return replace(model, eps_h=thin_layer_threshold(scale, dtype))
+
+
+def _mpi_max():
+    from mpi4py import MPI
+
+    return MPI.MAX
+
+
+def _on_any(comm, flag) -> bool:
+    """``flag`` on this rank, or on any rank of ``comm`` (not None; collective)."""
+    return bool(flag) if comm is None else any(comm.allgather(bool(flag)))
+
+
+def _agreed_on(comm, make: Callable) -> Any:
+    """``make()``; on the ranks of ``comm`` (not None) an error on any rank raised on all."""
+    if comm is None:
+        return make()
+    from .parallel import agreed
+
+    return agreed(comm, make)
+
+
+def _conditions(mesh, boundary, layers: int, H: np.ndarray, part) -> tuple:
+    """``(edge_bc, level tables)`` of ``boundary`` on ``mesh``; on a part (``part`` not None),
+    checked against the whole mesh's tags and each discharge divided by its tag's length in
+    the whole mesh (the partition's manifest)."""
+    from .partfile import tags_present
+
+    present = None if part is None else tags_present(part.manifest)
+    lengths = None if part is None else part.manifest["tag_length"]
+    return (edge_conditions(mesh, boundary, present=present),
+            level_tables(mesh, boundary, layers, H, lengths=lengths))  # fmt: skip
+
+
+def _refuse_on_part(part, s, order, backend, distributed, pairs, boundary, crs, sources) -> None:
+    """One line naming the key of what a part cannot build alone yet (docs/PARALLEL.md, "Case
+    inputs"): it needs the whole mesh, or data the part files do not carry. None: no part."""
+    if part is None:
+        return
+    from .boundary import Outflow
+    from .partfile import MANIFEST
+    from .ugrid import check_crs, is_geographic
+
+    where = f"--parts {part.directory}"
+    if not distributed:
+        raise ConfigError(f"{where}: a run of one process has no parts (mpiexec -n P)")
+    if part.manifest["order"] != order:
+        raise ConfigError(f"{Path(part.directory) / MANIFEST}: cut in {part.manifest['order']!r} "
+                          f"order, this run's is {order!r} (fvswe mesh partition --order "
+                          f"{order})")  # fmt: skip
+    outflow = [n for n, c in (boundary or {}).items() if isinstance(c, Outflow) or c == "outflow"]
+    refused = [
+        (backend != "cpu", "backend", f"{backend!r}: GPU ranks still read the whole mesh"),
+        (s["method"] != "explicit", "method", f"{s['method']!r}: explicit runs only"),
+        (s["reconstruction"] != "constant", "reconstruction",
+         f"{s['reconstruction']!r}: the part files carry no reconstruction weights yet"),
+        (bool(pairs), "boundary", "periodic pairs are not joined in part files yet"),
+        (bool(outflow), f"boundary.{outflow[0] if outflow else ''}",
+         "outflow: its tables are numbered over the whole mesh"),
+        (bool(sources), "sources", "no rank locates a source in its part yet"),
+        (crs is not None and is_geographic(check_crs(crs, "crs")), "crs",
+         f"{crs!r}: the part files carry no sphere metric yet"),
+    ]  # fmt: skip
+    for bad, key, why in refused:
+        if bad:
+            raise ConfigError(f"{key}: {why} ({where}: a rank holding its part alone)")
 
 
 def _reordered(mesh, order: str, *cell_arrays):
@@ -365,7 +435,11 @@ class Simulation:
     its ranks (:mod:`fvswe.parallel`): every rank constructs the Simulation with
     the same arguments and calls the same methods; results are bitwise those of
     one process, and :meth:`state`, :meth:`fields` and :meth:`mass` are global
-    on every rank (they are collective calls).
+    on every rank (they are collective calls). ``part`` (CPU ranks, an
+    :class:`~fvswe.parallel.OwnPart` of :func:`fvswe.parallel.read_own`, ``mesh`` then the
+    rank's local mesh from its part file): the rank holds its part alone, its inputs evaluated
+    at its own cells, nothing global built at set-up (docs/PARALLEL.md, "A rank holding its
+    part alone"); what a part cannot build yet is a one-line ConfigError naming the key.
     """
 
     def __init__(
@@ -387,6 +461,7 @@ class Simulation:
         allow_mass_error: bool = False,
         comm=None,
         backend_options: Mapping[str, Any] | None = None,
+        part=None,
         **settings: Any,
     ) -> None:
         clock = SetupClock()
@@ -405,18 +480,18 @@ class Simulation:
         self.scheme, self.dtype, self.order = scheme, dtype, order
         #: The periodic tag pairs, joined into interior edges (:class:`fvswe.boundary.Periodic`).
         self.periodic, boundary = periodic_pairs(boundary)
+        self.part = part  # this rank's part alone (fvswe.parallel.read_own), or None
+        _refuse_on_part(part, s, order, cls.name, distributed, self.periodic, boundary, crs,
+                        sources)  # fmt: skip
         mesh = _periodic_mesh(mesh, self.periodic, boundary, s) if self.periodic else mesh
-        W0, Hc = self._initial_state(mesh, H, initial)
+        W0, Hc, kind, bottom, interfacial = self._cell_inputs(mesh, H, initial, friction,
+                                                              interfacial_friction, s,
+                                                              comm if part else None)  # fmt: skip
         clock.mark("initial_state")
-        kind, bottom = _friction(friction, mesh.centroid)
-        interfacial = _interfacial(interfacial_friction, layers, mesh.centroid)
-        self.model = self.model if eps_h is not None else _with_threshold(self.model, W0, dtype)
         #: The run settings (:mod:`fvswe.settings`) as this run resolved them.
         self.settings = {**s, "order": order, "eps_h": self.model.eps_h,
                          "fast_math": bool(fast_math)}  # fmt: skip
-        if s["method"] == "explicit":  # the implicit method dries faces, not schemes' cells
-            refuse_dry_cells(scheme, layers, W0[:, 0], self.model.eps_h, mesh.source)
-        if order != "none":
+        if order != "none" and part is None:  # a part file is in the run's order already
             mesh, (W0, Hc, bottom, interfacial) = _reordered(mesh, order, W0, Hc, bottom,
                                                              interfacial)  # fmt: skip
         clock.mark("reorder")
@@ -424,12 +499,11 @@ class Simulation:
         #: The CRS of the mesh's coordinates; a geographic one puts the mesh on the sphere.
         self.crs = crs
         mesh, sphere = _on_sphere(mesh, crs, radius, s, slide, self.coriolis)
-        edge_bc = edge_conditions(mesh, boundary)
-        levels = level_tables(mesh, boundary, layers, Hc)
+        edge_bc, levels = _conditions(mesh, boundary, layers, Hc, part)
         self.friction, self.interfacial_friction = friction, interfacial_friction
         f = None if self.coriolis is None else self.coriolis.values(mesh.centroid[:, 1])
         self.mesh = mesh
-        self._to_original = inverse_permutation(mesh.original_index)
+        self._original: np.ndarray | None = None  # the original order, gathered when needed
         self.layout = Layout.build(
             mesh, self.model, W0, Hc, edge_bc, DTYPES[dtype],
             friction=(kind, bottom), interfacial=interfacial,
@@ -437,7 +511,7 @@ class Simulation:
             sources=source_tables(mesh, sources, layers),
             slide=slide_table(slide, mesh.centroid, Hc),
             maxima=None if maxima is None else Maxima.of(maxima).arrival_threshold,
-            sphere=sphere, linear=s["reconstruction"] != "constant",
+            sphere=sphere, linear=s["reconstruction"] != "constant", owned=part and part.owned,
         )  # fmt: skip
         clock.mark("layout")
         self.comm = comm if distributed else None
@@ -445,7 +519,7 @@ class Simulation:
         clock.mark("backend")
         self.mass_initial = self.mass()
         self.setup_stages = _setup_stages(clock, self.backend)
-        self._closed = not np.any(edge_bc == OPEN)  # every volume change is counted
+        self._closed = not _on_any(part and comm, np.any(edge_bc == OPEN))  # all counted
         self._identity: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._dt_first: float | None = None  # the mean Δt of the first check interval
 
@@ -474,7 +548,30 @@ class Simulation:
             return cls(self.layout, self.scheme, **options)
         from .parallel import DistributedBackend
 
+        if self.part is not None:
+            return DistributedBackend(None, self.layout, self.comm, cls, self.scheme,
+                                      own=self.part, **options)  # fmt: skip
         return DistributedBackend(self.mesh, self.layout, self.comm, cls, self.scheme, **options)
+
+    def _cell_inputs(self, mesh, H: Field, initial, friction, interfacial, s, ranks) -> tuple:
+        """``(W0, H, friction code, friction and interfacial coefficients)`` per cell of
+        ``mesh``, checked (:meth:`_initial_state`, :func:`_friction`, :func:`_interfacial`,
+        dry cells); the model given its default thin-layer threshold (no ``eps_h``). On a
+        part (``ranks``, the communicator) an error on any rank is raised on all of them and
+        the threshold's scale is the whole mesh's."""
+
+        def inputs() -> tuple:
+            W0, Hc = self._initial_state(mesh, H, initial)
+            kind, bottom = _friction(friction, mesh.centroid)
+            return W0, Hc, kind, bottom, _interfacial(interfacial, s["layers"], mesh.centroid)
+
+        out = _agreed_on(ranks, inputs)
+        if s["eps_h"] is None:
+            self.model = _with_threshold(self.model, out[0], s["dtype"], ranks)
+        if s["method"] == "explicit":  # the implicit method dries faces, not schemes' cells
+            _agreed_on(ranks, lambda: refuse_dry_cells(s["scheme"], s["layers"], out[0][:, 0],
+                                                       self.model.eps_h, mesh.source))  # fmt: skip
+        return out
 
     def _initial_state(self, mesh, H: Field, initial) -> tuple[np.ndarray, np.ndarray]:
         """``(W0, H)`` per cell in the mesh's order: the packed initial state, checked for
@@ -527,6 +624,33 @@ class Simulation:
     def steps(self) -> int:
         return self.backend.steps
 
+    @property
+    def n_cells(self) -> int:
+        """The whole mesh's cells (a part's run: the manifest's count)."""
+        return self.mesh.n_cells if self.part is None else self.part.cells
+
+    @property
+    def n_edges(self) -> int:
+        """The whole mesh's edges (a part's run: the manifest's count)."""
+        return self.mesh.n_edges if self.part is None else self.part.edges
+
+    @property
+    def open_boundaries(self) -> bool:
+        """Whether any edge of the whole mesh is open (volume leaves it uncounted)."""
+        return not self._closed
+
+    def _cells(self, a: np.ndarray) -> np.ndarray:
+        """A per-cell array of this rank's mesh over the whole mesh, in layout order: itself,
+        or on a part the ranks' owned rows gathered (collective; the outputs' gather)."""
+        return a if self.part is None else self.backend.whole(a)
+
+    @property
+    def _to_original(self) -> np.ndarray:
+        """The layout's cells in the mesh's original order (gathered once on a part)."""
+        if self._original is None:
+            self._original = inverse_permutation(self._cells(self.mesh.original_index))
+        return self._original
+
     def state(self) -> np.ndarray:
         """The state ``(L, nvar)`` in the mesh's original cell order."""
         return self.backend.get_state()[self._to_original]
@@ -535,11 +659,12 @@ class Simulation:
         """Cell fields in the original cell order: x, y, area, H, the state, surfaces."""
         o = self._to_original
         W = self.state().astype(np.float64)
+        xy = self._cells(self.mesh.centroid)
         out = {
-            "x": self.mesh.centroid[o, 0],
-            "y": self.mesh.centroid[o, 1],
-            "area": self.mesh.area[o],
-            "H": self.bed()[o].astype(np.float64),
+            "x": xy[o, 0],
+            "y": xy[o, 1],
+            "area": self._cells(self.mesh.area)[o],
+            "H": self._cells(self.bed())[o].astype(np.float64),
             **self.model.unpack(W),
         }
         if self.model.layers == 2:
@@ -665,7 +790,7 @@ class Simulation:
             t=self.t,
             steps=steps,
             wall_s=wall,
-            cells=self.mesh.n_cells,
+            cells=self.n_cells,
             scheme=self.scheme,
             backend=self.backend.name,
             dtype=self.dtype,
@@ -677,7 +802,10 @@ class Simulation:
         )
 
     def _where(self, cell: int) -> str:
-        """``cell N at (x, y)``: the original number and the barycentre of internal cell."""
+        """``cell N at (x, y)``: the original number and the barycentre of internal cell
+        (on a part: its number in the run's order, the rank that found it alone holding it)."""
+        if self.part is not None:
+            return f"cell {cell} of the run's order"
         x, y = self.mesh.centroid[cell]
         return f"cell {int(self.mesh.original_index[cell])} at ({x:.4g}, {y:.4g})"
 

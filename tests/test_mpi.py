@@ -363,6 +363,7 @@ def test_cli_outputs_of_two_ranks_equal_one_process(tmp_path, backend):
         "cell_steps_per_s",
         "threads",
         "ranks",
+        "peak_rss_bytes",
     )  # the rest: bitwise (GPU: but the masses)
     a, b = (json.loads((d / "summary.json").read_text()) for d in (one, two))
     assert (a["ranks"], b["ranks"]) == (1, 2) and a["level_inflow"] != 0
@@ -520,8 +521,8 @@ def test_cli_ranks_take_their_parts_from_files_bit_for_bit(tmp_path, ranks):
     """``fvswe mesh partition -o DIR`` once, then ``mpiexec -n P fvswe run --parts DIR``: each
     rank takes its part from its file (fvswe.partfile) instead of rank 0's cut, and final.npz
     is one process's, bitwise; files cut in another order, or into another count of parts,
-    are a one-line error, raised on every rank.
-    (The ranks still build the global layout: docs/PARALLEL.md, "Per-part meshes".)"""
+    are a one-line error, raised on every rank. (CPU ranks hold their parts alone: the next
+    test.)"""
     from fvswe.cli import main
 
     parts = tmp_path / "parts"
@@ -536,7 +537,7 @@ def test_cli_ranks_take_their_parts_from_files_bit_for_bit(tmp_path, ranks):
         assert a.files == b.files and all(np.array_equal(a[k], b[k]) for k in a.files)
     if ranks == 2:  # files cut in another order
         assert main([*cut, "--order", "hilbert", "-o", str(parts)]) == 0
-        wrong = "manifest.json: cut from another mesh than this run's"
+        wrong = "manifest.json: cut in 'hilbert' order, this run's is 'rcm'"
     else:  # files of two parts
         assert main([*cut[:4], "2", *cut[5:], "--order", "rcm", "-o", str(parts)]) == 0
         wrong = "manifest.json: 2 parts for a run on 3 ranks"
@@ -544,3 +545,97 @@ def test_cli_ranks_take_their_parts_from_files_bit_for_bit(tmp_path, ranks):
     assert done.returncode == 2
     assert done.stderr.startswith("fvswe: error: ") and done.stderr.count("\n") == 1
     assert wrong in done.stderr, done.stderr
+
+
+#: A one-layer case on a mesh file with a bed (its ``depth``) and a tag ``left`` taking a
+#: discharge (divided by the tag's length in the whole mesh), the rest walls; a bump of
+#: ``exp`` on the surface, Manning friction, the thin-layer threshold automatic.
+PART_CASE = """
+layers = 1
+scheme = "hll"
+t_end = 0.01
+order = "hilbert"
+[mesh]
+file = "m.npz"
+[boundary]
+left = { kind = "discharge", Q = 3.0 }
+wall = "wall"
+[initial]
+h = "depth + 0.2 * exp(-40 * ((x - 0.5)**2 + (y - 0.4)**2))"
+[friction]
+law = "manning"
+coefficient = 0.03
+"""
+
+
+def _tagged_square(path: Path) -> None:
+    """square-4k with its left side tagged ``left`` and a bed varying per cell, to ``path``."""
+    from fvswe.mesh import Mesh, family, write_mesh
+
+    mesh = family(4000)
+    bnd = mesh.edge_nodes[mesh.boundary]
+    left = bnd[(mesh.nodes[bnd, 0] < mesh.nodes[:, 0].min() + 1e-9).all(axis=1)]
+    depth = 10.0 + np.sin(mesh.centroid[:, 0] * 7.0) * np.cos(mesh.centroid[:, 1] * 5.0)
+    write_mesh(Mesh.from_arrays(mesh.nodes, mesh.cells, boundary_tags={"left": left},
+                                depth=depth, source="m"), path)  # fmt: skip
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_cpu_ranks_holding_their_parts_alone_run_bit_for_bit(tmp_path, ranks):
+    """``mpiexec -n P fvswe run --parts DIR`` on CPU ranks: each reads the manifest and its own
+    part file, never the mesh (removed after the cut here), and builds its layout and inputs
+    from its part (the bed from ``depth``, functions at its centroids, ``eps_h`` by an
+    all-reduce, the discharge divided by the manifest's tag length); final.npz and the
+    masses, steps and counters are one process's, bitwise; each rank's peak memory is
+    reported."""
+    from fvswe.cli import main
+
+    _tagged_square(tmp_path / "m.npz")
+    case = tmp_path / "case.toml"
+    case.write_text(PART_CASE)
+    argv = [str(case), "--backend", "cpu", "-q"]
+    assert main(["run", *argv, "-o", str(tmp_path / "one")]) == 0
+    parts = tmp_path / "parts"
+    cut = ["mesh", "partition", str(tmp_path / "m.npz"), "-n", str(ranks), "--order", "hilbert"]
+    assert main([*cut, "-o", str(parts)]) == 0
+    (tmp_path / "m.npz").rename(tmp_path / "gone.npz")  # no rank can read the whole mesh
+    run = fvswe(ranks, *argv, "--parts", str(parts), "-o", str(tmp_path / "ranks"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    with np.load(tmp_path / "one" / "final.npz") as a, np.load(tmp_path / "ranks/final.npz") as b:
+        assert a.files == b.files and all(np.array_equal(a[k], b[k]) for k in a.files)
+    one, many = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("one", "ranks"))
+    assert many["holds_part"] and not one["holds_part"] and many["steps"] > 3
+    for key in ("steps", "t", "mass", "mass_initial", "level_inflow", "cells", "mesh"):
+        assert many[key] == one[key], key
+    assert len(many["peak_rss_bytes"]) == ranks and min(many["peak_rss_bytes"]) > 0
+    assert many["setup_s"] > 0 and not (tmp_path / "ranks" / "solution.xdmf").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "case", "wrong"),
+    [
+        (["--maxima"], "", "--maxima: not with --parts yet"),
+        (["--restart", "checkpoint.npz"], "", "--restart: not with --parts yet"),
+        (["--method", "implicit"], "", "method: 'implicit': explicit runs only"),
+        (["--reconstruction", "linear"], "", "reconstruction: 'linear': the part files carry no"),
+        ([], 'wall = "outflow"', "boundary.wall: outflow: its tables are numbered over the whole"),
+        (["--mesh", "other.npz"], "", "(4000 cells), this run's mesh is other.npz"),
+    ],
+)
+def test_what_a_rank_holding_its_part_alone_cannot_build_is_one_line(tmp_path, extra, case,
+                                                                     wrong):  # fmt: skip
+    """What a part cannot build yet, or a partition of another mesh, is refused in one line
+    naming the key, on every rank, before any file is written."""
+    from fvswe.cli import main
+
+    _tagged_square(tmp_path / "m.npz")
+    text = PART_CASE.replace('wall = "wall"', case) if case else PART_CASE
+    (tmp_path / "case.toml").write_text(text)
+    cut = ["mesh", "partition", str(tmp_path / "m.npz"), "-n", "2", "--order", "hilbert"]
+    assert main([*cut, "-o", str(tmp_path / "parts")]) == 0
+    done = fvswe(2, str(tmp_path / "case.toml"), "--backend", "cpu", "-q", *extra, "--parts",
+                 str(tmp_path / "parts"), "-o", str(tmp_path / "out"))  # fmt: skip
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.startswith("fvswe: error: ") and done.stderr.count("\n") == 1
+    assert wrong in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()

@@ -286,6 +286,6 @@ def test_mass_balance_names_open_boundaries_and_events_become_sentences():
         balance["now"], rel=1e-14
     )
     assert "through the open boundaries" in runner.summary_text("channel", channel, summary)
-    fake = SimpleNamespace(mesh=SimpleNamespace(n_cells=100, n_edges=150), steps=10)
+    fake = SimpleNamespace(n_cells=100, n_edges=150, steps=10)
     said = runner.event_sentences(fake, {"clipped_cells": 120, "nonhyperbolic_edges": 1})
     assert said == ["12 % of cell updates clipped a negative depth to 0 (120 times)"]

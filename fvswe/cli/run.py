@@ -13,7 +13,7 @@ import functools
 import json
 import sys
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from pathlib import Path
 
 from .. import casefile, maxima, output, parallel, probes, runner, ugrid
@@ -106,7 +106,8 @@ def register(sub) -> None:
     p.add_argument("--restart", metavar="FILE", help="continue from a checkpoint of this run")
     p.add_argument("--parts", metavar="DIR",
                    help="MPI ranks: each takes its part from DIR (fvswe mesh partition -o DIR, "
-                        "in the run's order) instead of rank 0's cut")  # fmt: skip
+                        "in the run's order) instead of rank 0's cut; CPU ranks read nothing "
+                        "else (no whole mesh; writes final.npz and summary.json only)")  # fmt: skip
     p.add_argument("--format", choices=casefile.FORMATS,
                    help="field series: xdmf (default: a plain install writes it), netcdf "
                    "(CF-UGRID solution.nc, needs fvswe[netcdf]) or both")  # fmt: skip
@@ -338,13 +339,22 @@ def run(args) -> int:
         raise ConfigError(f"--parts {args.parts}: a run of one process has no parts (mpiexec -n P)")
     clock = SetupClock(started)
     clock.mark("inputs")  # the case file and the checks of its values
-    # under MPI rank 0 reads the mesh; every rank builds the same global layout from it
-    mesh = spec.load_mesh() if comm is None else parallel.on_root(comm, spec.load_mesh)
+    own = None
+    if args.parts and spec.settings.get("backend") != "gpu":  # CPU ranks: each its part alone
+        _check_part_run(args, spec)
+        mesh, own = parallel.read_own(comm, args.parts)
+        _check_partition(spec, own)
+    else:  # under MPI rank 0 reads the mesh; every rank builds the same global layout from it
+        mesh = spec.load_mesh() if comm is None else parallel.on_root(comm, spec.load_mesh)
     clock.mark("mesh")
     if comm is None:
         sim = spec.simulation(mesh)
     else:
-        ranks = {"comm": comm} | ({"backend_options": {"parts": args.parts}} if args.parts else {})
+        ranks = (
+            {"comm": comm}
+            | ({"part": own} if own else {})
+            | ({"backend_options": {"parts": args.parts}} if args.parts and not own else {})
+        )
         sim = dataclasses.replace(spec, settings={**spec.settings, **ranks}).simulation(mesh)
     sim.setup_stages = {**clock.stages, **sim.setup_stages}  # the summary's setup_stages
     sim.allow_mass_error = args.allow_mass_error
@@ -379,7 +389,9 @@ def run(args) -> int:
         resume = sim.t if args.restart else None
         maps = None if sim.layout.maxima is None else functools.partial(
             maxima.write, sim, out, fmt, spec.crs)  # fmt: skip
-        with _Series(fmt, out, sim, resume, spec, identity) as series:
+        # a rank holding its part alone writes final.npz and summary.json (per-part series:
+        # docs/PARALLEL.md, "What is left" (2))
+        with nullcontext() if own else _Series(fmt, out, sim, resume, spec, identity) as series:
             summary = _advance(args, spec, sim, times, series, probe, started, maps)
         try:
             _records(sim, out, probe, maps)
@@ -388,10 +400,38 @@ def run(args) -> int:
                 fields = sim.fields()  # collective: every rank takes part
                 if sim.is_root:
                     spec.case.grid().save_npz(out / "grid.npz", fields, sim.t)
-            return _finish(args, spec, sim, summary, out, series.times)
+            return _finish(args, spec, sim, summary, out, series.times if series else ())
         except KeyboardInterrupt:  # the run is done: keep its end state for a --restart
             where = f"interrupted at t = {sim.t:.6g} s (step {sim.steps})"
             raise _interrupted(where, sim, out / output.CHECKPOINT, probe, maps) from None
+
+
+def _check_part_run(args, spec: casefile.RunSpec) -> None:
+    """What a run on CPU ranks that each hold their part alone (--parts) does not write yet, in
+    one line naming the flag or key: anything but final.npz and summary.json."""
+    given = (("--restart", args.restart), ("--png", spec.png),
+             ("--checkpoint-every", spec.checkpoint_every), ("gauges", spec.gauges),
+             ("sections", spec.sections), ("--maxima", spec.settings.get("maxima")))  # fmt: skip
+    for key, value in given:
+        if value:
+            raise ConfigError(f"{key}: not with --parts yet (ranks holding their parts alone "
+                              "write final.npz and summary.json only)")  # fmt: skip
+
+
+def _check_partition(spec: casefile.RunSpec, own) -> None:
+    """The partition's mesh against the one the case names (its file or family name, or the
+    named case's member's cell count): the ranks cannot compare the meshes themselves."""
+    from ..partfile import MANIFEST
+
+    source, named = own.manifest.get("source") or "", (spec.mesh or {})
+    name = named.get("file") or named.get("family")
+    wrong = (Path(str(name)).stem != Path(source).stem if name is not None
+             else spec.case is not None and not spec.case.is_grid
+             and spec.case.mesh_cells != own.cells)  # fmt: skip
+    if wrong:
+        this = name or f"a mesh of {spec.case.mesh_cells} cells"
+        raise ConfigError(f"{Path(own.directory) / MANIFEST}: cut from {source} "
+                          f"({own.cells} cells), this run's mesh is {this}")  # fmt: skip
 
 
 def _records(sim, out: Path, probe, maps) -> None:
@@ -583,18 +623,21 @@ def _interrupted(where: str, sim, checkpoint, probe=None, maps=None) -> runner.R
 
 
 def _finish(args, spec, sim, summary, out, written=()) -> int:
+    peaks = parallel.peak_memory(sim.comm)  # collective: every rank's, in rank order
     if not sim.is_root:  # rank 0 reports for all
         return 0
     report = {
         "case": spec.name,
         "source": spec.source,
-        "mesh": sim.mesh.source,
+        "mesh": sim.mesh.source if sim.part is None else sim.part.manifest["source"],
         **summary.to_dict(),
         "mass_balance": runner.mass_balance(sim, summary),
         "steps_total": sim.steps,
         "restart": args.restart,
         "output_times": list(written),
         "ranks": sim.ranks,
+        "peak_rss_bytes": peaks,
+        "holds_part": sim.part is not None,
     }
     if out is not None:
         output.write_json(out / "summary.json", report)
