@@ -240,6 +240,8 @@ CONTROLS: tuple[Control, ...] = (
     Control("lin_partial", "double*", "per block of troubled_pass: 7 minima, 7 maxima"),
     Control("lin_extent", "double*", "the variables' 7 minima and 7 maxima over the cells"),
     Control("first_order", "unsigned long long", "cells left first order by the reconstruction"),
+    Control("lin_vars", "void*", "per cell its 7 reconstruction variables and a zero, as two "
+            "real4s (troubled_pass, for the cells not troubled; faces_pass reads them)"),
 )  # fmt: skip
 
 #: C type -> NumPy field type (pointers are 8-byte device addresses).
