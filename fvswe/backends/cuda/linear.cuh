@@ -18,22 +18,25 @@ __device__ __forceinline__ auto lin_variables(const real* w, real H)
     return reconstruction::variables<real>(pad6(w), H, FVSWE_LAYERS);
 }
 
-// Cell c's variables V into lin_vars (two real4s a cell: V0..V3, then V4..V6 and a zero), by
-// troubled_pass; faces_pass reads them back (lin_load_variables), bit for bit the values it
-// computed before (issue 27 "Cost": the variables once a cell a stage, not four times).
+// Cell c's variables V and troubled flag into lin_vars (two real4s a cell: V0..V3, then V4..V6
+// and 1 where troubled, else 0), by troubled_pass; faces_pass reads them back together
+// (lin_load_variables: a neighbour's flag and variables one 32-byte sector in float32), bit for
+// bit the values it computed before (issue 27 "Cost": the variables once a cell a stage, not
+// four times).
 template <class Vars>
-__device__ __forceinline__ void lin_store_variables(Ctrl* ctrl, int c, const Vars& V)
+__device__ __forceinline__ void lin_store_variables(Ctrl* ctrl, int c, const Vars& V, bool troubled)
 {
     real4* p = static_cast<real4*>(ctrl->lin_vars) + 2 * (size_t)c;
     st4(p, real4{fv_at(V, 0), fv_at(V, 1), fv_at(V, 2), fv_at(V, 3)});
-    st4(p + 1, real4{fv_at(V, 4), fv_at(V, 5), fv_at(V, 6), real(0)});
+    st4(p + 1, real4{fv_at(V, 4), fv_at(V, 5), fv_at(V, 6), real(troubled ? 1 : 0)});
 }
 
-// Cell c's variables as troubled_pass stored them (a cell that is not troubled).
-__device__ __forceinline__ auto lin_load_variables(const Ctrl* ctrl, int c)
+// Cell c's variables as troubled_pass stored them (zeros where troubled) and its flag.
+__device__ __forceinline__ auto lin_load_variables(const Ctrl* ctrl, int c, bool& troubled)
 {
     const real4* p = static_cast<const real4*>(ctrl->lin_vars) + 2 * (size_t)c;
     const real4 a = ld4(p), b = ld4(p + 1);
+    troubled = b.w != real(0);
     return fv_make(a.x, a.y, a.z, a.w, b.x, b.y, b.z);
 }
 
@@ -65,12 +68,12 @@ __device__ __forceinline__ void lin_block_range(real* lo, real* hi, double* out)
 }
 
 // Cells 0 .. n_cells-1 (a part's halo too), a grid of at most TROUBLED_BLOCKS blocks striding
-// over them: troubled flag (reconstruction::troubled) into lin_troubled, and the range of the
-// variables of the cells that are not troubled: per block into lin_partial, then the last block
-// reduces them into lin_extent (the CPU's extent). Few blocks keep that last block's walk
-// over the partials short (a block a 224 cells left it 9 300 partials, one SM working). The
-// variables of the cells not troubled go to lin_vars too: faces_pass reads no others (a
-// troubled cell or neighbour makes the cell first order), and these are every cell, halo too.
+// over them: troubled flag (reconstruction::troubled) and the variables of the cells that are
+// not troubled (zeros for the others: faces_pass uses no troubled cell's, as such a cell or
+// neighbour makes the cell first order) into lin_vars, every cell, halo too; the range of
+// those variables per block into lin_partial, then the last block reduces them into
+// lin_extent (the CPU's extent). Few blocks keep that last block's walk over the partials
+// short (a block a 224 cells left it 9 300 partials, one SM working).
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
 troubled_pass(const int n_cells, const real4* __restrict__ Win, Ctrl* ctrl)
 {
@@ -86,10 +89,12 @@ troubled_pass(const int n_cells, const real4* __restrict__ Win, Ctrl* ctrl)
         // eps_h in double: the thin test is the CPU's in either precision
         const bool bad = reconstruction::troubled<real>(pad6(w), FVSWE_LAYERS, real(ctrl->g),
                                                         real(ctrl->r), ctrl->eps_h);
-        ctrl->lin_troubled[c] = bad ? 1 : 0;
-        if (!bad) {
+        if (bad) {
+            const real z = real(0);
+            lin_store_variables(ctrl, c, fv_make(z, z, z, z, z, z, z), true);
+        } else {
             const auto V = lin_variables(w, H);
-            lin_store_variables(ctrl, c, V);
+            lin_store_variables(ctrl, c, V, false);
             for (int v = 0; v < 7; ++v) {
                 lo[v] = fmin(lo[v], fv_at(V, v));
                 hi[v] = fmax(hi[v], fv_at(V, v));
@@ -140,12 +145,13 @@ __device__ __forceinline__ real lin_geom(const Ctrl* ctrl, int cells, int c, int
 // Cell c's gradients, limiter factors and face states (the CPU's _gradient and the first half
 // of _reconstruct_cell); returns whether it stays linear (not troubled, nor a neighbour, and
 // no face depth negative). code: the slots' codes (2 * neighbour + side, or minus a boundary).
-// The variables are troubled_pass's (lin_vars), read for cells not troubled only.
+// The variables and flags are troubled_pass's (lin_vars).
 __device__ __forceinline__ bool lin_faces(int c, int cells, const int* __restrict__ code, Ctrl* ctrl)
 {
-    bool ok = ctrl->lin_troubled[c] == 0;
-    if (!ok) return false;
-    const auto Vi = lin_load_variables(ctrl, c);
+    bool bad;
+    const auto Vi = lin_load_variables(ctrl, c, bad);
+    if (bad) return false;
+    bool ok = true;
     const real z = real(0);
     auto gx = fv_make(z, z, z, z, z, z, z);
     auto gy = gx;
@@ -154,9 +160,10 @@ __device__ __forceinline__ bool lin_faces(int c, int cells, const int* __restric
         const int s = c * FVSWE_K + m;
         const int j = ctrl->lin_slot[s] >= 0 ? __ldg(code + s) >> 1 : -1;
         auto Vj = Vi;
-        if (j >= 0) {
-            ok = ok && ctrl->lin_troubled[j] == 0;
-            if (ok) Vj = lin_load_variables(ctrl, j);
+        if (j >= 0 && ok) {
+            const auto V = lin_load_variables(ctrl, j, bad);
+            ok = !bad;
+            if (ok) Vj = V;
         }
         if (ok) {
             const auto g2 = reconstruction::lsq_sums<real>(gx, gy, Vi, Vj, lin_geom(ctrl, cells, c, m, 0),
