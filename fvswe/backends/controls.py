@@ -235,11 +235,12 @@ CONTROLS: tuple[Control, ...] = (
     Control("lin_slot", "const int*", "per slot the slot across its edge (-1 boundary, -2 none)"),
     Control("lin_geom", "const void*", "per slot: the LSQ weights (wx, wy), the face offset "
             "(row 4 m + q of a value per cell; reals)"),
-    Control("lin_troubled", "int*", "per cell: 1 where troubled (troubled_pass)"),
     Control("lin_fallback", "int*", "per owned cell: 1 where it fell back to first order"),
     Control("lin_partial", "double*", "per block of troubled_pass: 7 minima, 7 maxima"),
     Control("lin_extent", "double*", "the variables' 7 minima and 7 maxima over the cells"),
     Control("first_order", "unsigned long long", "cells left first order by the reconstruction"),
+    Control("lin_vars", "void*", "per cell its 7 reconstruction variables (zeros where "
+            "troubled) and 1 where troubled, else 0, as two real4s (troubled_pass)"),
 )  # fmt: skip
 
 #: C type -> NumPy field type (pointers are 8-byte device addresses).

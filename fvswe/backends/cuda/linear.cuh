@@ -3,10 +3,10 @@
 // into physics.cuh) in the same order, at the module's real type: a float64 module performs the
 // CPU's operations, so that its run is the CPU's bit for bit; a float32 module reconstructs in
 // float (issue 27 "Cost"; the CPU widens the float32 state to double). Before each residual:
-// troubled_pass flags the troubled cells and reduces the variables' range over the others (the
-// limiter's scale), faces_pass writes each owned cell's face states and beds into its own
-// slots (a gather over its neighbours, one writer per slot, no atomics but the first-order
-// count), interior_pass each owned slot's cell-interior term; the edge evaluation then reads
+// troubled_pass flags the troubled cells, stores the others' variables (lin_vars) and reduces
+// their range (the limiter's scale), faces_pass writes each owned cell's face states and beds
+// into its own slots (a gather over its neighbours, one writer per slot, no atomics but the
+// first-order count), interior_pass each owned slot's cell-interior term; the edge evaluation then reads
 // the slots' face states and interior terms (edge_contribution, block_edge, edge_pass).
 // Compiled only into linear modules (FVSWE_LINEAR): a first-order module has none of it.
 #pragma once
@@ -16,6 +16,28 @@
 __device__ __forceinline__ auto lin_variables(const real* w, real H)
 {
     return reconstruction::variables<real>(pad6(w), H, FVSWE_LAYERS);
+}
+
+// Cell c's variables V and troubled flag into lin_vars (two real4s a cell: V0..V3, then V4..V6
+// and 1 where troubled, else 0), by troubled_pass; faces_pass reads them back together
+// (lin_load_variables: a neighbour's flag and variables one 32-byte sector in float32), bit for
+// bit the values it computed before (issue 27 "Cost": the variables once a cell a stage, not
+// four times).
+template <class Vars>
+__device__ __forceinline__ void lin_store_variables(Ctrl* ctrl, int c, const Vars& V, bool troubled)
+{
+    real4* p = static_cast<real4*>(ctrl->lin_vars) + 2 * (size_t)c;
+    st4(p, real4{fv_at(V, 0), fv_at(V, 1), fv_at(V, 2), fv_at(V, 3)});
+    st4(p + 1, real4{fv_at(V, 4), fv_at(V, 5), fv_at(V, 6), real(troubled ? 1 : 0)});
+}
+
+// Cell c's variables as troubled_pass stored them (zeros where troubled) and its flag.
+__device__ __forceinline__ auto lin_load_variables(const Ctrl* ctrl, int c, bool& troubled)
+{
+    const real4* p = static_cast<const real4*>(ctrl->lin_vars) + 2 * (size_t)c;
+    const real4 a = ld4(p), b = ld4(p + 1);
+    troubled = b.w != real(0);
+    return fv_make(a.x, a.y, a.z, a.w, b.x, b.y, b.z);
 }
 
 // The block's smallest lo[v] and largest hi[v] (v < 7) into out[0..13] of thread 0, by the
@@ -46,10 +68,12 @@ __device__ __forceinline__ void lin_block_range(real* lo, real* hi, double* out)
 }
 
 // Cells 0 .. n_cells-1 (a part's halo too), a grid of at most TROUBLED_BLOCKS blocks striding
-// over them: troubled flag (reconstruction::troubled) into lin_troubled, and the range of the
-// variables of the cells that are not troubled: per block into lin_partial, then the last block
-// reduces them into lin_extent (the CPU's extent). Few blocks keep that last block's walk
-// over the partials short (a block a 224 cells left it 9 300 partials, one SM working).
+// over them: troubled flag (reconstruction::troubled) and the variables of the cells that are
+// not troubled (zeros for the others: faces_pass uses no troubled cell's, as such a cell or
+// neighbour makes the cell first order) into lin_vars, every cell, halo too; the range of
+// those variables per block into lin_partial, then the last block reduces them into
+// lin_extent (the CPU's extent). Few blocks keep that last block's walk over the partials
+// short (a block a 224 cells left it 9 300 partials, one SM working).
 extern "C" __global__ void __launch_bounds__(FVSWE_BLOCK)
 troubled_pass(const int n_cells, const real4* __restrict__ Win, Ctrl* ctrl)
 {
@@ -65,9 +89,12 @@ troubled_pass(const int n_cells, const real4* __restrict__ Win, Ctrl* ctrl)
         // eps_h in double: the thin test is the CPU's in either precision
         const bool bad = reconstruction::troubled<real>(pad6(w), FVSWE_LAYERS, real(ctrl->g),
                                                         real(ctrl->r), ctrl->eps_h);
-        ctrl->lin_troubled[c] = bad ? 1 : 0;
-        if (!bad) {
+        if (bad) {
+            const real z = real(0);
+            lin_store_variables(ctrl, c, fv_make(z, z, z, z, z, z, z), true);
+        } else {
             const auto V = lin_variables(w, H);
+            lin_store_variables(ctrl, c, V, false);
             for (int v = 0; v < 7; ++v) {
                 lo[v] = fmin(lo[v], fv_at(V, v));
                 hi[v] = fmax(hi[v], fv_at(V, v));
@@ -118,26 +145,25 @@ __device__ __forceinline__ real lin_geom(const Ctrl* ctrl, int cells, int c, int
 // Cell c's gradients, limiter factors and face states (the CPU's _gradient and the first half
 // of _reconstruct_cell); returns whether it stays linear (not troubled, nor a neighbour, and
 // no face depth negative). code: the slots' codes (2 * neighbour + side, or minus a boundary).
-__device__ __forceinline__ bool lin_faces(const real4* __restrict__ Win, int c, int cells, const real* w,
-                                          real H, const int* __restrict__ code, Ctrl* ctrl)
+// The variables and flags are troubled_pass's (lin_vars).
+__device__ __forceinline__ bool lin_faces(int c, int cells, const int* __restrict__ code, Ctrl* ctrl)
 {
-    const auto Vi = lin_variables(w, H);
+    bool bad;
+    const auto Vi = lin_load_variables(ctrl, c, bad);
+    if (bad) return false;
+    bool ok = true;
     const real z = real(0);
     auto gx = fv_make(z, z, z, z, z, z, z);
     auto gy = gx;
     auto lo = Vi, hi = Vi;
-    bool ok = ctrl->lin_troubled[c] == 0;
     for (int m = 0; m < FVSWE_K; ++m) {
         const int s = c * FVSWE_K + m;
         const int j = ctrl->lin_slot[s] >= 0 ? __ldg(code + s) >> 1 : -1;
         auto Vj = Vi;
-        if (j >= 0) {
-            ok = ok && ctrl->lin_troubled[j] == 0;
-            if (ok) {
-                real wj[NVAR], Hj;
-                load_cell(Win, j, wj, Hj);
-                Vj = lin_variables(wj, Hj);
-            }
+        if (j >= 0 && ok) {
+            const auto V = lin_load_variables(ctrl, j, bad);
+            ok = !bad;
+            if (ok) Vj = V;
         }
         if (ok) {
             const auto g2 = reconstruction::lsq_sums<real>(gx, gy, Vi, Vj, lin_geom(ctrl, cells, c, m, 0),
@@ -187,12 +213,12 @@ faces_pass(const int n_cells, const int cells, const real4* __restrict__ Win,
     if (!step_active(ctrl)) return;
     const int c = blockIdx.x * FVSWE_FACES_BLOCK + threadIdx.x;
     if (c >= n_cells) return;
-    real w[NVAR], H;
-    load_cell(Win, c, w, H);
-    const bool ok = lin_faces(Win, c, cells, w, H, code, ctrl);
+    const bool ok = lin_faces(c, cells, code, ctrl);
     ctrl->lin_fallback[c] = ok ? 0 : 1;
     if (ok) return;
     if (op & OP_COUNT) atomicAdd(&ctrl->first_order, 1ULL);
+    real w[NVAR], H;
+    load_cell(Win, c, w, H);
     for (int m = 0; m < FVSWE_K; ++m) store_cell(static_cast<real4*>(ctrl->lin_faces), c * FVSWE_K + m, w, H, real(0));
 }
 

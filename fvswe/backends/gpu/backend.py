@@ -187,7 +187,8 @@ class GpuBackend(Pipeline, DeviceState):
     def _setup_linear(self) -> None:
         """The linear reconstruction's device arrays (linear.cuh), pointed to by the control
         block: face states and cell-interior terms per slot, the slots across, the LSQ weights
-        and face offsets, the troubled flags and the variables' range (per block, overall)."""
+        and face offsets, the cells' variables with their troubled flags, and the variables'
+        range (per block, overall)."""
         cp, lay = self._cp, self.layout
         nvec = 2 if self.model.layers == 2 else 1
         across, geom = linear_arrays(lay)
@@ -199,8 +200,8 @@ class GpuBackend(Pipeline, DeviceState):
                       "lin_interior": cp.zeros(interior, dtype=self.dtype),
                       "lin_slot": cp.asarray(across),
                       "lin_geom": cp.asarray(geom, dtype=self.dtype),
-                      "lin_troubled": cp.zeros(lay.n_cells, dtype=np.int32),
                       "lin_fallback": cp.zeros(lay.n_cells, dtype=np.int32),
+                      "lin_vars": cp.zeros((lay.n_cells * 2, 4), dtype=self.dtype),
                       "lin_partial": cp.zeros(14 * blocks), "lin_extent": cp.zeros(14)}  # fmt: skip
         for name, array in arrays.items():
             self.point(name, array)
