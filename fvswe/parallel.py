@@ -314,9 +314,9 @@ class DistributedBackend:
     # -- global views (collective: every rank must call them) --------------------------------
     def get_state(self) -> np.ndarray:
         """The global state in layout order, on every rank."""
-        return self._global(self.local.get_state())
+        return self.whole(self.local.get_state())
 
-    def _global(self, local: np.ndarray, root: bool = False) -> np.ndarray | None:
+    def whole(self, local: np.ndarray, root: bool = False) -> np.ndarray | None:
         """The global array in layout order, on every rank (``root``: on rank 0, None on the
         others), of the ranks' per-cell ``local`` arrays (their owned rows; any width and
         type; one value a cell gives one a cell). Collective."""
@@ -336,10 +336,6 @@ class DistributedBackend:
         W = np.empty_like(flat)
         W[ids] = flat
         return W.reshape(self.n_cells, *owned.shape[1:])
-
-    def whole(self, local: np.ndarray) -> np.ndarray:
-        """:meth:`_global` of a per-cell array on every rank (the outputs' gather)."""
-        return self._global(local)
 
     def _cell_ids(self, root: bool) -> np.ndarray | None:
         """The ranks' owned global cells concatenated in rank order, on every rank (``root``:
@@ -373,7 +369,7 @@ class DistributedBackend:
         snap = {"W": self.get_state(), "t": self.t, "steps": self.steps, "dt": self.dt,
                 "counters": self.counters()}  # fmt: skip
         if self.snapshot_arrays:  # a compensated state's remainders, per owned cell
-            snap["C"] = self._global(self.local.remainders())
+            snap["C"] = self.whole(self.local.remainders())
         if self._cut_count:
             snap["cut_volume"] = self.local.edge_volumes().tolist()
         if self._maps:
@@ -400,7 +396,7 @@ class DistributedBackend:
     def maxima(self) -> np.ndarray:
         """The global maximum and arrival maps in layout order, on every rank: each cell's
         row from the rank that owns it, so bitwise one process's."""
-        return self._global(self.local.maxima())
+        return self.whole(self.local.maxima())
 
     @property
     def counts_edges(self) -> bool:
@@ -446,8 +442,8 @@ class DistributedBackend:
         given the sums. ``area``: the global mesh's, or the part's where the rank holds its
         part alone."""
         mine = area if self.holds_part else area[self.part.cells]
-        whole = [self._global(a, root=True) for a in (self.local.get_state(), mine)]
-        C = self._global(self.local.remainders(), root=True) if self.snapshot_arrays else None
+        whole = [self.whole(a, root=True) for a in (self.local.get_state(), mine)]
+        C = self.whole(self.local.remainders(), root=True) if self.snapshot_arrays else None
         mass = None if whole[0] is None else self.model.layer_volumes(*whole, C)
         return self.comm.bcast(mass)
 

@@ -229,18 +229,12 @@ def _periodic_mesh(mesh, pairs: list, boundary, s: Mapping[str, Any]):
 
 def _with_threshold(model: Model, W0: np.ndarray, dtype: str, comm=None) -> Model:
     """``model`` with the default thin-layer threshold, scaled by the deepest column of ``W0``
-    (over the ranks of ``comm``, each holding a part: an exact max-allreduce)."""
+    (over the ranks of ``comm``, each holding a part: the largest of the ranks', exact)."""
     depth = W0[:, list(model.depth_components)].sum(axis=1)
     scale = float(depth.max()) if depth.size else 0.0
     if comm is not None:
-        scale = comm.allreduce(scale, op=_mpi_max())
+        scale = max(comm.allgather(scale))
     return replace(model, eps_h=thin_layer_threshold(scale, dtype))
-
-
-def _mpi_max():
-    from mpi4py import MPI
-
-    return MPI.MAX
 
 
 def _on_any(comm, flag) -> bool:
