@@ -693,7 +693,7 @@ class Simulation:
         identity settings, fingerprints of the boundaries and source terms
         (:func:`fvswe.restart.identity`; JSON values)."""
         if self._identity is None:  # fixed for the run's life: computed once
-            self._identity = restart.identity(self), restart.details(self)
+            self._identity = restart.identified(self)
         return dict(self._identity[0])
 
     def snapshot(self) -> dict[str, Any]:

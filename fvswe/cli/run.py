@@ -16,7 +16,7 @@ import time
 from contextlib import ExitStack, nullcontext
 from pathlib import Path
 
-from .. import casefile, maxima, output, parallel, probes, runner, ugrid
+from .. import casefile, maxima, output, parallel, partout, probes, runner, ugrid
 from .. import registry as schemes
 from .. import settings as run_settings
 from ..backends.base import SetupClock
@@ -392,7 +392,7 @@ def run(args) -> int:
         # a rank holding its part alone writes final.npz and summary.json (per-part series:
         # docs/PARALLEL.md, "What is left" (2))
         with nullcontext() if own else _Series(fmt, out, sim, resume, spec, identity) as series:
-            summary = _advance(args, spec, sim, times, series, probe, started, maps)
+            summary = _advance(args, spec, sim, times, series, probe, started, maps, out)
         try:
             _records(sim, out, probe, maps)
             output.write_final(sim, out / "final.npz")
@@ -408,14 +408,13 @@ def run(args) -> int:
 
 def _check_part_run(args, spec: casefile.RunSpec) -> None:
     """What a run on CPU ranks that each hold their part alone (--parts) does not write yet, in
-    one line naming the flag or key: anything but final.npz and summary.json."""
-    given = (("--restart", args.restart), ("--png", spec.png),
-             ("--checkpoint-every", spec.checkpoint_every), ("gauges", spec.gauges),
-             ("sections", spec.sections), ("--maxima", spec.settings.get("maxima")))  # fmt: skip
+    one line naming the flag or key: anything but final.npz, summary.json and checkpoints."""
+    given = (("--png", spec.png), ("gauges", spec.gauges), ("sections", spec.sections),
+             ("--maxima", spec.settings.get("maxima")))  # fmt: skip
     for key, value in given:
         if value:
             raise ConfigError(f"{key}: not with --parts yet (ranks holding their parts alone "
-                              "write final.npz and summary.json only)")  # fmt: skip
+                              "write final.npz, summary.json and checkpoints only)")  # fmt: skip
 
 
 def _check_partition(spec: casefile.RunSpec, own) -> None:
@@ -449,7 +448,10 @@ def _restore(args, spec: casefile.RunSpec, sim, comm, t_end: float) -> probes.Pr
     snap = None
     if args.restart:
         load = functools.partial(output.load_checkpoint, args.restart, f"--restart: {args.restart}")
-        snap = load() if comm is None else parallel.on_root(comm, load)
+        if sim.part is not None:  # each rank reads the rows of its own cells
+            snap = parallel.agreed(comm, lambda: load(cells=sim.part.part.cells))
+        else:
+            snap = load() if comm is None else parallel.on_root(comm, load)
         sim.restore(snap)
         if sim.t > t_end:
             raise ConfigError(f"--restart: the checkpoint is at t = {sim.t:g} s, past t_end")
@@ -545,11 +547,10 @@ def _foreign_series(out: Path, identity: dict) -> str | None:
     return None
 
 
-def _advance(args, spec, sim, times, series, probe=None, started=None, maps=None):
-    """Run through the output times, writing the series, PNGs and checkpoints on the way;
-    gauges and sections are sampled at the output times and every --probe-every seconds;
-    ``maps()`` writes the maximum and arrival maps at every checkpoint."""
-    out = None if series is None else series.directory
+def _advance(args, spec, sim, times, series, probe=None, started=None, maps=None, out=None):
+    """Run through the output times, writing the series, PNGs and checkpoints (into ``out``)
+    on the way; gauges and sections are sampled at the output times and every --probe-every
+    seconds; ``maps()`` writes the maximum and arrival maps at every checkpoint."""
     index = {t: k for k, t in enumerate((0.0, *times))}
     if probe is not None and spec.probe_every:
         extra = probes.sample_times(spec.probe_every, times[-1])
@@ -606,7 +607,9 @@ def _checkpoint(path: Path, sim, probe=None, maps=None) -> None:
         snap.update(probe.state())
     if maps is not None:
         maps()
-    if sim.is_root:
+    if sim.part is not None:  # ranks holding their parts alone: a file each, then the index
+        partout.save_checkpoint(path, snap, sim.comm)
+    elif sim.is_root:
         if probe is not None:
             probe.write(path.parent, netcdf=probes.netcdf_available(), png=False)
         output.save_checkpoint(path, snap)
