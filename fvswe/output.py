@@ -37,8 +37,9 @@ CHECKPOINT_VERSION = 2
 #: The folder of a per-part checkpoint's files (:mod:`fvswe.partout`), beside its index.
 CHECKPOINT_PARTS = "checkpoint-parts"
 #: What a run writes into its output folder (and ``--overwrite`` removes first).
-RESULTS = (f"{SERIES}.xdmf", f"{SERIES}.h5", SERIES, f"{SERIES}.nc", "final.npz",
-           "summary.json", CHECKPOINT, CHECKPOINT_PARTS, "grid.npz", "gauges.csv", "gauges.nc",
+RESULTS = (f"{SERIES}.xdmf", f"{SERIES}.h5", SERIES, f"{SERIES}-parts", f"{SERIES}.nc",
+           "final.npz", "final.json", "final-parts", "summary.json", CHECKPOINT,
+           CHECKPOINT_PARTS, "grid.npz", "gauges.csv", "gauges.nc",
            "sections.csv",
            "sections.nc", "probes.png", "maxima.nc", "maxima.xdmf", "maxima.h5",
            "png")  # fmt: skip
@@ -164,7 +165,8 @@ def _alive(pid: int) -> bool:
 def clean_stale(directory: str | Path) -> None:
     """Remove the temporaries that killed runs left in ``directory`` (and its series and PNGs)."""
     directory = Path(directory)
-    for folder in (directory, directory / SERIES, directory / "png", directory / CHECKPOINT_PARTS):
+    for name in (".", SERIES, "png", CHECKPOINT_PARTS, f"{SERIES}-parts", "final-parts"):
+        folder = directory / name
         for tmp in folder.glob(f".*{PART}*"):
             tmp.unlink(missing_ok=True)
     for name in RESULTS:
@@ -238,15 +240,21 @@ def velocity(h: np.ndarray, q: np.ndarray, eps_h: float) -> np.ndarray:
 
 
 def output_fields(sim) -> dict[str, np.ndarray]:
-    """Cell fields for people, in the original cell order.
+    """Cell fields for people, in the original cell order (:func:`people_fields` of the
+    simulation's fields)."""
+    return people_fields(sim.fields(), sim.model)
+
+
+def people_fields(f: Mapping[str, np.ndarray], model) -> dict[str, np.ndarray]:
+    """The fields for people of :meth:`Simulation.fields
+    <fvswe.simulation.Simulation.fields>`'s ``f`` (or of a part's, ``part_fields``).
 
     Two layers: ``h1, h2, eta1`` (free surface), ``eta2`` (interface), ``u1, v1,
     u2, v2``, ``bathymetry`` (H, the depth of the bottom below the reference
     level, positive down). One layer: ``h, eta, u, v, bathymetry``.
     """
-    f = sim.fields()
-    eps = sim.model.eps_h
-    if sim.model.layers == 2:
+    eps = model.eps_h
+    if model.layers == 2:
         return {
             "h1": f["h1"],
             "h2": f["h2"],

@@ -652,15 +652,31 @@ class Simulation:
     def fields(self) -> dict[str, np.ndarray]:
         """Cell fields in the original cell order: x, y, area, H, the state, surfaces."""
         o = self._to_original
-        W = self.state().astype(np.float64)
         xy = self._cells(self.mesh.centroid)
-        out = {
+        return self._with_surfaces({
             "x": xy[o, 0],
             "y": xy[o, 1],
             "area": self._cells(self.mesh.area)[o],
             "H": self._cells(self.bed())[o].astype(np.float64),
-            **self.model.unpack(W),
-        }
+            **self.model.unpack(self.state().astype(np.float64)),
+        })  # fmt: skip
+
+    def part_fields(self) -> dict[str, np.ndarray]:
+        """On a rank holding its part alone: :meth:`fields` of its owned cells (its order),
+        and ``cell``, each one's number in the mesh's original order. Nothing is gathered."""
+        n = self.part.part.n_owned
+        xy = self.mesh.centroid[:n]
+        return self._with_surfaces({
+            "cell": self.mesh.original_index[:n],
+            "x": xy[:, 0],
+            "y": xy[:, 1],
+            "area": self.mesh.area[:n],
+            "H": self.bed()[:n].astype(np.float64),
+            **self.model.unpack(self.backend.local.get_state()[:n].astype(np.float64)),
+        })  # fmt: skip
+
+    def _with_surfaces(self, out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """``out`` with the free surface (and interface) of its depths and bed."""
         if self.model.layers == 2:
             out["eta1"] = out["h1"] + out["h2"] - out["H"]
             out["eta2"] = out["h2"] - out["H"]

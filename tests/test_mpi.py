@@ -187,6 +187,15 @@ def fvswe(n: int, *argv: str, timeout: float = 180) -> subprocess.CompletedProce
     return mpiexec(n, "-m", "fvswe", "run", *argv, timeout=timeout)
 
 
+def _same_final(a: Path, b: Path) -> bool:
+    """Whether the final states in the folders ``a`` and ``b`` are the same arrays, bitwise
+    (final.npz, or a run's per-part final state under final.json)."""
+    from fvswe.partout import load_final
+
+    x, y = load_final(a), load_final(b)
+    return list(x) == list(y) and all(np.array_equal(x[k], y[k]) for k in x)
+
+
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
 def test_cli_checkpoint_on_two_ranks_restarts_on_three_bit_for_bit(tmp_path, backend):
     """GPU ranks: three share the one GPU of the test machines (host-staged halo)."""
@@ -533,8 +542,7 @@ def test_cli_ranks_take_their_parts_from_files_bit_for_bit(tmp_path, ranks):
     assert main(["run", *argv, "-o", str(tmp_path / "one")]) == 0
     run = fvswe(ranks, *argv, "--parts", str(parts), "-o", str(tmp_path / "ranks"))
     assert run.returncode == 0, run.stderr[-3000:]
-    with np.load(tmp_path / "one" / "final.npz") as a, np.load(tmp_path / "ranks/final.npz") as b:
-        assert a.files == b.files and all(np.array_equal(a[k], b[k]) for k in a.files)
+    assert _same_final(tmp_path / "one", tmp_path / "ranks")
     if ranks == 2:  # files cut in another order
         assert main([*cut, "--order", "hilbert", "-o", str(parts)]) == 0
         wrong = "manifest.json: cut in 'hilbert' order, this run's is 'rcm'"
@@ -581,11 +589,6 @@ def _tagged_square(path: Path, scale: float = 1.0) -> None:
                                 depth=depth, source="m"), path)  # fmt: skip
 
 
-def _same_npz(a: Path, b: Path) -> bool:
-    with np.load(a) as x, np.load(b) as y:
-        return x.files == y.files and all(np.array_equal(x[k], y[k]) for k in x.files)
-
-
 def test_cpu_ranks_holding_their_parts_alone_run_and_restart_bit_for_bit(tmp_path, capsys):
     """``mpiexec -n P fvswe run --parts DIR`` on CPU ranks: each reads the manifest and its own
     part file, never the mesh (removed after the cut here), and builds its layout and inputs
@@ -596,6 +599,7 @@ def test_cpu_ranks_holding_their_parts_alone_run_and_restart_bit_for_bit(tmp_pat
     steps and counters are one process's that stopped half way, bitwise; each rank's peak
     memory is reported. A missing or changed part file, and a checkpoint of another mesh, are
     one-line errors naming the file."""
+    from fvswe import partout as fvswe_partout
     from fvswe.cli import main
     from fvswe.errors import ConfigError
     from fvswe.output import load_checkpoint
@@ -603,9 +607,9 @@ def test_cpu_ranks_holding_their_parts_alone_run_and_restart_bit_for_bit(tmp_pat
     _tagged_square(tmp_path / "m.npz")
     case = tmp_path / "case.toml"
     case.write_text(PART_CASE)
-    argv = [str(case), "--backend", "cpu", "-q"]
+    argv = [str(case), "--backend", "cpu", "-q", "--output-every", "0.0025"]
     half = ["--t-end", "0.005"]
-    assert main(["run", *argv, "--output-every", "0.005", "-o", str(tmp_path / "one")]) == 0
+    assert main(["run", *argv, "-o", str(tmp_path / "one")]) == 0
     assert main(["run", *argv, *half, "-o", str(tmp_path / "half")]) == 0
     for n in (2, 3):
         cut = ["mesh", "partition", str(tmp_path / "m.npz"), "-n", str(n), "--order", "hilbert"]
@@ -615,7 +619,7 @@ def test_cpu_ranks_holding_their_parts_alone_run_and_restart_bit_for_bit(tmp_pat
     run = fvswe(3, *argv, *half, "--checkpoint-every", "0.005", "--parts",
                 str(tmp_path / "parts3"), "-o", str(out))  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
-    assert _same_npz(tmp_path / "half" / "final.npz", out / "final.npz")
+    assert _same_final(tmp_path / "half", out) and not (out / "final.npz").exists()
     first = json.loads((out / "summary.json").read_text())
     assert len(list((out / "checkpoint-parts").glob("*-part-000[0-2].npz"))) == 3
     index = out / "checkpoint.npz"
@@ -626,7 +630,7 @@ def test_cpu_ranks_holding_their_parts_alone_run_and_restart_bit_for_bit(tmp_pat
     assert main(["run", *argv, "--restart", str(index), "-o", str(tmp_path / "single")]) == 0
     one = json.loads((tmp_path / "one" / "summary.json").read_text())
     for folder in (out, tmp_path / "single"):
-        assert _same_npz(tmp_path / "one" / "final.npz", folder / "final.npz"), folder
+        assert _same_final(tmp_path / "one", folder), folder
         done = json.loads((folder / "summary.json").read_text())
         for key in ("steps_total", "t", "mass", "mass_initial", "level_inflow", "cells"):
             assert done[key] == one[key], key
@@ -634,7 +638,17 @@ def test_cpu_ranks_holding_their_parts_alone_run_and_restart_bit_for_bit(tmp_pat
     assert many["holds_part"] and not one["holds_part"] and many["steps_total"] > 3
     assert many["ranks"] == 2 and first["ranks"] == 3 and first["steps"] > 1
     assert len(many["peak_rss_bytes"]) == 2 and min(many["peak_rss_bytes"]) > 0
-    assert many["setup_s"] > 0
+    assert many["setup_s"] > 0 and many["output_times"] == one["output_times"]
+    # the series: written by 3 ranks, then 2, one index; read as one dataset, one process's
+    xr = pytest.importorskip("xarray")
+    series = _series(tmp_path / "one")
+    opened = fvswe_partout.open_parts(out)
+    assert isinstance(opened, xr.Dataset) and list(opened.time.values) == [t for t, _ in series]
+    assert len(list((out / "solution").glob("000001-000[0-2].h5"))) == 3  # kept: 3 ranks'
+    assert len(list((out / "solution").glob("000002-000[0-2].h5"))) == 2  # the restart's
+    for k, (_, fields) in enumerate(series):
+        for key, values in fields.items():
+            assert np.array_equal(opened[key].values[k], values), (k, key)
     parts = sorted((out / "checkpoint-parts").glob("*.npz"))
     parts[0].rename(parts[0].with_suffix(".x"))
     with pytest.raises(ConfigError, match=f"{parts[0]}: no such checkpoint part") as e:

@@ -13,7 +13,7 @@ import functools
 import json
 import sys
 import time
-from contextlib import ExitStack, nullcontext
+from contextlib import ExitStack
 from pathlib import Path
 
 from .. import casefile, maxima, output, parallel, partout, probes, runner, ugrid
@@ -48,6 +48,9 @@ flags override the case's or the file's settings. With --output DIR, write there
   summary.json                 steps, wall and compile time, cell-steps/s, mass balance, counters
   png/snapshot_NNNN.png        with --png: the chosen fields at every output time
   checkpoint.npz               with --checkpoint-every, and on Ctrl-C
+With --parts (CPU ranks each holding its part alone) each rank writes its own files under
+one index: solution.xdmf (solution-parts/, solution/NNNNNN-PPPP.h5), final.json
+(final-parts/, instead of final.npz) and checkpoint.npz (checkpoint-parts/).
 The series is readable at every moment (a killed run keeps its outputs so far), and
 a --restart continues it in place. One run at a time writes DIR; a DIR holding
 another run's results is refused unless --overwrite, which first removes them (the
@@ -107,7 +110,9 @@ def register(sub) -> None:
     p.add_argument("--parts", metavar="DIR",
                    help="MPI ranks: each takes its part from DIR (fvswe mesh partition -o DIR, "
                         "in the run's order) instead of rank 0's cut; CPU ranks read nothing "
-                        "else (no whole mesh; writes final.npz and summary.json only)")  # fmt: skip
+                        "else (no whole mesh; each writes its part of the series, final state "
+                        "and checkpoints under one index: final.json, solution.xdmf, "
+                        "checkpoint.npz)")  # fmt: skip
     p.add_argument("--format", choices=casefile.FORMATS,
                    help="field series: xdmf (default: a plain install writes it), netcdf "
                    "(CF-UGRID solution.nc, needs fvswe[netcdf]) or both")  # fmt: skip
@@ -389,18 +394,22 @@ def run(args) -> int:
         resume = sim.t if args.restart else None
         maps = None if sim.layout.maxima is None else functools.partial(
             maxima.write, sim, out, fmt, spec.crs)  # fmt: skip
-        # a rank holding its part alone writes final.npz and summary.json (per-part series:
-        # docs/PARALLEL.md, "What is left" (2))
-        with nullcontext() if own else _Series(fmt, out, sim, resume, spec, identity) as series:
+        # ranks holding their parts alone write a file each under one index (fvswe.partout)
+        series = (partout.PartSeries(out, sim, resume_at=resume, identity=identity) if own
+                  else _Series(fmt, out, sim, resume, spec, identity))  # fmt: skip
+        with series:
             summary = _advance(args, spec, sim, times, series, probe, started, maps, out)
         try:
             _records(sim, out, probe, maps)
-            output.write_final(sim, out / "final.npz")
+            if own:
+                partout.write_final(out, sim)
+            else:
+                output.write_final(sim, out / "final.npz")
             if spec.mesh is None and spec.case is not None and spec.case.is_grid:
                 fields = sim.fields()  # collective: every rank takes part
                 if sim.is_root:
                     spec.case.grid().save_npz(out / "grid.npz", fields, sim.t)
-            return _finish(args, spec, sim, summary, out, series.times if series else ())
+            return _finish(args, spec, sim, summary, out, series.times)
         except KeyboardInterrupt:  # the run is done: keep its end state for a --restart
             where = f"interrupted at t = {sim.t:.6g} s (step {sim.steps})"
             raise _interrupted(where, sim, out / output.CHECKPOINT, probe, maps) from None
@@ -408,13 +417,16 @@ def run(args) -> int:
 
 def _check_part_run(args, spec: casefile.RunSpec) -> None:
     """What a run on CPU ranks that each hold their part alone (--parts) does not write yet, in
-    one line naming the flag or key: anything but final.npz, summary.json and checkpoints."""
+    one line naming the flag or key: anything but the XDMF series, the final state, checkpoints
+    and summary.json."""
     given = (("--png", spec.png), ("gauges", spec.gauges), ("sections", spec.sections),
-             ("--maxima", spec.settings.get("maxima")))  # fmt: skip
+             ("--maxima", spec.settings.get("maxima")),
+             ("--format", spec.output_format not in (None, "xdmf")))  # fmt: skip
     for key, value in given:
         if value:
             raise ConfigError(f"{key}: not with --parts yet (ranks holding their parts alone "
-                              "write final.npz, summary.json and checkpoints only)")  # fmt: skip
+                              "write the XDMF series, the final state, checkpoints and "
+                              "summary.json only)")  # fmt: skip
 
 
 def _check_partition(spec: casefile.RunSpec, own) -> None:
