@@ -282,11 +282,13 @@ def _writes(sim) -> bool:
 
 
 def write_final(sim, path: str | Path) -> None:
-    """``final.npz``: x, y, area, H and the state components, in the original cell order."""
+    """``final.npz``: x, y, area, H and the state components, in the original cell order (a
+    per-part final state of a run this one continued, ``final.json``, is removed)."""
     fields = sim.fields()
     keep = ("x", "y", "area", "H", *sim.model.fields)
     if _writes(sim):
         atomic_write(path, lambda p: np.savez(p, **{k: fields[k] for k in keep}))
+        Path(path).with_name("final.json").unlink(missing_ok=True)
 
 
 # -- XDMF time series -------------------------------------------------------------------------

@@ -346,14 +346,17 @@ class DistributedBackend:
     def _owned_ids(self, root: bool, edges: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
         """The ranks' owned global cells (``edges``: edges) concatenated in rank order, on
         every rank (``root``: on rank 0 only), and each rank's count; gathered when first
-        asked for (collective)."""
-        if (root, edges) not in self._ids:
-            p = self.part
-            owned = p.edges[: p.n_owned_edges] if edges else p.cells[: p.n_owned]
-            every = self.comm.gather(owned, root=0) if root else self.comm.allgather(owned)
-            counts = self._owned if not edges else np.array(self.comm.allgather(owned.size))
-            self._ids[root, edges] = None if every is None else np.concatenate(every), counts
-        return self._ids[root, edges]
+        asked for (collective), the cells' kept (the edges' are asked for once, at set-up)."""
+        if (root, edges) in self._ids:
+            return self._ids[root, edges]
+        p = self.part
+        owned = p.edges[: p.n_owned_edges] if edges else p.cells[: p.n_owned]
+        every = self.comm.gather(owned, root=0) if root else self.comm.allgather(owned)
+        counts = np.array(self.comm.allgather(owned.size)) if edges else self._owned
+        found = None if every is None else np.concatenate(every), counts
+        if not edges:
+            self._ids[root, edges] = found
+        return found
 
     @property
     def snapshot_arrays(self) -> dict[str, tuple[int, ...]]:

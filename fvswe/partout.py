@@ -53,6 +53,8 @@ from .output import (
 ROWS = ("W", "C", "maxima")
 #: The final state's index and the folder of its per-part files (beside ``final.npz``).
 FINAL_INDEX, FINAL_PARTS, FINAL_FORMAT = "final.json", "final-parts", "fvswe-final-parts"
+#: The XDMF collections of a per-part series: of its output times, and of each one's parts.
+TEMPORAL, SPATIAL = "@CollectionType='Temporal'", "@CollectionType='Spatial'"
 
 
 def digest(arrays: dict[str, np.ndarray]) -> str:
@@ -171,7 +173,8 @@ def write_final(directory: str | Path, sim) -> None:
     """The final state of a run whose ranks hold their parts alone: each rank's owned cells'
     ``final.npz`` arrays (x, y, area, H, the state components) and ``cells``, their numbers
     in the mesh's original order, in ``final-parts/``; then the index ``final.json`` (rank 0).
-    :func:`load_final` gives one process's ``final.npz``. Collective."""
+    :func:`load_final` gives one process's ``final.npz``; the ``final.npz`` of a run this one
+    continued is removed. Collective."""
     directory = Path(directory)
     f = sim.part_fields()
     keep = ("x", "y", "area", "H", *sim.model.fields)
@@ -181,6 +184,7 @@ def write_final(directory: str | Path, sim) -> None:
         meta = {"format": FINAL_FORMAT, "t": float(sim.t), "fields": list(keep), "parts": parts,
                 "cells": sum(p["cells"] for p in parts)}  # fmt: skip
         atomic_write(directory / FINAL_INDEX, lambda p: Path(p).write_text(json.dumps(meta)))
+        (directory / "final.npz").unlink(missing_ok=True)  # of a one-process run continued
 
     write_parts(sim.comm, directory / FINAL_PARTS, arrays, index)
 
@@ -260,8 +264,9 @@ class PartSeries:
         the step files no kept output lists removed, the index."""
         index = self.directory / f"{SERIES}.xdmf"
         if self.resume_at is not None and index.is_file():
-            temporal = ET.parse(index).getroot().find("Domain/Grid")
-            for grid in temporal.findall("Grid") if temporal is not None else ():
+            root = ET.parse(index).getroot()
+            # a per-part run's outputs (one process's, after their "mesh" grid, are not)
+            for grid in root.findall(f"Domain/Grid[{TEMPORAL}]/Grid[{SPATIAL}]"):
                 t = float(grid.find("Time").get("Value"))
                 if t < self.resume_at:
                     self.steps.append((t, ET.tostring(grid, encoding="unicode").strip() + "\n"))
@@ -335,21 +340,28 @@ def open_parts(directory: str | Path):
     import h5py
     import xarray as xr
 
-    directory = Path(directory)
-    temporal = ET.parse(directory / f"{SERIES}.xdmf").getroot().find("Domain/Grid")
-    times, data = [], {}
-    for step in temporal.findall("Grid"):
+    index = Path(directory) / f"{SERIES}.xdmf"
+    try:
+        steps = ET.parse(index).getroot().findall(f"Domain/Grid[{TEMPORAL}]/Grid[{SPATIAL}]")
+    except (OSError, ET.ParseError) as exc:
+        raise ConfigError(f"{index}: cannot read ({' '.join(str(exc).split())})") from None
+    if not steps:
+        raise ConfigError(f"{index}: no output of a per-part series (fvswe run --parts)")
+    times, data, numbers = [], {}, {}
+    for step in steps:
         times.append(float(step.find("Time").get("Value")))
         parts = step.findall("Grid")
         n = sum(int(g.find("Topology").get("NumberOfElements")) for g in parts)
         row = {}
         for grid in parts:
             mesh = grid.find("Topology/DataItem").text.split(":")[0]
-            with h5py.File(directory / mesh, "r") as f:
-                cells = f["cell"][()]
+            if mesh not in numbers:  # the part's cells' numbers in the original order
+                with h5py.File(index.parent / mesh, "r") as f:
+                    numbers[mesh] = f["cell"][()]
+            cells = numbers[mesh]
             for attr in grid.findall("Attribute"):
                 file, _, field = attr.find("DataItem").text.partition(":/")
-                with h5py.File(directory / file, "r") as f:
+                with h5py.File(index.parent / file, "r") as f:
                     row.setdefault(attr.get("Name"), np.empty(n))[cells] = f[field][()]
         for key, values in row.items():
             data.setdefault(key, []).append(values)

@@ -137,8 +137,9 @@ def whole_run(sim) -> SimpleNamespace | None:
 
     levels = lay.levels
     edge_level = None if levels is None else gather(levels.edge_level, True)
+    boundary = (mesh.edge_cells[:, 1] < 0).astype(np.int8)  # all _boundary_details reads of it
     arrays = {"edge_bc": gather(lay.edge_bc, True), "edge_tag": gather(mesh.edge_tag, True),
-              "edge_cells": gather(mesh.edge_cells, True),
+              "boundary": gather(boundary, True),
               **{key: gather(getattr(lay, key))
                  for key in ("friction_coef", "interfacial_coef", "coriolis")}}  # fmt: skip
     if sim.comm.rank != 0:
@@ -149,8 +150,9 @@ def whole_run(sim) -> SimpleNamespace | None:
         interfacial_coef=arrays["interfacial_coef"], coriolis=arrays["coriolis"],
         levels=None if levels is None else replace(levels, edge_level=edge_level),
     )  # fmt: skip
-    whole_mesh = SimpleNamespace(tags=mesh.tags, edge_tag=arrays["edge_tag"],
-                                 edge_cells=arrays["edge_cells"])  # fmt: skip
+    edge_cells = np.zeros((arrays["boundary"].size, 2), dtype=np.int8)
+    edge_cells[:, 1] = -arrays["boundary"]  # the sides j of the boundary edges: -1
+    whole_mesh = SimpleNamespace(tags=mesh.tags, edge_tag=arrays["edge_tag"], edge_cells=edge_cells)
     return SimpleNamespace(part=sim.part, settings=sim.settings, layout=layout, mesh=whole_mesh,
                            periodic=getattr(sim, "periodic", ()))  # fmt: skip
 

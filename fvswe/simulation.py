@@ -718,7 +718,9 @@ class Simulation:
         ``v`` too: :func:`fvswe.restart.state_arrays`), ``mass_initial``, the run's
         :meth:`identity` and ``identity_details`` (readable values behind its fingerprints,
         for the message of a mismatch). Collective on several ranks;
-        :func:`fvswe.output.save_checkpoint` writes it."""
+        :func:`fvswe.output.save_checkpoint` writes it. A rank holding its part alone gives
+        its part's rows with their global ids (``cells``, ``owned``), which
+        :func:`fvswe.partout.save_checkpoint` writes and :meth:`restore` takes back."""
         identity = self.identity()  # and its details, cached with it
         maps = (
             {} if self.layout.maxima is None else {"maxima_threshold": np.array(self.layout.maxima)}
