@@ -650,6 +650,10 @@ def test_cpu_ranks_holding_their_parts_alone_run_and_restart_bit_for_bit(tmp_pat
         for key, values in fields.items():
             assert np.array_equal(opened[key].values[k], values), (k, key)
     parts = sorted((out / "checkpoint-parts").glob("*.npz"))
+    whole = load_checkpoint(index)  # one process's read: every part, global order
+    shutil.copy(parts[1], out / "checkpoint-parts" / "0-part-0000.npz")  # a checkpoint cut short
+    again = load_checkpoint(index)  # the index names the whole one, as before
+    assert np.array_equal(again["W"], whole["W"]) and whole["W"].shape == (4000, 3)
     parts[0].rename(parts[0].with_suffix(".x"))
     with pytest.raises(ConfigError, match=f"{parts[0]}: no such checkpoint part") as e:
         load_checkpoint(index)
