@@ -320,8 +320,10 @@ def _check_state(src: str, snap: Mapping[str, Any], sim) -> None:
         bad[:, c] |= W[:, c] < 0
     if bad.any():
         cell, c = np.argwhere(bad)[0]
+        part = getattr(sim, "part", None)  # a part's rows: the cell's global id (run's order)
+        number = cell if part is None else part.part.cells[cell]
         raise ConfigError(
-            f"{src}: invalid {model.fields[c]} = {float(W[cell, c])!r} in cell {cell}"
+            f"{src}: invalid {model.fields[c]} = {float(W[cell, c])!r} in cell {number}"
         )
     checks = {
         "t": (np.issubdtype(np.asarray(snap["t"]).dtype, np.floating)
