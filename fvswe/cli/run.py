@@ -110,9 +110,7 @@ def register(sub) -> None:
     p.add_argument("--parts", metavar="DIR",
                    help="MPI ranks: each takes its part from DIR (fvswe mesh partition -o DIR, "
                         "in the run's order) instead of rank 0's cut; CPU ranks read nothing "
-                        "else (no whole mesh; each writes its part of the series, final state "
-                        "and checkpoints under one index: final.json, solution.xdmf, "
-                        "checkpoint.npz)")  # fmt: skip
+                        "else (no whole mesh) and write their outputs a file a part")  # fmt: skip
     p.add_argument("--format", choices=casefile.FORMATS,
                    help="field series: xdmf (default: a plain install writes it), netcdf "
                    "(CF-UGRID solution.nc, needs fvswe[netcdf]) or both")  # fmt: skip
@@ -394,17 +392,11 @@ def run(args) -> int:
         resume = sim.t if args.restart else None
         maps = None if sim.layout.maxima is None else functools.partial(
             maxima.write, sim, out, fmt, spec.crs)  # fmt: skip
-        # ranks holding their parts alone write a file each under one index (fvswe.partout)
-        series = (partout.PartSeries(out, sim, resume_at=resume, identity=identity) if own
-                  else _Series(fmt, out, sim, resume, spec, identity))  # fmt: skip
-        with series:
+        with _series_of(own, fmt, out, sim, resume, spec, identity) as series:
             summary = _advance(args, spec, sim, times, series, probe, started, maps, out)
         try:
             _records(sim, out, probe, maps)
-            if own:
-                partout.write_final(out, sim)
-            else:
-                output.write_final(sim, out / "final.npz")
+            _write_final(sim, out, own)
             if spec.mesh is None and spec.case is not None and spec.case.is_grid:
                 fields = sim.fields()  # collective: every rank takes part
                 if sim.is_root:
@@ -413,6 +405,22 @@ def run(args) -> int:
         except KeyboardInterrupt:  # the run is done: keep its end state for a --restart
             where = f"interrupted at t = {sim.t:.6g} s (step {sim.steps})"
             raise _interrupted(where, sim, out / output.CHECKPOINT, probe, maps) from None
+
+
+def _series_of(own, fmt: str, out: Path, sim, resume, spec, identity: dict):
+    """The run's series writer: ranks holding their parts alone (``own``) write a file each
+    under one XDMF index (:class:`fvswe.partout.PartSeries`), others as one process."""
+    if own:
+        return partout.PartSeries(out, sim, resume_at=resume, identity=identity)
+    return _Series(fmt, out, sim, resume, spec, identity)
+
+
+def _write_final(sim, out: Path, own) -> None:
+    """The final state: ``final.npz``, or a file a part under ``final.json`` (``own``)."""
+    if own:
+        partout.write_final(out, sim)
+    else:
+        output.write_final(sim, out / "final.npz")
 
 
 def _check_part_run(args, spec: casefile.RunSpec) -> None:
