@@ -337,7 +337,6 @@ def open_parts(directory: str | Path):
     field of :data:`fvswe.output.FIELD_NAMES` over ``(time, cell)``, the cells in the mesh's
     original order (as one process's series holds them), whatever the rank count of each
     output (a restart may continue on another)."""
-    import h5py
     import xarray as xr
 
     index = Path(directory) / f"{SERIES}.xdmf"
@@ -356,16 +355,27 @@ def open_parts(directory: str | Path):
         for grid in parts:
             mesh = grid.find("Topology/DataItem").text.split(":")[0]
             if mesh not in numbers:  # the part's cells' numbers in the original order
-                with h5py.File(index.parent / mesh, "r") as f:
-                    numbers[mesh] = f["cell"][()]
+                numbers[mesh] = _dataset(index.parent / mesh, "cell")
             cells = numbers[mesh]
             for attr in grid.findall("Attribute"):
                 file, _, field = attr.find("DataItem").text.partition(":/")
-                with h5py.File(index.parent / file, "r") as f:
-                    row.setdefault(attr.get("Name"), np.empty(n))[cells] = f[field][()]
+                if attr.get("Name") not in row:
+                    row[attr.get("Name")] = np.empty(n)
+                row[attr.get("Name")][cells] = _dataset(index.parent / file, field)
         for key, values in row.items():
             data.setdefault(key, []).append(values)
     return xr.Dataset(
         {key: (("time", "cell"), np.stack(rows)) for key, rows in data.items()},
         coords={"time": np.array(times)},
     )
+
+
+def _dataset(path: Path, name: str) -> np.ndarray:
+    """Dataset ``name`` of the HDF5 file ``path`` (a one-line ConfigError naming the file)."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            return f[name][()]
+    except (OSError, KeyError) as exc:
+        raise ConfigError(f"{path}: cannot read {name} ({' '.join(str(exc).split())})") from None
