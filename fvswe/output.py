@@ -34,9 +34,13 @@ from .errors import ConfigError, OutputError
 SERIES = "solution"
 CHECKPOINT = "checkpoint.npz"
 CHECKPOINT_VERSION = 2
+#: The folder of a per-part checkpoint's files (:mod:`fvswe.partout`), beside its index.
+CHECKPOINT_PARTS = "checkpoint-parts"
 #: What a run writes into its output folder (and ``--overwrite`` removes first).
-RESULTS = (f"{SERIES}.xdmf", f"{SERIES}.h5", SERIES, f"{SERIES}.nc", "final.npz",
-           "summary.json", CHECKPOINT, "grid.npz", "gauges.csv", "gauges.nc", "sections.csv",
+RESULTS = (f"{SERIES}.xdmf", f"{SERIES}.h5", SERIES, f"{SERIES}-parts", f"{SERIES}.nc",
+           "final.npz", "final.json", "final-parts", "summary.json", CHECKPOINT,
+           CHECKPOINT_PARTS, "grid.npz", "gauges.csv", "gauges.nc",
+           "sections.csv",
            "sections.nc", "probes.png", "maxima.nc", "maxima.xdmf", "maxima.h5",
            "png")  # fmt: skip
 #: The series files that record the identity of the run that wrote them, and the attribute
@@ -161,7 +165,8 @@ def _alive(pid: int) -> bool:
 def clean_stale(directory: str | Path) -> None:
     """Remove the temporaries that killed runs left in ``directory`` (and its series and PNGs)."""
     directory = Path(directory)
-    for folder in (directory, directory / SERIES, directory / "png"):
+    for name in (".", SERIES, "png", CHECKPOINT_PARTS, f"{SERIES}-parts", "final-parts"):
+        folder = directory / name
         for tmp in folder.glob(f".*{PART}*"):
             tmp.unlink(missing_ok=True)
     for name in RESULTS:
@@ -202,11 +207,15 @@ def previous_results(directory: str | Path) -> list[str]:
 
 
 def remove_results(directory: str | Path, keep: Path | None = None) -> None:
-    """Delete what a run writes (``png/``: only the snapshots), except the file ``keep``."""
+    """Delete what a run writes (``png/``: only the snapshots), except the file ``keep`` (a
+    checkpoint: with its part files, when it is this folder's)."""
     directory = Path(directory)
+    ours = keep is not None and keep.resolve().parent == directory.resolve()
     for name in RESULTS:
         path = directory / name
         if keep is not None and path.exists() and path.resolve() == keep.resolve():
+            continue
+        if ours and name == CHECKPOINT_PARTS:
             continue
         if name == "png" and path.is_dir():
             for png in path.glob("snapshot_*.png"):
@@ -231,15 +240,21 @@ def velocity(h: np.ndarray, q: np.ndarray, eps_h: float) -> np.ndarray:
 
 
 def output_fields(sim) -> dict[str, np.ndarray]:
-    """Cell fields for people, in the original cell order.
+    """Cell fields for people, in the original cell order (:func:`people_fields` of the
+    simulation's fields)."""
+    return people_fields(sim.fields(), sim.model)
+
+
+def people_fields(f: Mapping[str, np.ndarray], model) -> dict[str, np.ndarray]:
+    """The fields for people of :meth:`Simulation.fields
+    <fvswe.simulation.Simulation.fields>`'s ``f`` (or of a part's, ``part_fields``).
 
     Two layers: ``h1, h2, eta1`` (free surface), ``eta2`` (interface), ``u1, v1,
     u2, v2``, ``bathymetry`` (H, the depth of the bottom below the reference
     level, positive down). One layer: ``h, eta, u, v, bathymetry``.
     """
-    f = sim.fields()
-    eps = sim.model.eps_h
-    if sim.model.layers == 2:
+    eps = model.eps_h
+    if model.layers == 2:
         return {
             "h1": f["h1"],
             "h2": f["h2"],
@@ -267,11 +282,13 @@ def _writes(sim) -> bool:
 
 
 def write_final(sim, path: str | Path) -> None:
-    """``final.npz``: x, y, area, H and the state components, in the original cell order."""
+    """``final.npz``: x, y, area, H and the state components, in the original cell order (a
+    per-part final state of a run this one continued, ``final.json``, is removed)."""
     fields = sim.fields()
     keep = ("x", "y", "area", "H", *sim.model.fields)
     if _writes(sim):
         atomic_write(path, lambda p: np.savez(p, **{k: fields[k] for k in keep}))
+        Path(path).with_name("final.json").unlink(missing_ok=True)
 
 
 # -- XDMF time series -------------------------------------------------------------------------
@@ -443,14 +460,21 @@ class Series:
 
 
 # -- checkpoints ------------------------------------------------------------------------------
-def save_checkpoint(path: str | Path, snap: Mapping[str, Any]) -> None:
-    """Write a :meth:`Simulation.snapshot <fvswe.simulation.Simulation.snapshot>` to ``path``,
-    atomically and flushed to disk (under MPI, rank 0 writes: ``if sim.is_root``). Its
-    arrays beyond ``W`` (the implicit method's staggered state) are stored beside it. The
-    temporaries of this name that older fvswe versions left are removed first."""
-    meta = {"version": CHECKPOINT_VERSION, "identity": dict(snap["identity"]),
+def checkpoint_meta(snap: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON part of a checkpoint: its version, the run's identity (and the readable values
+    behind it), the counters and the initial masses."""
+    return {"version": CHECKPOINT_VERSION, "identity": dict(snap["identity"]),
             "identity_details": dict(snap.get("identity_details") or {}),
             "counters": snap["counters"], "mass_initial": list(snap["mass_initial"])}  # fmt: skip
+
+
+def save_checkpoint(path: str | Path, snap: Mapping[str, Any]) -> None:
+    """Write a :meth:`Simulation.snapshot <fvswe.simulation.Simulation.snapshot>` to ``path``,
+    atomically and flushed to disk (under MPI, rank 0 writes: ``if sim.is_root``; ranks
+    holding their parts alone write theirs: :func:`fvswe.partout.save_checkpoint`). Its
+    arrays beyond ``W`` (the implicit method's staggered state) are stored beside it. The
+    temporaries of this name that older fvswe versions left are removed first."""
+    meta = checkpoint_meta(snap)
     extra = {k: v for k, v in snap.items() if isinstance(v, np.ndarray) and k != "W"}
     remove_old_temporaries(Path(path))
     atomic_write(
@@ -467,19 +491,26 @@ def save_checkpoint(path: str | Path, snap: Mapping[str, Any]) -> None:
     )
 
 
-def load_checkpoint(path: str | Path, label: str | None = None) -> dict[str, Any]:
+def load_checkpoint(
+    path: str | Path, label: str | None = None, cells: np.ndarray | None = None
+) -> dict[str, Any]:
     """The snapshot in the checkpoint file ``path``, for :meth:`Simulation.restore
     <fvswe.simulation.Simulation.restore>`, which checks it belongs to the run. A file that
     is missing or no fvswe checkpoint is a one-line ConfigError naming ``label`` (default: the
-    path), which the snapshot also carries as its ``source``."""
+    path), which the snapshot also carries as its ``source``. ``path`` may be the index of a
+    per-part checkpoint (:mod:`fvswe.partout`), whose part files are read by global cell id.
+    ``cells`` (a rank holding its part alone: its cells' global ids): the rows of those cells
+    only, in their order (of a one-file checkpoint, read whole, then taken)."""
     src = label or str(path)
     if not Path(path).is_file():
         raise ConfigError(f"{src}: no such checkpoint")
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
-            snap = {"W": z["W"], "t": z["t"][()], "steps": z["steps"][()], "dt": z["dt"][()]}
+            snap = {key: z[key][()] for key in ("t", "steps", "dt")}
             snap.update({k: z[k] for k in z.files if k not in (*snap, "meta")})
+        if "parts" not in meta and "W" not in snap:
+            raise KeyError("W")
         snap["identity"] = dict(meta["identity"])
         snap["identity_details"] = dict(meta.get("identity_details") or {})
         snap["counters"] = dict(meta["counters"])
@@ -488,4 +519,10 @@ def load_checkpoint(path: str | Path, label: str | None = None) -> dict[str, Any
         raise ConfigError(f"{src}: not a fvswe checkpoint ({exc})") from None
     if meta.get("version") != CHECKPOINT_VERSION:
         raise ConfigError(f"{src}: checkpoint version {meta.get('version')!r} unknown")
+    if "parts" in meta:
+        from .partout import part_rows
+
+        snap.update(part_rows(Path(path), meta, cells, src))
+    elif cells is not None:
+        snap.update({key: snap[key][cells] for key in ("W", "C", "maxima") if key in snap})
     return {**snap, "source": src}

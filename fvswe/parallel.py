@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .boundary import INFLOW_KEYS
-from .errors import ConfigError
+from .errors import ConfigError, FvsweError
 from .partition import Part, assign, split
 from .sources import RAIN_KEY, SOURCE_KEYS
 
@@ -115,12 +115,13 @@ def on_root(comm, make: Callable[[], Any], *, scatter: bool = False) -> Any:
 
 
 def agreed(comm, make: Callable[[], Any]) -> Any:
-    """``make()`` on every rank; an error (a :class:`ConfigError`) on any rank is raised on
-    every rank, the first rank's, so that all stop together and none waits in a collective."""
+    """``make()`` on every rank; an error (a :class:`~fvswe.errors.FvsweError`: a bad input, a
+    file that cannot be written) on any rank is raised on every rank, the first rank's, so
+    that all stop together and none waits in a collective."""
     value, error = None, None
     try:
         value = make()
-    except ConfigError as exc:
+    except FvsweError as exc:
         error = exc
     errors = [e for e in comm.allgather(error) if e is not None]
     if errors:
@@ -275,7 +276,7 @@ class DistributedBackend:
 
             self.local.halo = Halo(comm, self.part, self.local.W, levels, self.local.theta)
         self._owned = np.array(comm.allgather(self.part.n_owned))  # each rank's owned cells
-        self._ids: dict[bool, np.ndarray | None] = {}  # the ranks' owned cells, to all or rank 0
+        self._ids: dict[tuple[bool, bool], tuple] = {}  # the ranks' owned cells or edges
         self._cut_at = np.zeros(0, dtype=np.int64)  # count_edges: where this rank's edges go
         self._cut_count = 0
 
@@ -316,17 +317,22 @@ class DistributedBackend:
         """The global state in layout order, on every rank."""
         return self.whole(self.local.get_state())
 
-    def whole(self, local: np.ndarray, root: bool = False) -> np.ndarray | None:
+    def whole(
+        self, local: np.ndarray, root: bool = False, edges: bool = False
+    ) -> np.ndarray | None:
         """The global array in layout order, on every rank (``root``: on rank 0, None on the
         others), of the ranks' per-cell ``local`` arrays (their owned rows; any width and
-        type; one value a cell gives one a cell). Collective."""
-        owned = np.ascontiguousarray(local[: self.part.n_owned])
+        type; one value a cell gives one a cell); ``edges``: of per-edge arrays (their owned
+        edges' rows), in global edge order. Collective."""
+        n_owned = self.part.n_owned_edges if edges else self.part.n_owned
+        owned = np.ascontiguousarray(local[:n_owned])
         flat_in = owned.reshape(owned.shape[0], -1)
         width = flat_in.shape[1]
         mine = self.comm.rank == 0 or not root
-        ids = self._cell_ids(root)
-        flat = np.empty((self.n_cells, width), dtype=owned.dtype) if mine else None
-        counts = [flat, self._owned * width]
+        ids, counts_of = self._owned_ids(root, edges)
+        n = self.n_edges if edges else self.n_cells
+        flat = np.empty((n, width), dtype=owned.dtype) if mine else None
+        counts = [flat, counts_of * width]
         if root:
             self.comm.Gatherv(flat_in, counts if mine else None, root=0)
         else:
@@ -335,22 +341,30 @@ class DistributedBackend:
             return None
         W = np.empty_like(flat)
         W[ids] = flat
-        return W.reshape(self.n_cells, *owned.shape[1:])
+        return W.reshape(n, *owned.shape[1:])
 
-    def _cell_ids(self, root: bool) -> np.ndarray | None:
-        """The ranks' owned global cells concatenated in rank order, on every rank (``root``:
-        on rank 0 only), gathered when first asked for (collective)."""
-        if root not in self._ids:
-            owned = self.part.cells[: self.part.n_owned]
-            every = self.comm.gather(owned, root=0) if root else self.comm.allgather(owned)
-            self._ids[root] = None if every is None else np.concatenate(every)
-        return self._ids[root]
+    def _owned_ids(self, root: bool, edges: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
+        """The ranks' owned global cells (``edges``: edges) concatenated in rank order, on
+        every rank (``root``: on rank 0 only), and each rank's count; gathered when first
+        asked for (collective), the cells' kept (the edges' are asked for once, at set-up)."""
+        if (root, edges) in self._ids:
+            return self._ids[root, edges]
+        p = self.part
+        owned = p.edges[: p.n_owned_edges] if edges else p.cells[: p.n_owned]
+        every = self.comm.gather(owned, root=0) if root else self.comm.allgather(owned)
+        counts = np.array(self.comm.allgather(owned.size)) if edges else self._owned
+        found = None if every is None else np.concatenate(every), counts
+        if not edges:
+            self._ids[root, edges] = found
+        return found
 
     @property
     def snapshot_arrays(self) -> dict[str, tuple[int, ...]]:
-        """As the ranks' backend's, global: a compensated state's remainders ``C``."""
+        """As the ranks' backend's, global (a rank holding its part alone: its part's rows): a
+        compensated state's remainders ``C``."""
         local = getattr(self.local, "snapshot_arrays", {})
-        return {key: (self.n_cells, *shape[1:]) for key, shape in local.items()}
+        rows = self.part.cells.size if self.holds_part else self.n_cells
+        return {key: (rows, *shape[1:]) for key, shape in local.items()}
 
     def set_state(self, W: np.ndarray) -> None:
         self.local.set_state(W[self.part.cells])
@@ -365,30 +379,36 @@ class DistributedBackend:
 
     def snapshot(self) -> dict:
         """As the single-device snapshot: global state, time, steps, pending Δt, counters
-        (and the rank's counted edges' volumes, which :meth:`restore` gives back to it)."""
-        snap = {"W": self.get_state(), "t": self.t, "steps": self.steps, "dt": self.dt,
-                "counters": self.counters()}  # fmt: skip
+        (and the rank's counted edges' volumes, which :meth:`restore` gives back to it).
+        A rank holding its part alone keeps its part's rows (owned, then halo), ``cells``
+        their global ids and ``owned`` how many it owns (:func:`fvswe.partout.save_checkpoint`
+        writes those): nothing global is gathered."""
+        part = self.holds_part
+        snap = {"W": self.local.get_state() if part else self.get_state(), "t": self.t,
+                "steps": self.steps, "dt": self.dt, "counters": self.counters()}  # fmt: skip
+        if part:
+            snap.update(cells=self.part.cells, owned=self.part.n_owned)
         if self.snapshot_arrays:  # a compensated state's remainders, per owned cell
-            snap["C"] = self.whole(self.local.remainders())
+            C = self.local.remainders()
+            snap["C"] = C if part else self.whole(C)
         if self._cut_count:
             snap["cut_volume"] = self.local.edge_volumes().tolist()
         if self._maps:
-            snap["maxima"] = self.maxima()
+            snap["maxima"] = self.local.maxima() if part else self.maxima()
         return snap
 
     def restore(self, snap: dict) -> None:
-        """The inverse of :meth:`snapshot`, on any number of ranks (rank 0 keeps the counts)."""
+        """The inverse of :meth:`snapshot`, on any number of ranks (rank 0 keeps the counts);
+        a rank holding its part alone is given its part's rows (owned and halo: a snapshot of
+        its own, or :func:`fvswe.output.load_checkpoint`'s ``cells``)."""
         counters = snap["counters"]
         if self.comm.rank != 0:
             counters = {
                 key: value if key in WHOLE_COUNTERS else type(value)(0)
                 for key, value in counters.items()
             }
-        local = {
-            key: np.asarray(snap[key])[self.part.cells]
-            for key in ("W", "C", "maxima")
-            if key in snap
-        }
+        rows = slice(None) if self.holds_part else self.part.cells  # (its part's already)
+        local = {key: np.asarray(snap[key])[rows] for key in ("W", "C", "maxima") if key in snap}
         self.local.restore({**snap, **local, "counters": counters})
         if hasattr(self.local.halo, "restored"):  # the GPU's: its inflow record
             self.local.halo.restored()

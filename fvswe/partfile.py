@@ -104,6 +104,8 @@ def write_parts(mesh: Mesh, parts: list[Part], directory, *, method: str, order:
     not at all: into a temporary folder beside it, renamed when complete. An existing
     ``directory`` is replaced only if it holds a partition (a ``manifest.json``). Returns the
     manifest."""
+    from .restart import mesh_fingerprint  # (fvswe.restart needs fvswe.output, as this module)
+
     out = Path(directory)
     if out.exists() and not (out / MANIFEST).is_file():
         raise ConfigError(f"{out}: exists and is not a partition folder (no {MANIFEST})")
@@ -113,6 +115,7 @@ def write_parts(mesh: Mesh, parts: list[Part], directory, *, method: str, order:
         "format": FORMAT, "version": VERSION, "parts": len(parts), "cells": mesh.n_cells,
         "edges": mesh.n_edges, "nodes": mesh.n_nodes, "k": mesh.k, "method": method,
         "order": order, "source": mesh.source, "mesh_sha256": mesh_checksum(mesh),
+        "mesh_fingerprint": mesh_fingerprint(mesh),
         "tags": mesh.tags, "boundary_edges": {name: int(np.count_nonzero(
             mesh.edge_tag[mesh.boundary] == tid)) for name, tid in mesh.tags.items()},
         "tag_length": {name: tag_length(mesh, name) for name in mesh.tags},

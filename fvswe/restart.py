@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping
+from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -93,16 +95,66 @@ def forcing_fingerprint(sim) -> str:
 
 
 def identity(sim) -> dict[str, Any]:
-    """What a run continuing from ``sim``'s snapshots must share with it (JSON values)."""
+    """What a run continuing from ``sim``'s snapshots must share with it (JSON values). A rank
+    holding its part alone: give :func:`whole_run`'s view (:func:`identified` does)."""
     settings = sim.settings
-    part = getattr(sim, "part", None)  # a rank holding its part alone: the partition's hash
+    part = getattr(sim, "part", None)  # a rank holding its part alone: the writer's fingerprint
     return {
         "cells": sim.mesh.n_cells if part is None else part.cells,
-        "mesh": mesh_fingerprint(sim.mesh) if part is None else part.manifest["mesh_sha256"][:16],
+        "mesh": mesh_fingerprint(sim.mesh) if part is None else part_fingerprint(part.manifest),
         **{s.name: settings[s.name] for s in SETTINGS if s.identity},
         "boundary": boundary_fingerprint(sim),
         "forcing": forcing_fingerprint(sim),
     }
+
+
+def part_fingerprint(manifest: Mapping[str, Any]) -> str:
+    """The :func:`mesh_fingerprint` of a partition's mesh, which its writer stores in the
+    manifest (``mesh_fingerprint``; a partition written before: its SHA-256's start, which
+    no one process's identity holds)."""
+    return manifest.get("mesh_fingerprint") or manifest["mesh_sha256"][:16]
+
+
+def identified(sim) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """``(identity, details)`` of ``sim``; on ranks holding their parts alone, the whole run's,
+    equal to one process's: computed on rank 0 from :func:`whole_run` and broadcast
+    (collective)."""
+    if getattr(sim, "part", None) is None:
+        return identity(sim), details(sim)
+    whole = whole_run(sim)
+    return sim.comm.bcast(None if whole is None else (identity(whole), details(whole)))
+
+
+def whole_run(sim) -> SimpleNamespace | None:
+    """What :func:`identity` and :func:`details` read of a run whose ranks hold their parts
+    alone, over the whole mesh in global order, on rank 0 (None on the others): the per-edge
+    conditions, level indices, tags and sides and the per-cell coefficients gathered from
+    their owners (``DistributedBackend.whole``; collective), the global tables as they are."""
+    lay, mesh, backend = sim.layout, sim.mesh, sim.backend
+
+    def gather(a, edges=False):
+        return None if a is None else backend.whole(np.asarray(a), root=True, edges=edges)
+
+    levels = lay.levels
+    edge_level = None if levels is None else gather(levels.edge_level, True)
+    boundary = (mesh.edge_cells[:, 1] < 0).astype(np.int8)  # all _boundary_details reads of it
+    arrays = {"edge_bc": gather(lay.edge_bc, True), "edge_tag": gather(mesh.edge_tag, True),
+              "boundary": gather(boundary, True),
+              **{key: gather(getattr(lay, key))
+                 for key in ("friction_coef", "interfacial_coef", "coriolis")}}  # fmt: skip
+    if sim.comm.rank != 0:
+        return None
+    layout = SimpleNamespace(
+        **{key: getattr(lay, key) for key in ("friction_kind", "wind", "sources", "slide")},
+        sphere=lay.sphere, edge_bc=arrays["edge_bc"], friction_coef=arrays["friction_coef"],
+        interfacial_coef=arrays["interfacial_coef"], coriolis=arrays["coriolis"],
+        levels=None if levels is None else replace(levels, edge_level=edge_level),
+    )  # fmt: skip
+    edge_cells = np.zeros((arrays["boundary"].size, 2), dtype=np.int8)
+    edge_cells[:, 1] = -arrays["boundary"]  # the sides j of the boundary edges: -1
+    whole_mesh = SimpleNamespace(tags=mesh.tags, edge_tag=arrays["edge_tag"], edge_cells=edge_cells)
+    return SimpleNamespace(part=sim.part, settings=sim.settings, layout=layout, mesh=whole_mesh,
+                           periodic=getattr(sim, "periodic", ()))  # fmt: skip
 
 
 def _value(values: np.ndarray | None, what: str, *given: np.ndarray) -> float | str | None:
@@ -268,8 +320,10 @@ def _check_state(src: str, snap: Mapping[str, Any], sim) -> None:
         bad[:, c] |= W[:, c] < 0
     if bad.any():
         cell, c = np.argwhere(bad)[0]
+        part = getattr(sim, "part", None)  # a part's rows: the cell's global id (run's order)
+        number = cell if part is None else part.part.cells[cell]
         raise ConfigError(
-            f"{src}: invalid {model.fields[c]} = {float(W[cell, c])!r} in cell {cell}"
+            f"{src}: invalid {model.fields[c]} = {float(W[cell, c])!r} in cell {number}"
         )
     checks = {
         "t": (np.issubdtype(np.asarray(snap["t"]).dtype, np.floating)

@@ -652,15 +652,31 @@ class Simulation:
     def fields(self) -> dict[str, np.ndarray]:
         """Cell fields in the original cell order: x, y, area, H, the state, surfaces."""
         o = self._to_original
-        W = self.state().astype(np.float64)
         xy = self._cells(self.mesh.centroid)
-        out = {
+        return self._with_surfaces({
             "x": xy[o, 0],
             "y": xy[o, 1],
             "area": self._cells(self.mesh.area)[o],
             "H": self._cells(self.bed())[o].astype(np.float64),
-            **self.model.unpack(W),
-        }
+            **self.model.unpack(self.state().astype(np.float64)),
+        })  # fmt: skip
+
+    def part_fields(self) -> dict[str, np.ndarray]:
+        """On a rank holding its part alone: :meth:`fields` of its owned cells (its order),
+        and ``cell``, each one's number in the mesh's original order. Nothing is gathered."""
+        n = self.part.part.n_owned
+        xy = self.mesh.centroid[:n]
+        return self._with_surfaces({
+            "cell": self.mesh.original_index[:n],
+            "x": xy[:, 0],
+            "y": xy[:, 1],
+            "area": self.mesh.area[:n],
+            "H": self.bed()[:n].astype(np.float64),
+            **self.model.unpack(self.backend.local.get_state()[:n].astype(np.float64)),
+        })  # fmt: skip
+
+    def _with_surfaces(self, out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """``out`` with the free surface (and interface) of its depths and bed."""
         if self.model.layers == 2:
             out["eta1"] = out["h1"] + out["h2"] - out["H"]
             out["eta2"] = out["h2"] - out["H"]
@@ -693,7 +709,7 @@ class Simulation:
         identity settings, fingerprints of the boundaries and source terms
         (:func:`fvswe.restart.identity`; JSON values)."""
         if self._identity is None:  # fixed for the run's life: computed once
-            self._identity = restart.identity(self), restart.details(self)
+            self._identity = restart.identified(self)
         return dict(self._identity[0])
 
     def snapshot(self) -> dict[str, Any]:
@@ -702,7 +718,9 @@ class Simulation:
         ``v`` too: :func:`fvswe.restart.state_arrays`), ``mass_initial``, the run's
         :meth:`identity` and ``identity_details`` (readable values behind its fingerprints,
         for the message of a mismatch). Collective on several ranks;
-        :func:`fvswe.output.save_checkpoint` writes it."""
+        :func:`fvswe.output.save_checkpoint` writes it. A rank holding its part alone gives
+        its part's rows with their global ids (``cells``, ``owned``), which
+        :func:`fvswe.partout.save_checkpoint` writes and :meth:`restore` takes back."""
         identity = self.identity()  # and its details, cached with it
         maps = (
             {} if self.layout.maxima is None else {"maxima_threshold": np.array(self.layout.maxima)}

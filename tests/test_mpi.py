@@ -187,6 +187,15 @@ def fvswe(n: int, *argv: str, timeout: float = 180) -> subprocess.CompletedProce
     return mpiexec(n, "-m", "fvswe", "run", *argv, timeout=timeout)
 
 
+def _same_final(a: Path, b: Path) -> bool:
+    """Whether the final states in the folders ``a`` and ``b`` are the same arrays, bitwise
+    (final.npz, or a run's per-part final state under final.json)."""
+    from fvswe.partout import load_final
+
+    x, y = load_final(a), load_final(b)
+    return list(x) == list(y) and all(np.array_equal(x[k], y[k]) for k in x)
+
+
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
 def test_cli_checkpoint_on_two_ranks_restarts_on_three_bit_for_bit(tmp_path, backend):
     """GPU ranks: three share the one GPU of the test machines (host-staged halo)."""
@@ -533,8 +542,7 @@ def test_cli_ranks_take_their_parts_from_files_bit_for_bit(tmp_path, ranks):
     assert main(["run", *argv, "-o", str(tmp_path / "one")]) == 0
     run = fvswe(ranks, *argv, "--parts", str(parts), "-o", str(tmp_path / "ranks"))
     assert run.returncode == 0, run.stderr[-3000:]
-    with np.load(tmp_path / "one" / "final.npz") as a, np.load(tmp_path / "ranks/final.npz") as b:
-        assert a.files == b.files and all(np.array_equal(a[k], b[k]) for k in a.files)
+    assert _same_final(tmp_path / "one", tmp_path / "ranks")
     if ranks == 2:  # files cut in another order
         assert main([*cut, "--order", "hilbert", "-o", str(parts)]) == 0
         wrong = "manifest.json: cut in 'hilbert' order, this run's is 'rcm'"
@@ -568,54 +576,102 @@ coefficient = 0.03
 """
 
 
-def _tagged_square(path: Path) -> None:
-    """square-4k with its left side tagged ``left`` and a bed varying per cell, to ``path``."""
+def _tagged_square(path: Path, scale: float = 1.0) -> None:
+    """square-4k (its nodes times ``scale``) with its left side tagged ``left`` and a bed
+    varying per cell, to ``path``."""
     from fvswe.mesh import Mesh, family, write_mesh
 
     mesh = family(4000)
     bnd = mesh.edge_nodes[mesh.boundary]
     left = bnd[(mesh.nodes[bnd, 0] < mesh.nodes[:, 0].min() + 1e-9).all(axis=1)]
     depth = 10.0 + np.sin(mesh.centroid[:, 0] * 7.0) * np.cos(mesh.centroid[:, 1] * 5.0)
-    write_mesh(Mesh.from_arrays(mesh.nodes, mesh.cells, boundary_tags={"left": left},
+    write_mesh(Mesh.from_arrays(mesh.nodes * scale, mesh.cells, boundary_tags={"left": left},
                                 depth=depth, source="m"), path)  # fmt: skip
 
 
-@pytest.mark.parametrize("ranks", [2, 3])
-def test_cpu_ranks_holding_their_parts_alone_run_bit_for_bit(tmp_path, ranks):
+def test_cpu_ranks_holding_their_parts_alone_run_and_restart_bit_for_bit(tmp_path, capsys):
     """``mpiexec -n P fvswe run --parts DIR`` on CPU ranks: each reads the manifest and its own
     part file, never the mesh (removed after the cut here), and builds its layout and inputs
     from its part (the bed from ``depth``, functions at its centroids, ``eps_h`` by an
-    all-reduce, the discharge divided by the manifest's tag length); final.npz and the
-    masses, steps and counters are one process's, bitwise; each rank's peak memory is
-    reported."""
+    all-reduce, the discharge divided by the manifest's tag length). Three ranks run half the
+    way and write a checkpoint per part (a file a rank, then the index); two ranks from their
+    own partition, and one process without parts, continue it: final.npz and the masses,
+    steps and counters are one process's that stopped half way, bitwise; each rank's peak
+    memory is reported. A missing or changed part file, and a checkpoint of another mesh, are
+    one-line errors naming the file."""
+    from fvswe import partout as fvswe_partout
     from fvswe.cli import main
+    from fvswe.errors import ConfigError
+    from fvswe.output import load_checkpoint
 
     _tagged_square(tmp_path / "m.npz")
     case = tmp_path / "case.toml"
     case.write_text(PART_CASE)
-    argv = [str(case), "--backend", "cpu", "-q"]
+    argv = [str(case), "--backend", "cpu", "-q", "--output-every", "0.0025"]
+    half = ["--t-end", "0.005"]
     assert main(["run", *argv, "-o", str(tmp_path / "one")]) == 0
-    parts = tmp_path / "parts"
-    cut = ["mesh", "partition", str(tmp_path / "m.npz"), "-n", str(ranks), "--order", "hilbert"]
-    assert main([*cut, "-o", str(parts)]) == 0
+    assert main(["run", *argv, *half, "-o", str(tmp_path / "half")]) == 0
+    for n in (2, 3):
+        cut = ["mesh", "partition", str(tmp_path / "m.npz"), "-n", str(n), "--order", "hilbert"]
+        assert main([*cut, "-o", str(tmp_path / f"parts{n}")]) == 0
     (tmp_path / "m.npz").rename(tmp_path / "gone.npz")  # no rank can read the whole mesh
-    run = fvswe(ranks, *argv, "--parts", str(parts), "-o", str(tmp_path / "ranks"))
+    out = tmp_path / "ranks"
+    run = fvswe(3, *argv, *half, "--checkpoint-every", "0.005", "--parts",
+                str(tmp_path / "parts3"), "-o", str(out))  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
-    with np.load(tmp_path / "one" / "final.npz") as a, np.load(tmp_path / "ranks/final.npz") as b:
-        assert a.files == b.files and all(np.array_equal(a[k], b[k]) for k in a.files)
-    one, many = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("one", "ranks"))
-    assert many["holds_part"] and not one["holds_part"] and many["steps"] > 3
-    for key in ("steps", "t", "mass", "mass_initial", "level_inflow", "cells", "mesh"):
-        assert many[key] == one[key], key
-    assert len(many["peak_rss_bytes"]) == ranks and min(many["peak_rss_bytes"]) > 0
-    assert many["setup_s"] > 0 and not (tmp_path / "ranks" / "solution.xdmf").exists()
+    assert _same_final(tmp_path / "half", out) and not (out / "final.npz").exists()
+    first = json.loads((out / "summary.json").read_text())
+    assert len(list((out / "checkpoint-parts").glob("*-part-000[0-2].npz"))) == 3
+    index = out / "checkpoint.npz"
+    again = fvswe(2, *argv, "--parts", str(tmp_path / "parts2"), "--restart", str(index),
+                  "-o", str(out))  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    (tmp_path / "gone.npz").rename(tmp_path / "m.npz")  # one process reads the whole mesh
+    assert main(["run", *argv, "--restart", str(index), "-o", str(tmp_path / "single")]) == 0
+    one = json.loads((tmp_path / "one" / "summary.json").read_text())
+    for folder in (out, tmp_path / "single"):
+        assert _same_final(tmp_path / "one", folder), folder
+        done = json.loads((folder / "summary.json").read_text())
+        for key in ("steps_total", "t", "mass", "mass_initial", "level_inflow", "cells"):
+            assert done[key] == one[key], key
+    many = json.loads((out / "summary.json").read_text())
+    assert many["holds_part"] and not one["holds_part"] and many["steps_total"] > 3
+    assert many["ranks"] == 2 and first["ranks"] == 3 and first["steps"] > 1
+    assert len(many["peak_rss_bytes"]) == 2 and min(many["peak_rss_bytes"]) > 0
+    assert many["setup_s"] > 0 and many["output_times"] == one["output_times"]
+    # the series: written by 3 ranks, then 2, one index; read as one dataset, one process's
+    xr = pytest.importorskip("xarray")
+    series = _series(tmp_path / "one")
+    opened = fvswe_partout.open_parts(out)
+    assert isinstance(opened, xr.Dataset) and list(opened.time.values) == [t for t, _ in series]
+    assert len(list((out / "solution").glob("000001-000[0-2].h5"))) == 3  # kept: 3 ranks'
+    assert len(list((out / "solution").glob("000002-000[0-2].h5"))) == 2  # the restart's
+    for k, (_, fields) in enumerate(series):
+        for key, values in fields.items():
+            assert np.array_equal(opened[key].values[k], values), (k, key)
+    parts = sorted((out / "checkpoint-parts").glob("*.npz"))
+    whole = load_checkpoint(index)  # one process's read: every part, global order
+    shutil.copy(parts[1], out / "checkpoint-parts" / "0-part-0000.npz")  # a checkpoint cut short
+    again = load_checkpoint(index)  # the index names the whole one, as before
+    assert np.array_equal(again["W"], whole["W"]) and whole["W"].shape == (4000, 3)
+    parts[0].rename(parts[0].with_suffix(".x"))
+    with pytest.raises(ConfigError, match=f"{parts[0]}: no such checkpoint part") as e:
+        load_checkpoint(index)
+    shutil.copy(parts[1], parts[0])
+    with pytest.raises(ConfigError, match=f"{parts[0]}: its SHA-256 is not the one") as e:
+        load_checkpoint(index)
+    assert "\n" not in str(e.value)
+    parts[0].with_suffix(".x").rename(parts[0])
+    _tagged_square(tmp_path / "m.npz", scale=1.01)  # another mesh
+    assert main(["run", *argv, "--restart", str(index), "-o", str(tmp_path / "other")]) == 2
+    assert "ranks/checkpoint.npz was written by another run: mesh: " in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
     ("extra", "case", "wrong"),
     [
         (["--maxima"], "", "--maxima: not with --parts yet"),
-        (["--restart", "checkpoint.npz"], "", "--restart: not with --parts yet"),
+        (["--restart", "none.npz"], "", "--restart: none.npz: no such checkpoint"),
         (["--method", "implicit"], "", "method: 'implicit': explicit runs only"),
         (["--reconstruction", "linear"], "", "reconstruction: 'linear': the part files carry no"),
         ([], 'wall = "outflow"', "boundary.wall: outflow: its tables are numbered over the whole"),

@@ -13,10 +13,10 @@ import functools
 import json
 import sys
 import time
-from contextlib import ExitStack, nullcontext
+from contextlib import ExitStack
 from pathlib import Path
 
-from .. import casefile, maxima, output, parallel, probes, runner, ugrid
+from .. import casefile, maxima, output, parallel, partout, probes, runner, ugrid
 from .. import registry as schemes
 from .. import settings as run_settings
 from ..backends.base import SetupClock
@@ -48,6 +48,9 @@ flags override the case's or the file's settings. With --output DIR, write there
   summary.json                 steps, wall and compile time, cell-steps/s, mass balance, counters
   png/snapshot_NNNN.png        with --png: the chosen fields at every output time
   checkpoint.npz               with --checkpoint-every, and on Ctrl-C
+With --parts (CPU ranks each holding its part alone) each rank writes its own files under
+one index: solution.xdmf (solution-parts/, solution/NNNNNN-PPPP.h5), final.json
+(final-parts/, instead of final.npz) and checkpoint.npz (checkpoint-parts/).
 The series is readable at every moment (a killed run keeps its outputs so far), and
 a --restart continues it in place. One run at a time writes DIR; a DIR holding
 another run's results is refused unless --overwrite, which first removes them (the
@@ -107,7 +110,7 @@ def register(sub) -> None:
     p.add_argument("--parts", metavar="DIR",
                    help="MPI ranks: each takes its part from DIR (fvswe mesh partition -o DIR, "
                         "in the run's order) instead of rank 0's cut; CPU ranks read nothing "
-                        "else (no whole mesh; writes final.npz and summary.json only)")  # fmt: skip
+                        "else (no whole mesh) and write their outputs a file a part")  # fmt: skip
     p.add_argument("--format", choices=casefile.FORMATS,
                    help="field series: xdmf (default: a plain install writes it), netcdf "
                    "(CF-UGRID solution.nc, needs fvswe[netcdf]) or both")  # fmt: skip
@@ -389,33 +392,49 @@ def run(args) -> int:
         resume = sim.t if args.restart else None
         maps = None if sim.layout.maxima is None else functools.partial(
             maxima.write, sim, out, fmt, spec.crs)  # fmt: skip
-        # a rank holding its part alone writes final.npz and summary.json (per-part series:
-        # docs/PARALLEL.md, "What is left" (2))
-        with nullcontext() if own else _Series(fmt, out, sim, resume, spec, identity) as series:
-            summary = _advance(args, spec, sim, times, series, probe, started, maps)
+        with _series_of(own, fmt, out, sim, resume, spec, identity) as series:
+            summary = _advance(args, spec, sim, times, series, probe, started, maps, out)
         try:
             _records(sim, out, probe, maps)
-            output.write_final(sim, out / "final.npz")
+            _write_final(sim, out, own)
             if spec.mesh is None and spec.case is not None and spec.case.is_grid:
                 fields = sim.fields()  # collective: every rank takes part
                 if sim.is_root:
                     spec.case.grid().save_npz(out / "grid.npz", fields, sim.t)
-            return _finish(args, spec, sim, summary, out, series.times if series else ())
+            return _finish(args, spec, sim, summary, out, series.times)
         except KeyboardInterrupt:  # the run is done: keep its end state for a --restart
             where = f"interrupted at t = {sim.t:.6g} s (step {sim.steps})"
             raise _interrupted(where, sim, out / output.CHECKPOINT, probe, maps) from None
 
 
+def _series_of(own, fmt: str, out: Path, sim, resume, spec, identity: dict):
+    """The run's series writer: ranks holding their parts alone (``own``) write a file each
+    under one XDMF index (:class:`fvswe.partout.PartSeries`), others as one process."""
+    if own:
+        return partout.PartSeries(out, sim, resume_at=resume, identity=identity)
+    return _Series(fmt, out, sim, resume, spec, identity)
+
+
+def _write_final(sim, out: Path, own) -> None:
+    """The final state: ``final.npz``, or a file a part under ``final.json`` (``own``)."""
+    if own:
+        partout.write_final(out, sim)
+    else:
+        output.write_final(sim, out / "final.npz")
+
+
 def _check_part_run(args, spec: casefile.RunSpec) -> None:
     """What a run on CPU ranks that each hold their part alone (--parts) does not write yet, in
-    one line naming the flag or key: anything but final.npz and summary.json."""
-    given = (("--restart", args.restart), ("--png", spec.png),
-             ("--checkpoint-every", spec.checkpoint_every), ("gauges", spec.gauges),
-             ("sections", spec.sections), ("--maxima", spec.settings.get("maxima")))  # fmt: skip
+    one line naming the flag or key: anything but the XDMF series, the final state, checkpoints
+    and summary.json."""
+    given = (("--png", spec.png), ("gauges", spec.gauges), ("sections", spec.sections),
+             ("--maxima", spec.settings.get("maxima")),
+             ("--format", spec.output_format not in (None, "xdmf")))  # fmt: skip
     for key, value in given:
         if value:
             raise ConfigError(f"{key}: not with --parts yet (ranks holding their parts alone "
-                              "write final.npz and summary.json only)")  # fmt: skip
+                              "write the XDMF series, the final state, checkpoints and "
+                              "summary.json only)")  # fmt: skip
 
 
 def _check_partition(spec: casefile.RunSpec, own) -> None:
@@ -449,7 +468,10 @@ def _restore(args, spec: casefile.RunSpec, sim, comm, t_end: float) -> probes.Pr
     snap = None
     if args.restart:
         load = functools.partial(output.load_checkpoint, args.restart, f"--restart: {args.restart}")
-        snap = load() if comm is None else parallel.on_root(comm, load)
+        if sim.part is not None:  # each rank reads the rows of its own cells
+            snap = parallel.agreed(comm, lambda: load(cells=sim.part.part.cells))
+        else:
+            snap = load() if comm is None else parallel.on_root(comm, load)
         sim.restore(snap)
         if sim.t > t_end:
             raise ConfigError(f"--restart: the checkpoint is at t = {sim.t:g} s, past t_end")
@@ -545,11 +567,10 @@ def _foreign_series(out: Path, identity: dict) -> str | None:
     return None
 
 
-def _advance(args, spec, sim, times, series, probe=None, started=None, maps=None):
-    """Run through the output times, writing the series, PNGs and checkpoints on the way;
-    gauges and sections are sampled at the output times and every --probe-every seconds;
-    ``maps()`` writes the maximum and arrival maps at every checkpoint."""
-    out = None if series is None else series.directory
+def _advance(args, spec, sim, times, series, probe=None, started=None, maps=None, out=None):
+    """Run through the output times, writing the series, PNGs and checkpoints (into ``out``)
+    on the way; gauges and sections are sampled at the output times and every --probe-every
+    seconds; ``maps()`` writes the maximum and arrival maps at every checkpoint."""
     index = {t: k for k, t in enumerate((0.0, *times))}
     if probe is not None and spec.probe_every:
         extra = probes.sample_times(spec.probe_every, times[-1])
@@ -606,7 +627,9 @@ def _checkpoint(path: Path, sim, probe=None, maps=None) -> None:
         snap.update(probe.state())
     if maps is not None:
         maps()
-    if sim.is_root:
+    if sim.part is not None:  # ranks holding their parts alone: a file each, then the index
+        partout.save_checkpoint(path, snap, sim.comm)
+    elif sim.is_root:
         if probe is not None:
             probe.write(path.parent, netcdf=probes.netcdf_available(), png=False)
         output.save_checkpoint(path, snap)
