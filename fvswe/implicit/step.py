@@ -26,9 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schemes.friction import CHEZY
-from . import precond
+from . import kernel_cg, precond
 from .cg import NotConverged, fused, pcg
 from .cgrid import CGrid, Faces
+from .kernel_cg import KernelCG
 from .operator import Stencil, _host, add_into
 from .options import ImplicitOptions
 
@@ -89,6 +90,10 @@ class ThetaStep:
         """``check``: CG's iterations between two stopping tests (:func:`~.cg.pcg`)."""
         self.grid, self.g, self.options, self.xp, self.dtype = grid, g, options, xp, dtype
         self.check = check
+        self.kernels = (
+            KernelCG(xp, dtype, options.preconditioner)
+            if kernel_cg.applies(xp, options.preconditioner) else None
+        )  # fmt: skip
         self.H = xp.asarray(grid.H, dtype=dtype)
         self.faces = (_DeviceFaces(grid.x, xp, dtype), _DeviceFaces(grid.y, xp, dtype))
 
@@ -140,7 +145,7 @@ class ThetaStep:
     def _attempt(self, s: State, dt: float, now, then, closed):
         """One solve of the step with the faces ``closed`` shut: the new state, the face
         fluxes (x orientation each) and CG's iterations."""
-        xp, o = self.xp, self.options
+        xp = self.xp
         h = s.zeta + self.H
         fx, fy = self.faces
         X = self._terms(fx, s.zeta, h, s.u, s.v, now[0], closed[0], dt)
@@ -151,15 +156,23 @@ class ThetaStep:
         for T, R, b in ((X, rise[0], rhs), (Y, rise[1], rhs.T)):  # known outside increments
             add_into(b[:, 0], T.c[:, 0] * R[:, 0])
             add_into(b[:, -1], T.c[:, -1] * R[:, 1])
-        M = precond.build(o.preconditioner, stencil, xp, o.rrb_coarse)
-        diag = stencil.boundary_diagonal(xp)
-        apply = lambda v: stencil.apply(v, xp, diag)  # noqa: E731
-        delta, solve = pcg(apply, M, rhs, xp.zeros_like(rhs), xp, o.cg_tol, check=self.check)
+        delta, solve = self._solve(stencil, rhs)
         u = self._velocity(X, fx, delta, rise[0], dt)
         v = self._velocity(Y, fy, delta.T, rise[1], dt)
         flux = self._fluxes(X, Y, u, v)
         zeta = s.zeta + self._divergence(flux, dt)
         return State(zeta, u, xp.ascontiguousarray(v.T)), flux, solve.iterations
+
+    def _solve(self, stencil: Stencil, rhs):
+        """``δ`` from ``δ = 0`` and the solve: the kernels of :mod:`~.kernel_cg` on the GPU
+        with Jacobi or none, else :func:`~.cg.pcg` over the array code."""
+        xp, o = self.xp, self.options
+        if self.kernels is not None:
+            return self.kernels.solve(stencil, rhs, xp.zeros_like(rhs), o.cg_tol, check=self.check)
+        M = precond.build(o.preconditioner, stencil, xp, o.rrb_coarse)
+        diag = stencil.boundary_diagonal(xp)
+        apply = lambda v: stencil.apply(v, xp, diag)  # noqa: E731
+        return pcg(apply, M, rhs, xp.zeros_like(rhs), xp, o.cg_tol, check=self.check)
 
     def _fluxes(self, X: _Terms, Y: _Terms, u, v):
         """The face fluxes ``h_f (θ u + (1 - θ) uⁿ)`` of both directions (x orientation)."""
