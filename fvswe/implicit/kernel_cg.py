@@ -78,15 +78,16 @@ class KernelCG:
 
     def solve(self, stencil, b, x, tol: float = TOL, maxiter: int = MAX_ITERATIONS,
               check: int = 1) -> tuple[object, Solve]:  # fmt: skip
-        """``A x = b`` from the guess ``x`` (updated in place and returned) as
+        """``A x = b`` from the guess ``x`` (updated in place where C-contiguous, else a
+        copy; returned) as
         :func:`~.cg.pcg`: the same tests (the guess; 1, 2, 4, ... below ``check``; every
         ``check``), at most ``check - 1`` iterations past the criterion."""
         rt, (ny, nx) = self.runtime, b.shape
         self._buffers(b.shape)
-        cx = rt.ascontiguousarray(stencil.cx, dtype=self.dtype)
-        cyt = rt.ascontiguousarray(stencil.cy.T, dtype=self.dtype)
+        b, x, cx, cyt = (rt.ascontiguousarray(a, dtype=self.dtype)
+                         for a in (b, x, stencil.cx, stencil.cy.T))  # fmt: skip
         nx_, ny_, tiny = np.int32(nx), np.int32(ny), self.tiny
-        flat = x.reshape(-1)
+        flat = x.reshape(-1)  # a view: the kernels update x
         self._launch(self.start, b.reshape(-1), flat, cx, cyt, nx_, ny_, self.jacobi, self.r,
                      self.z, self.inv)  # fmt: skip
         residual = math.sqrt(float(self.s.get()[RR]))  # the one transfer before the loop

@@ -183,7 +183,8 @@ class ThetaStep:
         """``-Δt div F`` per cell, ``(ny, nx)``, of the fluxes of :meth:`_fluxes`."""
         fx, fy = flux
         sx, sy = self.faces[0].spacing, self.faces[1].spacing
-        return (-dt / sx) * (fx[:, 1:] - fx[:, :-1]) + ((-dt / sy) * (fy[:, 1:] - fy[:, :-1])).T
+        return _kernel(self.xp, _net_outflow)(fx[:, 1:], fx[:, :-1], fy[:, 1:].T, fy[:, :-1].T,
+                                              -dt / sx, -dt / sy)  # fmt: skip
 
     def _velocity(self, T: _Terms, f: _DeviceFaces, delta, rise, dt: float):
         """``u'`` from the level increments ``delta`` (x orientation), 0 on dry faces."""
@@ -214,12 +215,8 @@ class ThetaStep:
         xp, kind = self.xp, self.grid.friction_kind
         if f.friction is None or kind == 0:
             return xp.ones_like(hf)
-        depth = xp.where(wet, hf, 1.0)
-        if kind == CHEZY:
-            cf = self.g / (f.friction * f.friction)
-        else:  # Manning: g n² / h^(1/3)
-            cf = self.g * f.friction * f.friction / depth ** (1.0 / 3.0)
-        return xp.where(wet, 1.0 / (1.0 + dt * cf * speed / depth), 1.0).astype(self.dtype)
+        factor = _kernel(xp, _chezy if kind == CHEZY else _manning)
+        return factor(wet, hf, speed, f.friction, self.g, dt).astype(self.dtype, copy=False)
 
 
 def _advection(xp, h, hf, u, w, dx: float, dy: float):
@@ -264,6 +261,27 @@ def _predictor(xp, wet, r, u0, adv, left, right, hf, dt: float, gdt_dx: float, c
     coefficient ``coef h_f r`` (``coef = θ² g Δt² / Δx²``)."""
     ustar = xp.where(wet, r * (u0 - dt * adv - gdt_dx * (right - left)), 0.0)
     return ustar, coef * hf * r
+
+
+def _chezy(xp, wet, hf, speed, coef, g: float, dt: float):
+    """The friction factor ``r = 1 / (1 + Δt c_f |u| / h_f)`` with Chézy's ``c_f = g / C²``
+    (1 on dry faces)."""
+    depth = xp.where(wet, hf, 1.0)
+    cf = g / (coef * coef)
+    return xp.where(wet, 1.0 / (1.0 + dt * cf * speed / depth), 1.0)
+
+
+def _manning(xp, wet, hf, speed, coef, g: float, dt: float):
+    """As :func:`_chezy` with Manning's ``c_f = g n² / h^(1/3)``."""
+    depth = xp.where(wet, hf, 1.0)
+    cf = g * coef * coef / depth ** (1.0 / 3.0)
+    return xp.where(wet, 1.0 / (1.0 + dt * cf * speed / depth), 1.0)
+
+
+def _net_outflow(xp, east, west, north, south, kx: float, ky: float):
+    """``-Δt div F`` of a cell from the fluxes through its faces (``kx = -Δt/Δx``,
+    ``ky = -Δt/Δy``)."""
+    return kx * (east - west) + ky * (north - south)
 
 
 def _flux(xp, hf, u, u0, theta: float, rest: float):
