@@ -191,3 +191,20 @@ def test_gpu_tide_with_the_kernels_is_the_cpu_run_to_round_off(name):
     np.testing.assert_allclose(dev["qx"], cpu["qx"], rtol=0, atol=1e-8)
     if name == "none":
         assert not bool(cp.asarray(runs[1].backend.state.v).any())
+
+
+@pytest.mark.gpu
+def test_gpu_float32_tide_keeps_its_dtype_and_follows_the_float64_run():
+    """float32 on the GPU (the kernels in float, the fused face terms cast back): the state
+    stays float32 and the levels follow the CPU's float64 run."""
+    cp = _cupy()
+    case = get_case("cgrid-tide").with_grid(32, 32)
+    runs = [case.simulation(method="implicit", dt_mode="nonlagged", backend=b, dtype=d,
+                            preconditioner="jacobi", allow_mass_error=True)
+            for b, d in (("cpu", "float64"), ("gpu", "float32"))]  # fmt: skip
+    for sim in runs:
+        sim.run(1800.0)
+    state = runs[1].backend.state
+    assert {a.dtype for a in (state.zeta, state.u, state.v)} == {cp.dtype("float32")}
+    cpu, dev = (s.fields() for s in runs)
+    np.testing.assert_allclose(dev["h"], cpu["h"], rtol=0, atol=1e-3)

@@ -183,8 +183,9 @@ class ThetaStep:
         """``-Δt div F`` per cell, ``(ny, nx)``, of the fluxes of :meth:`_fluxes`."""
         fx, fy = flux
         sx, sy = self.faces[0].spacing, self.faces[1].spacing
-        return _kernel(self.xp, _net_outflow)(fx[:, 1:], fx[:, :-1], fy[:, 1:].T, fy[:, :-1].T,
-                                              -dt / sx, -dt / sy)  # fmt: skip
+        out = _kernel(self.xp, _net_outflow)(fx[:, 1:], fx[:, :-1], fy[:, 1:].T, fy[:, :-1].T,
+                                             -dt / sx, -dt / sy)  # fmt: skip
+        return out.astype(self.dtype, copy=False)  # a fused kernel may compute in float64
 
     def _velocity(self, T: _Terms, f: _DeviceFaces, delta, rise, dt: float):
         """``u'`` from the level increments ``delta`` (x orientation), 0 on dry faces."""
