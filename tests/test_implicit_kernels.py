@@ -207,4 +207,4 @@ def test_gpu_float32_tide_keeps_its_dtype_and_follows_the_float64_run():
     state = runs[1].backend.state
     assert {a.dtype for a in (state.zeta, state.u, state.v)} == {cp.dtype("float32")}
     cpu, dev = (s.fields() for s in runs)
-    np.testing.assert_allclose(dev["h"], cpu["h"], rtol=0, atol=1e-3)
+    np.testing.assert_allclose(dev["h"], cpu["h"], rtol=0, atol=1e-4)  # CPU float32: 8e-7
