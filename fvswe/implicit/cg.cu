@@ -2,8 +2,8 @@
 // products reduced on the device (fvswe/implicit/kernel_cg.py drives them; docs/IMPLICIT.md).
 //
 // The system is A = I + Σ_faces c_f (difference across f) of fvswe/implicit/operator.py:
-// cx (ny, nx + 1) on the x faces, cyt (nx, ny + 1) the y faces' coefficients transposed (the
-// step assembles them in that orientation). A boundary face's outside increment counts 0.
+// cx (ny, nx + 1) on the x faces, cy (ny + 1, nx) on the y faces, both row-major (so a warp's
+// loads are coalesced). A boundary face's outside increment counts 0.
 // Each kernel walks the cells grid-stride; each block adds up its cells' products (warp
 // shuffles, then the warps'), writes them to `partial`, and the last block to finish adds
 // the blocks' sums in block order into the scalar array s: the sums are deterministic.
@@ -22,28 +22,27 @@ typedef REAL real;
 // (A x) at cell (j, i), x(k) the value at cell k: x_i + Σ_f c_f (x_i - x_neighbour), each
 // face in turn (a field uniform along y meets exactly 0 across the y faces).
 template <typename X>
-__device__ __forceinline__ real apply_at(X x, const real* cx, const real* cyt, int nx, int ny,
+__device__ __forceinline__ real apply_at(X x, const real* cx, const real* cy, int nx, int ny,
                                          int j, int i)
 {
     const int k = j * nx + i;
     const real c = x(k);
-    const real* w = cx + j * (nx + 1) + i;   // west face w[0], east w[1]
-    const real* s = cyt + i * (ny + 1) + j;  // south face s[0], north s[1]
+    const real* w = cx + j * (nx + 1) + i;  // west face w[0], east w[1]
+    const real* s = cy + k;                 // south face s[0], north s[nx]
     real y = c;
     y += w[0] * (i > 0 ? c - x(k - 1) : c);
     y += w[1] * (i < nx - 1 ? c - x(k + 1) : c);
     y += s[0] * (j > 0 ? c - x(k - nx) : c);
-    y += s[1] * (j < ny - 1 ? c - x(k + nx) : c);
+    y += s[nx] * (j < ny - 1 ? c - x(k + nx) : c);
     return y;
 }
 
 // The diagonal of A at cell (j, i): 1 + the coefficients of its four faces.
-__device__ __forceinline__ real diagonal_at(const real* cx, const real* cyt, int nx, int ny,
-                                            int j, int i)
+__device__ __forceinline__ real diagonal_at(const real* cx, const real* cy, int nx, int j, int i)
 {
     const real* w = cx + j * (nx + 1) + i;
-    const real* s = cyt + i * (ny + 1) + j;
-    return real(1) + w[0] + w[1] + s[0] + s[1];
+    const real* s = cy + j * nx + i;
+    return real(1) + w[0] + w[1] + s[0] + s[nx];
 }
 
 // The block's sum of v (in thread 0), through `warps` (THREADS / 32 values).
@@ -95,17 +94,17 @@ __device__ void grid_sum(real a, real b, bool two, real* partial, unsigned* coun
 // Before the loop: r = b - A x, the inverse diagonal `inv` (Jacobi), z = M⁻¹ r;
 // s[RR] = r·r, s[RZ] = r·z.
 extern "C" __global__ void __launch_bounds__(THREADS)
-cg_start(const real* b, const real* x, const real* cx, const real* cyt, int nx, int ny,
+cg_start(const real* b, const real* x, const real* cx, const real* cy, int nx, int ny,
          int jacobi, real* r, real* z, real* inv, real* partial, unsigned* counter, real* s)
 {
     const auto at = [x](int k) { return x[k]; };
     real rr = real(0), rz = real(0);
     for (int k = blockIdx.x * THREADS + threadIdx.x; k < nx * ny; k += gridDim.x * THREADS) {
         const int j = k / nx, i = k - j * nx;
-        const real rk = b[k] - apply_at(at, cx, cyt, nx, ny, j, i);
+        const real rk = b[k] - apply_at(at, cx, cy, nx, ny, j, i);
         real zk = rk;
         if (jacobi) {
-            const real m = real(1) / diagonal_at(cx, cyt, nx, ny, j, i);
+            const real m = real(1) / diagonal_at(cx, cy, nx, j, i);
             inv[k] = m;
             zk = rk * m;
         }
@@ -121,7 +120,7 @@ cg_start(const real* b, const real* x, const real* cx, const real* cyt, int nx, 
 // at the first iteration), q = A p; s[PQ] = p·q. parity = k & 1; each thread forms p at
 // its cell's neighbours too, so p goes to another buffer than p_old.
 extern "C" __global__ void __launch_bounds__(THREADS)
-cg_product(const real* z, const real* p_old, const real* cx, const real* cyt, int nx, int ny,
+cg_product(const real* z, const real* p_old, const real* cx, const real* cy, int nx, int ny,
            int first, int parity, real tiny, real* p, real* q, real* partial, unsigned* counter,
            real* s)
 {
@@ -130,7 +129,7 @@ cg_product(const real* z, const real* p_old, const real* cx, const real* cyt, in
     real pq = real(0);
     for (int k = blockIdx.x * THREADS + threadIdx.x; k < nx * ny; k += gridDim.x * THREADS) {
         const int j = k / nx, i = k - j * nx;
-        const real pk = at(k), qk = apply_at(at, cx, cyt, nx, ny, j, i);
+        const real pk = at(k), qk = apply_at(at, cx, cy, nx, ny, j, i);
         p[k] = pk;
         q[k] = qk;
         pq += pk * qk;

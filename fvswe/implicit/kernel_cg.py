@@ -84,18 +84,19 @@ class KernelCG:
         ``check``), at most ``check - 1`` iterations past the criterion."""
         rt, (ny, nx) = self.runtime, b.shape
         self._buffers(b.shape)
-        b, x, cx, cyt = (rt.ascontiguousarray(a, dtype=self.dtype)
-                         for a in (b, x, stencil.cx, stencil.cy.T))  # fmt: skip
+        # row-major, all four (the step's y coefficients are a transposed view: one copy)
+        b, x, cx, cy = (rt.ascontiguousarray(a, dtype=self.dtype)
+                        for a in (b, x, stencil.cx, stencil.cy))  # fmt: skip
         nx_, ny_, tiny = np.int32(nx), np.int32(ny), self.tiny
         flat = x.reshape(-1)  # a view: the kernels update x
-        self._launch(self.start, b.reshape(-1), flat, cx, cyt, nx_, ny_, self.jacobi, self.r,
+        self._launch(self.start, b.reshape(-1), flat, cx, cy, nx_, ny_, self.jacobi, self.r,
                      self.z, self.inv)  # fmt: skip
         residual = math.sqrt(float(self.s.get()[RR]))  # the one transfer before the loop
         if residual < tol:
             return x, Solve(0, residual)
         for k in range(1, maxiter + 1):
             parity = np.int32(k & 1)
-            self._launch(self.product, self.z, self.p[1 - parity], cx, cyt, nx_, ny_,
+            self._launch(self.product, self.z, self.p[1 - parity], cx, cy, nx_, ny_,
                          np.int32(k == 1), parity, tiny, self.p[parity], self.q)  # fmt: skip
             self._launch(self.update, self.p[parity], self.q, self.inv, np.int32(nx * ny),
                          self.jacobi, parity, tiny, flat, self.r, self.z)  # fmt: skip
