@@ -169,11 +169,12 @@ def test_gpu_jacobi_testing_every_eight_iterations_agrees_with_the_cpu():
     np.testing.assert_allclose(dev["qx"], cpu["qx"], rtol=0, atol=1e-9)
 
 
-def test_a_step_besides_its_solve_is_under_seventy_launches():
+def test_a_step_besides_its_solve_is_at_most_eighty_launches():
     """cgrid-tide (a level boundary, Chézy friction) with Jacobi: every launch of a step
     but its CG's, which runs uncounted here (on the GPU: tests/test_implicit_kernels.py,
     one launch a solve and two an iteration). Friction and the divergence are one fused
-    kernel each; it was 94 launches before them."""
+    kernel each (94 launches before them, 68 after); the carrying speeds of the Δt rule
+    (``ThetaStep.maxima``) add 12."""
     case = get_case("cgrid-tide").with_grid(16, 16)
     sim = case.simulation(method="implicit", dt_mode="nonlagged", preconditioner="jacobi",
                           max_wave_courant=10.0)  # fmt: skip
@@ -195,4 +196,4 @@ def test_a_step_besides_its_solve_is_under_seventy_launches():
     before = be.counters()["solves"]
     be.advance(math.inf, 3)
     assert be.counters()["solves"] - before == 3  # no drying repeats
-    assert COUNTS.launches <= 3 * 70 and COUNTS.syncs == 3
+    assert COUNTS.launches <= 3 * 80 and COUNTS.syncs == 3
