@@ -73,12 +73,15 @@ def gauge_cells(case, points) -> list[int]:
             for x, y in points]  # fmt: skip
 
 
-def timed_run(sim, times, cells) -> tuple[float, np.ndarray]:
-    """Wall seconds of running through ``times`` and the level at ``cells`` at each."""
+def timed_run(sim, times, cells, progress: bool = False) -> tuple[float, np.ndarray]:
+    """Wall seconds of running through ``times`` and the level at ``cells`` at each;
+    ``progress``: a line at each time (a run cut short shows how far it got)."""
     wall, series = 0.0, []
     for t in times:
         wall += sim.run(t).wall_s
         series.append(sim.fields()["eta"][cells])
+        if progress:
+            print(f"  t = {t / 3600:g} h: {wall:.1f} s, {sim.steps} steps", flush=True)
     return wall, np.array(series)
 
 
@@ -170,7 +173,7 @@ def tide(args, emit) -> dict:
         sim = case.simulation(method="implicit", backend=args.backend, dtype=args.dtype,
                               allow_mass_error=args.dtype == "float32",
                               max_wave_courant=cap, preconditioner=args.preconditioner)  # fmt: skip
-        wall, series = timed_run(sim, times, cells)
+        wall, series = timed_run(sim, times, cells, progress=True)
         c = sim.backend.counters()
         row = {"wave_courant_cap": cap, "wall_s": wall, "steps": sim.steps,
                "iterations_per_solve": c["cg_iterations"] / c["solves"],

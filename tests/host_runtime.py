@@ -202,6 +202,10 @@ class HostRuntime:
         return _host(np.array(a, dtype=dtype))
 
     @staticmethod
+    def ascontiguousarray(a, dtype=None) -> HostArray:
+        return _host(np.asarray(a, dtype=dtype))
+
+    @staticmethod
     def empty(shape, dtype=np.float64) -> HostArray:
         return _host(np.empty(shape, dtype=dtype))
 

@@ -167,3 +167,33 @@ def test_gpu_jacobi_testing_every_eight_iterations_agrees_with_the_cpu():
     assert c_cpu <= c_gpu <= c_cpu + 7 * runs[0].backend.counters()["solves"]
     np.testing.assert_allclose(dev["h"], cpu["h"], rtol=0, atol=1e-9)
     np.testing.assert_allclose(dev["qx"], cpu["qx"], rtol=0, atol=1e-9)
+
+
+def test_a_step_besides_its_solve_is_at_most_eighty_launches():
+    """cgrid-tide (a level boundary, Chézy friction) with Jacobi: every launch of a step
+    but its CG's, which runs uncounted here (on the GPU: tests/test_implicit_kernels.py,
+    one launch a solve and two an iteration). Friction and the divergence are one fused
+    kernel each (94 launches before them, 68 after); the carrying speeds of the Δt rule
+    (``ThetaStep.maxima``) add 12."""
+    case = get_case("cgrid-tide").with_grid(16, 16)
+    sim = case.simulation(method="implicit", dt_mode="nonlagged", preconditioner="jacobi",
+                          max_wave_courant=10.0)  # fmt: skip
+    be = sim.backend
+    be.xp, be.step = XP, ThetaStep(be.grid, be.g, be.options, XP, be.dtype, check=8)
+    be.state = State(*(np.asarray(getattr(be.state, k)).view(xc.CountingArray)
+                       for k in ("zeta", "u", "v")))  # fmt: skip
+
+    def uncounted(stencil, rhs):
+        plain = Stencil(*(np.asarray(a).view(np.ndarray) for a in (stencil.cx, stencil.cy)))
+        b = np.asarray(rhs).view(np.ndarray)
+        M = precond.build("jacobi", plain, np)
+        x, solve = pcg(lambda v: plain.apply(v, np), M, b, np.zeros_like(b), np, 1e-5)
+        return x.view(xc.CountingArray), solve
+
+    be.step._solve = uncounted
+    be.advance(math.inf, 2)
+    xc.reset()
+    before = be.counters()["solves"]
+    be.advance(math.inf, 3)
+    assert be.counters()["solves"] - before == 3  # no drying repeats
+    assert COUNTS.launches <= 3 * 80 and COUNTS.syncs == 3

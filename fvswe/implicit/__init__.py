@@ -11,7 +11,8 @@ preconditioned conjugate gradients (RRB, Jacobi or AMG preconditioning). The mod
 - :mod:`~fvswe.implicit.operator`: the 5-point operator (matrix-free, compact diagonals,
   SciPy CSR);
 - :mod:`~fvswe.implicit.cg`, :mod:`~fvswe.implicit.precond`, :mod:`~fvswe.implicit.rrb`:
-  the solver;
+  the solver; :mod:`~fvswe.implicit.kernel_cg`: on the GPU, CG with Jacobi (or none) in
+  two CUDA kernels an iteration (``cg.cu``);
 - :mod:`~fvswe.implicit.backend`: all of it behind the Backend protocol, so that
   ``Simulation(..., method="implicit")`` keeps outputs, gauges, checkpoints and the CLI;
 - :mod:`~fvswe.implicit.options`: its run settings (rows of :data:`fvswe.settings.SETTINGS`).

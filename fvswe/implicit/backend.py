@@ -112,8 +112,9 @@ class ImplicitBackend:
         self._maxima = report.maxima
 
     def _next_dt(self) -> float:
-        """Δt: fixed, or ``cfl`` on the advection capped by ``max_wave_courant`` and
-        ``dt_max``; both Courant numbers of the step are recorded."""
+        """Δt: fixed, or ``cfl`` on the advection (at the speed it carries ``u`` and ``v``:
+        ``|u|`` or ``q̄/h̄``, the larger) capped by ``max_wave_courant`` and ``dt_max``; both
+        Courant numbers of the step are recorded."""
         g, o = self.grid, self.options
         u_max, v_max, h_max = self._maxima or self._state_maxima()
         per_s = max(u_max / g.dx, v_max / g.dy)  # the advective Courant number of a 1 s step
@@ -137,11 +138,12 @@ class ImplicitBackend:
         return dt
 
     def _state_maxima(self) -> tuple[float, float, float]:
-        """``max |u|``, ``max |v|`` and the largest depth of the state (one transfer); a
-        step's :class:`~.step.Report` brings them for the state it made."""
-        xp, s = self.xp, self.state
-        values = (xp.abs(s.u).max(), xp.abs(s.v).max(), (s.zeta + self.step.H).max())
-        return tuple(float(v) for v in _host(xp.stack(values)))
+        """:meth:`ThetaStep.maxima <.step.ThetaStep.maxima>` of the state (the largest
+        advecting speeds and depth; one upload, one transfer); a step's
+        :class:`~.step.Report` brings them for the state it made."""
+        xp = self.xp
+        values = self.step.maxima(self.state, self.step.ghosts(self._t, 0.0)[0])
+        return tuple(float(v) for v in _host(xp.stack([xp.asarray(v, self.dtype) for v in values])))
 
     def _fastest_cell(self) -> int:
         """The cell west of (or below) the fastest face."""

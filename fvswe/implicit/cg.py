@@ -124,15 +124,29 @@ def pcg(
         x, r = advance(x, r, p, q, rz, pq, tiny)
         rr = xp.vdot(r, r)
         if _tests(k, check) or k == maxiter:
-            rr_h, pq_h, rz_h = (float(v) for v in _host(xp.stack((rr, pq, rz))))
-            residual = math.sqrt(rr_h)
-            if residual < tol:
-                return x, Solve(k, residual)
-            if not (pq_h > 0 and rz_h > 0):
-                raise NotConverged(f"breakdown at iteration {k} (p.Ap = {pq_h:.3g}, "
-                                   f"r.z = {rz_h:.3g})")  # fmt: skip
+            rr_h, pq_h, rz_h = _host(xp.stack((rr, pq, rz)))  # one transfer
+            done = _verdict(k, tol, rr_h, pq_h, rz_h)
+            if done is not None:
+                return x, done
         z = precondition(r)
         rz_new = xp.vdot(r, z)
         p = direction(z, p, rz_new, rz, tiny)
         rz = rz_new
-    raise NotConverged(f"||r|| = {residual:.3g} after {maxiter} iterations (tol {tol:g})")
+    raise not_converged(math.sqrt(float(rr_h)), maxiter, tol)
+
+
+def _verdict(k: int, tol: float, rr, pq, rz) -> Solve | None:
+    """At a test after iteration ``k``, from the host's ``||r||²``, ``p·Ap`` and ``r·z``:
+    the solve once ``||r||_2 < tol``, else None (go on); NotConverged at a breakdown."""
+    residual = math.sqrt(float(rr))
+    if residual < tol:
+        return Solve(k, residual)
+    if not (float(pq) > 0 and float(rz) > 0):
+        raise NotConverged(f"breakdown at iteration {k} (p.Ap = {float(pq):.3g}, "
+                           f"r.z = {float(rz):.3g})")  # fmt: skip
+    return None
+
+
+def not_converged(residual: float, maxiter: int, tol: float) -> NotConverged:
+    """The failure of a solve that met no criterion in ``maxiter`` iterations."""
+    return NotConverged(f"||r|| = {residual:.3g} after {maxiter} iterations (tol {tol:g})")

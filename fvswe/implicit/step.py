@@ -26,9 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schemes.friction import CHEZY
-from . import precond
+from . import kernel_cg, precond
 from .cg import NotConverged, fused, pcg
 from .cgrid import CGrid, Faces
+from .kernel_cg import KernelCG
 from .operator import Stencil, _host, add_into
 from .options import ImplicitOptions
 
@@ -51,7 +52,8 @@ class State:
 @dataclass(frozen=True)
 class Report:
     """What a step did: CG iterations (all solves), solves, volume in (m^3), and of the new
-    state the largest ``|u|``, ``|v|`` and depth (the next step's Δt needs them)."""
+    state :meth:`ThetaStep.maxima`: the largest speeds at which the next step advects ``u``
+    and ``v`` and the largest depth (the next step's Δt needs them)."""
 
     iterations: int
     solves: int
@@ -89,8 +91,13 @@ class ThetaStep:
         """``check``: CG's iterations between two stopping tests (:func:`~.cg.pcg`)."""
         self.grid, self.g, self.options, self.xp, self.dtype = grid, g, options, xp, dtype
         self.check = check
+        self.kernels = (
+            KernelCG(xp, dtype, options.preconditioner)
+            if kernel_cg.applies(xp, options.preconditioner) else None
+        )  # fmt: skip
         self.H = xp.asarray(grid.H, dtype=dtype)
         self.faces = (_DeviceFaces(grid.x, xp, dtype), _DeviceFaces(grid.y, xp, dtype))
+        self._unclosed = [xp.zeros(f.open.shape, dtype=bool) for f in self.faces]  # none closed
 
     def ghosts(self, t: float, dt: float):
         """The imposed level at each end of every row of faces (x, then transposed y) at
@@ -117,7 +124,7 @@ class ThetaStep:
             new, flux, its = self._attempt(s, dt, now, then, closed)
             iterations, solves = iterations + its, solves + 1
             dry = new.zeta + self.H < 0
-            any_dry, in_x, in_y, *maxima = self._status(new, dry, flux)
+            any_dry, in_x, in_y, *maxima = self._status(new, dry, flux, then)
             if not any_dry:
                 break
             if solves > MAX_REPEATS:  # each repeat closes faces, so it cannot go on for ever
@@ -128,19 +135,43 @@ class ThetaStep:
         inflow = dt * (self.grid.dy * in_x + self.grid.dx * in_y)
         return new, Report(iterations, solves, inflow, tuple(maxima))
 
-    def _status(self, new: State, dry, flux) -> list:
+    def _status(self, new: State, dry, flux, ghosts) -> list:
         """On the host in one transfer: whether any cell is ``dry``, the net inflow through
-        the x and the y boundary faces (per unit width) and ``max |u|``, ``max |v|`` and the
-        largest depth of ``new`` (exact: values of the dtype, as Python floats)."""
+        the x and the y boundary faces (per unit width) and the :meth:`maxima` of ``new``
+        (exact: values of the dtype, as Python floats)."""
         xp, (fx, fy) = self.xp, flux
         values = (dry.any(), (fx[:, 0] - fx[:, -1]).sum(), (fy[:, 0] - fy[:, -1]).sum(),
-                  xp.abs(new.u).max(), xp.abs(new.v).max(), (new.zeta + self.H).max())  # fmt: skip
+                  *self.maxima(new, ghosts))  # fmt: skip
         return [float(v) for v in _host(xp.stack([xp.asarray(v, self.dtype) for v in values]))]
+
+    def maxima(self, s: State, ghosts) -> tuple:
+        """On the device: the largest speed at which a step from ``s`` (boundary levels
+        ``ghosts``) advects ``u`` and ``v`` (``|u|`` or the carrying speed ``q̄/h̄`` of
+        :func:`_carrying_speed`, whichever is larger; the Δt rule bounds its Courant
+        number) and the largest depth."""
+        xp, h = self.xp, s.zeta + self.H
+        speeds = []
+        sides = ((s.zeta, h, s.u), (s.zeta.T, h.T, s.v.T))
+        for f, (zeta, hh, u), g, none in zip(self.faces, sides, ghosts, self._unclosed,
+                                             strict=True):  # fmt: skip
+            speed = xp.abs(u).max()
+            if u.shape[1] >= 3:
+                left = xp.concatenate((g[:, :1], zeta), axis=1)
+                right = xp.concatenate((zeta, g[:, 1:]), axis=1)
+                _, hf, u0 = _kernel(xp, _wet_faces)(u, left, right, f.bed, f.open, none,
+                                                    self.options.dry_depth)  # fmt: skip
+                carried = _kernel(xp, _carrying_speed)(
+                    hf[:, :-2], hf[:, 1:-1], hf[:, 2:], u0[:, :-2], u0[:, 1:-1], u0[:, 2:],
+                    hh[:, :-1], hh[:, 1:],
+                )  # fmt: skip
+                speed = xp.maximum(speed, carried.max())
+            speeds.append(speed)
+        return speeds[0], speeds[1], h.max()
 
     def _attempt(self, s: State, dt: float, now, then, closed):
         """One solve of the step with the faces ``closed`` shut: the new state, the face
         fluxes (x orientation each) and CG's iterations."""
-        xp, o = self.xp, self.options
+        xp = self.xp
         h = s.zeta + self.H
         fx, fy = self.faces
         X = self._terms(fx, s.zeta, h, s.u, s.v, now[0], closed[0], dt)
@@ -151,15 +182,23 @@ class ThetaStep:
         for T, R, b in ((X, rise[0], rhs), (Y, rise[1], rhs.T)):  # known outside increments
             add_into(b[:, 0], T.c[:, 0] * R[:, 0])
             add_into(b[:, -1], T.c[:, -1] * R[:, 1])
-        M = precond.build(o.preconditioner, stencil, xp, o.rrb_coarse)
-        diag = stencil.boundary_diagonal(xp)
-        apply = lambda v: stencil.apply(v, xp, diag)  # noqa: E731
-        delta, solve = pcg(apply, M, rhs, xp.zeros_like(rhs), xp, o.cg_tol, check=self.check)
+        delta, solve = self._solve(stencil, rhs)
         u = self._velocity(X, fx, delta, rise[0], dt)
         v = self._velocity(Y, fy, delta.T, rise[1], dt)
         flux = self._fluxes(X, Y, u, v)
         zeta = s.zeta + self._divergence(flux, dt)
         return State(zeta, u, xp.ascontiguousarray(v.T)), flux, solve.iterations
+
+    def _solve(self, stencil: Stencil, rhs):
+        """``δ`` from ``δ = 0`` and the solve: the kernels of :mod:`~.kernel_cg` on the GPU
+        with Jacobi or none, else :func:`~.cg.pcg` over the array code."""
+        xp, o = self.xp, self.options
+        if self.kernels is not None:
+            return self.kernels.solve(stencil, rhs, xp.zeros_like(rhs), o.cg_tol, check=self.check)
+        M = precond.build(o.preconditioner, stencil, xp, o.rrb_coarse)
+        diag = stencil.boundary_diagonal(xp)
+        apply = lambda v: stencil.apply(v, xp, diag)  # noqa: E731
+        return pcg(apply, M, rhs, xp.zeros_like(rhs), xp, o.cg_tol, check=self.check)
 
     def _fluxes(self, X: _Terms, Y: _Terms, u, v):
         """The face fluxes ``h_f (θ u + (1 - θ) uⁿ)`` of both directions (x orientation)."""
@@ -170,7 +209,9 @@ class ThetaStep:
         """``-Δt div F`` per cell, ``(ny, nx)``, of the fluxes of :meth:`_fluxes`."""
         fx, fy = flux
         sx, sy = self.faces[0].spacing, self.faces[1].spacing
-        return (-dt / sx) * (fx[:, 1:] - fx[:, :-1]) + ((-dt / sy) * (fy[:, 1:] - fy[:, :-1])).T
+        out = _kernel(self.xp, _net_outflow)(fx[:, 1:], fx[:, :-1], fy[:, 1:].T, fy[:, :-1].T,
+                                             -dt / sx, -dt / sy)  # fmt: skip
+        return out.astype(self.dtype, copy=False)  # a fused kernel may compute in float64
 
     def _velocity(self, T: _Terms, f: _DeviceFaces, delta, rise, dt: float):
         """``u'`` from the level increments ``delta`` (x orientation), 0 on dry faces."""
@@ -201,12 +242,8 @@ class ThetaStep:
         xp, kind = self.xp, self.grid.friction_kind
         if f.friction is None or kind == 0:
             return xp.ones_like(hf)
-        depth = xp.where(wet, hf, 1.0)
-        if kind == CHEZY:
-            cf = self.g / (f.friction * f.friction)
-        else:  # Manning: g n² / h^(1/3)
-            cf = self.g * f.friction * f.friction / depth ** (1.0 / 3.0)
-        return xp.where(wet, 1.0 / (1.0 + dt * cf * speed / depth), 1.0).astype(self.dtype)
+        factor = _kernel(xp, _chezy if kind == CHEZY else _manning)
+        return factor(wet, hf, speed, f.friction, self.g, dt).astype(self.dtype, copy=False)
 
 
 def _advection(xp, h, hf, u, w, dx: float, dy: float):
@@ -253,6 +290,43 @@ def _predictor(xp, wet, r, u0, adv, left, right, hf, dt: float, gdt_dx: float, c
     return ustar, coef * hf * r
 
 
+def _carried(xp, hf_w, hf_c, hf_e, u_w, u_c, u_e):
+    """The discharge ``q̄`` that carries ``u`` along the normal in :func:`_upwind`: the mean
+    of the face's and its upwind neighbour's ``h_f u``."""
+    q_w, q_c, q_e = hf_w * u_w, hf_c * u_c, hf_e * u_e
+    return xp.where(u_c > 0, 0.5 * (q_w + q_c), 0.5 * (q_c + q_e))
+
+
+def _carrying_speed(xp, hf_w, hf_c, hf_e, u_w, u_c, u_e, h_l, h_r):
+    """``|q̄/h̄|``: the speed at which :func:`_upwind` moves ``u`` along the normal (0 where
+    ``h̄ = 0``, as there); at a front it can be twice ``|u|``."""
+    hbar = 0.5 * (h_l + h_r)
+    ok = hbar > 0
+    q = _carried(xp, hf_w, hf_c, hf_e, u_w, u_c, u_e)
+    return xp.where(ok, xp.abs(q) / xp.where(ok, hbar, 1.0), 0.0)
+
+
+def _chezy(xp, wet, hf, speed, coef, g: float, dt: float):
+    """The friction factor ``r = 1 / (1 + Δt c_f |u| / h_f)`` with Chézy's ``c_f = g / C²``
+    (1 on dry faces)."""
+    depth = xp.where(wet, hf, 1.0)
+    cf = g / (coef * coef)
+    return xp.where(wet, 1.0 / (1.0 + dt * cf * speed / depth), 1.0)
+
+
+def _manning(xp, wet, hf, speed, coef, g: float, dt: float):
+    """As :func:`_chezy` with Manning's ``c_f = g n² / h^(1/3)``."""
+    depth = xp.where(wet, hf, 1.0)
+    cf = g * coef * coef / depth ** (1.0 / 3.0)
+    return xp.where(wet, 1.0 / (1.0 + dt * cf * speed / depth), 1.0)
+
+
+def _net_outflow(xp, east, west, north, south, kx: float, ky: float):
+    """``-Δt div F`` of a cell from the fluxes through its faces (``kx = -Δt/Δx``,
+    ``ky = -Δt/Δy``)."""
+    return kx * (east - west) + ky * (north - south)
+
+
 def _flux(xp, hf, u, u0, theta: float, rest: float):
     """The face flux ``h_f (θ u + (1 - θ) uⁿ)`` (``rest = 1 - θ``)."""
     return hf * (theta * u + rest * u0)
@@ -272,8 +346,7 @@ def _upwind(xp, hf_w, hf_c, hf_e, u_w, u_c, u_e, h_l, h_r, w_sw, w_nw, w_se, w_n
     momentum-conservative form ``q̄/h̄ ∂u`` (``q̄``: the upwind cell's mean discharge);
     across, ``w̄ ∂u/∂y`` with ``w̄`` the mean of the four ``w``."""
     where = xp.where
-    q_w, q_c, q_e = hf_w * u_w, hf_c * u_c, hf_e * u_e
-    along = where(u_c > 0, 0.5 * (q_w + q_c) * (u_c - u_w), 0.5 * (q_c + q_e) * (u_e - u_c))
+    along = _carried(xp, hf_w, hf_c, hf_e, u_w, u_c, u_e) * where(u_c > 0, u_c - u_w, u_e - u_c)
     hbar = 0.5 * (h_l + h_r)
     wbar = 0.25 * (w_sw + w_nw + w_se + w_ne)
     cross = wbar * where(wbar > 0, du_s, du_n)
