@@ -267,15 +267,10 @@ class DistributedBackend:
 
     def _twice_evaluated(self, local, cells: int) -> float:
         """One device's :func:`~fvswe.backends.layout.twice_evaluated` of the whole mesh in
-        blocks of ``cells``, from the parts: each rank counts its owned edges (side ``i``
-        owned: each edge on one rank) by their global cells, the counts summed (exact), over
-        the whole mesh's edges. Collective."""
-        from .backends.layout import twice_count
-
-        p = self.part
-        e = np.asarray(local.edge_cells[: p.n_owned_edges], dtype=np.int64)
-        ids = np.where(e >= 0, p.cells[np.maximum(e, 0)], -1)
-        return sum(self.comm.allgather(twice_count(ids, cells))) / max(1, self.n_edges)
+        blocks of ``cells``, from the parts: the ranks' :func:`owned_twice` summed (exact),
+        over the whole mesh's edges. Collective."""
+        mine = owned_twice(self.part, local.edge_cells, cells)
+        return sum(self.comm.allgather(mine)) / max(1, self.n_edges)
 
     # -- the time loop's view: the local backend's clock and settings ------------------------
     @property
@@ -407,6 +402,8 @@ class DistributedBackend:
         rows = slice(None) if self.holds_part else self.part.cells  # (its part's already)
         local = {key: np.asarray(snap[key])[rows] for key in ("W", "C", "maxima") if key in snap}
         self.local.restore({**snap, **local, "counters": counters})
+        if hasattr(self.local.halo, "restored"):  # the GPU's: its inflow record
+            self.local.halo.restored()
 
     def maxima(self) -> np.ndarray:
         """The global maximum and arrival maps in layout order, on every rank: each cell's
@@ -500,6 +497,17 @@ class DistributedBackend:
             return None
         cells = [x[0] for x in every if x[0] >= 0]
         return min(cells), every[0][1], every[0][2], max(x[3] for x in every)
+
+
+def owned_twice(part: Part, edge_cells: np.ndarray, cells: int) -> int:
+    """How many of ``part``'s owned edges (side ``i`` owned: each edge of the mesh is one
+    part's) one device's ``block`` variant evaluates twice in blocks of ``cells``
+    (:func:`~fvswe.backends.layout.twice_count` of their global cells); ``edge_cells``: the
+    part layout's (local cells)."""
+    from .backends.layout import twice_count
+
+    e = np.asarray(edge_cells[: part.n_owned_edges], dtype=np.int64)
+    return twice_count(np.where(e >= 0, part.cells[np.maximum(e, 0)], -1), cells)
 
 
 def _invalid(local, n_owned: int, model) -> np.ndarray:

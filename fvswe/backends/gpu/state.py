@@ -178,8 +178,6 @@ class DeviceState:
                 self._cut_dev[-2].set(np.ascontiguousarray(volumes, np.float64), stream=self.stream)
         if self._maps is not None and "maxima" in snap:
             self._maps.set(np.ascontiguousarray(snap["maxima"], np.float64), stream=self.stream)
-        if self.halo is not None:  # a GPU rank's inflow record: no update since counted yet
-            self.halo.restored()
 
     # -- cross-sections (fvswe.probes) ------------------------------------------------------
     #: :meth:`count_edges` is available, as the CPU's.
