@@ -65,8 +65,8 @@ RUNS = [
      "variant": "edge", **HOST},
     {"name": "unexchanged", "case": "pulled-apart", "nx": 100, "t_end": 0.5, "variant": "gather",
      "no_theta_exchange": True, "allow_mass_error": True, **HOST},
-    {"name": "tide-parts", "case": "cgrid-tide", "nx": 12, "t_end": 1800.0, "order": "hilbert",
-     "variant": "block", "cells": 32, "restart_at": 900.0, "parts": True, **HOST},
+    {"name": "tide-parts", "case": "cgrid-tide", "nx": 12, "t_end": 900.0, "order": "hilbert",
+     "variant": "block", "cells": 32, "restart_at": 450.0, "parts": True, **HOST},
 ]  # fmt: skip
 #: Block runs again with the state's halo exchange overlapped (``overlap``: the interior
 #: blocks launched before the exchange is joined, docs/PARALLEL.md): the limiter beside the
