@@ -2,9 +2,9 @@
 
 Contract (docs/PARALLEL.md): every rank holds the
 global Layout (built from the same inputs, so bitwise the same); rank 0 cuts
-it into parts (:mod:`fvswe.partition`) and scatters them (or, with per-part files, CPU ranks
-hold their part alone: :func:`read_own`, the layout built from the part); each rank runs an
-ordinary backend on its part's Layout, whose volume pass updates the owned
+it into parts (:mod:`fvswe.partition`) and scatters them (or, with per-part files, CPU and
+GPU ranks hold their part alone: :func:`read_own`, the layout built from the part); each rank
+runs an ordinary backend on its part's Layout, whose volume pass updates the owned
 cells only and then calls the :class:`Halo`: the halo states are exchanged
 (persistent Isend/Irecv of packed NumPy buffers) and the next Δt is the
 min-allreduce of the parts' minima. :class:`DistributedBackend` presents the
@@ -23,7 +23,6 @@ import traceback
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -129,25 +128,6 @@ def agreed(comm, make: Callable[[], Any]) -> Any:
     return value
 
 
-def own_part(comm, mesh, directory) -> Part:
-    """This rank's :class:`Part` read from the per-part files in ``directory``
-    (:mod:`fvswe.partfile`), which must have been cut from ``mesh`` as the run orders it
-    (the manifest's ``mesh_sha256``) into as many parts as ranks. An error on any rank is
-    raised on every rank, so that all stop together."""
-    from .partfile import MANIFEST, mesh_checksum, read_manifest, read_part
-
-    def read() -> Part:
-        if read_manifest(directory)["mesh_sha256"] != mesh_checksum(mesh):
-            raise ConfigError(
-                f"{Path(directory) / MANIFEST}: cut from another mesh than this run's (another "
-                "file, bathymetry or order: fvswe mesh partition --order, the run's; periodic "
-                "pairs are not cut yet)"
-            )
-        return read_part(directory, comm.rank, comm.size)[1]
-
-    return agreed(comm, read)
-
-
 @dataclass(frozen=True)
 class OwnPart:
     """A rank's part of a run that holds nothing global (:func:`read_own`): its :class:`Part`
@@ -213,41 +193,16 @@ class DistributedBackend:
     """One backend over the global ``layout``, its cells spread over the ranks of ``comm``
     (a :class:`~fvswe.backends.base.Backend`).
 
-    ``mesh`` is the mesh of ``layout`` (rank 0 partitions it with ``method``, unless each
-    rank reads its part from ``parts``, a folder of ``fvswe mesh partition -o``);
-    ``backend`` the per-rank backend class (CPU); ``options`` its keyword arguments.
-    ``own`` (:func:`read_own`, CPU ranks): this rank's part read from its file, ``layout``
-    then the part's own layout and ``mesh`` None: the rank holds nothing global.
+    ``mesh`` is the mesh of ``layout`` (rank 0 partitions it with ``method``);
+    ``backend`` the per-rank backend class (CPU or GPU); ``options`` its keyword arguments.
+    ``own`` (:func:`read_own`): this rank's part read from its file, ``layout`` then the
+    part's own layout and ``mesh`` None: the rank holds nothing global.
     """
 
     def __init__(
         self, mesh, layout, comm, backend, scheme: str, *, method: str = "auto",
-        parts: str | None = None, own: OwnPart | None = None, **options,
+        own: OwnPart | None = None, **options,
     ) -> None:  # fmt: skip
-        gpu = backend.name == "gpu"  # (a Simulation refuses GPU ranks holding their part alone)
-        if gpu:
-            from .backends.gpu import block_shape, resolve_variant
-            from .backends.gpu.build import runtime_of
-            from .backends.gpu.halo import GpuHalo, gpu_device, halo_mode, overlap_mode
-
-            runtime = options["runtime"] = runtime_of(options.get("runtime"))
-            device, shared = gpu_device(comm, runtime)
-            runtime.cuda.Device(device).use()
-            mode = halo_mode(shared)
-            # every rank compiles the single device's variant (float32 differs between them),
-            # chosen as one device chooses it: ``block`` where the global order keeps its
-            # blocks compact (Hilbert, Morton), each part's cells keeping that order
-            cells = (
-                options.get("cells")
-                or block_shape(scheme, layout.model.layers, layout.dtype, layout.k).cells
-            )
-            options["variant"] = resolve_variant(options.get("variant"), scheme, layout.n_cells,
-                                                 layout.edge_cells, cells)  # fmt: skip
-            # host staging cannot be captured; NCCL in graphs only when asked (FVSWE_NCCL_GRAPHS)
-            options["graphs"] = mode == "nccl" and os.environ.get("FVSWE_NCCL_GRAPHS") == "1"
-            overlap = overlap_mode(options.pop("overlap", None), options["variant"])
-        elif options.get("threads") is None:
-            options["threads"] = _threads_per_rank(comm)
         self.comm = comm
         self.model, self.nvar, self._maps = layout.model, layout.nvar, layout.maxima is not None
         #: Whether the rank holds its part alone (``own``), not the global layout.
@@ -256,19 +211,24 @@ class DistributedBackend:
             self.part, local = own.part, layout
             self.n_cells, self.n_edges = own.cells, own.edges
         else:
-            self.part = (
-                on_root(comm, lambda: split(mesh, assign(mesh, comm.size, method)), scatter=True)
-                if parts is None
-                else own_part(comm, mesh, parts)
-            )
+            self.part = on_root(comm, lambda: split(mesh, assign(mesh, comm.size, method)),
+                                scatter=True)  # fmt: skip
             local = layout.part(self.part)
             self.n_cells, self.n_edges = layout.n_cells, layout.n_edges
+        gpu = backend.name == "gpu"
+        if gpu:
+            mode, overlap = self._gpu_options(local, scheme, options)
+        elif options.get("threads") is None:
+            options["threads"] = _threads_per_rank(comm)
         self.local = backend(local, scheme, **options)
         levels = np.empty(0, dtype=np.int64)  # the level edges, by global edge index
         if local.levels is not None:
             levels = self.part.edges[np.flatnonzero(local.levels.edge_level >= 0)]
         if gpu:
-            tables = layout.levels is not None and layout.levels.count > 0
+            from .backends.gpu.halo import GpuHalo
+
+            # (every part has the whole mesh's tags, hence its tables: the same on every rank)
+            tables = local.levels is not None and local.levels.count > 0
             self.local.halo = GpuHalo(comm, self.part, self.local, mode, levels if tables else None,
                                       overlap)  # fmt: skip
         else:
@@ -279,6 +239,38 @@ class DistributedBackend:
         self._ids: dict[tuple[bool, bool], tuple] = {}  # the ranks' owned cells or edges
         self._cut_at = np.zeros(0, dtype=np.int64)  # count_edges: where this rank's edges go
         self._cut_count = 0
+
+    def _gpu_options(self, local, scheme: str, options: dict) -> tuple[str, bool]:
+        """GPU ranks: this rank's device taken, the GPU backend's ``options`` completed (its
+        runtime, the variant, graphs) and ``(halo transport, overlap)``. Every rank compiles
+        the single device's variant (float32 differs between them), chosen as one device
+        chooses it: ``block`` where the global order keeps its blocks compact (Hilbert,
+        Morton), each part's cells keeping that order (:meth:`_twice_evaluated`)."""
+        from .backends.gpu import block_shape, resolve_variant
+        from .backends.gpu.build import runtime_of
+        from .backends.gpu.halo import gpu_device, halo_mode, overlap_mode
+
+        runtime = options["runtime"] = runtime_of(options.get("runtime"))
+        device, shared = gpu_device(self.comm, runtime)
+        runtime.cuda.Device(device).use()
+        mode = halo_mode(shared)
+        cells = (
+            options.get("cells")
+            or block_shape(scheme, local.model.layers, local.dtype, local.k).cells
+        )
+        twice = self._twice_evaluated(local, cells)
+        options["variant"] = resolve_variant(options.get("variant"), scheme, self.n_cells,
+                                             cells=cells, twice=twice)  # fmt: skip
+        # host staging cannot be captured; NCCL in graphs only when asked (FVSWE_NCCL_GRAPHS)
+        options["graphs"] = mode == "nccl" and os.environ.get("FVSWE_NCCL_GRAPHS") == "1"
+        return mode, overlap_mode(options.pop("overlap", None), options["variant"])
+
+    def _twice_evaluated(self, local, cells: int) -> float:
+        """One device's :func:`~fvswe.backends.layout.twice_evaluated` of the whole mesh in
+        blocks of ``cells``, from the parts: the ranks' :func:`owned_twice` summed (exact),
+        over the whole mesh's edges. Collective."""
+        mine = owned_twice(self.part, local.edge_cells, cells)
+        return sum(self.comm.allgather(mine)) / max(1, self.n_edges)
 
     # -- the time loop's view: the local backend's clock and settings ------------------------
     @property
@@ -505,6 +497,17 @@ class DistributedBackend:
             return None
         cells = [x[0] for x in every if x[0] >= 0]
         return min(cells), every[0][1], every[0][2], max(x[3] for x in every)
+
+
+def owned_twice(part: Part, edge_cells: np.ndarray, cells: int) -> int:
+    """How many of ``part``'s owned edges (side ``i`` owned: each edge of the mesh is one
+    part's) one device's ``block`` variant evaluates twice in blocks of ``cells``
+    (:func:`~fvswe.backends.layout.twice_count` of their global cells); ``edge_cells``: the
+    part layout's (local cells)."""
+    from .backends.layout import twice_count
+
+    e = np.asarray(edge_cells[: part.n_owned_edges], dtype=np.int64)
+    return twice_count(np.where(e >= 0, part.cells[np.maximum(e, 0)], -1), cells)
 
 
 def _invalid(local, n_owned: int, model) -> np.ndarray:

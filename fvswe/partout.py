@@ -1,4 +1,4 @@
-"""Per-part files of a run whose CPU ranks hold their parts alone (``fvswe run --parts DIR``).
+"""Per-part files of a run whose ranks hold their parts alone (``fvswe run --parts DIR``).
 
 Every kind of output is a file a rank, its owned cells' rows with their cell numbers, under
 one index that rank 0 writes once every part is on disk (:func:`write_parts`):

@@ -263,7 +263,7 @@ def _conditions(mesh, boundary, layers: int, H: np.ndarray, part) -> tuple:
             level_tables(mesh, boundary, layers, H, lengths=lengths))  # fmt: skip
 
 
-def _refuse_on_part(part, s, order, backend, distributed, pairs, boundary, crs, sources) -> None:
+def _refuse_on_part(part, s, order, distributed, pairs, boundary, crs, sources) -> None:
     """One line naming the key of what a part cannot build alone yet (docs/PARALLEL.md, "Case
     inputs"): it needs the whole mesh, or data the part files do not carry. None: no part."""
     if part is None:
@@ -281,7 +281,6 @@ def _refuse_on_part(part, s, order, backend, distributed, pairs, boundary, crs, 
                           f"{order})")  # fmt: skip
     outflow = [n for n, c in (boundary or {}).items() if isinstance(c, Outflow) or c == "outflow"]
     refused = [
-        (backend != "cpu", "backend", f"{backend!r}: GPU ranks still read the whole mesh"),
         (s["method"] != "explicit", "method", f"{s['method']!r}: explicit runs only"),
         (s["reconstruction"] != "constant", "reconstruction",
          f"{s['reconstruction']!r}: the part files carry no reconstruction weights yet"),
@@ -429,7 +428,7 @@ class Simulation:
     its ranks (:mod:`fvswe.parallel`): every rank constructs the Simulation with
     the same arguments and calls the same methods; results are bitwise those of
     one process, and :meth:`state`, :meth:`fields` and :meth:`mass` are global
-    on every rank (they are collective calls). ``part`` (CPU ranks, an
+    on every rank (they are collective calls). ``part`` (CPU or GPU ranks, an
     :class:`~fvswe.parallel.OwnPart` of :func:`fvswe.parallel.read_own`, ``mesh`` then the
     rank's local mesh from its part file): the rank holds its part alone, its inputs evaluated
     at its own cells, nothing global built at set-up (docs/PARALLEL.md, "A rank holding its
@@ -475,8 +474,7 @@ class Simulation:
         #: The periodic tag pairs, joined into interior edges (:class:`fvswe.boundary.Periodic`).
         self.periodic, boundary = periodic_pairs(boundary)
         self.part = part  # this rank's part alone (fvswe.parallel.read_own), or None
-        _refuse_on_part(part, s, order, cls.name, distributed, self.periodic, boundary, crs,
-                        sources)  # fmt: skip
+        _refuse_on_part(part, s, order, distributed, self.periodic, boundary, crs, sources)
         mesh = _periodic_mesh(mesh, self.periodic, boundary, s) if self.periodic else mesh
         W0, Hc, kind, bottom, interfacial = self._cell_inputs(mesh, H, initial, friction,
                                                               interfacial_friction, s,

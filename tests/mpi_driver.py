@@ -2,11 +2,13 @@
 
 ``mpiexec -n P python tests/mpi_driver.py RUNS.json OUT.npz``: RUNS.json is a list of
 ``{"name", "case", "t_end", "scheme", "order", "dtype", "nx", "backend", "variant",
-"cells", "dt_mode", "restart_at", "section", "overlap", "misplit"}`` (from "scheme" on
+"cells", "dt_mode", "restart_at", "section", "overlap", "misplit", "parts"}`` (from "scheme" on
 optional; backend "cpu" by default; with "restart_at", the run is continued from a
 checkpoint written at that time; with "section" (a list of points), a section's volume is
 counted; "overlap": the GPU ranks' option (docs/PARALLEL.md), "misplit": one border block
-launched among the interior ones, before the halo is in (a wrong overlap); the cases ``slope-surge``
+launched among the interior ones, before the halo is in (a wrong overlap), "parts": the ranks
+each hold their part alone, from part files, restarted on fewer ranks (:func:`parts_runs`:
+``NAME`` and ``NAME-fewer``, each with ``holds``); the cases ``slope-surge``
 and ``pulled-apart`` are tests/test_vanishing.py's, on ``nx`` x 2 triangles,
 ``periodic-strip`` tests/test_periodic.py's dam break on ``nx`` x 4 triangles and
 ``sphere-band`` tests/test_sphere.py's Williamson test 2 on ``3 nx x nx`` rectangles of a
@@ -157,8 +159,10 @@ def backend_options(spec: dict, comm=None) -> dict:
             **({"compensated": spec["compensated"]} if "compensated" in spec else {})}  # fmt: skip
 
 
-def simulation(spec: dict, comm=None):
-    """The Simulation of ``spec`` (on ``comm``'s ranks, or alone)."""
+def simulation(spec: dict, comm=None, own=None):
+    """The Simulation of ``spec`` (on ``comm``'s ranks, or alone; ``own``: ``(local mesh,
+    OwnPart)`` of :func:`fvswe.parallel.read_own`, each rank holding its part alone: the named
+    cases only)."""
     if spec["case"] == "slope-surge":
         from test_vanishing import slope_surge_simulation
 
@@ -188,6 +192,8 @@ def simulation(spec: dict, comm=None):
     if "nx" in spec:
         case = case.with_grid(spec["nx"])
     options = {k: spec[k] for k in ("friction", "interfacial_friction") if k in spec}
+    if own is not None:
+        options.update(mesh=own[0], part=own[1])
     return case.simulation(
         scheme=spec.get("scheme", case.scheme), order=spec.get("order", "none"),
         dtype=spec.get("dtype", "float64"), coriolis=spec.get("coriolis"), wind=spec.get("wind"),
@@ -239,6 +245,70 @@ def restarted(spec: dict, comm=None):
         shutil.rmtree(folder)
     again.run(spec["t_end"])
     return again
+
+
+def parts_runs(spec: dict, comm) -> dict[str, dict[str, np.ndarray]]:
+    """``spec`` on the P ranks of ``comm``, each holding its part alone (its part file of
+    :func:`cut`, :func:`fvswe.parallel.read_own`): run to ``restart_at``, where each rank writes
+    its part of a checkpoint (:func:`fvswe.partout.save_checkpoint`), and on to ``t_end``
+    (``NAME``); that checkpoint continued to ``t_end`` on P - 1 ranks from their own partition,
+    or on one process (P = 2), which reads every part (``NAME-fewer``). The results on rank 0
+    (``holds``: the rank held its part alone, its layout the part's cells only). The kernels
+    are warmed up first, as ``fvswe run`` does (a step taken and undone on each rank)."""
+    import shutil
+    import tempfile
+
+    from mpi4py import MPI
+
+    from fvswe import output, partout
+    from fvswe.parallel import read_own
+    from fvswe.runner import warm_up
+
+    folder = Path(comm.bcast(tempfile.mkdtemp() if comm.rank == 0 else None))
+    fewer = comm.size - 1
+    if comm.rank == 0:
+        for n in sorted({comm.size, fewer} - {1}):
+            cut(spec, n, folder / f"parts{n}")
+    comm.Barrier()
+    own = read_own(comm, folder / f"parts{comm.size}")
+    sim = simulation(spec, comm, own)
+    holds = sim.backend.holds_part and sim.layout.n_cells == own[1].part.cells.size
+    warm_up(sim, spec["t_end"])  # as fvswe run does: a step taken and undone on each rank
+    sim.run(spec["restart_at"])
+    partout.save_checkpoint(folder / "c.npz", sim.snapshot(), comm)
+    sim.run(spec["t_end"])
+    done = {spec["name"]: {**results(sim), "holds": np.array(holds)}}
+    sub = comm.Split(0 if comm.rank < fewer else MPI.UNDEFINED)
+    again = None
+    if fewer > 1 and comm.rank < fewer:
+        own = read_own(sub, folder / f"parts{fewer}")
+        again = simulation(spec, sub, own)
+        again.restore(output.load_checkpoint(folder / "c.npz", cells=own[1].part.cells))
+    elif fewer == 1 and comm.rank == 0:
+        again = simulation(spec)
+        again.restore(output.load_checkpoint(folder / "c.npz"))
+    if again is not None:
+        again.run(spec["t_end"])
+        done[f"{spec['name']}-fewer"] = {**results(again), "holds": np.array(fewer > 1)}
+    comm.Barrier()
+    if comm.rank == 0:
+        shutil.rmtree(folder)
+    return done
+
+
+def cut(spec: dict, n: int, folder: Path) -> None:
+    """``spec``'s mesh in its order cut into ``n`` parts (Hilbert runs) and written to
+    ``folder`` (as ``fvswe mesh partition --method hilbert --order ORDER -o`` does)."""
+    from fvswe.partfile import write_parts
+    from fvswe.partition import assign, split
+
+    case = get_case(spec["case"])
+    mesh = (case.with_grid(spec["nx"]) if "nx" in spec else case).default_mesh()
+    order = spec.get("order", "none")
+    if order != "none":
+        mesh = mesh.reordered(order)[0]
+    write_parts(mesh, split(mesh, assign(mesh, n, "hilbert")), folder, method="hilbert",
+                order=order)  # fmt: skip
 
 
 def results(sim, probes=None) -> dict[str, np.ndarray]:
@@ -378,8 +448,9 @@ def runs(comm, runs_json: str, out: str) -> None:
     """Every run of ``runs_json``; rank 0 saves the results to ``out``."""
     saved = {}
     for spec in json.loads(Path(runs_json).read_text()):
-        for key, value in run_case(spec, comm).items():
-            saved[f"{spec['name']}.{key}"] = value
+        done = parts_runs(spec, comm) if spec.get("parts") else {spec["name"]: run_case(spec, comm)}
+        for name, values in done.items():
+            saved.update({f"{name}.{key}": value for key, value in values.items()})
     if comm.rank == 0:
         np.savez(out, **saved)
 

@@ -65,6 +65,8 @@ RUNS = [
      "variant": "edge", **HOST},
     {"name": "unexchanged", "case": "pulled-apart", "nx": 100, "t_end": 0.5, "variant": "gather",
      "no_theta_exchange": True, "allow_mass_error": True, **HOST},
+    {"name": "tide-parts", "case": "cgrid-tide", "nx": 12, "t_end": 900.0, "order": "hilbert",
+     "variant": "block", "cells": 32, "restart_at": 450.0, "parts": True, **HOST},
 ]  # fmt: skip
 #: Block runs again with the state's halo exchange overlapped (``overlap``: the interior
 #: blocks launched before the exchange is joined, docs/PARALLEL.md): the limiter beside the
@@ -150,6 +152,23 @@ def test_a_border_block_run_before_the_halo_is_in_changes_the_bits(request, refe
 
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+@pytest.mark.parametrize("n", [2, 3])
+def test_gpu_ranks_holding_their_parts_alone_restart_on_fewer_bit_for_bit(request, reference, n):
+    """``tide-parts``: the ranks each read their own part file (cut in Hilbert order, the run's),
+    build their layout from it and run the block variant to half time, write a checkpoint a
+    part, and go on (compared with one device above); P - 1 ranks from their own partition
+    (3 -> 2), or one process reading every part (2 -> 1), continue that checkpoint: the state,
+    steps, counters and the level boundary's inflow are one device's, bitwise."""
+    launched = ranks_runs(request, n)
+    ref = reference["tide-parts"]
+    assert ref["steps"] > 1 and abs(float(ref["inflow"])) > 1.0
+    assert bool(launched["tide-parts.holds"])  # the ranks held their parts alone
+    assert bool(launched["tide-parts-fewer.holds"]) == (n > 2)
+    for key in KEYS:
+        assert np.array_equal(launched[f"tide-parts-fewer.{key}"], ref[key]), key
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
 def test_the_limiter_acts_and_its_theta_must_cross_the_border(launched3, reference):
     """The pulled-apart layer limits cell-layers beside the borders (73 with Euler): without
     the exchange of theta, an owned cell beside a halo cell limited by its owner keeps its
@@ -181,6 +200,30 @@ def test_ranks_default_to_the_block_kernel_where_one_device_does(reference):
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
 def test_the_level_boundary_counts_its_inflow_over_the_stages(reference):
     assert abs(float(reference["tide-rk2"]["inflow"])) > 1.0
+
+
+@pytest.mark.parametrize("order", ["hilbert", "rcm"])
+def test_ranks_count_one_devices_twice_evaluated_edges_from_their_parts(order):
+    """GPU ranks choose one device's variant from its twice-evaluated edges, which ranks
+    holding their parts alone count over their owned edges (each edge one part's, by its
+    global cells) and sum: exactly one device's count, in blocks of 32 to 256 cells."""
+    from fvswe.backends.layout import Layout, twice_count, twice_evaluated
+    from fvswe.mesh import family
+    from fvswe.model import Model
+    from fvswe.parallel import owned_twice
+    from fvswe.partition import assign, split
+
+    mesh = family(4000).reordered(order)[0]
+    W0 = np.ones((mesh.n_cells, 3))
+    layout = Layout.build(mesh, Model(layers=1), W0, np.zeros(mesh.n_cells),
+                          np.zeros(mesh.n_edges, np.int32), np.float64)  # fmt: skip
+    for n, method in ((2, "hilbert"), (3, "metis"), (4, "hilbert")):
+        parts = split(mesh, assign(mesh, n, method))
+        for cells in (32, 128, 256):
+            counted = sum(owned_twice(p, layout.part(p).edge_cells, cells) for p in parts)
+            assert counted == twice_count(layout.edge_cells, cells) > 0
+            assert counted / mesh.n_edges == twice_evaluated(layout.edge_cells, cells)
+    assert (twice_evaluated(layout.edge_cells, 256) < 0.15) == (order == "hilbert")
 
 
 def test_overlap_is_the_block_variants_and_its_switch_is_checked(monkeypatch):

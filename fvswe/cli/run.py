@@ -48,7 +48,7 @@ flags override the case's or the file's settings. With --output DIR, write there
   summary.json                 steps, wall and compile time, cell-steps/s, mass balance, counters
   png/snapshot_NNNN.png        with --png: the chosen fields at every output time
   checkpoint.npz               with --checkpoint-every, and on Ctrl-C
-With --parts (CPU ranks each holding its part alone) each rank writes its own files under
+With --parts (CPU or GPU ranks each holding its part alone) each rank writes its own files under
 one index: solution.xdmf (solution-parts/, solution/NNNNNN-PPPP.h5), final.json
 (final-parts/, instead of final.npz) and checkpoint.npz (checkpoint-parts/).
 The series is readable at every moment (a killed run keeps its outputs so far), and
@@ -109,8 +109,8 @@ def register(sub) -> None:
     p.add_argument("--restart", metavar="FILE", help="continue from a checkpoint of this run")
     p.add_argument("--parts", metavar="DIR",
                    help="MPI ranks: each takes its part from DIR (fvswe mesh partition -o DIR, "
-                        "in the run's order) instead of rank 0's cut; CPU ranks read nothing "
-                        "else (no whole mesh) and write their outputs a file a part")  # fmt: skip
+                        "in the run's order) instead of rank 0's cut, reads nothing else (no "
+                        "whole mesh) and writes its outputs a file a part")  # fmt: skip
     p.add_argument("--format", choices=casefile.FORMATS,
                    help="field series: xdmf (default: a plain install writes it), netcdf "
                    "(CF-UGRID solution.nc, needs fvswe[netcdf]) or both")  # fmt: skip
@@ -343,7 +343,7 @@ def run(args) -> int:
     clock = SetupClock(started)
     clock.mark("inputs")  # the case file and the checks of its values
     own = None
-    if args.parts and spec.settings.get("backend") != "gpu":  # CPU ranks: each its part alone
+    if args.parts:  # each rank its part alone, from its part file
         _check_part_run(args, spec)
         mesh, own = parallel.read_own(comm, args.parts)
         _check_partition(spec, own)
@@ -353,11 +353,7 @@ def run(args) -> int:
     if comm is None:
         sim = spec.simulation(mesh)
     else:
-        ranks = (
-            {"comm": comm}
-            | ({"part": own} if own else {})
-            | ({"backend_options": {"parts": args.parts}} if args.parts and not own else {})
-        )
+        ranks = {"comm": comm} | ({"part": own} if own else {})
         sim = dataclasses.replace(spec, settings={**spec.settings, **ranks}).simulation(mesh)
     sim.setup_stages = {**clock.stages, **sim.setup_stages}  # the summary's setup_stages
     sim.allow_mass_error = args.allow_mass_error
@@ -424,7 +420,7 @@ def _write_final(sim, out: Path, own) -> None:
 
 
 def _check_part_run(args, spec: casefile.RunSpec) -> None:
-    """What a run on CPU ranks that each hold their part alone (--parts) does not write yet, in
+    """What a run on ranks that each hold their part alone (--parts) does not write yet, in
     one line naming the flag or key: anything but the XDMF series, the final state, checkpoints
     and summary.json."""
     given = (("--png", spec.png), ("gauges", spec.gauges), ("sections", spec.sections),

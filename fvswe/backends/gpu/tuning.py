@@ -211,11 +211,13 @@ def resolve_variant(
     edge_cells: np.ndarray | None = None,
     cells: int = BLOCK_CELLS,
     grid: bool = False,
+    twice: float | None = None,
 ) -> str:
     """The variant a backend runs: :func:`requested_variant`, else ``grid`` on a Cartesian
     grid (``grid``: :func:`grid_arrays` found one), else :func:`default_variant` with the
-    twice-evaluated fraction of ``edge_cells`` in blocks of ``cells`` (unknown without
-    ``edge_cells``; :class:`GpuBackend` passes its :func:`block_shape`'s cells).
+    twice-evaluated fraction ``twice`` (GPU ranks: counted over their parts), or that of
+    ``edge_cells`` in blocks of ``cells`` (unknown without ``edge_cells``; :class:`GpuBackend`
+    passes its :func:`block_shape`'s cells).
 
     ``grid`` asked for on another mesh is a ConfigError.
     """
@@ -227,6 +229,7 @@ def resolve_variant(
         )
     if chosen or grid:
         return chosen or GRID_VARIANT
-    known = edge_cells is not None and n_cells >= SLOT_BELOW
-    twice = twice_evaluated(edge_cells, cells) if known else 1.0
+    if twice is None:
+        known = edge_cells is not None and n_cells >= SLOT_BELOW
+        twice = twice_evaluated(edge_cells, cells) if known else 1.0
     return default_variant(scheme, n_cells, twice)
