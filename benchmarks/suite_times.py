@@ -1,7 +1,7 @@
 """Where the test suite's time goes: per-file sums and the slowest tests of pytest's JUnit XML.
 
     python -m pytest -q -n auto --junitxml=out.xml
-    python benchmarks/test_times.py out.xml [--top 30] [--workers 2]
+    python benchmarks/suite_times.py out.xml [--top 30] [--workers 2]
 
 A test's time is pytest's (setup, call and teardown: a module fixture counts in the first test
 that uses it). Under ``-n N`` the wall time is at least the sum over N and at least the longest
