@@ -47,9 +47,12 @@ def run(scheme: str, layers: int, integrator: str, dt: float, backend: str = "cp
     return sim.state()[:, [0, 3][:layers]]
 
 
-def errors(scheme: str, layers: int, integrator: str, steps=STEPS, backend: str = "cpu"):
-    """L1 errors (mean over cells and layers) at ``steps`` against Δt = steps[0] / 64."""
-    ref = run(scheme, layers, integrator, steps[0] / 64, backend)
+def errors(scheme: str, layers: int, integrator: str, steps=STEPS, backend: str = "cpu",
+           ref: np.ndarray | None = None):  # fmt: skip
+    """L1 errors (mean over cells and layers) at ``steps`` against Δt = steps[0] / 64, or
+    against the depths ``ref`` of another reference run (:func:`run`)."""
+    if ref is None:
+        ref = run(scheme, layers, integrator, steps[0] / 64, backend)
     return [float(np.abs(run(scheme, layers, integrator, dt, backend) - ref).mean())
             for dt in steps]  # fmt: skip
 

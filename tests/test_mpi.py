@@ -107,12 +107,22 @@ RUNS = [
 ]  # fmt: skip
 
 
+#: Ranks that wait in MPI sleep instead of spinning (MPICH: a nanosleep for its sched_yield;
+#: Open MPI: yield when idle). The ranks outnumber the cores that CI's 2 cores leave them
+#: beside the other pytest worker, and a rank spinning in a halo exchange takes the core of
+#: the rank it waits for: :data:`RUNS` on 3 ranks beside one busy process (three launches
+#: each way, alternated) took 73-123 s of CPU and 49-105 s wall spinning, 47-55 s of CPU and
+#: 45-64 s wall sleeping. The environment's own settings win.
+QUIET_WAIT = {"MPIR_CVAR_ENABLE_HEAVY_YIELD": "1", "OMPI_MCA_mpi_yield_when_idle": "1"}
+
+
 def mpiexec(
     n: int, *args: str, env: dict | None = None, timeout: float = 180
 ) -> subprocess.CompletedProcess:
-    """``mpiexec -n n python ARGS`` with this checkout's fvswe, one thread a rank."""
+    """``mpiexec -n n python ARGS`` with this checkout's fvswe, one thread a rank, waiting
+    ranks sleeping (:data:`QUIET_WAIT`)."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    env = {**os.environ, "PYTHONPATH": path, "NUMBA_NUM_THREADS": "1", **(env or {})}
+    env = {**QUIET_WAIT, **os.environ, "PYTHONPATH": path, "NUMBA_NUM_THREADS": "1", **(env or {})}
     return subprocess.run(
         [MPIEXEC, *_launcher_options(), "-n", str(n), sys.executable, *args],
         capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT,
