@@ -310,14 +310,17 @@ def _chezy(xp, wet, hf, speed, coef, g: float, dt: float):
     """The friction factor ``r = 1 / (1 + Δt c_f |u| / h_f)`` with Chézy's ``c_f = g / C²``
     (1 on dry faces)."""
     depth = xp.where(wet, hf, 1.0)
-    cf = g / (coef * coef)
-    return xp.where(wet, 1.0 / (1.0 + dt * cf * speed / depth), 1.0)
+    return _factor(xp, wet, depth, g / (coef * coef), speed, dt)
 
 
 def _manning(xp, wet, hf, speed, coef, g: float, dt: float):
     """As :func:`_chezy` with Manning's ``c_f = g n² / h^(1/3)``."""
     depth = xp.where(wet, hf, 1.0)
-    cf = g * coef * coef / depth ** (1.0 / 3.0)
+    return _factor(xp, wet, depth, g * coef * coef / depth ** (1.0 / 3.0), speed, dt)
+
+
+def _factor(xp, wet, depth, cf, speed, dt: float):
+    """``1 / (1 + Δt c_f |u| / h_f)`` on wet faces, 1 on dry ones: both laws' factor."""
     return xp.where(wet, 1.0 / (1.0 + dt * cf * speed / depth), 1.0)
 
 
