@@ -154,9 +154,10 @@ class Grid:
         b = np.diff(self.y_nodes)[:, None]
         ab = a * b
         area = np.broadcast_to(ab, self.shape).ravel()
-        # _centroids' quad formula reduced to its non-zero terms, same operations, same order.
-        cx = (2.0 * a * ab + a * ab) / (6.0 * ab) + self.x_nodes[:-1][None, :]
-        cy = (b * ab + 2.0 * b * ab) / (6.0 * ab) + self.y_nodes[:-1][:, None]
+        # _centroids' quad formula reduced to its non-zero terms (both weights ½ exactly),
+        # same operations, same order: x from the widths alone, y from the heights alone.
+        cx = 0.5 * ((a + a) / 3.0) + 0.5 * ((a + 0.0) / 3.0) + self.x_nodes[:-1][None, :]
+        cy = 0.5 * ((0.0 + b) / 3.0) + 0.5 * ((b + b) / 3.0) + self.y_nodes[:-1][:, None]
         centroid = _columns(*np.broadcast_arrays(cx, cy))
         # Each edge belongs to its lower-numbered cell (the boundary's to its only one) and
         # edges follow those slots: per cell [south on row 0], east, north, [west on column 0].

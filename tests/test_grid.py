@@ -37,6 +37,18 @@ def test_cells_are_row_major_quads_with_side_tags():
         assert np.all(m.edge_cells[sel, 1] == -1)
 
 
+def test_a_column_of_cells_shares_its_centroids_x_bit_for_bit():
+    """Cell heights that are no binary fractions (600/7, 1/3) differ row to row by round-off;
+    a rectangle's centroid takes x from its width and y from its height alone, so a field
+    given as a function of x (a bed) is uniform along y to the last bit, and the other way."""
+    for g in (Grid(24, 7, 25.0, 600 / 7), Grid(61, 48, 200 / 61, 1 / 3, origin=(123.456, -7.89))):
+        c = g.mesh().centroid
+        x, y = g.as_array(c[:, 0]), g.as_array(c[:, 1])
+        assert np.array_equal(x, np.broadcast_to(x[:1], x.shape))
+        assert np.array_equal(y, np.broadcast_to(y[:, :1], y.shape))
+        assert np.ptp(np.diff(g.y_nodes)) > 0  # the heights do differ by round-off
+
+
 def test_arrays_round_trip_in_the_users_shape():
     g = Grid(4, 3, 1.0, 1.0)
     a = np.arange(12.0).reshape(3, 4)

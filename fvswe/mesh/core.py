@@ -158,7 +158,7 @@ class Mesh:
             nodes=nodes,
             cells=cells,
             area=area,
-            centroid=_centroids(nodes, cells, area),
+            centroid=_centroids(nodes, cells),
             edge_tag=tag_ids,
             tags=tags,
             depth=depth,
@@ -325,17 +325,22 @@ def _barycentres(nodes, cells):
     return out
 
 
-def _centroids(nodes: np.ndarray, cells: np.ndarray, area: np.ndarray) -> np.ndarray:
-    """Barycentre for triangles, area centroid for quads."""
+def _centroids(nodes: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """Barycentre for triangles; for quads the area centroid, as the centroids of the
+    triangles (0, 1, 2) and (0, 2, 3) weighted by their signed areas. On an axis-parallel
+    rectangle both weights are ½ exactly and each coordinate comes from its own axis's
+    node coordinates alone, so a grid column's centroids share their x bit for bit (a bed
+    given as a function of x is uniform along y to the last bit; the shoelace sum mixed in
+    the cell's height)."""
     if cells.shape[1] == 3:
         return _barycentres(nodes, cells)
     pts = nodes[cells]
-    origin = pts[:, :1, :]
-    p = pts - origin
-    q = np.roll(p, -1, axis=1)
-    cross = p[..., 0] * q[..., 1] - q[..., 0] * p[..., 1]
-    c = ((p + q) * cross[..., None]).sum(axis=1) / (6.0 * area[:, None])
-    return c + origin[:, 0, :]
+    origin = pts[:, 0, :]
+    p1, p2, p3 = (pts[:, k, :] - origin for k in (1, 2, 3))
+    a1 = p1[:, 0] * p2[:, 1] - p2[:, 0] * p1[:, 1]
+    a2 = p2[:, 0] * p3[:, 1] - p3[:, 0] * p2[:, 1]
+    w1, w2 = (a1 / (a1 + a2))[:, None], (a2 / (a1 + a2))[:, None]
+    return w1 * ((p1 + p2) / 3.0) + w2 * ((p2 + p3) / 3.0) + origin
 
 
 def _edge_order(edge_cells: np.ndarray, edge_slot: np.ndarray) -> np.ndarray:
