@@ -59,6 +59,23 @@ def host(a):
     return a.get() if hasattr(a, "get") else a
 
 
+def test_jacobi_mirrors_the_walls_so_a_uniform_column_stays_uniform():
+    """Jacobi's diagonal is ``A``'s away from the domain's boundary and at a level boundary;
+    at a wall it counts the cell's opposite face, so coefficients uniform along y (walls
+    south and north) give a diagonal uniform along y, bit for bit."""
+    st = system(9, 12, seed=3)
+    d, jac = st.five(np)[0], st.jacobi_diagonal(np)
+    np.testing.assert_allclose(jac[1:-1, 1:], d[1:-1, 1:], rtol=1e-15)  # level boundary east
+    np.testing.assert_allclose(jac[1:-1, 0], d[1:-1, 0] + st.cx[1:-1, 1], rtol=1e-15)
+    np.testing.assert_allclose(jac[0, 1:], d[0, 1:] + st.cy[1, 1:], rtol=1e-15)
+    column = Stencil(np.tile(st.cx[:1], (9, 1)), np.tile(st.cy[1:2], (10, 1)))
+    column.cy[0], column.cy[-1] = 0.0, 0.0
+    jac = column.jacobi_diagonal(np)
+    assert np.array_equal(jac, np.tile(jac[4], (9, 1))) and not np.array_equal(
+        column.five(np)[0][0], column.five(np)[0][4]
+    )
+
+
 @pytest.mark.parametrize(("ny", "nx"), [(1, 7), (6, 5), (13, 20)])
 def test_operator_is_the_symmetric_positive_definite_matrix_it_stores(ny, nx):
     st = system(ny, nx)

@@ -37,12 +37,19 @@ __device__ __forceinline__ real apply_at(X x, const real* cx, const real* cy, in
     return y;
 }
 
-// The diagonal of A at cell (j, i): 1 + the coefficients of its four faces.
-__device__ __forceinline__ real diagonal_at(const real* cx, const real* cy, int nx, int j, int i)
+// Jacobi's diagonal at cell (j, i): 1 + west + east + south + north, a zero face on the
+// domain's boundary (a wall) counted as the cell's opposite face (Stencil.jacobi_diagonal:
+// a residual uniform along y stays uniform).
+__device__ __forceinline__ real jacobi_at(const real* cx, const real* cy, int nx, int ny, int j,
+                                          int i)
 {
     const real* w = cx + j * (nx + 1) + i;
     const real* s = cy + j * nx + i;
-    return real(1) + w[0] + w[1] + s[0] + s[nx];
+    const real west = i == 0 && w[0] == real(0) ? w[1] : w[0];
+    const real east = i == nx - 1 && w[1] == real(0) ? w[0] : w[1];
+    const real south = j == 0 && s[0] == real(0) ? s[nx] : s[0];
+    const real north = j == ny - 1 && s[nx] == real(0) ? s[0] : s[nx];
+    return real(1) + west + east + south + north;
 }
 
 // The block's sum of v (in thread 0), through `warps` (THREADS / 32 values).
@@ -104,7 +111,7 @@ cg_start(const real* b, const real* x, const real* cx, const real* cy, int nx, i
         const real rk = b[k] - apply_at(at, cx, cy, nx, ny, j, i);
         real zk = rk;
         if (jacobi) {
-            const real m = real(1) / diagonal_at(cx, cy, nx, j, i);
+            const real m = real(1) / jacobi_at(cx, cy, nx, ny, j, i);
             inv[k] = m;
             zk = rk * m;
         }

@@ -5,7 +5,8 @@ and returns ``M⁻¹ r`` for a ``(ny, nx)`` residual, on the device of the stenc
 
 - ``rrb``: MARIN's repeated red-black factorisation (:mod:`fvswe.implicit.rrb`), NumPy
   or CuPy.
-- ``jacobi``: the inverse diagonal, NumPy or CuPy.
+- ``jacobi``: the inverse diagonal, a wall mirrored (:meth:`Stencil.jacobi_diagonal`),
+  NumPy or CuPy.
 - ``amg``: smoothed-aggregation algebraic multigrid from pyamg (a V-cycle, the optional
   extra ``fvswe[amg]``), on the host: a CuPy residual is copied there and back, so on the
   GPU it counts iterations, not time. On the GPU itself AMG exists as NVIDIA's AmgX (a C
@@ -28,7 +29,7 @@ def build(name: str, stencil: Stencil, xp, coarse: int = COARSE_CELLS):
     if name == "rrb":
         return RRB(*stencil.five(xp), xp, coarse=coarse)
     if name == "jacobi":
-        inverse = 1.0 / stencil.five(xp)[0]
+        inverse = 1.0 / stencil.jacobi_diagonal(xp)
         return lambda r: r * inverse
     if name == "amg":
         return _amg(stencil, xp)
