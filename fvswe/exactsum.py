@@ -1,8 +1,9 @@
 """Exact sums of float64 arrays, rounded once: the same bits in any order, split or rank count.
 
-The layers' volumes (``Σ area_i h_i``, :meth:`fvswe.model.Model.layer_volumes`) are summed
-here on one process, one GPU and MPI ranks alike, so that all of them give the same bits
-without any of them holding the whole state (docs/PARALLEL.md, "Masses").
+The layers' volumes (``Σ area_i h_i``, :func:`fvswe.model.volume_sums`, a backend's
+``layer_mass``) are summed here on one process, one GPU and MPI ranks alike, so that all of
+them give the same bits without any of them holding the whole state (docs/PARALLEL.md,
+"Masses").
 
 :func:`sums` writes each finite value ``x = M 2^(e - 53)`` (``frexp``: an integer
 ``|M| < 2^53``) as three pieces of ``M`` (``trunc``: signed, each below ``2^PIECE``,
@@ -39,6 +40,8 @@ def sums(x, xp=np) -> np.ndarray:
     other such arrays :func:`rounded` rounds once."""
     if x.size > MAX_CELLS:
         raise ValueError(f"exactsum: {x.size} values in one sum (at most {MAX_CELLS})")
+    if x.size == 0:  # (CuPy's bincount needs a largest value)
+        return np.zeros(WIDTH, dtype=np.int64)
     x = x.astype(np.float64, copy=False)
     finite = xp.isfinite(x)
     m, e = xp.frexp(xp.where(finite, x, 0.0))

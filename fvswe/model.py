@@ -93,11 +93,6 @@ class Model:
         layers = zip(self.depth_components, rests, strict=True)
         return np.stack([volume_sums(W[:, c], area, r) for c, r in layers])
 
-    def layer_volumes(self, W: np.ndarray, area: np.ndarray, C=None) -> list[float]:
-        """Volume of each layer, ``Σ area_i h_k,i``: :meth:`layer_sums` rounded once, the
-        exact sum's nearest float64 in any cell order (:mod:`fvswe.exactsum`)."""
-        return [exactsum.rounded(s) for s in self.layer_sums(W, area, C)]
-
     def pack(self, fields: dict[str, np.ndarray], n: int, dtype=np.float64) -> np.ndarray:
         """Stack per-cell arrays (or scalars) named by :attr:`fields` into ``(n, nvar)``."""
         W = np.zeros((n, self.nvar), dtype=dtype)

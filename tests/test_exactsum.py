@@ -11,6 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from gpu_skip import skip_without_gpu
 
 from fvswe import exactsum
 
@@ -94,6 +95,21 @@ def test_any_order_and_any_split_give_the_same_partials_and_bits(seed):
         assert np.array_equal(sum(parts), whole)
         assert exactsum.rounded(sum(parts)) == exactsum.total(y) == exactsum.total(x)
     assert exactsum.total(x) == (math.inf if seed == 5 else exact(x))
+
+
+@pytest.mark.gpu
+def test_a_gpu_gives_numpys_partials_bit_for_bit():
+    """On a GPU (CuPy's frexp, trunc and bincount, whose float64 atomic adds of integers are
+    exact in any order): NumPy's int64 bins, hence the same rounded sum."""
+    skip_without_gpu()
+    import cupy as cp
+
+    rng = np.random.default_rng(11)
+    special = np.array([1.0, math.inf, -math.inf, math.nan, TINY])
+    for x in (wide(rng, 10**6), areas_times_depths(rng, 10**6), special, np.zeros(0)):
+        assert np.array_equal(exactsum.sums(cp.asarray(x), cp), exactsum.sums(x))
+    W = cp.asarray(rng.random((1000, 6)))
+    assert exactsum.total(W[:, 3], cp) == exact(W[:, 3].get())  # a strided column
 
 
 def test_strided_float32_and_columns_are_summed_as_float64():
