@@ -178,8 +178,8 @@ def _host_gpu() -> None:
 
 
 def digest(results: dict) -> str:
-    """sha256 of the state's bytes, steps and counters (not the masses: one GPU sums them on
-    the device, ranks on the host)."""
+    """sha256 of the state's bytes, steps and counters (not the masses, a function of the
+    state: left out so that trees from before their exact sums, fvswe.exactsum, compare)."""
     h = hashlib.sha256()
     for key in ("state", "steps", "counters", "inflow"):
         h.update(np.ascontiguousarray(results[key]).tobytes())

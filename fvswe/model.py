@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import exactsum
 from .errors import ConfigError
 
 #: Default thin-layer threshold ``eps_h`` (docs/SCHEMES.md §8): this fraction of the
@@ -32,6 +33,17 @@ def thin_layer_threshold(depth_scale: float, dtype: str = "float64") -> float:
 
 TWO_LAYER_FIELDS = ("h1", "q1x", "q1y", "h2", "q2x", "q2y")
 ONE_LAYER_FIELDS = ("h", "qx", "qy")
+
+
+def volume_sums(h, area, rest=None, xp=np) -> np.ndarray:
+    """One layer's volume ``Σ area_i h_i`` as exact partial sums (:func:`fvswe.exactsum.sums`,
+    NumPy or CuPy arrays ``xp``): each ``area_i h_i`` rounded in float64, then summed exactly;
+    with a compensated state's depth remainders ``rest`` (docs/SCHEMES.md §2.7), of ``h + c``
+    (rounded in float64 first), the depth it carries."""
+    h = h.astype(np.float64)
+    if rest is not None:
+        h += rest
+    return exactsum.sums(area * h, xp)
 
 
 @dataclass(frozen=True)
@@ -73,14 +85,13 @@ class Model:
         """Component indices of the layer thicknesses (h1, h2) or (h,)."""
         return (0, 3) if self.layers == 2 else (0,)
 
-    def layer_volumes(self, W: np.ndarray, area: np.ndarray, C=None) -> list[float]:
-        """Volume of each layer, ``Σ area_i h_k,i``, summed in float64 (W and area in one
-        cell order); with a compensated state's depth remainders ``C`` (one column per
-        layer, docs/SCHEMES.md §2.7) of ``h + c``, the depth it carries."""
-        W = W.astype(np.float64)
-        if C is not None:
-            W[:, list(self.depth_components)] += C
-        return [float(np.dot(area, W[:, c])) for c in self.depth_components]
+    def layer_sums(self, W: np.ndarray, area: np.ndarray, C=None) -> np.ndarray:
+        """Each layer's volume ``Σ area_i h_k,i`` as exact partial sums, one row a layer
+        (:func:`volume_sums`; W and area in one cell order); with a compensated state's
+        depth remainders ``C`` (one column per layer), of ``h + c``."""
+        rests = [None] * self.layers if C is None else C.T
+        layers = zip(self.depth_components, rests, strict=True)
+        return np.stack([volume_sums(W[:, c], area, r) for c, r in layers])
 
     def pack(self, fields: dict[str, np.ndarray], n: int, dtype=np.float64) -> np.ndarray:
         """Stack per-cell arrays (or scalars) named by :attr:`fields` into ``(n, nvar)``."""

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from . import exactsum
 from .boundary import INFLOW_KEYS
 from .errors import ConfigError, FvsweError
 from .partition import Part, assign, split
@@ -449,15 +450,18 @@ class DistributedBackend:
         return None if key == n_cells * nvar else (key // nvar, key % nvar)
 
     def layer_mass(self, area: np.ndarray) -> list[float]:
-        """Volume of each layer over the global state (with a compensated state's remainders),
-        summed as one process sums it, on rank 0 (the state gathered there alone), every rank
-        given the sums. ``area``: the global mesh's, or the part's where the rank holds its
+        """Volume of each layer over the global state (with a compensated state's
+        remainders), on every rank: each rank's exact partial sums over its owned cells
+        (``layer_sums``: the ranks' backend's, a GPU's on the device) added by an
+        ``Allreduce`` of int64 (exact, in any order), then rounded once
+        (:mod:`fvswe.exactsum`): one process's and one device's bits, whatever the partition,
+        nothing gathered. ``area``: the global mesh's, or the part's where the rank holds its
         part alone."""
         mine = area if self.holds_part else area[self.part.cells]
-        whole = [self.whole(a, root=True) for a in (self.local.get_state(), mine)]
-        C = self.whole(self.local.remainders(), root=True) if self.snapshot_arrays else None
-        mass = None if whole[0] is None else self.model.layer_volumes(*whole, C)
-        return self.comm.bcast(mass)
+        sums = self.local.layer_sums(mine, self.part.n_owned)
+        total = np.empty_like(sums)
+        self.comm.Allreduce(sums, total)  # mpi4py's default op: MPI.SUM
+        return [exactsum.rounded(s) for s in total]
 
     @property
     def first_clip(self) -> tuple[int, int, float] | None:

@@ -356,11 +356,10 @@ def blowup(comm) -> None:
 
 
 def same(a: dict, b: dict) -> bool:
-    """Whether two :func:`results` are bitwise equal, after more than one step. Not the
-    masses: one GPU sums them on the device (cupy.dot), the ranks over the gathered
-    state on the host; the state they sum is compared bitwise, and the variant
+    """Whether two :func:`results` are bitwise equal, after more than one step, the masses
+    too (one GPU and the ranks: the exact sum, fvswe.exactsum), and the variant
     (:func:`same_variant`)."""
-    keys = ("state", "steps", "counters", "inflow", "sections")
+    keys = ("state", "mass", "steps", "counters", "inflow", "sections")
     return (int(a["steps"]) > 1 and all(np.array_equal(a[k], b[k]) for k in keys)
             and same_variant(str(a["variant"]), str(b["variant"])))  # fmt: skip
 

@@ -5,7 +5,8 @@ tests/mpi_driver.py run the GPU backend on the host runtime
 (tests/host_runtime.py: its plans, launches and kernels, the CUDA built by g++ with the
 emulator) with its halo hook (fvswe.backends.gpu.halo.GpuHalo, staging through host memory
 and MPI, as ranks sharing a GPU do); the owned cells, steps, counters and section volumes
-(count_edges: each cut edge counted by its rank) must be the single device's bit for bit, with
+(count_edges: each cut edge counted by its rank) must be the single device's bit for bit, and so are
+the masses (each rank's exact partial sums on its device, fvswe.exactsum), with
 the positivity limiter acting beside the parts' borders and with the multi-stage integrators.
 The device runs the same with NCCL: tests/mpi_driver.py --gpu.
 """
@@ -83,7 +84,7 @@ RUNS += [
     {**next(s for s in RUNS if s["name"] == "test1-rk3-float32-block"), "name": "misplit",
      "overlap": True, "misplit": True, "allow_mass_error": True},
 ]  # fmt: skip
-KEYS = ("state", "steps", "counters", "inflow", "limited", "sections", "variant")
+KEYS = ("state", "mass", "steps", "counters", "inflow", "limited", "sections", "variant")
 
 
 @pytest.fixture(scope="module")

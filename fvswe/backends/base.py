@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from .. import integrators, registry
+from .. import exactsum, integrators, registry
 from ..errors import ConfigError
 from ..physics.reconstruction import LINEAR_CFL
 
@@ -101,6 +101,14 @@ class Pipeline:
         """The backend's own set-up, after the shared one."""
         raise NotImplementedError
 
+    def layer_mass(self, area: np.ndarray) -> list[float]:
+        """Volume of each layer, ``Σ area_i h_k,i``: the exact sum rounded once to float64
+        (:func:`fvswe.exactsum.rounded`) of the backend's ``layer_sums(area, rows=None)``
+        (each layer's exact partial sums over the first ``rows`` cells, one row a layer,
+        :func:`fvswe.model.volume_sums`; MPI ranks add their owned cells'), the same bits in
+        any cell order."""
+        return [exactsum.rounded(s) for s in self.layer_sums(area)]
+
 
 @runtime_checkable
 class Backend(Protocol):
@@ -142,7 +150,8 @@ class Backend(Protocol):
         ...
 
     def layer_mass(self, area: np.ndarray) -> list[float]:
-        """Volume of each layer, ``Σ area_i h_k,i`` in float64."""
+        """Volume of each layer, ``Σ area_i h_k,i``, the exact sum rounded once to float64
+        (:mod:`fvswe.exactsum`: the same bits in any cell order, on any rank count)."""
         ...
 
     def counters(self) -> dict[str, int | float]:

@@ -15,8 +15,10 @@ import math
 
 import numpy as np
 
+from .. import exactsum
 from ..backends.base import LAST_STEP_RTOL, check_dt_mode
 from ..errors import BlowUpError, ConfigError
+from ..model import volume_sums
 from .cg import GPU_CHECK, NotConverged
 from .cgrid import CGrid
 from .options import ImplicitOptions
@@ -190,8 +192,9 @@ class ImplicitBackend:
         self._dt, self._maxima = math.nan, None
 
     def layer_mass(self, area: np.ndarray) -> list[float]:
-        h = _host(self.state.zeta + self.step.H).astype(np.float64).ravel()
-        return [float(np.dot(np.asarray(area, dtype=np.float64), h))]
+        """The volume ``Σ area_i h_i``, the exact sum rounded once (as every backend's)."""
+        xp, h = self.xp, (self.state.zeta + self.step.H).ravel()
+        return [exactsum.rounded(volume_sums(h, xp.asarray(area, dtype=np.float64), xp=xp))]
 
     def counters(self) -> dict[str, int | float]:
         return {**self._counts, **self._extremes, "level_inflow": self._inflow}

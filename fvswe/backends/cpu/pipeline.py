@@ -223,10 +223,13 @@ class CpuBackend(Pipeline):
     def get_state(self) -> np.ndarray:
         return self.W.copy()
 
-    def layer_mass(self, area: np.ndarray) -> list[float]:
-        """Volume of each layer, ``Σ area_i h_k,i`` in float64 (``area`` in cell order); of a
-        compensated state ``h + c``, the depth it carries (docs/SCHEMES.md §2.7)."""
-        return self.model.layer_volumes(self.W, area, self._rest[U])
+    def layer_sums(self, area: np.ndarray, rows: int | None = None) -> np.ndarray:
+        """Each layer's volume ``Σ area_i h_k,i`` over the first ``rows`` cells (None: all) as
+        exact partial sums (:meth:`fvswe.model.Model.layer_sums`; ``area`` in cell order); of
+        a compensated state ``h + c``, the depth it carries (docs/SCHEMES.md §2.7)."""
+        rest = self._rest[U]
+        C = None if rest is None else rest[:rows]
+        return self.model.layer_sums(self.W[:rows], area[:rows], C)
 
     def counters(self) -> dict[str, int | float]:
         """Event counts; with level, discharge or characteristic boundaries also

@@ -107,7 +107,7 @@ class GpuBackend(Pipeline, DeviceState):
         self._compile_plans()
         clock.mark("upload")  # the device layout, buffers and control block
         self._graphs: dict[int, object] = {}
-        self._area64 = None  # float64 cell areas on the device, for layer_mass
+        self._area64 = None  # float64 cell areas on the device, for layer_sums
         #: A distributed run's halo (fvswe.backends.gpu.halo.GpuHalo): the plans' exchange,
         #: exchange_theta, reduce_dt and tally ops call it on this stream. None on one device.
         self.halo = None

@@ -15,6 +15,7 @@ import numpy as np
 from ...boundary import INFLOW_KEYS
 from ...errors import ConfigError
 from ...integrators import U
+from ...model import volume_sums
 from ..cuda_header import NO_CELL
 from .device import pack_state, slot_codes, unpack_state
 from .plan import Launch
@@ -68,20 +69,20 @@ class DeviceState:
         """A host copy ``(L, nvar)`` of the current state, current cell order."""
         return unpack_state(self._W.get(stream=self.stream), self.model.layers)
 
-    def layer_mass(self, area: np.ndarray) -> list[float]:
-        """Volume of each layer, ``Σ area_i h_k,i`` in float64, reduced on the device: an
-        output time or the end of a ``run()`` costs a few launches, not a copy of the state."""
+    def layer_sums(self, area: np.ndarray, rows: int | None = None) -> np.ndarray:
+        """Each layer's volume ``Σ area_i h_k,i`` over the first ``rows`` cells (None: all) as
+        exact partial sums (:func:`fvswe.model.volume_sums`, on the device: a few launches and
+        the sums' bins copied back, not the state); of a compensated state ``h + c``."""
         cp = self._cp
         if self._area64 is None or self._area64.size != area.size:
             self._area64 = cp.asarray(area, dtype=np.float64)
+        rests = self._rests[0][:rows] if self.compensated else None
         with self.stream:
-            out = []
-            for vec in range(self._W.shape[1]):
-                h = self._W[:, vec, 0].astype(np.float64)
-                if self.compensated:  # the depth the state carries, h + c (§2.7)
-                    h += self._rests[0][:, vec]
-                out.append(float(cp.dot(h, self._area64)))
-            return out
+            return np.stack([
+                volume_sums(self._W[:rows, vec, 0], self._area64[:rows],
+                            None if rests is None else rests[:, vec], cp)
+                for vec in range(self._W.shape[1])
+            ])  # fmt: skip
 
     def counters(self) -> dict[str, int | float]:
         """Event counts; with level, discharge or characteristic boundaries also the inflow
