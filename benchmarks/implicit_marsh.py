@@ -47,12 +47,15 @@ def main() -> None:
     ap.add_argument("--theta", type=float, default=0.55)
     ap.add_argument("--wave-courant", type=float, default=30.0)
     ap.add_argument("--cfl", type=float, default=0.9)
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "gpu"))
     args = ap.parse_args()
+    if args.store and args.backend == "gpu":
+        raise SystemExit("--store float32: the CPU backend only")
     if args.store:
         stepmod.ThetaStep.__call__ = _round_state(stepmod.ThetaStep.__call__)
     sim = get_case("cgrid-tide").with_grid(args.nx, args.ny).simulation(
-        method="implicit", dtype=args.dtype, preconditioner="jacobi", theta=args.theta,
-        cfl=args.cfl, max_wave_courant=args.wave_courant, allow_mass_error=True,
+        method="implicit", backend=args.backend, dtype=args.dtype, preconditioner="jacobi",
+        theta=args.theta, cfl=args.cfl, max_wave_courant=args.wave_courant, allow_mass_error=True,
     )  # fmt: skip
     if args.store:
         step, state = sim.backend.step, sim.backend.state
@@ -66,11 +69,11 @@ def main() -> None:
         sim.run(hours * 3600.0)
         s = sim.backend.state
         wet = s.zeta + sim.backend.step.H > 0.01  # a dry cell's level is its bed
-        excess = float(np.max(s.zeta[wet])) - float(_tide(hours * 3600.0))
+        excess = float(s.zeta[wet].max()) - float(_tide(hours * 3600.0))
         print(
             f"{args.dtype} store={args.store} {args.nx}x{args.ny} theta={args.theta:g} "
             f"cfl={args.cfl:g} t={hours:g} h: {sim.steps} steps, |u|max "
-            f"{float(np.abs(s.u).max()):.3g} m/s, level above the tide {excess:+.3f} m, "
+            f"{float(abs(s.u).max()):.3g} m/s, level above the tide {excess:+.3f} m, "
             f"{time.perf_counter() - start:.0f} s",
             flush=True,
         )
