@@ -174,8 +174,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("method", str, "explicit", "explicit (the finite volumes) or implicit (the C-grid "
             "thesis's θ-scheme: one layer on a Cartesian grid, walls and levels; "
             "docs/IMPLICIT.md)", choices=METHODS, identity=True, older="explicit"),
-    Setting("theta", NUMBER, 0.55, "method = implicit: θ in [0.5, 1] (0.5 Crank-Nicolson, 1 "
-            "backward Euler)", check=_theta, identity=True, older=0.55, active=False,
+    Setting("theta", NUMBER, 0.6, "method = implicit: θ in [0.5, 1] (0.5 Crank-Nicolson, 1 "
+            "backward Euler)", check=_theta, identity=True, older=0.6, active=False,
             only="implicit"),
     Setting("preconditioner", str, "rrb", "method = implicit: the CG's preconditioner, rrb "
             "(repeated red-black), jacobi, amg (pyamg) or none", choices=PRECONDITIONERS,

@@ -53,7 +53,7 @@ def test_tide_stays_pseudo_one_dimensional(preconditioner):
     spread = np.abs(h - h[:1]).max()
     assert h.min() >= 0 and (h < 1e-3).any() and (h > 1).any()  # a front, wet and dry
     if preconditioner == "rrb":
-        assert 0 < v.max() < 1e-4 and spread < 1e-4
+        assert 0 < v.max() < 1e-3 and spread < 1e-3
     else:
         assert v.max() == 0 and np.all(f["qy"] == 0) and spread == 0
 
@@ -179,7 +179,7 @@ def test_a_checkpoint_of_another_method_or_theta_is_refused(tmp_path):
     snap = output.load_checkpoint(tmp_path / "c.npz")
     with pytest.raises(ConfigError, match=r"method: 'implicit' in the checkpoint's run, 'expl"):
         explicit.restore(snap)
-    with pytest.raises(ConfigError, match=r"theta: 0.55 in the checkpoint's run, 1.0 now$"):
+    with pytest.raises(ConfigError, match=r"theta: 0.6 in the checkpoint's run, 1.0 now$"):
         case.simulation(**IMPLICIT, theta=1.0).restore(snap)
     with pytest.raises(ConfigError, match=r"c.npz: not a snapshot of this run's backend \(no 'u'"):
         implicit.restore({k: v for k, v in snap.items() if k != "u"})

@@ -111,7 +111,7 @@ def test_the_identity_holds_the_identity_settings(sim):
         "integrator": "euler",
         "reconstruction": "constant",
         "method": "explicit",
-        "theta": 0.55,
+        "theta": 0.6,
         "preconditioner": "rrb",
         "cg_tol": 1e-5,
         "dry_depth": 1e-3,

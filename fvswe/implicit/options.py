@@ -13,8 +13,8 @@ class ImplicitOptions:
     (their meanings, defaults and checks are that table's).
 
     ``theta``: ½ (Crank-Nicolson) to 1 (backward Euler) on the level in the momentum
-    equations and the velocities in continuity; the default 0.55 damps what ½ lets grow at
-    large steps over wetting and drying (docs/IMPLICIT.md); ``preconditioner``: rrb, jacobi,
+    equations and the velocities in continuity; the default 0.6 damps what ½ and 0.55 let grow
+    at large steps over wetting and drying (docs/IMPLICIT.md); ``preconditioner``: rrb, jacobi,
     amg or none; ``cg_tol``: CG stops at ``||r||_2 < cg_tol`` (m); ``dry_depth``: a face whose
     upwind depth is below it is dry (closed, Delft3D's threshold); ``max_wave_courant``:
     the step is at most this gravity-wave Courant number ``Δt √(g h_max) / min(Δx, Δy)``
