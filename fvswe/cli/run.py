@@ -421,16 +421,14 @@ def _write_final(sim, out: Path, own) -> None:
 
 def _check_part_run(args, spec: casefile.RunSpec) -> None:
     """What a run on ranks that each hold their part alone (--parts) does not write yet, in
-    one line naming the flag or key: anything but the XDMF series, the final state, checkpoints
-    and summary.json."""
-    given = (("--png", spec.png), ("gauges", spec.gauges), ("sections", spec.sections),
-             ("--maxima", spec.settings.get("maxima")),
-             ("--format", spec.output_format not in (None, "xdmf")))  # fmt: skip
+    one line naming the flag or key: the pictures of the fields and a NetCDF series
+    (docs/PARALLEL.md, "Per-part outputs")."""
+    given = (("--png", spec.png), ("--format", spec.output_format not in (None, "xdmf")))
     for key, value in given:
         if value:
             raise ConfigError(f"{key}: not with --parts yet (ranks holding their parts alone "
-                              "write the XDMF series, the final state, checkpoints and "
-                              "summary.json only)")  # fmt: skip
+                              "write the XDMF series, gauges, sections, maximum maps, the final "
+                              "state, checkpoints and summary.json)")  # fmt: skip
 
 
 def _check_partition(spec: casefile.RunSpec, own) -> None:
@@ -623,11 +621,11 @@ def _checkpoint(path: Path, sim, probe=None, maps=None) -> None:
         snap.update(probe.state())
     if maps is not None:
         maps()
+    if probe is not None and sim.is_root:
+        probe.write(path.parent, netcdf=probes.netcdf_available(), png=False)
     if sim.part is not None:  # ranks holding their parts alone: a file each, then the index
         partout.save_checkpoint(path, snap, sim.comm)
     elif sim.is_root:
-        if probe is not None:
-            probe.write(path.parent, netcdf=probes.netcdf_available(), png=False)
         output.save_checkpoint(path, snap)
 
 
