@@ -386,8 +386,7 @@ def run(args) -> int:
         if probe is not None:  # a restart's records before it, as the series keeps its outputs
             probe.keep_earlier(out)
         resume = sim.t if args.restart else None
-        maps = None if sim.layout.maxima is None else functools.partial(
-            maxima.write, sim, out, fmt, spec.crs)  # fmt: skip
+        maps = _maps_of(own, sim, out, fmt, spec)
         with _series_of(own, fmt, out, sim, resume, spec, identity) as series:
             summary = _advance(args, spec, sim, times, series, probe, started, maps, out)
         try:
@@ -409,6 +408,16 @@ def _series_of(own, fmt: str, out: Path, sim, resume, spec, identity: dict):
     if own:
         return partout.PartSeries(out, sim, resume_at=resume, identity=identity)
     return _Series(fmt, out, sim, resume, spec, identity)
+
+
+def _maps_of(own, sim, out: Path, fmt: str, spec):
+    """What writes the maximum and arrival maps (None: the run keeps none): a file a part
+    under ``maxima.json`` (``own``: ranks holding their parts alone), else as one process."""
+    if sim.layout.maxima is None:
+        return None
+    if own:
+        return functools.partial(partout.write_maxima, out, sim)
+    return functools.partial(maxima.write, sim, out, fmt, spec.crs)
 
 
 def _write_final(sim, out: Path, own) -> None:
