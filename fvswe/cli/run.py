@@ -50,7 +50,8 @@ flags override the case's or the file's settings. With --output DIR, write there
   checkpoint.npz               with --checkpoint-every, and on Ctrl-C
 With --parts (CPU or GPU ranks each holding its part alone) each rank writes its own files under
 one index: solution.xdmf (solution-parts/, solution/NNNNNN-PPPP.h5), final.json
-(final-parts/, instead of final.npz) and checkpoint.npz (checkpoint-parts/).
+(final-parts/, instead of final.npz), maxima.json (maxima-parts/) and checkpoint.npz
+(checkpoint-parts/); gauges and sections as one process (no --png, no --format netcdf).
 The series is readable at every moment (a killed run keeps its outputs so far), and
 a --restart continues it in place. One run at a time writes DIR; a DIR holding
 another run's results is refused unless --overwrite, which first removes them (the
