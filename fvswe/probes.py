@@ -202,13 +202,16 @@ def _part_gauges(sim, gauges: Sequence[Gauge]) -> tuple[np.ndarray, np.ndarray, 
     rank searches its owned cells; the few ids are gathered. Collective."""
     mesh, part, comm = sim.mesh, sim.part.part, sim.comm
     n = part.n_owned
+    rows = np.full(len(gauges), -1, dtype=np.int64)  # this rank's first owned cell with it
 
-    def mine() -> list[tuple[int, int]]:
+    def mine() -> list[tuple[int, int] | None]:
         found = []
-        for g in gauges:
+        for j, g in enumerate(gauges):
             _finite(g)
             inside = _inside(mesh, g.x, g.y, n)
-            k = inside[np.argmin(part.cells[inside])] if inside.size else -1
+            if inside.size:
+                rows[j] = inside[np.argmin(part.cells[inside])]
+            k = rows[j]
             found.append((int(part.cells[k]), int(mesh.original_index[k])) if k >= 0 else None)
         return found
 
@@ -223,10 +226,9 @@ def _part_gauges(sim, gauges: Sequence[Gauge]) -> tuple[np.ndarray, np.ndarray, 
                               f"{sim.part.manifest['source']}")  # fmt: skip
         cells.append(best[0])
         original.append(best[1])
-    at = {int(c): k for k, c in enumerate(part.cells[:n])}
-    rows = [at.get(c, -1) for c in cells]
-    return (np.array(cells, dtype=np.int64), np.array(original, dtype=np.int64),
-            np.array(rows, dtype=np.int64))  # fmt: skip
+        if rows[j] >= 0 and part.cells[rows[j]] != best[0]:
+            rows[j] = -1  # another rank's cell, earlier in the run's order, holds it too
+    return np.array(cells, dtype=np.int64), np.array(original, dtype=np.int64), rows
 
 
 def _part_cuts(sim, sections: Sequence[Section]) -> list[tuple[np.ndarray, np.ndarray]]:
