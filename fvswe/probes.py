@@ -418,7 +418,10 @@ class Probes:
         return cell
 
     def part_cells(self, k: int, *, right: bool) -> np.ndarray:
-        """The cells (backend numbering, as ``sim.mesh``) right or left of section ``k``."""
+        """The cells (backend numbering, as ``sim.mesh``) right or left of section ``k`` (not
+        on ranks holding their parts alone: the whole mesh's cells are on none of them)."""
+        if self.sim.part is not None:
+            raise ConfigError("part_cells: not on ranks holding their parts alone")
         return np.flatnonzero(self._right[k] == right)
 
     def _section_volumes(self) -> np.ndarray:
