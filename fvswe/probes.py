@@ -27,7 +27,10 @@ boundary is refused there.
 
 :class:`Probes` samples both, at any times the caller chooses (at output
 times, or every ``k`` steps through ``Simulation.run(..., check_every=k,
-callback=probes.sample)``), and writes ``gauges.nc``/``.csv`` and
+callback=probes.sample)``), on one process or MPI ranks, also ranks holding their parts
+alone (``fvswe run --parts``: each finds its gauges' cells and the cut edges among its owned
+ones, and the few ids and values are gathered; one process's bits, docs/PARALLEL.md), and
+writes ``gauges.nc``/``.csv`` and
 ``sections.nc``/``.csv`` (CF NetCDF, ``featureType = "timeSeries"``) and a
 PNG of both.
 """
