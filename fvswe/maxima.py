@@ -98,7 +98,8 @@ def fields(rows: np.ndarray, layers: int) -> dict[str, np.ndarray]:
 def write(sim, directory: str | Path, fmt: str = "xdmf", crs: str | None = None) -> list[Path]:
     """The maps of ``sim`` now (collective on several ranks; rank 0 writes) into ``directory``:
     ``maxima.nc`` for the ``netcdf`` format, ``maxima.xdmf`` + ``maxima.h5`` for ``xdmf``,
-    all three for ``both``, each atomically."""
+    all three for ``both``, each atomically (the per-part maps of a run this one continued,
+    :func:`fvswe.partout.write_maxima`, are removed)."""
     maps = sim.maxima()
     if not sim.is_root:
         return []
@@ -107,6 +108,7 @@ def write(sim, directory: str | Path, fmt: str = "xdmf", crs: str | None = None)
         written.append(_netcdf(sim, maps, directory / FILES[0], crs))
     if fmt in ("xdmf", "both"):
         written += _xdmf(sim, maps, directory)
+    (directory / "maxima.json").unlink(missing_ok=True)  # a per-part run's, continued
     return written
 
 

@@ -42,7 +42,7 @@ RESULTS = (f"{SERIES}.xdmf", f"{SERIES}.h5", SERIES, f"{SERIES}-parts", f"{SERIE
            CHECKPOINT_PARTS, "grid.npz", "gauges.csv", "gauges.nc",
            "sections.csv",
            "sections.nc", "probes.png", "maxima.nc", "maxima.xdmf", "maxima.h5",
-           "png")  # fmt: skip
+           "maxima.json", "maxima-parts", "png")  # fmt: skip
 #: The series files that record the identity of the run that wrote them, and the attribute
 #: of the file's root that holds it (JSON). Both are HDF5 files (``solution.nc`` is NetCDF-4),
 #: so h5py reads either, without netCDF4.
@@ -165,7 +165,9 @@ def _alive(pid: int) -> bool:
 def clean_stale(directory: str | Path) -> None:
     """Remove the temporaries that killed runs left in ``directory`` (and its series and PNGs)."""
     directory = Path(directory)
-    for name in (".", SERIES, "png", CHECKPOINT_PARTS, f"{SERIES}-parts", "final-parts"):
+    folders = (".", SERIES, "png", CHECKPOINT_PARTS, f"{SERIES}-parts", "final-parts",
+               "maxima-parts")  # fmt: skip
+    for name in folders:
         folder = directory / name
         for tmp in folder.glob(f".*{PART}*"):
             tmp.unlink(missing_ok=True)

@@ -419,16 +419,18 @@ class DistributedBackend:
     def count_edges(self, edges: np.ndarray, volumes: np.ndarray | None = None) -> int:
         """As the CPU's :meth:`~fvswe.backends.cpu.CpuBackend.count_edges` of the global
         ``edges`` (from ``volumes``, one row per edge, when given): each rank counts those
-        it owns."""
+        it owns (found among its owned edges: nothing the size of the whole mesh)."""
         edges = np.asarray(edges, dtype=np.int64)
-        local = np.full(self.n_edges, -1, dtype=np.int64)
-        local[self.part.edges] = np.arange(self.part.edges.size)
-        mine = local[edges]
-        at = np.flatnonzero((mine >= 0) & (mine < self.part.n_owned_edges))
+        owned = self.part.edges[: self.part.n_owned_edges]  # (no array over the whole mesh)
+        order = np.argsort(owned, kind="stable")
+        i = np.searchsorted(owned, edges, sorter=order)
+        found = i < owned.size
+        found[found] = owned[order[i[found]]] == edges[found]
+        at = np.flatnonzero(found)
         start = self._cut_count
         self._cut_at = np.concatenate((self._cut_at, start + at))
         self._cut_count += edges.size
-        self.local.count_edges(mine[at], None if volumes is None else np.asarray(volumes)[at])
+        self.local.count_edges(order[i[at]], None if volumes is None else np.asarray(volumes)[at])
         return start
 
     def edge_volumes(self) -> np.ndarray:

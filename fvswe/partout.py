@@ -9,6 +9,9 @@ one index that rank 0 writes once every part is on disk (:func:`write_parts`):
   run's identity, each part file's name, rows and SHA-256 of its arrays);
 - the final state (:func:`write_final`): ``final-parts/TOKEN-part-NNNN.npz`` under
   ``final.json``; :func:`load_final` gives one process's ``final.npz`` arrays;
+- the maximum and arrival maps (:func:`write_maxima`, at the end and at every checkpoint):
+  ``maxima-parts/TOKEN-part-NNNN.npz`` under ``maxima.json``; :func:`load_maxima` gives one
+  process's maps;
 - the series (:class:`PartSeries`): per-part HDF5 files under the XDMF index
   ``solution.xdmf``, which ParaView opens as one dataset, and :func:`open_parts` as one
   xarray Dataset.
@@ -51,8 +54,10 @@ from .output import (
 
 #: The per-cell arrays of a snapshot that a part file holds (its owned rows).
 ROWS = ("W", "C", "maxima")
-#: The final state's index and the folder of its per-part files (beside ``final.npz``).
-FINAL_INDEX, FINAL_PARTS, FINAL_FORMAT = "final.json", "final-parts", "fvswe-final-parts"
+#: The final state's index, the folder of its per-part files (beside ``final.npz``) and
+#: the index's format; those of the maximum and arrival maps.
+FINAL = FINAL_INDEX, FINAL_PARTS, FINAL_FORMAT = "final.json", "final-parts", "fvswe-final-parts"
+MAXIMA = "maxima.json", "maxima-parts", "fvswe-maxima-parts"
 #: The XDMF collections of a per-part series: of its output times, and of each one's parts.
 TEMPORAL, SPATIAL = "@CollectionType='Temporal'", "@CollectionType='Spatial'"
 
@@ -168,25 +173,50 @@ def _read_part(path: Path, entry: dict[str, Any], src: str) -> dict[str, np.ndar
     return a
 
 
-# -- the final state ----------------------------------------------------------------------------
+# -- the final state and the maximum maps -------------------------------------------------------
 def write_final(directory: str | Path, sim) -> None:
     """The final state of a run whose ranks hold their parts alone: each rank's owned cells'
     ``final.npz`` arrays (x, y, area, H, the state components) and ``cells``, their numbers
     in the mesh's original order, in ``final-parts/``; then the index ``final.json`` (rank 0).
     :func:`load_final` gives one process's ``final.npz``; the ``final.npz`` of a run this one
     continued is removed. Collective."""
-    directory = Path(directory)
     f = sim.part_fields()
     keep = ("x", "y", "area", "H", *sim.model.fields)
-    arrays = {"cells": np.asarray(f["cell"], dtype=np.int64), **{k: f[k] for k in keep}}
+    _write_cells(Path(directory), sim, FINAL, {k: f[k] for k in keep}, {}, ("final.npz",))
+
+
+def write_maxima(directory: str | Path, sim) -> None:
+    """The maximum and arrival maps so far of a run whose ranks hold their parts alone (a
+    file a part, as :func:`write_final`): each rank's owned cells' maps
+    (:data:`fvswe.maxima.NAMES`, the formulas of :func:`fvswe.maxima.fields` row by row, so
+    one process's bits) in ``maxima-parts/`` under the index ``maxima.json`` (with the time
+    and the arrival threshold); :func:`load_maxima` gives one process's maps. The maps a run
+    this one continued wrote as one process (``maxima.h5``, ``.xdmf``, ``.nc``) are removed.
+    Collective."""
+    from .maxima import FILES, fields
+
+    n = sim.part.part.n_owned
+    maps = fields(sim.backend.local.maxima()[:n], sim.model.layers)
+    meta = {"arrival_threshold": float(sim.layout.maxima)}
+    _write_cells(Path(directory), sim, MAXIMA, maps, meta, FILES)
+
+
+def _write_cells(directory: Path, sim, kind: tuple[str, str, str], arrays: dict[str, Any],
+                 meta: dict[str, Any], stale: tuple[str, ...]) -> None:  # fmt: skip
+    """Each rank's per-owned-cell ``arrays`` and ``cells`` (their numbers in the original
+    order) in the folder of ``kind`` (index, folder, format); then, on rank 0, its index (the
+    time, ``meta``, the arrays' names and the parts) and the files ``stale`` removed."""
+    index_name, folder, fmt = kind
+    cells = np.asarray(sim.mesh.original_index[: sim.part.part.n_owned], dtype=np.int64)
 
     def index(parts: list[dict[str, Any]]) -> None:
-        meta = {"format": FINAL_FORMAT, "t": float(sim.t), "fields": list(keep), "parts": parts,
+        full = {"format": fmt, "t": float(sim.t), **meta, "fields": list(arrays), "parts": parts,
                 "cells": sum(p["cells"] for p in parts)}  # fmt: skip
-        atomic_write(directory / FINAL_INDEX, lambda p: Path(p).write_text(json.dumps(meta)))
-        (directory / "final.npz").unlink(missing_ok=True)  # of a one-process run continued
+        atomic_write(directory / index_name, lambda p: Path(p).write_text(json.dumps(full)))
+        for name in stale:  # of a one-process run continued
+            (directory / name).unlink(missing_ok=True)
 
-    write_parts(sim.comm, directory / FINAL_PARTS, arrays, index)
+    write_parts(sim.comm, directory / folder, {"cells": cells, **arrays}, index)
 
 
 def load_final(directory: str | Path) -> dict[str, np.ndarray]:
@@ -197,13 +227,37 @@ def load_final(directory: str | Path) -> dict[str, np.ndarray]:
     if (directory / "final.npz").is_file():
         with np.load(directory / "final.npz") as z:
             return {key: z[key] for key in z.files}
-    path = directory / FINAL_INDEX
+    return _read_cells(directory / FINAL_INDEX, FINAL[2])
+
+
+def load_maxima(directory: str | Path) -> dict[str, np.ndarray]:
+    """The maximum and arrival maps in ``directory`` as one process holds them
+    (:meth:`Simulation.maxima <fvswe.simulation.Simulation.maxima>`: the original cell
+    order): of one process's ``maxima.h5``, or of the per-part files under ``maxima.json``.
+    One-line ConfigErrors name the file."""
+    import h5py
+
+    from .maxima import FILES, NAMES
+
+    directory = Path(directory)
+    path = directory / FILES[2]
+    if (directory / MAXIMA[0]).is_file() or not path.is_file():
+        return _read_cells(directory / MAXIMA[0], MAXIMA[2])
+    try:
+        with h5py.File(path, "r") as f:
+            return {name: f[name][()] for name in NAMES[2 if "max_eta1" in f else 1]}
+    except (OSError, KeyError) as exc:
+        raise ConfigError(f"{path}: cannot read ({' '.join(str(exc).split())})") from None
+
+
+def _read_cells(path: Path, fmt: str) -> dict[str, np.ndarray]:
+    """The arrays of the per-part index ``path`` (format ``fmt``) in the original order."""
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{path}: cannot read ({' '.join(str(exc).split())})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FINAL_FORMAT:
-        raise ConfigError(f"{path}: not an fvswe final-state index (format {FINAL_FORMAT!r})")
+    if not isinstance(meta, dict) or meta.get("format") != fmt:
+        raise ConfigError(f"{path}: not an fvswe per-part index (format {fmt!r})")
     rows = part_rows(path, meta, None, str(path))
     return {key: rows[key] for key in meta["fields"]}
 

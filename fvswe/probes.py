@@ -27,7 +27,10 @@ boundary is refused there.
 
 :class:`Probes` samples both, at any times the caller chooses (at output
 times, or every ``k`` steps through ``Simulation.run(..., check_every=k,
-callback=probes.sample)``), and writes ``gauges.nc``/``.csv`` and
+callback=probes.sample)``), on one process or MPI ranks, also ranks holding their parts
+alone (``fvswe run --parts``: each finds its gauges' cells and the cut edges among its owned
+ones, and the few ids and values are gathered; one process's bits, docs/PARALLEL.md), and
+writes ``gauges.nc``/``.csv`` and
 ``sections.nc``/``.csv`` (CF NetCDF, ``featureType = "timeSeries"``) and a
 PNG of both.
 """
@@ -48,7 +51,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .boundary import WALL
 from .errors import ConfigError
-from .output import FIELD_NAMES, atomic_write, output_fields
+from .output import FIELD_NAMES, atomic_write, output_fields, people_fields
 
 
 @dataclass(frozen=True)
@@ -71,18 +74,24 @@ class Section:
 
 # -- geometry ---------------------------------------------------------------------------------
 def locate(mesh, x: float, y: float) -> int | None:
-    """The (first) cell of ``mesh`` that contains ``(x, y)``, edges included, or None.
+    """The (first) cell of ``mesh`` that contains ``(x, y)``, edges included, or None."""
+    inside = _inside(mesh, x, y)
+    return int(inside[0]) if inside.size else None
+
+
+def _inside(mesh, x: float, y: float, n: int | None = None) -> np.ndarray:
+    """The cells of ``mesh`` (its first ``n``: a part's owned ones) that contain ``(x, y)``,
+    edges included, in order.
 
     Cells are convex and counter-clockwise: a point is inside when it lies left of
     (or on) every side.
     """
-    nodes = mesh.nodes[mesh.cells]  # (n, k, 2)
+    nodes = mesh.nodes[mesh.cells[:n]]  # (n, k, 2)
     side = np.roll(nodes, -1, axis=1) - nodes
     rel = np.array([x, y]) - nodes
     cross = side[..., 0] * rel[..., 1] - side[..., 1] * rel[..., 0]
     scale = np.abs(side).max(axis=(1, 2)) ** 2
-    inside = np.flatnonzero(np.all(cross >= -1e-12 * scale[:, None], axis=1))
-    return int(inside[0]) if inside.size else None
+    return np.flatnonzero(np.all(cross >= -1e-12 * scale[:, None], axis=1))
 
 
 def _crossings(a: np.ndarray, b: np.ndarray, p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -108,21 +117,9 @@ def split(mesh, section: Section) -> tuple[np.ndarray, np.ndarray]:
     (crossing a seam) is refused, and the mesh is split with its seams opened: the section
     must then split the opened mesh in two and meet each seam whole (every joined edge of a
     pair across the section, or none), so it runs from wall to wall or once around a period."""
-    pts = np.asarray(section.points, dtype=np.float64)
-    if pts.ndim != 2 or pts.shape[1] != 2 or len(pts) < 2 or not np.all(np.isfinite(pts)):
-        raise ConfigError(f"section {section.name!r}: needs two or more finite (x, y) points")
     interior = np.flatnonzero(mesh.edge_cells[:, 1] >= 0)
     ci, cj = mesh.edge_cells[interior, 0], mesh.edge_cells[interior, 1]
-    a, b = mesh.centroid[ci], mesh.centroid[cj]
-    shift = np.zeros_like(a) if mesh.edge_shift is None else mesh.edge_shift[interior]
-    joined = np.any(shift != 0.0, axis=1)
-    cut, j_right = _cut(pts, a, b - shift)  # j seen from i
-    seam = joined & (cut | _cut(pts, a + shift, b)[0])  # or i seen from j
-    if seam.any():  # the seam's place on the side the line crossed it
-        k = np.argmax(seam)
-        x, y = mesh.nodes[mesh.edge_nodes[interior[k]]].mean(axis=0) + (0 if cut[k] else shift[k])
-        raise ConfigError(f"section {section.name!r}: crosses a periodic seam at "
-                          f"({x:.6g}, {y:.6g}); draw it off the seams")  # fmt: skip
+    cut, j_right, joined, shift = _cut_pairs(mesh, section, interior)
     if not cut.any():
         raise ConfigError(f"section {section.name!r}: the line crosses no pair of cells")
     keep = ~cut & ~joined  # the seams opened
@@ -140,6 +137,28 @@ def split(mesh, section: Section) -> tuple[np.ndarray, np.ndarray]:
     _whole_seams(section, mesh, interior[joined], label[ci[joined]] != label[cj[joined]],
                  shift[joined])  # fmt: skip
     return label == right_label[0], interior[cut]
+
+
+def _cut_pairs(mesh, section: Section, interior: np.ndarray):
+    """``(cut, j_right, joined, shift)`` of the ``interior`` edges of ``mesh``: whether the
+    section cuts the pair of cells of each (its seams opened), whether the second cell lies
+    right of the line, whether the edge joins a periodic pair, and the pair's translation;
+    a one-line error where the points are not a polyline or the line crosses a seam."""
+    pts = np.asarray(section.points, dtype=np.float64)
+    if pts.ndim != 2 or pts.shape[1] != 2 or len(pts) < 2 or not np.all(np.isfinite(pts)):
+        raise ConfigError(f"section {section.name!r}: needs two or more finite (x, y) points")
+    ci, cj = mesh.edge_cells[interior, 0], mesh.edge_cells[interior, 1]
+    a, b = mesh.centroid[ci], mesh.centroid[cj]
+    shift = np.zeros_like(a) if mesh.edge_shift is None else mesh.edge_shift[interior]
+    joined = np.any(shift != 0.0, axis=1)
+    cut, j_right = _cut(pts, a, b - shift)  # j seen from i
+    seam = joined & (cut | _cut(pts, a + shift, b)[0])  # or i seen from j
+    if seam.any():  # the seam's place on the side the line crossed it
+        k = np.argmax(seam)
+        x, y = mesh.nodes[mesh.edge_nodes[interior[k]]].mean(axis=0) + (0 if cut[k] else shift[k])
+        raise ConfigError(f"section {section.name!r}: crosses a periodic seam at "
+                          f"({x:.6g}, {y:.6g}); draw it off the seams")  # fmt: skip
+    return cut, j_right, joined, shift
 
 
 def _whole_seams(section: Section, mesh, edges: np.ndarray, across: np.ndarray, shift) -> None:
@@ -175,6 +194,80 @@ def _closed(mesh, edge_bc: np.ndarray, part: np.ndarray) -> bool:
     boundary = mesh.edge_cells[:, 1] < 0
     mine = boundary & part[mesh.edge_cells[:, 0]]
     return bool(np.all(edge_bc[mine] == WALL))
+
+
+# -- ranks holding their parts alone ----------------------------------------------------------
+def _part_gauges(sim, gauges: Sequence[Gauge]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """On ranks holding their parts alone (``sim.part``): ``(cells, original, rows)``, each
+    gauge's cell as one process's :func:`locate` finds it (the first in the run's order that
+    contains the point: the least global id over the ranks' owned cells), its number in the
+    original order, and its row among this rank's owned cells (-1: another rank's). Each
+    rank searches its owned cells; the few ids are gathered. Collective."""
+    mesh, part, comm = sim.mesh, sim.part.part, sim.comm
+    n = part.n_owned
+    rows = np.full(len(gauges), -1, dtype=np.int64)  # this rank's first owned cell with it
+
+    def mine() -> list[tuple[int, int] | None]:
+        found = []
+        for j, g in enumerate(gauges):
+            _finite(g)
+            inside = _inside(mesh, g.x, g.y, n)
+            if inside.size:
+                rows[j] = inside[np.argmin(part.cells[inside])]
+            k = rows[j]
+            found.append((int(part.cells[k]), int(mesh.original_index[k])) if k >= 0 else None)
+        return found
+
+    from .parallel import agreed
+
+    every = comm.allgather(agreed(comm, mine))
+    cells, original = [], []
+    for j, g in enumerate(gauges):
+        best = min((f[j] for f in every if f[j] is not None), default=None)
+        if best is None:
+            raise ConfigError(f"gauge {g.name!r}: ({g.x:g}, {g.y:g}) lies outside "
+                              f"{sim.part.manifest['source']}")  # fmt: skip
+        cells.append(best[0])
+        original.append(best[1])
+        if rows[j] >= 0 and part.cells[rows[j]] != best[0]:
+            rows[j] = -1  # another rank's cell, earlier in the run's order, holds it too
+    return np.array(cells, dtype=np.int64), np.array(original, dtype=np.int64), rows
+
+
+def _part_cuts(sim, sections: Sequence[Section]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """On ranks holding their parts alone: each section's ``(cut, sign)`` as one process's
+    :func:`split` gives them: the global interior edges the line cuts, in order, and +1 where
+    an edge's normal points to the right of the line. Each rank cuts its owned edges (the
+    centroids of its halo cells are in its part), the few cut edges are gathered. The checks
+    of :func:`split` that need the whole mesh's cells (that the line splits it in two, once,
+    meeting each periodic seam whole) are not made here. Collective."""
+    mesh, part, comm = sim.mesh, sim.part.part, sim.comm
+    interior = np.flatnonzero(mesh.edge_cells[: part.n_owned_edges, 1] >= 0)
+
+    def mine() -> list[tuple[np.ndarray, np.ndarray]]:
+        out = []
+        for s in sections:
+            cut, j_right, _, _ = _cut_pairs(mesh, s, interior)
+            out.append((part.edges[interior[cut]], np.where(j_right[cut], 1.0, -1.0)))
+        return out
+
+    from .parallel import agreed
+
+    every = comm.allgather(agreed(comm, mine))
+    found = []
+    for j, s in enumerate(sections):
+        edges = np.concatenate([r[j][0] for r in every]).astype(np.int64)
+        signs = np.concatenate([r[j][1] for r in every])
+        if not edges.size:
+            raise ConfigError(f"section {s.name!r}: the line crosses no pair of cells")
+        order = np.argsort(edges, kind="stable")
+        found.append((edges[order], signs[order]))
+    return found
+
+
+def _finite(gauge: Gauge) -> None:
+    if not (math.isfinite(gauge.x) and math.isfinite(gauge.y)):
+        raise ConfigError(f"gauge {gauge.name!r}: coordinates must be finite numbers")
 
 
 # -- sampling ---------------------------------------------------------------------------------
@@ -258,21 +351,18 @@ class Probes:
             names = [g.name for g in items]
             if len(set(names)) != len(names):
                 raise ConfigError(f"{kind}s: two named {_duplicate(names)!r}")
-        self.cells = np.array([self._cell(mesh, g) for g in self.gauges], dtype=np.int64)
+        #: The gauges' cells (the run's numbering, as ``sim.mesh`` on one process) and their
+        #: numbers in the mesh's original order (that of ``sim.fields()``).
+        if sim.part is None:
+            self.cells = np.array([self._cell(mesh, g) for g in self.gauges], dtype=np.int64)
+            self.original_cells = mesh.original_index[self.cells]
+        else:  # ranks holding their parts alone: each gauge's row on the rank that owns it
+            self.cells, self.original_cells, self._rows = _part_gauges(sim, self.gauges)
         #: The backend counts the volume through each cut edge (the CPU's and the GPU's, on
         #: ranks too); else a section's volume is that of a side closed by walls.
         self.counted = bool(self.sections) and getattr(sim.backend, "counts_edges", False)
         self._parts, self._signs, self.cut_edges, self._right = [], [], [], []
-        for s in self.sections:
-            right, cut = split(mesh, s)
-            self._right.append(right)
-            self.cut_edges.append(cut)
-            if self.counted:  # +1 where the edge's normal points to the right
-                self._signs.append(np.where(right[mesh.edge_cells[cut, 1]], 1.0, -1.0))
-            else:
-                part, sign = self._closed_side(s, mesh, right, sim)
-                self._parts.append(part)
-                self._signs.append(sign)
+        self._cut_sections(sim, mesh)
         saved = None if resume is None else self._saved(resume)
         if self.counted:  # where this object's edges start among the backend's counted ones
             edges = np.concatenate(self.cut_edges)
@@ -286,6 +376,26 @@ class Probes:
         self.resumed = saved is not None
         if not self.resumed:
             self.sample()  # the start: sections count their volume from here
+
+    def _cut_sections(self, sim, mesh) -> None:
+        """Each section's cut edges and their signs (``counted``), else the cells and sign of
+        its side closed by walls; on ranks holding their parts alone, the cut edges alone
+        (:func:`_part_cuts`: the whole mesh's cells are on no rank)."""
+        if sim.part is not None and self.sections:
+            for cut, sign in _part_cuts(sim, self.sections):
+                self.cut_edges.append(cut)
+                self._signs.append(sign)
+            return
+        for s in self.sections:
+            right, cut = split(mesh, s)
+            self._right.append(right)
+            self.cut_edges.append(cut)
+            if self.counted:  # +1 where the edge's normal points to the right
+                self._signs.append(np.where(right[mesh.edge_cells[cut, 1]], 1.0, -1.0))
+            else:
+                part, sign = self._closed_side(s, mesh, right, sim)
+                self._parts.append(part)
+                self._signs.append(sign)
 
     @staticmethod
     def _closed_side(section: Section, mesh, right: np.ndarray, sim) -> tuple[np.ndarray, float]:
@@ -302,8 +412,7 @@ class Probes:
 
     @staticmethod
     def _cell(mesh, gauge: Gauge) -> int:
-        if not (math.isfinite(gauge.x) and math.isfinite(gauge.y)):
-            raise ConfigError(f"gauge {gauge.name!r}: coordinates must be finite numbers")
+        _finite(gauge)
         cell = locate(mesh, gauge.x, gauge.y)
         if cell is None:
             raise ConfigError(
@@ -312,13 +421,11 @@ class Probes:
         return cell
 
     def part_cells(self, k: int, *, right: bool) -> np.ndarray:
-        """The cells (backend numbering, as ``sim.mesh``) right or left of section ``k``."""
+        """The cells (backend numbering, as ``sim.mesh``) right or left of section ``k`` (not
+        on ranks holding their parts alone: the whole mesh's cells are on none of them)."""
+        if self.sim.part is not None:
+            raise ConfigError("part_cells: not on ranks holding their parts alone")
         return np.flatnonzero(self._right[k] == right)
-
-    @property
-    def original_cells(self) -> np.ndarray:
-        """The gauges' cells in the mesh's original numbering (that of ``sim.fields()``)."""
-        return self.sim.mesh.original_index[self.cells]
 
     def _section_volumes(self) -> np.ndarray:
         """``(sections, layers)``: the counted volumes through each section's edges, signed
@@ -338,6 +445,20 @@ class Probes:
             [s * (area[p] @ W[p][:, cols]) for p, s in zip(self._parts, self._signs, strict=True)]
         ).reshape(len(self.sections), len(cols))
 
+    def _gauge_fields(self) -> dict[str, np.ndarray]:
+        """Every output field at the gauges' cells now (collective on several ranks): of the
+        whole fields, or on ranks holding their parts alone of each gauge's owner's part,
+        the few values gathered (the same elementwise formulas: one process's bits)."""
+        sim = self.sim
+        if sim.part is None:
+            return {name: v[self.original_cells] for name, v in output_fields(sim).items()}
+        fields = people_fields(sim.part_fields(), sim.model)
+        mine = {j: {name: v[row] for name, v in fields.items()}
+                for j, row in enumerate(self._rows) if row >= 0}  # fmt: skip
+        every = {j: values for part in sim.comm.allgather(mine) for j, values in part.items()}
+        return {name: np.array([every[j][name] for j in range(len(self.gauges))])
+                for name in fields}  # fmt: skip
+
     def sample(self, sim=None) -> None:
         """Record the gauges and section volumes at the simulation's current time.
 
@@ -348,9 +469,8 @@ class Probes:
             return  # an output time that is also a probe time
         self.times.append(t)
         if self.gauges:
-            fields = output_fields(self.sim)
-            for name, values in fields.items():
-                self.gauge_values.setdefault(name, []).append(values[self.original_cells])
+            for name, values in self._gauge_fields().items():
+                self.gauge_values.setdefault(name, []).append(values)
         if self.sections:
             v = self._section_volumes()
             if self._base is None:

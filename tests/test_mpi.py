@@ -206,6 +206,24 @@ def _same_final(a: Path, b: Path) -> bool:
     return list(x) == list(y) and all(np.array_equal(x[k], y[k]) for k in x)
 
 
+#: Gauges (one on a vertex of square-4k, in several cells: the first in the run's order is
+#: sampled), a straight section and a polyline one, and the maximum and arrival maps.
+PROBES = ["--gauge", "0.3,0.4", "--gauge", "0,0,vertex", "--gauge=-2.5,1", "--section=-6,0.5,6,0.5",
+          "--section", "0.6,-6,0.7,0,0.6,6", "--maxima"]  # fmt: skip
+
+
+def _same_records(a: Path, b: Path) -> bool:
+    """Whether the gauges' and sections' records (CSV: each value's ``repr``) and the maximum
+    and arrival maps (one process's ``maxima.h5``, or a per-part run's under ``maxima.json``)
+    in the folders ``a`` and ``b`` are the same, bitwise."""
+    from fvswe.partout import load_maxima
+
+    same = [(a / n).read_bytes() == (b / n).read_bytes() for n in ("gauges.csv", "sections.csv")]
+    x, y = load_maxima(a), load_maxima(b)
+    bits = [np.array_equal(x[k].view(np.int64), y[k].view(np.int64)) for k in x]
+    return all(same) and list(x) == list(y) and all(bits) and len(x) > 0
+
+
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
 def test_cli_checkpoint_on_two_ranks_restarts_on_three_bit_for_bit(tmp_path, backend):
     """GPU ranks: three share the one GPU of the test machines (host-staged halo)."""
@@ -531,24 +549,30 @@ def test_gathered_values_padded_per_rank_come_back_in_global_order():
     assert np.array_equal(stacked[rows], np.stack((np.arange(50), -np.arange(50)), axis=1))
 
 
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("ranks", [2, 3])
-def test_cli_ranks_take_their_parts_from_files_bit_for_bit(tmp_path, ranks):
+def test_cli_ranks_take_their_parts_from_files_bit_for_bit(tmp_path, ranks, backend):
     """``fvswe mesh partition -o DIR`` once, then ``mpiexec -n P fvswe run --parts DIR``: each
-    rank takes its part from its file (fvswe.partfile) instead of rank 0's cut, and final.npz
-    is one process's, bitwise; files cut in another order, or into another count of parts,
-    are a one-line error, raised on every rank. (CPU ranks hold their parts alone: the next
-    test.)"""
+    rank holds its part alone, from its file (fvswe.partfile), and the final state, the
+    gauges' and sections' records and the maximum maps are one process's (one GPU's),
+    bitwise; files cut in another order, or into another count of parts, are a one-line
+    error, raised on every rank. (GPU ranks: 2 and 3 share the test machine's one GPU.)"""
     from fvswe.cli import main
 
+    if backend == "gpu":
+        skip_without_gpu()
     parts = tmp_path / "parts"
     cut = ["mesh", "partition", "square-4k", "-n", str(ranks), "--method", "hilbert"]
     assert main([*cut, "--order", "rcm", "-o", str(parts)]) == 0
-    argv = ["test1", "--backend", "cpu", "--scheme", "roe", "--order", "rcm", "--t-end", "0.02",
-            "-q"]  # fmt: skip
+    argv = ["test1", "--backend", backend, "--scheme", "roe", "--order", "rcm", "--t-end",
+            "0.02", "-q", *PROBES]  # fmt: skip
     assert main(["run", *argv, "-o", str(tmp_path / "one")]) == 0
     run = fvswe(ranks, *argv, "--parts", str(parts), "-o", str(tmp_path / "ranks"))
     assert run.returncode == 0, run.stderr[-3000:]
     assert _same_final(tmp_path / "one", tmp_path / "ranks")
+    assert _same_records(tmp_path / "one", tmp_path / "ranks")
+    if backend == "gpu":
+        return  # (the refusals below are the CPU's)
     if ranks == 2:  # files cut in another order
         assert main([*cut, "--order", "hilbert", "-o", str(parts)]) == 0
         wrong = "manifest.json: cut in 'hilbert' order, this run's is 'rcm'"
@@ -613,7 +637,7 @@ def test_cpu_ranks_holding_their_parts_alone_run_and_restart_bit_for_bit(tmp_pat
     _tagged_square(tmp_path / "m.npz")
     case = tmp_path / "case.toml"
     case.write_text(PART_CASE)
-    argv = [str(case), "--backend", "cpu", "-q", "--output-every", "0.0025"]
+    argv = [str(case), "--backend", "cpu", "-q", "--output-every", "0.0025", *PROBES]
     half = ["--t-end", "0.005"]
     assert main(["run", *argv, "-o", str(tmp_path / "one")]) == 0
     assert main(["run", *argv, *half, "-o", str(tmp_path / "half")]) == 0
@@ -633,10 +657,14 @@ def test_cpu_ranks_holding_their_parts_alone_run_and_restart_bit_for_bit(tmp_pat
                   "-o", str(out))  # fmt: skip
     assert again.returncode == 0, again.stderr[-3000:]
     (tmp_path / "gone.npz").rename(tmp_path / "m.npz")  # one process reads the whole mesh
+    (tmp_path / "single").mkdir()
+    for name in ("gauges.csv", "sections.csv"):  # the records before the checkpoint
+        shutil.copy(tmp_path / "half" / name, tmp_path / "single")
     assert main(["run", *argv, "--restart", str(index), "-o", str(tmp_path / "single")]) == 0
     one = json.loads((tmp_path / "one" / "summary.json").read_text())
     for folder in (out, tmp_path / "single"):
         assert _same_final(tmp_path / "one", folder), folder
+        assert _same_records(tmp_path / "one", folder), folder
         done = json.loads((folder / "summary.json").read_text())
         for key in ("steps_total", "t", "mass", "mass_initial", "level_inflow", "cells"):
             assert done[key] == one[key], key
@@ -676,7 +704,9 @@ def test_cpu_ranks_holding_their_parts_alone_run_and_restart_bit_for_bit(tmp_pat
 @pytest.mark.parametrize(
     ("extra", "case", "wrong"),
     [
-        (["--maxima"], "", "--maxima: not with --parts yet"),
+        (["--png", "h"], "", "--png: not with --parts yet"),
+        (["--gauge", "9,-9"], "", "gauge 'g1': (9, -9) lies outside "),
+        (["--section", "6,6,7,7"], "", "section 's1': the line crosses no pair of cells"),
         (["--restart", "none.npz"], "", "--restart: none.npz: no such checkpoint"),
         (["--method", "implicit"], "", "method: 'implicit': explicit runs only"),
         (["--reconstruction", "linear"], "", "reconstruction: 'linear': the part files carry no"),

@@ -50,7 +50,8 @@ flags override the case's or the file's settings. With --output DIR, write there
   checkpoint.npz               with --checkpoint-every, and on Ctrl-C
 With --parts (CPU or GPU ranks each holding its part alone) each rank writes its own files under
 one index: solution.xdmf (solution-parts/, solution/NNNNNN-PPPP.h5), final.json
-(final-parts/, instead of final.npz) and checkpoint.npz (checkpoint-parts/).
+(final-parts/, instead of final.npz), maxima.json (maxima-parts/) and checkpoint.npz
+(checkpoint-parts/); gauges and sections as one process (no --png, no --format netcdf).
 The series is readable at every moment (a killed run keeps its outputs so far), and
 a --restart continues it in place. One run at a time writes DIR; a DIR holding
 another run's results is refused unless --overwrite, which first removes them (the
@@ -386,8 +387,7 @@ def run(args) -> int:
         if probe is not None:  # a restart's records before it, as the series keeps its outputs
             probe.keep_earlier(out)
         resume = sim.t if args.restart else None
-        maps = None if sim.layout.maxima is None else functools.partial(
-            maxima.write, sim, out, fmt, spec.crs)  # fmt: skip
+        maps = _maps_of(own, sim, out, fmt, spec)
         with _series_of(own, fmt, out, sim, resume, spec, identity) as series:
             summary = _advance(args, spec, sim, times, series, probe, started, maps, out)
         try:
@@ -411,6 +411,16 @@ def _series_of(own, fmt: str, out: Path, sim, resume, spec, identity: dict):
     return _Series(fmt, out, sim, resume, spec, identity)
 
 
+def _maps_of(own, sim, out: Path, fmt: str, spec):
+    """What writes the maximum and arrival maps (None: the run keeps none): a file a part
+    under ``maxima.json`` (``own``: ranks holding their parts alone), else as one process."""
+    if sim.layout.maxima is None:
+        return None
+    if own:
+        return functools.partial(partout.write_maxima, out, sim)
+    return functools.partial(maxima.write, sim, out, fmt, spec.crs)
+
+
 def _write_final(sim, out: Path, own) -> None:
     """The final state: ``final.npz``, or a file a part under ``final.json`` (``own``)."""
     if own:
@@ -421,16 +431,14 @@ def _write_final(sim, out: Path, own) -> None:
 
 def _check_part_run(args, spec: casefile.RunSpec) -> None:
     """What a run on ranks that each hold their part alone (--parts) does not write yet, in
-    one line naming the flag or key: anything but the XDMF series, the final state, checkpoints
-    and summary.json."""
-    given = (("--png", spec.png), ("gauges", spec.gauges), ("sections", spec.sections),
-             ("--maxima", spec.settings.get("maxima")),
-             ("--format", spec.output_format not in (None, "xdmf")))  # fmt: skip
+    one line naming the flag or key: the pictures of the fields and a NetCDF series
+    (docs/PARALLEL.md, "Per-part outputs")."""
+    given = (("--png", spec.png), ("--format", spec.output_format not in (None, "xdmf")))
     for key, value in given:
         if value:
             raise ConfigError(f"{key}: not with --parts yet (ranks holding their parts alone "
-                              "write the XDMF series, the final state, checkpoints and "
-                              "summary.json only)")  # fmt: skip
+                              "write the XDMF series, gauges, sections, maximum maps, the final "
+                              "state, checkpoints and summary.json)")  # fmt: skip
 
 
 def _check_partition(spec: casefile.RunSpec, own) -> None:
@@ -623,11 +631,11 @@ def _checkpoint(path: Path, sim, probe=None, maps=None) -> None:
         snap.update(probe.state())
     if maps is not None:
         maps()
+    if probe is not None and sim.is_root:
+        probe.write(path.parent, netcdf=probes.netcdf_available(), png=False)
     if sim.part is not None:  # ranks holding their parts alone: a file each, then the index
         partout.save_checkpoint(path, snap, sim.comm)
     elif sim.is_root:
-        if probe is not None:
-            probe.write(path.parent, netcdf=probes.netcdf_available(), png=False)
         output.save_checkpoint(path, snap)
 
 
