@@ -17,6 +17,7 @@ Nothing here imports mpi4py until a run is launched on more than one process.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import traceback
@@ -40,6 +41,8 @@ LAUNCH_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
 #: Counters every rank holds whole (the ranks' level fluxes are summed in global order
 #: each step); the others are per-rank counts, summed when reported.
 WHOLE_COUNTERS = (*INFLOW_KEYS, *SOURCE_KEYS, RAIN_KEY)
+#: Rows of a whole array that rank 0 holds at once while hashing it (:meth:`Owned.update`).
+DIGEST_ROWS = 1 << 20
 
 
 def _launch_env(names: tuple[str, ...], default: int) -> int:
@@ -166,6 +169,62 @@ def read_own(comm, directory) -> tuple[Any, OwnPart]:
         return mesh, OwnPart(part, read_manifest(directory), str(directory))
 
     return agreed(comm, read)
+
+
+@dataclass(frozen=True)
+class Owned:
+    """The ranks' owned rows of a global array of ``n`` rows: this rank's ``rows`` at the global
+    ``ids`` (any order). What the run identity reads of a run whose ranks hold their parts
+    alone (:func:`fvswe.restart.whole_run`), without the whole array on any rank."""
+
+    comm: Any
+    rows: np.ndarray
+    ids: np.ndarray
+    n: int
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.rows.dtype
+
+    def astype(self, dtype) -> Owned:
+        return Owned(self.comm, self.rows.astype(dtype), self.ids, self.n)
+
+    def update(self, h) -> None:
+        """Feed rank 0's hasher ``h`` the whole array's bytes in global order (those of
+        ``np.ascontiguousarray(whole).tobytes()``), :data:`DIGEST_ROWS` rows at a time: for each
+        chunk of global rows every rank sends those it owns (``Gatherv``), rank 0 places them
+        and hashes the chunk. Rank 0 holds one chunk, not the whole array. Collective."""
+        order = np.argsort(self.ids, kind="stable")
+        ids = np.ascontiguousarray(self.ids[order], dtype=np.int64)
+        width = math.prod(self.rows.shape[1:])
+        rows = np.ascontiguousarray(self.rows[order]).reshape(ids.size, width)
+        starts = np.arange(0, self.n, DIGEST_ROWS)
+        at = np.searchsorted(ids, np.append(starts, self.n))
+        counts = self.comm.gather(np.diff(at), root=0)  # each rank's rows in each chunk
+        root = self.comm.rank == 0
+        for k, a in enumerate(starts):
+            m = min(self.n, a + DIGEST_ROWS) - a
+            sizes = np.array([c[k] for c in counts]) if root else None
+            got_ids = np.empty(m, dtype=np.int64) if root else None
+            got = np.empty((m, width), dtype=rows.dtype) if root else None
+            part = slice(at[k], at[k + 1])
+            self.comm.Gatherv(ids[part], [got_ids, sizes] if root else None, root=0)
+            self.comm.Gatherv(rows[part], [got, sizes * width] if root else None, root=0)
+            if root:
+                chunk = np.empty_like(got)
+                chunk[got_ids - a] = got
+                h.update(chunk.tobytes())
+
+    def uniform(self) -> float | None:
+        """The whole array's first entry (global row 0's, as a float) where every entry equals
+        it, else None (also where it is empty), on every rank. Collective."""
+        flat = self.rows.reshape(self.rows.shape[0], math.prod(self.rows.shape[1:]))
+        head = flat[np.asarray(self.ids) == 0]
+        heads = [v for v in self.comm.allgather(head[0, 0] if head.size else None) if v is not None]
+        if not heads:
+            return None
+        same = all(self.comm.allgather(bool(np.all(flat == heads[0]))))
+        return float(heads[0]) if same else None
 
 
 def peak_memory(comm) -> list[int]:
