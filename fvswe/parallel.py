@@ -42,7 +42,7 @@ LAUNCH_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
 #: each step); the others are per-rank counts, summed when reported.
 WHOLE_COUNTERS = (*INFLOW_KEYS, *SOURCE_KEYS, RAIN_KEY)
 #: Rows of a whole array that rank 0 holds at once while hashing it (:meth:`Owned.update`).
-DIGEST_ROWS = 1 << 20
+DIGEST_ROWS = 1 << 18
 
 
 def _launch_env(names: tuple[str, ...], default: int) -> int:
@@ -211,9 +211,10 @@ class Owned:
             self.comm.Gatherv(ids[part], [got_ids, sizes] if root else None, root=0)
             self.comm.Gatherv(rows[part], [got, sizes * width] if root else None, root=0)
             if root:
+                got_ids -= a  # (in place: one chunk's buffers, no more)
                 chunk = np.empty_like(got)
-                chunk[got_ids - a] = got
-                h.update(chunk.tobytes())
+                chunk[got_ids] = got
+                h.update(chunk)  # (its buffer: the bytes of tobytes(), not copied)
 
     def uniform(self) -> float | None:
         """The whole array's first entry (global row 0's, as a float) where every entry equals
