@@ -297,7 +297,7 @@ class DistributedBackend:
 
             self.local.halo = Halo(comm, self.part, self.local.W, levels, self.local.theta)
         self._owned = np.array(comm.allgather(self.part.n_owned))  # each rank's owned cells
-        self._ids: dict[tuple[bool, bool], tuple] = {}  # the ranks' owned cells or edges
+        self._ids: np.ndarray | None = None  # the ranks' owned cells (_owned_ids)
         self._cut_at = np.zeros(0, dtype=np.int64)  # count_edges: where this rank's edges go
         self._cut_count = 0
 
@@ -370,46 +370,25 @@ class DistributedBackend:
         """The global state in layout order, on every rank."""
         return self.whole(self.local.get_state())
 
-    def whole(
-        self, local: np.ndarray, root: bool = False, edges: bool = False
-    ) -> np.ndarray | None:
-        """The global array in layout order, on every rank (``root``: on rank 0, None on the
-        others), of the ranks' per-cell ``local`` arrays (their owned rows; any width and
-        type; one value a cell gives one a cell); ``edges``: of per-edge arrays (their owned
-        edges' rows), in global edge order. Collective."""
-        n_owned = self.part.n_owned_edges if edges else self.part.n_owned
-        owned = np.ascontiguousarray(local[:n_owned])
+    def whole(self, local: np.ndarray) -> np.ndarray:
+        """The global array in layout order, on every rank, of the ranks' per-cell ``local``
+        arrays (their owned rows; any width and type; one value a cell gives one a cell).
+        Collective."""
+        owned = np.ascontiguousarray(local[: self.part.n_owned])
         flat_in = owned.reshape(owned.shape[0], -1)
         width = flat_in.shape[1]
-        mine = self.comm.rank == 0 or not root
-        ids, counts_of = self._owned_ids(root, edges)
-        n = self.n_edges if edges else self.n_cells
-        flat = np.empty((n, width), dtype=owned.dtype) if mine else None
-        counts = [flat, counts_of * width]
-        if root:
-            self.comm.Gatherv(flat_in, counts if mine else None, root=0)
-        else:
-            self.comm.Allgatherv(flat_in, counts)
-        if not mine:
-            return None
+        flat = np.empty((self.n_cells, width), dtype=owned.dtype)
+        self.comm.Allgatherv(flat_in, [flat, self._owned * width])
         W = np.empty_like(flat)
-        W[ids] = flat
-        return W.reshape(n, *owned.shape[1:])
+        W[self._owned_ids()] = flat
+        return W.reshape(self.n_cells, *owned.shape[1:])
 
-    def _owned_ids(self, root: bool, edges: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
-        """The ranks' owned global cells (``edges``: edges) concatenated in rank order, on
-        every rank (``root``: on rank 0 only), and each rank's count; gathered when first
-        asked for (collective), the cells' kept (the edges' are asked for once, at set-up)."""
-        if (root, edges) in self._ids:
-            return self._ids[root, edges]
-        p = self.part
-        owned = p.edges[: p.n_owned_edges] if edges else p.cells[: p.n_owned]
-        every = self.comm.gather(owned, root=0) if root else self.comm.allgather(owned)
-        counts = np.array(self.comm.allgather(owned.size)) if edges else self._owned
-        found = None if every is None else np.concatenate(every), counts
-        if not edges:
-            self._ids[root, edges] = found
-        return found
+    def _owned_ids(self) -> np.ndarray:
+        """The ranks' owned global cells concatenated in rank order, on every rank; gathered
+        when first asked for (collective) and kept."""
+        if self._ids is None:
+            self._ids = np.concatenate(self.comm.allgather(self.part.cells[: self.part.n_owned]))
+        return self._ids
 
     @property
     def snapshot_arrays(self) -> dict[str, tuple[int, ...]]:
