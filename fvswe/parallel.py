@@ -173,33 +173,44 @@ def read_own(comm, directory) -> tuple[Any, OwnPart]:
 
 @dataclass(frozen=True)
 class Owned:
-    """The ranks' owned rows of a global array of ``n`` rows: this rank's ``rows`` at the global
-    ``ids`` (any order). What the run identity reads of a run whose ranks hold their parts
-    alone (:func:`fvswe.restart.whole_run`), without the whole array on any rank."""
+    """The ranks' owned rows of a global array of ``n`` rows: this rank's ``rows``, row
+    ``order[i]`` at global row ``ids[i]`` (``ids`` sorted, :meth:`of`; ``order`` None: row
+    ``i``). What the run identity
+    reads of a run whose ranks hold their parts alone (:func:`fvswe.restart.whole_run`),
+    without the whole array on any rank."""
 
     comm: Any
     rows: np.ndarray
     ids: np.ndarray
+    order: np.ndarray | None
     n: int
+
+    @classmethod
+    def of(cls, comm, ids: np.ndarray, n: int) -> Owned:
+        """No rows yet, at the global ``ids`` (in the rows' order) of ``n`` (sorted once: give
+        each array's rows with ``dataclasses.replace(owned, rows=...)``)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if np.all(ids[1:] > ids[:-1]):  # (a part's owned edges: no copies)
+            return cls(comm, np.zeros(0), ids, None, n)
+        order = np.argsort(ids, kind="stable")
+        return cls(comm, np.zeros(0), ids[order], order, n)
 
     @property
     def dtype(self) -> np.dtype:
         return self.rows.dtype
 
-    def astype(self, dtype) -> Owned:
-        return Owned(self.comm, self.rows.astype(dtype), self.ids, self.n)
+    def _flat(self) -> np.ndarray:
+        return self.rows.reshape(self.rows.shape[0], math.prod(self.rows.shape[1:]))
 
     def update(self, h) -> None:
         """Feed rank 0's hasher ``h`` the whole array's bytes in global order (those of
         ``np.ascontiguousarray(whole).tobytes()``), :data:`DIGEST_ROWS` rows at a time: for each
         chunk of global rows every rank sends those it owns (``Gatherv``), rank 0 places them
         and hashes the chunk. Rank 0 holds one chunk, not the whole array. Collective."""
-        order = np.argsort(self.ids, kind="stable")
-        ids = np.ascontiguousarray(self.ids[order], dtype=np.int64)
-        width = math.prod(self.rows.shape[1:])
-        rows = np.ascontiguousarray(self.rows[order]).reshape(ids.size, width)
+        rows = self._flat()
+        width = rows.shape[1]
         starts = np.arange(0, self.n, DIGEST_ROWS)
-        at = np.searchsorted(ids, np.append(starts, self.n))
+        at = np.searchsorted(self.ids, np.append(starts, self.n))
         counts = self.comm.gather(np.diff(at), root=0)  # each rank's rows in each chunk
         root = self.comm.rank == 0
         for k, a in enumerate(starts):
@@ -208,8 +219,9 @@ class Owned:
             got_ids = np.empty(m, dtype=np.int64) if root else None
             got = np.empty((m, width), dtype=rows.dtype) if root else None
             part = slice(at[k], at[k + 1])
-            self.comm.Gatherv(ids[part], [got_ids, sizes] if root else None, root=0)
-            self.comm.Gatherv(rows[part], [got, sizes * width] if root else None, root=0)
+            self.comm.Gatherv(self.ids[part], [got_ids, sizes] if root else None, root=0)
+            mine = rows[part] if self.order is None else rows[self.order[part]]
+            self.comm.Gatherv(mine, [got, sizes * width] if root else None, root=0)
             if root:
                 got_ids -= a  # (in place: one chunk's buffers, no more)
                 chunk = np.empty_like(got)
@@ -219,9 +231,10 @@ class Owned:
     def uniform(self) -> float | None:
         """The whole array's first entry (global row 0's, as a float) where every entry equals
         it, else None (also where it is empty), on every rank. Collective."""
-        flat = self.rows.reshape(self.rows.shape[0], math.prod(self.rows.shape[1:]))
-        head = flat[np.asarray(self.ids) == 0]
-        heads = [v for v in self.comm.allgather(head[0, 0] if head.size else None) if v is not None]
+        flat = self._flat()
+        first = 0 if self.order is None or not self.ids.size else self.order[0]
+        head = flat[first, 0] if self.ids.size and self.ids[0] == 0 and flat.size else None
+        heads = [v for v in self.comm.allgather(head) if v is not None]
         if not heads:
             return None
         same = all(self.comm.allgather(bool(np.all(flat == heads[0]))))

@@ -142,10 +142,8 @@ def whole_run(sim) -> SimpleNamespace:
     (``tag_codes``; collective), the global tables as they are."""
     lay, mesh, backend = sim.layout, sim.mesh, sim.backend
     n_edges = backend.part.n_owned_edges
-    cells = Owned(
-        sim.comm, np.zeros(0), backend.part.cells[: backend.part.n_owned], backend.n_cells
-    )
-    edges = replace(cells, ids=backend.part.edges[:n_edges], n=backend.n_edges)
+    cells = Owned.of(sim.comm, backend.part.cells[: backend.part.n_owned], backend.n_cells)
+    edges = Owned.of(sim.comm, backend.part.edges[:n_edges], backend.n_edges)
 
     def owned(a, of=cells):  # ``a``'s owned rows, of the cells (or ``edges``)
         return None if a is None else replace(of, rows=np.asarray(a)[: of.ids.size])
@@ -175,7 +173,7 @@ def _value(values: np.ndarray | None, what: str, *given: np.ndarray) -> float | 
     if values is None:
         return None
     if isinstance(values, Owned):  # the ranks' owned rows (collective)
-        a = values.astype(np.float64)
+        a = replace(values, rows=values.rows.astype(np.float64, copy=False))
         first = a.uniform()
     else:
         a = np.asarray(values, dtype=np.float64)
