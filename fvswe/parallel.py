@@ -175,9 +175,8 @@ def read_own(comm, directory) -> tuple[Any, OwnPart]:
 class Owned:
     """The ranks' owned rows of a global array of ``n`` rows: this rank's ``rows``, row
     ``order[i]`` at global row ``ids[i]`` (``ids`` sorted, :meth:`of`; ``order`` None: row
-    ``i``). What the run identity
-    reads of a run whose ranks hold their parts alone (:func:`fvswe.restart.whole_run`),
-    without the whole array on any rank."""
+    ``i``). What the run identity reads of a run whose ranks hold their parts alone
+    (:func:`fvswe.restart.whole_run`), without the whole array on any rank."""
 
     comm: Any
     rows: np.ndarray
@@ -220,7 +219,9 @@ class Owned:
             got = np.empty((m, width), dtype=rows.dtype) if root else None
             part = slice(at[k], at[k + 1])
             self.comm.Gatherv(self.ids[part], [got_ids, sizes] if root else None, root=0)
-            mine = rows[part] if self.order is None else rows[self.order[part]]
+            mine = np.ascontiguousarray(
+                rows[part] if self.order is None else rows[self.order[part]]
+            )
             self.comm.Gatherv(mine, [got, sizes * width] if root else None, root=0)
             if root:
                 got_ids -= a  # (in place: one chunk's buffers, no more)
