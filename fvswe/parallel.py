@@ -17,6 +17,7 @@ Nothing here imports mpi4py until a run is launched on more than one process.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import traceback
@@ -40,6 +41,8 @@ LAUNCH_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
 #: Counters every rank holds whole (the ranks' level fluxes are summed in global order
 #: each step); the others are per-rank counts, summed when reported.
 WHOLE_COUNTERS = (*INFLOW_KEYS, *SOURCE_KEYS, RAIN_KEY)
+#: Rows of a whole array that rank 0 holds at once while hashing it (:meth:`Owned.update`).
+DIGEST_ROWS = 1 << 18
 
 
 def _launch_env(names: tuple[str, ...], default: int) -> int:
@@ -168,6 +171,77 @@ def read_own(comm, directory) -> tuple[Any, OwnPart]:
     return agreed(comm, read)
 
 
+@dataclass(frozen=True)
+class Owned:
+    """The ranks' owned rows of a global array of ``n`` rows: this rank's ``rows``, row
+    ``order[i]`` at global row ``ids[i]`` (``ids`` sorted, :meth:`of`; ``order`` None: row
+    ``i``). What the run identity reads of a run whose ranks hold their parts alone
+    (:func:`fvswe.restart.whole_run`), without the whole array on any rank."""
+
+    comm: Any
+    rows: np.ndarray
+    ids: np.ndarray
+    order: np.ndarray | None
+    n: int
+
+    @classmethod
+    def of(cls, comm, ids: np.ndarray, n: int) -> Owned:
+        """No rows yet, at the global ``ids`` (in the rows' order) of ``n`` (sorted once: give
+        each array's rows with ``dataclasses.replace(owned, rows=...)``)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if np.all(ids[1:] > ids[:-1]):  # (a part's owned edges: no copies)
+            return cls(comm, np.zeros(0), ids, None, n)
+        order = np.argsort(ids, kind="stable")
+        return cls(comm, np.zeros(0), ids[order], order, n)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.rows.dtype
+
+    def _flat(self) -> np.ndarray:
+        return self.rows.reshape(self.rows.shape[0], math.prod(self.rows.shape[1:]))
+
+    def update(self, h) -> None:
+        """Feed rank 0's hasher ``h`` the whole array's bytes in global order (those of
+        ``np.ascontiguousarray(whole).tobytes()``), :data:`DIGEST_ROWS` rows at a time: for each
+        chunk of global rows every rank sends those it owns (``Gatherv``), rank 0 places them
+        and hashes the chunk. Rank 0 holds one chunk, not the whole array. Collective."""
+        rows = self._flat()
+        width = rows.shape[1]
+        starts = np.arange(0, self.n, DIGEST_ROWS)
+        at = np.searchsorted(self.ids, np.append(starts, self.n))
+        counts = self.comm.gather(np.diff(at), root=0)  # each rank's rows in each chunk
+        root = self.comm.rank == 0
+        for k, a in enumerate(starts):
+            m = min(self.n, a + DIGEST_ROWS) - a
+            sizes = np.array([c[k] for c in counts]) if root else None
+            got_ids = np.empty(m, dtype=np.int64) if root else None
+            got = np.empty((m, width), dtype=rows.dtype) if root else None
+            part = slice(at[k], at[k + 1])
+            self.comm.Gatherv(self.ids[part], [got_ids, sizes] if root else None, root=0)
+            mine = np.ascontiguousarray(
+                rows[part] if self.order is None else rows[self.order[part]]
+            )
+            self.comm.Gatherv(mine, [got, sizes * width] if root else None, root=0)
+            if root:
+                got_ids -= a  # (in place: one chunk's buffers, no more)
+                chunk = np.empty_like(got)
+                chunk[got_ids] = got
+                h.update(chunk)  # (its buffer: the bytes of tobytes(), not copied)
+
+    def uniform(self) -> float | None:
+        """The whole array's first entry (global row 0's, as a float) where every entry equals
+        it, else None (also where it is empty), on every rank. Collective."""
+        flat = self._flat()
+        first = 0 if self.order is None or not self.ids.size else self.order[0]
+        head = flat[first, 0] if self.ids.size and self.ids[0] == 0 and flat.size else None
+        heads = [v for v in self.comm.allgather(head) if v is not None]
+        if not heads:
+            return None
+        same = all(self.comm.allgather(bool(np.all(flat == heads[0]))))
+        return float(heads[0]) if same else None
+
+
 def peak_memory(comm) -> list[int]:
     """Each rank's peak resident memory so far (bytes, ``getrusage``'s ``ru_maxrss``), in rank
     order, on every rank (``comm`` None: this process's alone)."""
@@ -237,7 +311,7 @@ class DistributedBackend:
 
             self.local.halo = Halo(comm, self.part, self.local.W, levels, self.local.theta)
         self._owned = np.array(comm.allgather(self.part.n_owned))  # each rank's owned cells
-        self._ids: dict[tuple[bool, bool], tuple] = {}  # the ranks' owned cells or edges
+        self._ids: np.ndarray | None = None  # the ranks' owned cells (_owned_ids)
         self._cut_at = np.zeros(0, dtype=np.int64)  # count_edges: where this rank's edges go
         self._cut_count = 0
 
@@ -310,46 +384,25 @@ class DistributedBackend:
         """The global state in layout order, on every rank."""
         return self.whole(self.local.get_state())
 
-    def whole(
-        self, local: np.ndarray, root: bool = False, edges: bool = False
-    ) -> np.ndarray | None:
-        """The global array in layout order, on every rank (``root``: on rank 0, None on the
-        others), of the ranks' per-cell ``local`` arrays (their owned rows; any width and
-        type; one value a cell gives one a cell); ``edges``: of per-edge arrays (their owned
-        edges' rows), in global edge order. Collective."""
-        n_owned = self.part.n_owned_edges if edges else self.part.n_owned
-        owned = np.ascontiguousarray(local[:n_owned])
+    def whole(self, local: np.ndarray) -> np.ndarray:
+        """The global array in layout order, on every rank, of the ranks' per-cell ``local``
+        arrays (their owned rows; any width and type; one value a cell gives one a cell).
+        Collective."""
+        owned = np.ascontiguousarray(local[: self.part.n_owned])
         flat_in = owned.reshape(owned.shape[0], -1)
         width = flat_in.shape[1]
-        mine = self.comm.rank == 0 or not root
-        ids, counts_of = self._owned_ids(root, edges)
-        n = self.n_edges if edges else self.n_cells
-        flat = np.empty((n, width), dtype=owned.dtype) if mine else None
-        counts = [flat, counts_of * width]
-        if root:
-            self.comm.Gatherv(flat_in, counts if mine else None, root=0)
-        else:
-            self.comm.Allgatherv(flat_in, counts)
-        if not mine:
-            return None
+        flat = np.empty((self.n_cells, width), dtype=owned.dtype)
+        self.comm.Allgatherv(flat_in, [flat, self._owned * width])
         W = np.empty_like(flat)
-        W[ids] = flat
-        return W.reshape(n, *owned.shape[1:])
+        W[self._owned_ids()] = flat
+        return W.reshape(self.n_cells, *owned.shape[1:])
 
-    def _owned_ids(self, root: bool, edges: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
-        """The ranks' owned global cells (``edges``: edges) concatenated in rank order, on
-        every rank (``root``: on rank 0 only), and each rank's count; gathered when first
-        asked for (collective), the cells' kept (the edges' are asked for once, at set-up)."""
-        if (root, edges) in self._ids:
-            return self._ids[root, edges]
-        p = self.part
-        owned = p.edges[: p.n_owned_edges] if edges else p.cells[: p.n_owned]
-        every = self.comm.gather(owned, root=0) if root else self.comm.allgather(owned)
-        counts = np.array(self.comm.allgather(owned.size)) if edges else self._owned
-        found = None if every is None else np.concatenate(every), counts
-        if not edges:
-            self._ids[root, edges] = found
-        return found
+    def _owned_ids(self) -> np.ndarray:
+        """The ranks' owned global cells concatenated in rank order, on every rank; gathered
+        when first asked for (collective) and kept."""
+        if self._ids is None:
+            self._ids = np.concatenate(self.comm.allgather(self.part.cells[: self.part.n_owned]))
+        return self._ids
 
     @property
     def snapshot_arrays(self) -> dict[str, tuple[int, ...]]:

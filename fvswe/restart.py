@@ -25,6 +25,7 @@ from .boundary import KINDS
 from .errors import ConfigError
 from .forcing import DRAG_LAWS
 from .output import original_cells
+from .parallel import Owned
 from .schemes.friction import FRICTION_KINDS
 from .settings import ALWAYS, SETTINGS
 from .slide import describe
@@ -43,11 +44,18 @@ def state_arrays(sim) -> dict[str, tuple[int, ...]]:
     return dict(getattr(sim.backend, "snapshot_arrays", {}))
 
 
-def _digest(*arrays: np.ndarray) -> str:
+def _digest(*arrays: np.ndarray | Owned) -> str:
+    """sha1 over each array's dtype and bytes in turn; an :class:`~fvswe.parallel.Owned`
+    array's on rank 0, streamed from the ranks (collective; the other ranks' digest is not
+    the whole run's)."""
     h = hashlib.sha1()
     for a in arrays:
+        a = a if isinstance(a, Owned) else np.asarray(a)
         h.update(str(a.dtype).encode())
-        h.update(np.ascontiguousarray(a).tobytes())
+        if isinstance(a, Owned):
+            a.update(h)
+        else:
+            h.update(np.ascontiguousarray(a).tobytes())
     return h.hexdigest()[:16]
 
 
@@ -61,7 +69,7 @@ def boundary_fingerprint(sim) -> str:
     """A short hash of each boundary edge's condition, of the boundaries' tables and of the
     periodic tag pairs (absent: the hash of the runs from before periodic boundaries)."""
     layout = sim.layout
-    arrays = [np.asarray(layout.edge_bc)]
+    arrays = [layout.edge_bc]
     pairs = getattr(sim, "periodic", None)
     if pairs:
         arrays.append(np.array(pairs, dtype=str))
@@ -79,7 +87,7 @@ def forcing_fingerprint(sim) -> str:
     lay = sim.layout
     arrays = [np.array([lay.friction_kind])]
     for values in (lay.friction_coef, lay.interfacial_coef, lay.coriolis):
-        arrays.append(np.zeros(0) if values is None else np.asarray(values))
+        arrays.append(np.zeros(0) if values is None else values)
     if lay.wind is not None:
         w = lay.wind
         arrays += [w.times, w.u, w.v, np.array([w.law, w.cd, w.ratio])]
@@ -117,43 +125,45 @@ def part_fingerprint(manifest: Mapping[str, Any]) -> str:
 
 def identified(sim) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """``(identity, details)`` of ``sim``; on ranks holding their parts alone, the whole run's,
-    equal to one process's: computed on rank 0 from :func:`whole_run` and broadcast
-    (collective)."""
+    equal to one process's: computed by every rank from :func:`whole_run` (the whole arrays
+    streamed to rank 0's hashes, a chunk at a time) and rank 0's broadcast (collective)."""
     if getattr(sim, "part", None) is None:
         return identity(sim), details(sim)
     whole = whole_run(sim)
-    return sim.comm.bcast(None if whole is None else (identity(whole), details(whole)))
+    found = identity(whole), details(whole)  # collective: rank 0's are the whole run's
+    return sim.comm.bcast(found if sim.comm.rank == 0 else None)
 
 
-def whole_run(sim) -> SimpleNamespace | None:
+def whole_run(sim) -> SimpleNamespace:
     """What :func:`identity` and :func:`details` read of a run whose ranks hold their parts
-    alone, over the whole mesh in global order, on rank 0 (None on the others): the per-edge
-    conditions, level indices, tags and sides and the per-cell coefficients gathered from
-    their owners (``DistributedBackend.whole``; collective), the global tables as they are."""
+    alone, on every rank: the per-edge conditions and level indices and the per-cell
+    coefficients as the ranks' owned rows (:class:`~fvswe.parallel.Owned`: hashed in global
+    order, nothing gathered whole), each tag's boundary codes over the ranks' owned edges
+    (``tag_codes``; collective), the global tables as they are."""
     lay, mesh, backend = sim.layout, sim.mesh, sim.backend
+    n_edges = backend.part.n_owned_edges
+    cells = Owned.of(sim.comm, backend.part.cells[: backend.part.n_owned], backend.n_cells)
+    edges = Owned.of(sim.comm, backend.part.edges[:n_edges], backend.n_edges)
 
-    def gather(a, edges=False):
-        return None if a is None else backend.whole(np.asarray(a), root=True, edges=edges)
+    def owned(a, of=cells):  # ``a``'s owned rows, of the cells (or ``edges``)
+        return None if a is None else replace(of, rows=np.asarray(a)[: of.ids.size])
 
+    coefficients = {key: owned(getattr(lay, key))
+                    for key in ("friction_coef", "interfacial_coef", "coriolis")}  # fmt: skip
     levels = lay.levels
-    edge_level = None if levels is None else gather(levels.edge_level, True)
-    boundary = (mesh.edge_cells[:, 1] < 0).astype(np.int8)  # all _boundary_details reads of it
-    arrays = {"edge_bc": gather(lay.edge_bc, True), "edge_tag": gather(mesh.edge_tag, True),
-              "boundary": gather(boundary, True),
-              **{key: gather(getattr(lay, key))
-                 for key in ("friction_coef", "interfacial_coef", "coriolis")}}  # fmt: skip
-    if sim.comm.rank != 0:
-        return None
+    if levels is not None:
+        levels = replace(levels, edge_level=owned(levels.edge_level, edges))
     layout = SimpleNamespace(
         **{key: getattr(lay, key) for key in ("friction_kind", "wind", "sources", "slide")},
-        sphere=lay.sphere, edge_bc=arrays["edge_bc"], friction_coef=arrays["friction_coef"],
-        interfacial_coef=arrays["interfacial_coef"], coriolis=arrays["coriolis"],
-        levels=None if levels is None else replace(levels, edge_level=edge_level),
+        sphere=lay.sphere, edge_bc=owned(lay.edge_bc, edges), levels=levels, **coefficients,
     )  # fmt: skip
-    edge_cells = np.zeros((arrays["boundary"].size, 2), dtype=np.int8)
-    edge_cells[:, 1] = -arrays["boundary"]  # the sides j of the boundary edges: -1
-    whole_mesh = SimpleNamespace(tags=mesh.tags, edge_tag=arrays["edge_tag"], edge_cells=edge_cells)
-    return SimpleNamespace(part=sim.part, settings=sim.settings, layout=layout, mesh=whole_mesh,
+    mine = _tag_codes(mesh.tags, mesh.edge_tag[:n_edges], lay.edge_bc[:n_edges],
+                      mesh.edge_cells[:n_edges, 1] < 0)  # fmt: skip
+    every = sim.comm.allgather(mine)
+    codes = {tag: sorted(set().union(*(c.get(tag, ()) for c in every)))
+             for tag in mesh.tags if any(tag in c for c in every)}  # fmt: skip
+    return SimpleNamespace(part=sim.part, settings=sim.settings, layout=layout, tag_codes=codes,
+                           mesh=SimpleNamespace(tags=mesh.tags),
                            periodic=getattr(sim, "periodic", ()))  # fmt: skip
 
 
@@ -162,10 +172,13 @@ def _value(values: np.ndarray | None, what: str, *given: np.ndarray) -> float | 
     hash of it and of the arrays it is ``given`` at (a series' times)."""
     if values is None:
         return None
-    a = np.asarray(values, dtype=np.float64)
-    if a.size and np.all(a == a.flat[0]):
-        return float(a.flat[0])
-    return f"{what}, hash {_digest(*given, a)}"
+    if isinstance(values, Owned):  # the ranks' owned rows (collective)
+        a = replace(values, rows=values.rows.astype(np.float64, copy=False))
+        first = a.uniform()
+    else:
+        a = np.asarray(values, dtype=np.float64)
+        first = float(a.flat[0]) if a.size and np.all(a == a.flat[0]) else None
+    return first if first is not None else f"{what}, hash {_digest(*given, a)}"
 
 
 def _forcing_details(layout) -> dict[str, Any]:
@@ -190,13 +203,17 @@ def _forcing_details(layout) -> dict[str, Any]:
     return out
 
 
-def _boundary_details(mesh, layout, periodic=()) -> dict[str, Any]:
+def _tag_codes(tags, edge_tag, edge_bc, boundary) -> dict[str, list[int]]:
+    """The condition codes on each tag's ``boundary`` edges, sorted (a tag without: absent)."""
+    found = {tag: np.unique(edge_bc[(edge_tag == tid) & boundary]) for tag, tid in tags.items()}
+    return {tag: [int(c) for c in codes] for tag, codes in found.items() if codes.size}
+
+
+def _boundary_details(codes: Mapping[str, list[int]], layout, periodic=()) -> dict[str, Any]:
     names = {code: name for name, code in KINDS.items()}
     out = {f"boundary.{a}": f"periodic with {b!r}" for a, b in periodic}
-    for tag, tid in mesh.tags.items():
-        codes = np.unique(layout.edge_bc[(mesh.edge_tag == tid) & (mesh.edge_cells[:, 1] < 0)])
-        if codes.size:
-            out[f"boundary.{tag}"] = ", ".join(names.get(int(c), str(c)) for c in codes)
+    for tag, found in codes.items():
+        out[f"boundary.{tag}"] = ", ".join(names.get(c, str(c)) for c in found)
     levels = layout.levels
     for k, name in enumerate(levels.names if levels is not None else ()):
         part = slice(levels.offsets[k], levels.offsets[k + 1])
@@ -206,8 +223,11 @@ def _boundary_details(mesh, layout, periodic=()) -> dict[str, Any]:
 
 def details(sim) -> dict[str, dict[str, Any]]:
     """The readable values behind the identity's fingerprints, by fingerprint key."""
+    mesh, codes = sim.mesh, getattr(sim, "tag_codes", None)  # whole_run's: the ranks' merged
+    if codes is None:
+        codes = _tag_codes(mesh.tags, mesh.edge_tag, sim.layout.edge_bc, mesh.edge_cells[:, 1] < 0)
     return {
-        "boundary": _boundary_details(sim.mesh, sim.layout, getattr(sim, "periodic", ())),
+        "boundary": _boundary_details(codes, sim.layout, getattr(sim, "periodic", ())),
         "forcing": _forcing_details(sim.layout),
     }
 

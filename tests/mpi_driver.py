@@ -24,6 +24,11 @@ variant that ran), as
 cell ``b`` of the parts of test1 and the blow-up message when every cell from ``b`` on
 holds NaN (:func:`blowup_message`).
 
+``mpiexec -n P python tests/mpi_driver.py --identity``: :data:`IDENTITY_RUNS` on ranks each
+holding its part alone, the run identity hashed in chunks of 7 rows (many chunks, most of
+them owned by one rank); rank 0 prints one JSON line ``{run: [identity, details]}``
+(:func:`identities`).
+
 ``mpiexec -n P python tests/mpi_driver.py --gpu [WORD ...]``: GPU ranks (:data:`GPU_RUNS`, and
 :data:`GPU_RESTARTS` across rank counts; with words, the runs whose name holds one of them)
 against one GPU on rank 0, bitwise; rank 0 prints
@@ -64,6 +69,14 @@ def interfacial_field(x, y):
 #: A section across the pulled-apart strip where the limiter acts, and across the tide's grid.
 PULLED_SECTION, TIDE_SECTION = [[0.1, -1.0], [-0.1, 2.0]], [[110.0, -1e4], [90.0, 1e4]]
 TIDE = {"case": "cgrid-tide", "nx": 12, "t_end": 1800.0, "backend": "gpu", "section": TIDE_SECTION}
+#: The runs whose identity the ranks holding their parts alone compute (--identity): bottom and
+#: interfacial friction and Coriolis varying per cell, and the tide's level boundary and
+#: uniform friction.
+IDENTITY_RUNS = [
+    {"name": "test1-fields", "case": "test1", "friction": ("manning", manning_field),
+     "interfacial_friction": interfacial_field, "coriolis": {"f": 2.0, "beta": 0.5}},
+    {"name": "tide", "case": "cgrid-tide", "nx": 12},
+]  # fmt: skip
 #: GPU ranks (--gpu): test1 with every two-layer scheme in both dtypes (at 4000 cells the
 #: default variant is slot), the edge variant (its halo edges are a second launch) and the
 #: gather variant, and the non-lagged Δt (a reduction between the two kernels of a step);
@@ -443,6 +456,30 @@ def without_theta_exchange(spec: dict, comm) -> dict[str, np.ndarray] | None:
     return results(sim)
 
 
+def identities(comm) -> dict[str, list]:
+    """``[identity, details]`` of each of :data:`IDENTITY_RUNS` on the ranks of ``comm``, each
+    holding its part alone (cut as :func:`cut` does), hashed 7 rows at a time (on rank 0)."""
+    import shutil
+    import tempfile
+
+    from fvswe import parallel, restart
+
+    parallel.DIGEST_ROWS = 7
+    folder = Path(comm.bcast(tempfile.mkdtemp() if comm.rank == 0 else None))
+    found = {}
+    for spec in IDENTITY_RUNS:
+        if comm.rank == 0:
+            cut(spec, comm.size, folder / spec["name"])
+        comm.Barrier()
+        sim = simulation(spec, comm, parallel.read_own(comm, folder / spec["name"]))
+        assert sim.backend.holds_part
+        found[spec["name"]] = list(restart.identified(sim))
+    comm.Barrier()
+    if comm.rank == 0:
+        shutil.rmtree(folder)
+    return found
+
+
 def runs(comm, runs_json: str, out: str) -> None:
     """Every run of ``runs_json``; rank 0 saves the results to ``out``."""
     saved = {}
@@ -459,6 +496,10 @@ if __name__ == "__main__":
 
     if sys.argv[1:] == ["--blowup"]:
         blowup(MPI.COMM_WORLD)
+    elif sys.argv[1:] == ["--identity"]:
+        found = identities(MPI.COMM_WORLD)
+        if MPI.COMM_WORLD.rank == 0:
+            print(json.dumps(found))
     elif sys.argv[1:2] == ["--gpu"]:
         equal = gpu_check(MPI.COMM_WORLD, sys.argv[2:])
         if MPI.COMM_WORLD.rank == 0:

@@ -193,6 +193,25 @@ def test_limited_runs_limit_in_many_steps(reference):
         assert reference[name]["state"][:, [0, 3]].min() >= 0
 
 
+def test_ranks_holding_their_parts_alone_hash_the_identity_in_chunks_as_one_process():
+    """On 3 ranks each holding its part alone, the run identity and its details, hashed 7 rows
+    at a time in global order (``parallel.DIGEST_ROWS``: hundreds of chunks, most owned by
+    one rank; nothing gathered whole), are one process's exactly: friction, interfacial
+    friction and Coriolis varying per cell; the tide's level boundary and uniform friction."""
+    from mpi_driver import IDENTITY_RUNS, simulation
+
+    from fvswe import restart
+
+    done = mpiexec(3, "tests/mpi_driver.py", "--identity")
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    for spec in IDENTITY_RUNS:
+        one = json.loads(json.dumps(restart.identified(simulation(spec))))
+        assert found[spec["name"]] == list(one), spec["name"]
+    assert found["test1-fields"][1]["forcing"]["coriolis.f"].startswith("per cell, hash")
+    assert found["tide"][1]["boundary"]["boundary.west"] == "level"
+
+
 def fvswe(n: int, *argv: str, timeout: float = 180) -> subprocess.CompletedProcess:
     return mpiexec(n, "-m", "fvswe", "run", *argv, timeout=timeout)
 
