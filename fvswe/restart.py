@@ -27,7 +27,7 @@ from .forcing import DRAG_LAWS
 from .output import original_cells
 from .parallel import Owned
 from .schemes.friction import FRICTION_KINDS
-from .settings import ALWAYS, SETTINGS
+from .settings import ALWAYS, BY_NAME, SETTINGS
 from .slide import describe
 
 #: Identity keys added after checkpoints and series had been written, and their value in
@@ -261,7 +261,7 @@ def mismatch(
         return f"{key}: {saved[key]!r} in {whose}, unknown to this fvswe"
     for key in sorted(now, key=lambda k: k in DERIVED):  # a cause before its consequence
         value, old = now[key], saved.get(key)
-        if old == value:
+        if old == value or _unused(key, now):
             continue
         before = (saved_details or {}).get(key) or {}
         after = (now_details or {}).get(key) or {}
@@ -270,6 +270,14 @@ def mismatch(
             key, old, value = named[0], before[named[0]], after[named[0]]
         return f"{key}: {old!r} in {whose}, {value!r} now"
     return None
+
+
+def _unused(key: str, now: Mapping[str, Any]) -> bool:
+    """Whether ``key`` is a setting of the other method than ``now``'s (``method`` itself is
+    compared): a run keeps such a setting at its default, which may have changed since
+    (θ: 0.55 until 2026-11-29), and it changes nothing in the run."""
+    setting = BY_NAME.get(key)
+    return setting is not None and setting.only not in ("", now.get("method", "explicit"))
 
 
 def check(sim, snap: Mapping[str, Any]) -> None:

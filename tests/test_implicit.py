@@ -212,6 +212,27 @@ def test_an_explicit_checkpoint_from_before_the_implicit_method_restarts(tmp_pat
         case.simulation(**IMPLICIT).restore(output.load_checkpoint(tmp_path / "old.npz"))
 
 
+def test_a_run_ignores_the_other_methods_settings_in_a_checkpoint(tmp_path):
+    """An explicit checkpoint written while θ's default was 0.55 restarts (the explicit
+    method never reads θ); an implicit one of another θ is refused (test above)."""
+    case = get_case("cgrid-tide").with_grid(8, 4)
+    whole = case.simulation(backend="cpu")
+    whole.run(300.0)  # the same steps as the run that stops there
+    whole.run(600.0)
+    first = case.simulation(backend="cpu")
+    first.run(300.0)
+    snap = first.snapshot()
+    assert snap["identity"]["theta"] == 0.6
+    output.save_checkpoint(tmp_path / "c.npz", {**snap, "identity": {**snap["identity"],
+                                                                      "theta": 0.55}})  # fmt: skip
+    again = case.simulation(backend="cpu")
+    again.restore(output.load_checkpoint(tmp_path / "c.npz"))
+    again.run(600.0)
+    np.testing.assert_array_equal(again.state(), whole.state())
+    with pytest.raises(ConfigError, match=r"cfl: 0.9 in the checkpoint's run, 0.5 now$"):
+        case.simulation(backend="cpu", cfl=0.5).restore(output.load_checkpoint(tmp_path / "c.npz"))
+
+
 def test_cli_and_case_file_switch_with_one_key(tmp_path, capsys):
     out = tmp_path / "out"
     code = main(["run", "cgrid-tide", "--nx", "12", "--method", "implicit", "--theta", "1",
