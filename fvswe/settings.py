@@ -31,7 +31,7 @@ from . import registry as schemes
 from .backends import BACKENDS
 from .errors import ConfigError
 from .implicit.cg import TOL
-from .implicit.precond import PRECONDITIONERS
+from .implicit.precond import CHOICES as PRECONDITIONERS
 from .implicit.rrb import COARSE_CELLS
 
 #: The TOML types of a number (an integer is a number too).
@@ -177,8 +177,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("theta", NUMBER, 0.6, "method = implicit: θ in [0.5, 1] (0.5 Crank-Nicolson, 1 "
             "backward Euler)", check=_theta, identity=True, older=0.6, active=False,
             only="implicit"),
-    Setting("preconditioner", str, "rrb", "method = implicit: the CG's preconditioner, rrb "
-            "(repeated red-black), jacobi, amg (pyamg) or none", choices=PRECONDITIONERS,
+    Setting("preconditioner", str, "auto", "method = implicit: the CG's preconditioner, rrb "
+            "(repeated red-black), jacobi, amg (pyamg), none, or auto (rrb on the CPU, jacobi "
+            "on the GPU)", choices=PRECONDITIONERS,
             identity=True, older="rrb", active=False, only="implicit"),
     Setting("cg_tol", NUMBER, TOL, "method = implicit: CG stops at ||r||_2 < cg_tol (m)",
             check=_positive, identity=True, older=TOL, active=False, only="implicit"),

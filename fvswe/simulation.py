@@ -31,6 +31,7 @@ from .boundary import (
 )
 from .errors import BlowUpError, ConfigError, check_finite
 from .forcing import Coriolis, Wind, WindTable
+from .implicit.precond import resolve as resolve_preconditioner
 from .maxima import Maxima
 from .maxima import fields as maxima_fields
 from .mesh.core import inverse_permutation, take_rows
@@ -521,6 +522,9 @@ class Simulation:
         if s["method"] == "implicit":  # the C-grid θ-scheme (fvswe/implicit, docs/IMPLICIT.md)
             from . import implicit
 
+            # "auto": the faster preconditioner on this device, recorded as the run's setting
+            s = {**s, "preconditioner": resolve_preconditioner(s["preconditioner"], cls.name)}
+            self.settings["preconditioner"] = s["preconditioner"]
             backend = implicit.make_backend(self.layout, cls.name, s, backend_options,
                                             self.comm is not None)  # fmt: skip
             self.scheme = backend.label

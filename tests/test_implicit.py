@@ -257,7 +257,7 @@ def test_cli_and_case_file_switch_with_one_key(tmp_path, capsys):
         ({"cg_tol": 0.0}, r"^cg_tol: must be a positive number, got 0.0$"),
         ({"dt_max": -1.0}, r"^dt_max: must be a positive number, got -1.0$"),
         ({"rrb_coarse": 2}, r"^rrb_coarse: must be an integer in \[4, 65536\], got 2$"),
-        ({"preconditioner": "ilu"}, r"^preconditioner: unknown 'ilu' \(choose from rrb, jacobi, "),
+        ({"preconditioner": "ilu"}, r"^preconditioner: unknown 'ilu' \(choose from auto, rrb, "),
         (
             {"method": "explicit", "theta": 1},
             r"^theta: 1 is a setting of method 'implicit', "
@@ -324,7 +324,7 @@ def test_gpu_runs_the_cpu_code_to_round_off():
         pytest.skip(reason)
     for name, t_end in (("cgrid-island", 20.0), ("cgrid-tide", 1800.0)):
         case = get_case(name).with_grid(32, 32)
-        runs = [case.simulation(**IMPLICIT, backend=b, cg_tol=1e-11)
+        runs = [case.simulation(**IMPLICIT, backend=b, cg_tol=1e-11, preconditioner="rrb")
                 for b in ("cpu", "gpu")]  # fmt: skip
         for sim in runs:
             sim.run(t_end)
@@ -332,6 +332,21 @@ def test_gpu_runs_the_cpu_code_to_round_off():
         assert runs[1].backend.name == "gpu" and runs[0].steps == runs[1].steps
         np.testing.assert_allclose(dev["h"], cpu["h"], rtol=0, atol=1e-9)
         np.testing.assert_allclose(dev["qx"], cpu["qx"], rtol=0, atol=1e-9)
+
+
+def test_the_default_preconditioner_is_the_devices_faster(monkeypatch):
+    """``auto``: RRB on the CPU, Jacobi (its CG in kernels) on the GPU; the run records the
+    one it takes, so its checkpoints name it (the GPU's: tests/test_implicit_kernels.py)."""
+    from fvswe.implicit import precond
+
+    case = get_case("cgrid-drop").with_grid(8, 8)
+    sim = case.simulation(**IMPLICIT, backend="cpu")
+    assert sim.settings["preconditioner"] == sim.identity()["preconditioner"] == "rrb"
+    assert sim.scheme == "implicit-theta0.6-rrb"
+    assert precond.resolve("auto", "gpu") == "jacobi"
+    assert precond.resolve("none", "gpu") == precond.resolve("none", "cpu") == "none"
+    monkeypatch.setitem(precond.BY_DEVICE, "cpu", "jacobi")
+    assert case.simulation(**IMPLICIT, backend="cpu").scheme == "implicit-theta0.6-jacobi"
 
 
 def test_the_step_bounds_the_courant_number_of_the_speed_the_advection_carries_u_at(

@@ -195,6 +195,17 @@ def test_gpu_tide_with_the_kernels_is_the_cpu_run_to_round_off(name):
 
 
 @pytest.mark.gpu
+def test_gpu_default_run_takes_jacobi_in_kernels():
+    """``preconditioner = "auto"`` (the default) is Jacobi on the GPU, its CG these kernels."""
+    _cupy()
+    sim = get_case("cgrid-drop").with_grid(16, 16).simulation(method="implicit", backend="gpu")
+    assert sim.settings["preconditioner"] == sim.identity()["preconditioner"] == "jacobi"
+    assert isinstance(sim.backend.step.kernels, KernelCG)
+    sim.run(5.0)
+    assert sim.t == 5.0 and sim.backend.counters()["cg_iterations"] > 0
+
+
+@pytest.mark.gpu
 def test_gpu_float32_tide_keeps_its_dtype_and_follows_the_float64_run():
     """float32 on the GPU (the kernels in float, the fused face terms cast back): the state
     stays float32 and the levels follow the CPU's float64 run."""

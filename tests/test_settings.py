@@ -146,12 +146,13 @@ def test_the_tables_choices_are_the_backends():
     from fvswe import integrators
     from fvswe.backends import BACKENDS
     from fvswe.backends.base import DT_MODES
-    from fvswe.implicit.precond import PRECONDITIONERS
+    from fvswe.implicit.precond import BY_DEVICE, PRECONDITIONERS
 
     assert settings.BY_NAME["dt_mode"].choices == DT_MODES
     assert settings.BY_NAME["backend"].choices == BACKENDS
     assert settings.BY_NAME["integrator"].choices == tuple(i.name for i in integrators.INTEGRATORS)
-    assert settings.BY_NAME["preconditioner"].choices == PRECONDITIONERS
+    assert settings.BY_NAME["preconditioner"].choices == ("auto", *PRECONDITIONERS)
+    assert set(BY_DEVICE) == {b for b in BACKENDS if b != "auto"}
     assert settings.BY_NAME["method"].choices == settings.METHODS == ("explicit", "implicit")
 
 

@@ -1,4 +1,5 @@
-"""The preconditioners of the θ-scheme's CG: RRB (the default), Jacobi, AMG, none.
+"""The preconditioners of the θ-scheme's CG: RRB (the CPU's default), Jacobi (the GPU's),
+AMG, none.
 
 Each is built from a :class:`~fvswe.implicit.operator.Stencil` once a system (a step)
 and returns ``M⁻¹ r`` for a ``(ny, nx)`` residual, on the device of the stencil.
@@ -21,6 +22,18 @@ from .operator import Stencil
 from .rrb import COARSE_CELLS, RRB
 
 PRECONDITIONERS = ("rrb", "jacobi", "amg", "none")
+#: What ``auto`` (the default setting) is on each device: the faster there (docs/IMPLICIT.md,
+#: "Choices"): RRB's few iterations on the CPU; on the GPU Jacobi's CG in two kernels an
+#: iteration, where RRB is array code of hundreds of launches an iteration.
+BY_DEVICE = {"cpu": "rrb", "gpu": "jacobi"}
+#: The setting's values.
+CHOICES = ("auto", *PRECONDITIONERS)
+
+
+def resolve(name: str, device: str) -> str:
+    """The preconditioner a run on ``device`` (``cpu`` or ``gpu``) takes for the setting
+    ``name`` (:data:`CHOICES`)."""
+    return BY_DEVICE[device] if name == "auto" else name
 
 
 def build(name: str, stencil: Stencil, xp, coarse: int = COARSE_CELLS):
