@@ -252,6 +252,15 @@ def peak_memory(comm) -> list[int]:
     return [peak] if comm is None else comm.allgather(peak)
 
 
+def device_memory(comm, on_device: bool) -> list[int]:
+    """Each rank's device memory in CuPy's pool (bytes; the pool keeps the blocks its arrays
+    freed, so this is the high-water mark of the process's device arrays; 0 where the run is
+    not ``on_device``), in rank order, on every rank (``comm`` None: this process's alone)."""
+    cupy = sys.modules.get("cupy") if on_device else None
+    held = int(cupy.get_default_memory_pool().total_bytes()) if cupy is not None else 0
+    return [held] if comm is None else comm.allgather(held)
+
+
 def _threads_per_rank(comm) -> int:
     """The cores of this node shared between its ranks (Numba's thread limit permitting)."""
     import numba

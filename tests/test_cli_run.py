@@ -78,6 +78,7 @@ def test_named_case_writes_outputs_and_a_json_summary(capsys, meshes, tmp_path):
     assert report == json.loads((out / "summary.json").read_text())
     assert report["case"] == "test1" and report["cells"] == 128 and report["t"] == 0.1
     assert report["steps"] > 0 and report["steps_total"] == report["steps"]
+    assert len(report["peak_rss_bytes"]) == 1 and report["device_bytes"] == [0]  # the CPU's
     assert report["output_times"] == [0.0, 0.1]
     for key in ("wall_s", "cell_steps_per_s", "mass", "mass_initial", "clipped_cells",
                 "nonhyperbolic_edges"):  # fmt: skip

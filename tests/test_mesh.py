@@ -345,6 +345,29 @@ def test_refinement_equals_the_checked_construction(meshes, name):
             assert value == other, field
 
 
+def test_a_family_member_is_refined_from_the_finest_cached_one_below(tmp_path, monkeypatch):
+    """square-64k, then square-256k: one refinement of the cached 64k, not three of the base;
+    the same mesh as refining the base, read back from an uncompressed cache."""
+    import shutil
+    import zipfile
+
+    from fvswe.mesh import catalog
+
+    shutil.copy(catalog.mesh_dir() / "square-4k.msh", tmp_path)
+    monkeypatch.setenv("FVSWE_MESHES", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(catalog, "refine", lambda m: calls.append(m.n_cells) or refine(m))
+    family("square-64k")
+    assert calls == [4000, 16000]
+    fine = family("square-256k")
+    assert calls == [4000, 16000, 64000]
+    again = refine(refine(refine(family("square-4k"))))
+    assert np.array_equal(fine.cells, again.cells) and np.array_equal(fine.nodes, again.nodes)
+    with zipfile.ZipFile(tmp_path / "cache" / "square-256k.npz") as z:
+        assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_STORED}
+    assert catalog.MEMBERS["square-133m"] == ("square-130k", 5)
+
+
 @pytest.mark.parametrize("cells", [4000, 16000])
 def test_family_bandwidths_match_the_papers_table3(cells):
     m = family(cells)

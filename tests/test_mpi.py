@@ -420,6 +420,7 @@ def test_cli_outputs_of_two_ranks_equal_one_process(tmp_path, backend):
         "threads",
         "ranks",
         "peak_rss_bytes",
+        "device_bytes",
     )  # the rest: bitwise
     a, b = (json.loads((d / "summary.json").read_text()) for d in (one, two))
     assert (a["ranks"], b["ranks"]) == (1, 2) and a["level_inflow"] != 0
@@ -691,6 +692,7 @@ def test_cpu_ranks_holding_their_parts_alone_run_and_restart_bit_for_bit(tmp_pat
     assert many["holds_part"] and not one["holds_part"] and many["steps_total"] > 3
     assert many["ranks"] == 2 and first["ranks"] == 3 and first["steps"] > 1
     assert len(many["peak_rss_bytes"]) == 2 and min(many["peak_rss_bytes"]) > 0
+    assert many["device_bytes"] == [0, 0]  # CPU ranks: no device arrays
     assert many["setup_s"] > 0 and many["output_times"] == one["output_times"]
     # the series: written by 3 ranks, then 2, one index; read as one dataset, one process's
     xr = pytest.importorskip("xarray")

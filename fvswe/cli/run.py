@@ -651,6 +651,7 @@ def _interrupted(where: str, sim, checkpoint, probe=None, maps=None) -> runner.R
 
 def _finish(args, spec, sim, summary, out, written=()) -> int:
     peaks = parallel.peak_memory(sim.comm)  # collective: every rank's, in rank order
+    device = parallel.device_memory(sim.comm, sim.backend.name == "gpu")  # collective too
     if not sim.is_root:  # rank 0 reports for all
         return 0
     report = {
@@ -664,6 +665,7 @@ def _finish(args, spec, sim, summary, out, written=()) -> int:
         "output_times": list(written),
         "ranks": sim.ranks,
         "peak_rss_bytes": peaks,
+        "device_bytes": device,
         "holds_part": sim.part is not None,
     }
     if out is not None:

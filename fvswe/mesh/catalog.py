@@ -3,11 +3,13 @@
 Members ``square-4k`` (4000 triangles) and its 1..4-fold refinements
 ``square-16k``, ``square-64k``, ``square-256k``, ``square-1m`` (1 024 000),
 plus ``square-2m`` (2 080 560), the twofold refinement of the 130 035-triangle
-base, and its further refinements ``square-8m`` (8 322 240) and ``square-33m``
-(33 288 960) for scaling runs. Refinement keeps the *centre* child of each parent at the parent's
-number and appends the three corner children after all parents, which gives
+base, and its further refinements ``square-8m`` (8 322 240), ``square-33m``
+(33 288 960) and ``square-133m`` (133 155 840) for scaling runs and the largest run from
+per-part files (benchmarks/largest.py). Refinement keeps the *centre* child of each parent
+at the parent's number and appends the three corner children after all parents, which gives
 the paper's "original" bandwidth of exactly 0.75 L. Refined members are cached
-as ``.npz`` under ``meshes/cache/`` (set ``FVSWE_MESHES`` to move ``meshes/``).
+as uncompressed ``.npz`` under ``meshes/cache/`` (set ``FVSWE_MESHES`` to move ``meshes/``),
+and a member is refined from the finest cached one below it.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ MEMBERS = {
     "square-2m": ("square-130k", 2),
     "square-8m": ("square-130k", 3),
     "square-33m": ("square-130k", 4),
+    "square-133m": ("square-130k", 5),
 }
 
 
@@ -115,15 +118,26 @@ def family(member: int | str) -> Mesh:
     base_name, times = MEMBERS[name]
     if times == 0:
         return base(base_name)
-    cached = mesh_dir() / "cache" / f"{name}.npz"
+    cached = _cached(name)
     if cached.is_file():
         return read_mesh(cached)
-    mesh = base(base_name)
-    for _ in range(times):
+    below = [(r, n) for n, (b, r) in MEMBERS.items() if b == base_name and 0 < r < times]
+    done, mesh = 0, None
+    for r, n in sorted(below, reverse=True):  # the finest cached member below this one
+        if _cached(n).is_file():
+            done, mesh = r, read_mesh(_cached(n))
+            break
+    mesh = base(base_name) if mesh is None else mesh
+    for _ in range(times - done):
         mesh = refine(mesh)
     cached.parent.mkdir(parents=True, exist_ok=True)
-    write_mesh(mesh, cached)
+    write_mesh(mesh, cached, compress=False)
     return read_mesh(cached)
+
+
+def _cached(name: str) -> Path:
+    """Where member ``name``'s refinement is cached."""
+    return mesh_dir() / "cache" / f"{name}.npz"
 
 
 def load(spec: str | Path) -> Mesh:
