@@ -191,9 +191,20 @@ def test_a_checkpoint_of_another_method_or_theta_is_refused(tmp_path):
         implicit.restore({**snap, "zeta": snap["zeta"][:, :7]})
 
 
-def test_an_explicit_checkpoint_from_before_the_implicit_method_restarts(tmp_path):
-    """Its identity lacks the method and the implicit settings: it was an explicit run at
-    their defaults, so an explicit run continues from it and an implicit one is refused."""
+def _older(identity: dict, fvswe: str) -> dict:
+    """An explicit run's identity as an older fvswe wrote it."""
+    if fvswe == "before the implicit method":  # no method, no implicit settings
+        added = {s.name for s in settings.SETTINGS if s.only == "implicit"} | {"method"}
+        return {k: v for k, v in identity.items() if k not in added}
+    assert identity["theta"] == 0.6
+    return {**identity, "theta": 0.55}  # θ's default until 2026-11-29, which it never read
+
+
+@pytest.mark.parametrize("fvswe", ["before the implicit method", "while theta's default was 0.55"])
+def test_an_explicit_checkpoint_of_an_older_fvswe_restarts(tmp_path, fvswe):
+    """An explicit run continues from it bit for bit (a run compares only its own method's
+    settings and completes missing keys with their old values); an implicit run, or one of
+    another cfl, is refused."""
     case = get_case("cgrid-tide").with_grid(8, 4)
     whole = case.simulation(backend="cpu")
     whole.run(300.0)  # the same steps as the run that stops there
@@ -201,36 +212,17 @@ def test_an_explicit_checkpoint_from_before_the_implicit_method_restarts(tmp_pat
     first = case.simulation(backend="cpu")
     first.run(300.0)
     snap = first.snapshot()
-    added = {s.name for s in settings.SETTINGS if s.only == "implicit"} | {"method"}
-    older = {k: v for k, v in snap["identity"].items() if k not in added}
-    output.save_checkpoint(tmp_path / "old.npz", {**snap, "identity": older})
+    output.save_checkpoint(tmp_path / "old.npz", {**snap, "identity": _older(snap["identity"],
+                                                                             fvswe)})  # fmt: skip
+    old = output.load_checkpoint(tmp_path / "old.npz")
     again = case.simulation(backend="cpu")
-    again.restore(output.load_checkpoint(tmp_path / "old.npz"))
+    again.restore(old)
     again.run(600.0)
     np.testing.assert_array_equal(again.state(), whole.state())
     with pytest.raises(ConfigError, match=r"method: 'explicit' in the checkpoint's run, 'impl"):
-        case.simulation(**IMPLICIT).restore(output.load_checkpoint(tmp_path / "old.npz"))
-
-
-def test_a_run_ignores_the_other_methods_settings_in_a_checkpoint(tmp_path):
-    """An explicit checkpoint written while θ's default was 0.55 restarts (the explicit
-    method never reads θ); an implicit one of another θ is refused (test above)."""
-    case = get_case("cgrid-tide").with_grid(8, 4)
-    whole = case.simulation(backend="cpu")
-    whole.run(300.0)  # the same steps as the run that stops there
-    whole.run(600.0)
-    first = case.simulation(backend="cpu")
-    first.run(300.0)
-    snap = first.snapshot()
-    assert snap["identity"]["theta"] == 0.6
-    output.save_checkpoint(tmp_path / "c.npz", {**snap, "identity": {**snap["identity"],
-                                                                      "theta": 0.55}})  # fmt: skip
-    again = case.simulation(backend="cpu")
-    again.restore(output.load_checkpoint(tmp_path / "c.npz"))
-    again.run(600.0)
-    np.testing.assert_array_equal(again.state(), whole.state())
+        case.simulation(**IMPLICIT).restore(old)
     with pytest.raises(ConfigError, match=r"cfl: 0.9 in the checkpoint's run, 0.5 now$"):
-        case.simulation(backend="cpu", cfl=0.5).restore(output.load_checkpoint(tmp_path / "c.npz"))
+        case.simulation(backend="cpu", cfl=0.5).restore(old)
 
 
 def test_cli_and_case_file_switch_with_one_key(tmp_path, capsys):
