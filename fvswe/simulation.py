@@ -264,14 +264,13 @@ def _conditions(mesh, boundary, layers: int, H: np.ndarray, part) -> tuple:
             level_tables(mesh, boundary, layers, H, lengths=lengths))  # fmt: skip
 
 
-def _refuse_on_part(part, s, order, distributed, pairs, boundary, crs, sources) -> None:
+def _refuse_on_part(part, s, order, distributed, pairs, boundary, sources) -> None:
     """One line naming the key of what a part cannot build alone yet (docs/PARALLEL.md, "Case
     inputs"): it needs the whole mesh, or data the part files do not carry. None: no part."""
     if part is None:
         return
     from .boundary import Outflow
     from .partfile import MANIFEST
-    from .ugrid import check_crs, is_geographic
 
     where = f"--parts {part.directory}"
     if not distributed:
@@ -283,14 +282,10 @@ def _refuse_on_part(part, s, order, distributed, pairs, boundary, crs, sources) 
     outflow = [n for n, c in (boundary or {}).items() if isinstance(c, Outflow) or c == "outflow"]
     refused = [
         (s["method"] != "explicit", "method", f"{s['method']!r}: explicit runs only"),
-        (s["reconstruction"] != "constant", "reconstruction",
-         f"{s['reconstruction']!r}: the part files carry no reconstruction weights yet"),
         (bool(pairs), "boundary", "periodic pairs are not joined in part files yet"),
         (bool(outflow), f"boundary.{outflow[0] if outflow else ''}",
          "outflow: its tables are numbered over the whole mesh"),
         (bool(sources), "sources", "no rank locates a source in its part yet"),
-        (crs is not None and is_geographic(check_crs(crs, "crs")), "crs",
-         f"{crs!r}: the part files carry no sphere metric yet"),
     ]  # fmt: skip
     for bad, key, why in refused:
         if bad:
@@ -303,11 +298,13 @@ def _reordered(mesh, order: str, *cell_arrays):
     return mesh, tuple(None if a is None else take_rows(a, perm) for a in cell_arrays)
 
 
-def _on_sphere(mesh, crs: str | None, radius: float, s: Mapping[str, Any], slide, coriolis):
-    """``(mesh, metric)``: ``mesh`` on the sphere (:func:`fvswe.mesh.sphere.on_sphere`) where
-    ``crs`` is geographic (docs/SCHEMES.md §20), else ``(mesh, None)``. Refused on the sphere,
-    in one line: the linear reconstruction, the implicit method, a slide and a planar
-    Coriolis; a spherical Coriolis on a planar mesh."""
+def _on_sphere(mesh, crs: str | None, radius: float, s: Mapping[str, Any], slide, coriolis,
+               part=None):  # fmt: skip
+    """``(mesh, metric)``: ``mesh`` (a rank's ``part`` of it: its edges summed in their global
+    order) on the sphere (:func:`fvswe.mesh.sphere.on_sphere`) where ``crs`` is geographic
+    (docs/SCHEMES.md §20), else ``(mesh, None)``. Refused on the sphere, in one line: the
+    linear reconstruction, the implicit method, a slide and a planar Coriolis; a spherical
+    Coriolis on a planar mesh."""
     from .ugrid import check_crs, is_geographic
 
     geographic = crs is not None and is_geographic(check_crs(crs, "crs"))
@@ -326,7 +323,7 @@ def _on_sphere(mesh, crs: str | None, radius: float, s: Mapping[str, Any], slide
         raise ConfigError(f"slide: not available on a lon/lat mesh (crs {crs!r})")
     if not (isinstance(radius, (int, float)) and math.isfinite(radius) and radius > 0):
         raise ConfigError(f"radius: expected a positive number of metres, got {radius!r}")
-    return on_sphere(mesh, float(radius))
+    return on_sphere(mesh, float(radius), None if part is None else part.part.edges)
 
 
 def _agreed(callback: Callable, comm) -> Callable:
@@ -475,7 +472,7 @@ class Simulation:
         #: The periodic tag pairs, joined into interior edges (:class:`fvswe.boundary.Periodic`).
         self.periodic, boundary = periodic_pairs(boundary)
         self.part = part  # this rank's part alone (fvswe.parallel.read_own), or None
-        _refuse_on_part(part, s, order, distributed, self.periodic, boundary, crs, sources)
+        _refuse_on_part(part, s, order, distributed, self.periodic, boundary, sources)
         mesh = _periodic_mesh(mesh, self.periodic, boundary, s) if self.periodic else mesh
         W0, Hc, kind, bottom, interfacial = self._cell_inputs(mesh, H, initial, friction,
                                                               interfacial_friction, s,
@@ -491,7 +488,7 @@ class Simulation:
         self.coriolis = Coriolis.of(coriolis)
         #: The CRS of the mesh's coordinates; a geographic one puts the mesh on the sphere.
         self.crs = crs
-        mesh, sphere = _on_sphere(mesh, crs, radius, s, slide, self.coriolis)
+        mesh, sphere = _on_sphere(mesh, crs, radius, s, slide, self.coriolis, part)
         edge_bc, levels = _conditions(mesh, boundary, layers, Hc, part)
         self.friction, self.interfacial_friction = friction, interfacial_friction
         f = None if self.coriolis is None else self.coriolis.values(mesh.centroid[:, 1])

@@ -491,9 +491,20 @@ def runs(comm, runs_json: str, out: str) -> None:
         np.savez(out, **saved)
 
 
+def _abort_all(kind, value, trace) -> None:
+    """An error uncaught on one rank ends every rank at once (its traceback printed), rather
+    than leaving the others waiting in a collective until the launch's timeout."""
+    from mpi4py import MPI
+
+    sys.__excepthook__(kind, value, trace)
+    sys.stderr.flush()
+    MPI.COMM_WORLD.Abort(1)
+
+
 if __name__ == "__main__":
     from mpi4py import MPI
 
+    sys.excepthook = _abort_all
     if sys.argv[1:] == ["--blowup"]:
         blowup(MPI.COMM_WORLD)
     elif sys.argv[1:] == ["--identity"]:

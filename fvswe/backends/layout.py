@@ -150,7 +150,7 @@ class Layout:
             slide=slide,
             maxima=None if maxima is None else float(maxima),
             sphere=_coefficients(sphere),
-            **(lsq_weights(mesh, cell_edges, cell_side) if linear else {}),
+            **(lsq_weights(mesh, cell_edges, cell_side, owned and owned[0]) if linear else {}),
             n_owned_cells=None if owned is None else int(owned[0]),
             n_owned_edges=None if owned is None else int(owned[1]),
         )
@@ -213,16 +213,25 @@ def _cells(values: np.ndarray | None, cells: np.ndarray) -> np.ndarray | None:
     return None if values is None else np.ascontiguousarray(values[cells])
 
 
-def lsq_weights(mesh, cell_edges: np.ndarray, cell_side: np.ndarray) -> dict[str, np.ndarray]:
+def lsq_weights(
+    mesh, cell_edges: np.ndarray, cell_side: np.ndarray, owned: int | None = None
+) -> dict[str, np.ndarray]:
     """The linear reconstruction's geometry (docs/SCHEMES.md §19.2): per slot, the weight
     ``w_m = M^-1 d_m`` of the least-squares gradient ``grad v = sum_m w_m (v_m - v_i)``,
     ``d_m`` the offset of the neighbour's centroid (on the boundary, of the ghost's: the
     centroid mirrored in the edge) and ``M = sum_m d_m d_m^T``; and ``o_m``, the face
     midpoint's offset from the centroid. Float64, in the mesh's cell order. Across a periodic
     edge (``mesh.edge_shift``, docs/SCHEMES.md §7.8) the neighbour and, seen from cell ``j``,
-    the face are moved by the translation: the joined cells see each other side by side."""
+    the face are moved by the translation: the joined cells see each other side by side.
+    ``owned``: ``mesh`` is a part whose first ``owned`` cells are its own (the rest its halo,
+    whose edges to other parts it lacks, and whose face states their owners send): those
+    cells' rows, each from its own cell's edges as in the whole mesh, the halo's zero."""
+    if owned is not None:
+        rows = lsq_weights(mesh, cell_edges[:owned], cell_side[:owned])
+        return {key: np.concatenate([a, np.zeros((cell_edges.shape[0] - owned, *a.shape[1:]))])
+                for key, a in rows.items()}  # fmt: skip
     e = np.maximum(cell_edges, 0)
-    xi = mesh.centroid[:, None, :]
+    xi = mesh.centroid[: cell_edges.shape[0], None, :]
     mid = mesh.nodes[mesh.edge_nodes[e]].mean(axis=2)
     other = mesh.edge_cells[e, 1 - cell_side]
     there = mesh.centroid[np.maximum(other, 0)]

@@ -56,10 +56,16 @@ def _check(mesh: Mesh) -> None:
                         "a periodic pair of tags (fvswe.boundary.Periodic)")  # fmt: skip
 
 
-def on_sphere(mesh: Mesh, radius: float = RADIUS) -> tuple[Mesh, np.ndarray]:
+def on_sphere(
+    mesh: Mesh, radius: float = RADIUS, edge_ids: np.ndarray | None = None
+) -> tuple[Mesh, np.ndarray]:
     """``mesh`` (degrees) with the sphere's areas, edge normals and lengths, and the per-cell
     ``(G_x, G_y, tan(phi_i)/R)`` (float64, ``phi_i`` the centroid's latitude), where
-    ``G_i = sum_e |Gamma_e| n_e / |V_i|`` over the cell's edges, outward."""
+    ``G_i = sum_e |Gamma_e| n_e / |V_i|`` over the cell's edges, outward, summed in the edges'
+    global order (``edge_ids``: a part's edges' global ids, whose order a border cell's part
+    order is not; None: the mesh's own order), so that a part's owned cells, which have all
+    their edges, get the whole mesh's bits (its halo cells' sums lack their other parts'
+    edges, and no rank reads them)."""
     _check(mesh)
     lon, lat = np.radians(mesh.nodes[:, 0]), np.radians(mesh.nodes[:, 1])
     dlon, dlat, cos_m, _ = _segments(lon, lat, mesh.edge_nodes[:, 0], mesh.edge_nodes[:, 1])
@@ -71,10 +77,11 @@ def on_sphere(mesh: Mesh, radius: float = RADIUS) -> tuple[Mesh, np.ndarray]:
     bad = np.flatnonzero(~(area > 0))
     if bad.size:
         raise MeshError(f"{mesh.source}: cell {int(bad[0])} has no area on the sphere")
-    i, j = mesh.edge_cells[:, 0], mesh.edge_cells[:, 1]
+    order = slice(None) if edge_ids is None else np.argsort(edge_ids, kind="stable")
+    (i, j), nl_ordered = mesh.edge_cells[order].T, nl[order]
     closure = np.zeros((mesh.n_cells, 2))
-    np.add.at(closure, i, nl)
-    np.add.at(closure, j[j >= 0], -nl[j >= 0])
+    np.add.at(closure, i, nl_ordered)
+    np.add.at(closure, j[j >= 0], -nl_ordered[j >= 0])
     metric = np.column_stack([closure / area[:, None],
                               np.tan(np.radians(mesh.centroid[:, 1])) / radius])  # fmt: skip
     sphere = replace(mesh, area=area, edge_normal=nl / length[:, None], edge_length=length)
