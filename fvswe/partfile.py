@@ -99,11 +99,13 @@ def part_arrays(mesh: Mesh, part: Part) -> dict[str, np.ndarray]:
     return {key: np.asarray(value) for key, value in out.items()}
 
 
-def write_parts(mesh: Mesh, parts: list[Part], directory, *, method: str, order: str) -> dict:
+def write_parts(mesh: Mesh, parts: list[Part], directory, *, method: str, order: str,
+                periodic: list[tuple[str, str]] = ()) -> dict:  # fmt: skip
     """Write ``parts`` of ``mesh`` (in the order they were cut in) to ``directory``, whole or
     not at all: into a temporary folder beside it, renamed when complete. An existing
     ``directory`` is replaced only if it holds a partition (a ``manifest.json``). Returns the
-    manifest."""
+    manifest. ``periodic``: the tag pairs ``mesh`` has joined (:func:`fvswe.mesh.periodic`),
+    which a run's pairs must equal."""
     from .restart import mesh_fingerprint  # (fvswe.restart needs fvswe.output, as this module)
 
     out = Path(directory)
@@ -119,6 +121,7 @@ def write_parts(mesh: Mesh, parts: list[Part], directory, *, method: str, order:
         "tags": mesh.tags, "boundary_edges": {name: int(np.count_nonzero(
             mesh.edge_tag[mesh.boundary] == tid)) for name, tid in mesh.tags.items()},
         "tag_length": {name: tag_length(mesh, name) for name in mesh.tags},
+        "periodic": [list(pair) for pair in periodic],
         "owned": [p.n_owned for p in parts],
         "halo": [p.n_halo for p in parts], "part_sha256": [],
     }  # fmt: skip

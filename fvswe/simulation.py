@@ -216,14 +216,15 @@ def _cell_values(value: Field, xy: np.ndarray, n: int, key: str) -> np.ndarray:
         raise ConfigError(f"{key}: expected {n} cell values, got shape {out.shape}") from None
 
 
-def _periodic_mesh(mesh, pairs: list, boundary, s: Mapping[str, Any]):
-    """``mesh`` with its periodic ``pairs`` joined. Refused: the implicit method (its C-grid
-    reads the grid's sides) and a condition given on a joined tag."""
+def _periodic_mesh(mesh, pairs: list, boundary, s: Mapping[str, Any], join: bool = True):
+    """``mesh`` with its periodic ``pairs`` joined (``join`` false: joined already). Refused:
+    the implicit method (its C-grid reads the grid's sides) and a condition given on a
+    joined tag."""
     a, b = pairs[0]
     if s["method"] != "explicit":
         raise ConfigError(f"method: {s['method']!r} is not available with periodic boundaries "
                           f"(tags {a!r} and {b!r}); use 'explicit'")  # fmt: skip
-    joined = periodic(mesh, pairs)
+    joined = periodic(mesh, pairs) if join else mesh
     refuse_joined_conditions(pairs, boundary)
     return joined
 
@@ -279,10 +280,15 @@ def _refuse_on_part(part, s, order, distributed, pairs, boundary, sources) -> No
         raise ConfigError(f"{Path(part.directory) / MANIFEST}: cut in {part.manifest['order']!r} "
                           f"order, this run's is {order!r} (fvswe mesh partition --order "
                           f"{order})")  # fmt: skip
+    joined = [tuple(pair) for pair in part.manifest.get("periodic", [])]
+    if joined != list(pairs):
+        cut = " ".join(f"--periodic {a}:{b}" for a, b in pairs) or "no --periodic"
+        raise ConfigError(f"{Path(part.directory) / MANIFEST}: cut with the periodic pairs "
+                          f"{joined}, this run's are {list(pairs)} (fvswe mesh partition "
+                          f"{cut})")  # fmt: skip
     outflow = [n for n, c in (boundary or {}).items() if isinstance(c, Outflow) or c == "outflow"]
     refused = [
         (s["method"] != "explicit", "method", f"{s['method']!r}: explicit runs only"),
-        (bool(pairs), "boundary", "periodic pairs are not joined in part files yet"),
         (bool(outflow), f"boundary.{outflow[0] if outflow else ''}",
          "outflow: its tables are numbered over the whole mesh"),
         (bool(sources), "sources", "no rank locates a source in its part yet"),
@@ -473,7 +479,8 @@ class Simulation:
         self.periodic, boundary = periodic_pairs(boundary)
         self.part = part  # this rank's part alone (fvswe.parallel.read_own), or None
         _refuse_on_part(part, s, order, distributed, self.periodic, boundary, sources)
-        mesh = _periodic_mesh(mesh, self.periodic, boundary, s) if self.periodic else mesh
+        if self.periodic:  # a part file's mesh is joined already (fvswe mesh partition)
+            mesh = _periodic_mesh(mesh, self.periodic, boundary, s, join=part is None)
         W0, Hc, kind, bottom, interfacial = self._cell_inputs(mesh, H, initial, friction,
                                                               interfacial_friction, s,
                                                               comm if part else None)  # fmt: skip

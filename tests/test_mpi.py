@@ -778,6 +778,53 @@ def test_ranks_holding_their_parts_alone_run_on_the_sphere_bit_for_bit(tmp_path)
     assert _same_final(tmp_path / "one", tmp_path / "ranks")
 
 
+#: A channel periodic west-east (a strip of 40 x 6 rectangles cut into triangles), walls
+#: along it, a bump travelling across the period, at second order.
+CHANNEL_CASE = """
+layers = 1
+scheme = "hll"
+t_end = 1.0
+order = "hilbert"
+integrator = "ssp-rk2"
+reconstruction = "linear"
+[mesh]
+file = "strip.npz"
+[boundary]
+west = { kind = "periodic", partner = "east" }
+wall = "wall"
+[initial]
+h = "1 + 0.3 * exp(-4 * (x - 9)**2)"
+qx = "0.5 * h"
+"""
+
+
+def test_ranks_holding_their_parts_alone_join_periodic_pairs_bit_for_bit(tmp_path):
+    """``fvswe mesh partition --periodic west:east`` joins the pair before the renumbering and
+    the cut, as a run does: 3 ranks from those files (a halo across the period) give one
+    process's final state, bitwise; files cut without the pair, or a pair the run lacks, are
+    a one-line error naming the manifest."""
+    from fvswe.cli import main
+    from fvswe.mesh import write_mesh
+    from fvswe.mesh.generate import strip
+
+    write_mesh(strip(40, 6, 0.0, 10.0), tmp_path / "strip.npz")
+    (tmp_path / "case.toml").write_text(CHANNEL_CASE)
+    cut = ["mesh", "partition", str(tmp_path / "strip.npz"), "-n", "3", "--order", "hilbert"]
+    assert main([*cut, "--periodic", "west:east", "-o", str(tmp_path / "parts")]) == 0
+    argv = [str(tmp_path / "case.toml"), "--backend", "cpu", "-q"]
+    assert main(["run", *argv, "-o", str(tmp_path / "one")]) == 0
+    done = fvswe(3, *argv, "--parts", str(tmp_path / "parts"), "-o", str(tmp_path / "ranks"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _same_final(tmp_path / "one", tmp_path / "ranks")
+    assert main([*cut, "-o", str(tmp_path / "plain")]) == 0  # the pair not joined
+    done = fvswe(3, *argv, "--parts", str(tmp_path / "plain"), "-o", str(tmp_path / "bad"))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert (
+        "manifest.json: cut with the periodic pairs [], this run's are [('west', 'east')] "
+        "(fvswe mesh partition --periodic west:east)" in done.stderr
+    ), done.stderr
+
+
 @pytest.mark.parametrize(
     ("extra", "case", "wrong"),
     [

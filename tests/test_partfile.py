@@ -191,3 +191,20 @@ def test_partition_cli_refuses_a_folder_that_is_not_a_partition(tmp_path, capsys
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "results: exists and is not a partition folder" in err
     assert sorted(f.name for f in tmp_path.rglob("*")) == ["keep.txt", "results"]
+
+
+@pytest.mark.parametrize(
+    ("pair", "said"),
+    [
+        ("west", "--periodic: expected TAG:TAG (e.g. west:east), got 'west'"),
+        ("west:", "--periodic: expected TAG:TAG (e.g. west:east), got 'west:'"),
+        ("north:south", "tag 'north'"),
+    ],
+)
+def test_partition_cli_periodic_pairs_in_one_line(tmp_path, capsys, pair, said):
+    """A malformed ``--periodic`` pair, or one the mesh lacks: one line, nothing written."""
+    argv = ["mesh", "partition", "square-4k", "-n", "2", "--periodic", pair]
+    assert main([*argv, "-o", str(tmp_path / "parts")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fvswe: error: ") and err.count("\n") == 1 and said in err, err
+    assert not list(tmp_path.iterdir())

@@ -146,6 +146,11 @@ def _partition(args: argparse.Namespace) -> int:
     if args.png and Path(args.png).suffix.lower() != ".png":
         raise ConfigError(f"--png: {args.png}: not a .png name (the picture is a PNG file)")
     mesh = _load(args.file, args.bathymetry)[0]
+    pairs = [_pair(text) for text in args.periodic or ()]
+    if pairs:  # joined before the renumbering and the cut, as a run joins them
+        from ..mesh.periodic import periodic
+
+        mesh = periodic(mesh, pairs)
     if args.order != "none":  # cut as a run in that order cuts it
         mesh = mesh.reordered(args.order)[0]
     method = method_name(args.method)
@@ -155,7 +160,7 @@ def _partition(args: argparse.Namespace) -> int:
     if args.output:
         from ..partfile import write_parts
 
-        write_parts(mesh, parts, args.output, method=method, order=args.order)
+        write_parts(mesh, parts, args.output, method=method, order=args.order, periodic=pairs)
         info["output"] = args.output
     if args.png:
         title = (
@@ -179,6 +184,14 @@ def _partition(args: argparse.Namespace) -> int:
     if args.output:
         print(f"  files      {args.output}: manifest.json and {info['parts']} part files")
     return 0
+
+
+def _pair(text: str) -> tuple[str, str]:
+    """``A:B`` of ``--periodic``: the tags joined, A's edges onto B's."""
+    a, colon, b = text.partition(":")
+    if not (a and colon and b) or ":" in b:
+        raise ConfigError(f"--periodic: expected TAG:TAG (e.g. west:east), got {text!r}")
+    return a, b
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -238,6 +251,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     part.add_argument("-o", "--output", metavar="DIR",
                       help="write DIR/part-NNNN.npz and DIR/manifest.json")  # fmt: skip
     part.add_argument("--bathymetry", metavar="SOURCE:SIGN", help=BATHYMETRY_HELP)
+    part.add_argument("--periodic", action="append", metavar="A:B",
+                      help="join tag A's edges to tag B's before the cut, as a run with the "
+                      "condition A = { kind = \"periodic\", partner = \"B\" } does "
+                      "(repeatable)")  # fmt: skip
     part.add_argument("--png", metavar="PNG", help="draw the parts and the cut edges")
     part.add_argument("--json", action="store_true", help="print one JSON object")
     part.set_defaults(func=_partition)
