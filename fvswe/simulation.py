@@ -41,7 +41,7 @@ from .mesh.sphere import RADIUS, on_sphere
 from .model import Model, thin_layer_threshold
 from .registry import refuse_dry_cells
 from .slide import Slide, bed_at, slide_table
-from .sources import Rain, Source, added, source_tables
+from .sources import Cells, Rain, Source, added, source_tables
 
 Field = np.ndarray | float | Callable[[np.ndarray, np.ndarray], np.ndarray]
 DTYPES = {name: np.dtype(name).type for name in run_settings.BY_NAME["dtype"].choices}
@@ -265,7 +265,7 @@ def _conditions(mesh, boundary, layers: int, H: np.ndarray, part) -> tuple:
             level_tables(mesh, boundary, layers, H, lengths=lengths))  # fmt: skip
 
 
-def _refuse_on_part(part, s, order, distributed, pairs, boundary, sources) -> None:
+def _refuse_on_part(part, s, order, distributed, pairs, boundary) -> None:
     """One line naming the key of what a part cannot build alone yet (docs/PARALLEL.md, "Case
     inputs"): it needs the whole mesh, or data the part files do not carry. None: no part."""
     if part is None:
@@ -291,11 +291,16 @@ def _refuse_on_part(part, s, order, distributed, pairs, boundary, sources) -> No
         (s["method"] != "explicit", "method", f"{s['method']!r}: explicit runs only"),
         (bool(outflow), f"boundary.{outflow[0] if outflow else ''}",
          "outflow: its tables are numbered over the whole mesh"),
-        (bool(sources), "sources", "no rank locates a source in its part yet"),
     ]  # fmt: skip
     for bad, key, why in refused:
         if bad:
             raise ConfigError(f"{key}: {why} ({where}: a rank holding its part alone)")
+
+
+def _source_cells(part, comm) -> Cells:
+    """Where the sources are laid out: the whole mesh, or this rank's ``part`` (its owned
+    cells, their global ids; sums over the ranks of ``comm``)."""
+    return Cells() if part is None else Cells(comm, part.owned[0], part.part.cells)
 
 
 def _reordered(mesh, order: str, *cell_arrays):
@@ -478,7 +483,7 @@ class Simulation:
         #: The periodic tag pairs, joined into interior edges (:class:`fvswe.boundary.Periodic`).
         self.periodic, boundary = periodic_pairs(boundary)
         self.part = part  # this rank's part alone (fvswe.parallel.read_own), or None
-        _refuse_on_part(part, s, order, distributed, self.periodic, boundary, sources)
+        _refuse_on_part(part, s, order, distributed, self.periodic, boundary)
         if self.periodic:  # a part file's mesh is joined already (fvswe mesh partition)
             mesh = _periodic_mesh(mesh, self.periodic, boundary, s, join=part is None)
         W0, Hc, kind, bottom, interfacial = self._cell_inputs(mesh, H, initial, friction,
@@ -505,7 +510,7 @@ class Simulation:
             mesh, self.model, W0, Hc, edge_bc, DTYPES[dtype],
             friction=(kind, bottom), interfacial=interfacial,
             levels=levels if levels.count else None, coriolis=f, wind=_wind(wind),
-            sources=source_tables(mesh, sources, layers),
+            sources=source_tables(mesh, sources, layers, _source_cells(part, comm)),
             slide=slide_table(slide, mesh.centroid, Hc),
             maxima=None if maxima is None else Maxima.of(maxima).arrival_threshold,
             sphere=sphere, linear=s["reconstruction"] != "constant", owned=part and part.owned,

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from matplotlib.path import Path as PolygonPath
 
+from . import exactsum
 from .boundary import LEVEL_EVERY_S, LEVEL_UNTIL_S, Series, series_table
 from .errors import ConfigError
 
@@ -102,38 +103,43 @@ class SourceTables:
         return replace(self, start=start, table=self.table[take], weight=self.weight[take])
 
 
-def _polygon_cells(mesh, polygon, where: str) -> np.ndarray:
+def _polygon_cells(mesh, polygon, where: str, cells: Cells) -> np.ndarray:
     vertices = np.asarray(polygon, dtype=np.float64)
     if vertices.ndim != 2 or vertices.shape[1] != 2 or len(vertices) < 3:
         raise ConfigError(f"{where}: a polygon needs at least three (x, y) vertices")
-    inside = np.flatnonzero(PolygonPath(vertices).contains_points(mesh.centroid))
-    if not inside.size:
+    centres = mesh.centroid[: cells.owned]
+    inside = np.flatnonzero(PolygonPath(vertices).contains_points(centres))
+    if not cells.count(inside.size):
         raise ConfigError(f"{where}: no cell of {mesh.source} has its centre inside the polygon")
     return inside
 
 
-def _point_cell(mesh, point, where: str) -> np.ndarray:
-    from .probes import locate
+def _point_cell(mesh, point, where: str, cells: Cells) -> np.ndarray:
+    from .probes import _inside
 
     try:
         x, y = (float(v) for v in point)
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: a point is (x, y), got {point!r}") from None
-    cell = locate(mesh, x, y)
-    if cell is None:
+    inside = _inside(mesh, x, y, cells.owned)
+    ids = inside if cells.ids is None else cells.ids[inside]
+    mine = int(ids.min()) if ids.size else None
+    found = [mine] if cells.comm is None else cells.comm.allgather(mine)
+    first = min((c for c in found if c is not None), default=None)
+    if first is None:
         raise ConfigError(f"{where}: ({x:g}, {y:g}) lies outside {mesh.source}")
-    return np.array([cell])
+    return inside[ids == first][:1]  # one process's first cell holding it: its owner's
 
 
-def _source_entries(mesh, source: Source, layers: int, where: str) -> list:
+def _source_entries(mesh, source: Source, layers: int, where: str, at: Cells) -> list:
     """``(cells, weights, layer, kind, table, name)`` of each table of a Source."""
     if (source.point is None) == (source.polygon is None):
         raise ConfigError(f"{where}: give a point or a polygon")
     if source.point is not None:
-        cells = _point_cell(mesh, source.point, where)
+        cells = _point_cell(mesh, source.point, where, at)
     else:
-        cells = _polygon_cells(mesh, source.polygon, where)
-    weights = np.full(cells.size, 1.0 / float(np.sum(mesh.area[cells])))  # Q / area: m/s
+        cells = _polygon_cells(mesh, source.polygon, where, at)
+    weights = np.full(cells.size, 1.0 / at.total(mesh.area[cells]))  # Q / area: m/s
     table = series_table(source.Q, source.every, source.until, where, "discharge")
     out = [(cells, weights, 0, SOURCE, table, source.name)]
     if source.lower is not None:
@@ -146,11 +152,11 @@ def _source_entries(mesh, source: Source, layers: int, where: str) -> list:
     return out
 
 
-def _rain_entries(mesh, rain: Rain, where: str) -> list:
+def _rain_entries(mesh, rain: Rain, where: str, at: Cells) -> list:
     cells = (
-        np.arange(mesh.n_cells)
+        np.arange(mesh.n_cells if at.owned is None else at.owned)
         if rain.polygon is None
-        else _polygon_cells(mesh, rain.polygon, where)
+        else _polygon_cells(mesh, rain.polygon, where, at)
     )
     field = rain.field
     xy = mesh.centroid[cells]
@@ -160,30 +166,70 @@ def _rain_entries(mesh, rain: Rain, where: str) -> list:
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: field: expected a number or f(x, y), got {field!r}") from None
     bad = np.flatnonzero(~(np.isfinite(weights) & (weights >= 0)))
-    if bad.size:
-        raise ConfigError(f"{where}: field is {float(weights[bad[0]])!r} in cell {cells[bad[0]]}: "
-                          "finite and >= 0")  # fmt: skip
+
+    def check() -> None:
+        if bad.size:
+            cell = cells[bad[0]] if at.ids is None else at.ids[cells[bad[0]]]
+            raise ConfigError(f"{where}: field is {float(weights[bad[0]])!r} in cell {cell}: "
+                              "finite and >= 0")  # fmt: skip
+
+    at.agreed(check)
     table = series_table(rain.rate, rain.every, rain.until, where, "rain")
     return [(cells, weights, 0, RAIN, table, rain.name)]
 
 
-def source_tables(mesh, sources: Sequence[Source | Rain], layers: int) -> SourceTables | None:
-    """The :class:`SourceTables` of ``sources`` on ``mesh`` (cells in its order), or None."""
+@dataclass(frozen=True)
+class Cells:
+    """Where the sources are laid out: the whole mesh (``comm`` None), or a rank's part (its
+    first ``owned`` cells its own, ``ids`` their global numbers in the run's order), whose
+    sums over cells are all-reduced exactly and whose point is the owner's of one process's
+    first cell holding it (the least global id)."""
+
+    comm: object = None
+    owned: int | None = None
+    ids: np.ndarray | None = None
+
+    def total(self, values: np.ndarray) -> float:
+        """``Σ values`` over all ranks' cells, exactly, rounded once (any order, any split)."""
+        partials = exactsum.sums(values)
+        if self.comm is not None:
+            whole = np.empty_like(partials)
+            self.comm.Allreduce(partials, whole)
+            partials = whole
+        return exactsum.rounded(partials)
+
+    def count(self, n: int) -> int:
+        """``n`` summed over the ranks."""
+        return n if self.comm is None else self.comm.allreduce(n)
+
+    def agreed(self, check: Callable[[], None]) -> None:
+        """``check()``, whose error on any rank is raised on every rank (none waits)."""
+        if self.comm is None:
+            return check()
+        from .parallel import agreed
+
+        agreed(self.comm, check)
+
+
+def source_tables(mesh, sources: Sequence[Source | Rain], layers: int,
+                  cells: Cells = Cells()) -> SourceTables | None:  # fmt: skip
+    """The :class:`SourceTables` of ``sources`` on ``mesh`` (cells in its order; ``cells``: a
+    rank's part of it, the entries its owned cells'), or None."""
     entries = []
     for k, source in enumerate(sources or ()):
         where = f"sources[{k}] ({getattr(source, 'name', '?')})"
         if isinstance(source, Source):
-            entries += _source_entries(mesh, source, layers, where)
+            entries += _source_entries(mesh, source, layers, where, cells)
         elif isinstance(source, Rain):
-            entries += _rain_entries(mesh, source, where)
+            entries += _rain_entries(mesh, source, where, cells)
         else:
             raise ConfigError(f"{where}: expected Source(...) or Rain(...), got {source!r}")
     if not entries:
         return None
-    return _tables(mesh, entries)
+    return _tables(mesh, entries, cells)
 
 
-def _tables(mesh, entries: list) -> SourceTables:
+def _tables(mesh, entries: list, cells: Cells) -> SourceTables:
     """Entries grouped by cell (in table order within a cell: the sums' fixed order)."""
     cell = np.concatenate([e[0] for e in entries])
     table = np.concatenate([np.full(e[0].size, k, np.int32) for k, e in enumerate(entries)])
@@ -192,7 +238,7 @@ def _tables(mesh, entries: list) -> SourceTables:
     start = np.searchsorted(cell[order], np.arange(mesh.n_cells + 1)).astype(np.int32)
     times = [e[4][0] for e in entries]
     offsets = np.concatenate(([0], np.cumsum([t.size for t in times]))).astype(np.int64)
-    volume = np.array([float(np.sum(e[1] * mesh.area[e[0]])) for e in entries])
+    volume = np.array([cells.total(e[1] * mesh.area[e[0]]) for e in entries])
     return SourceTables(
         start=start, table=table[order], weight=weight[order], offsets=offsets,
         times=np.concatenate(times), values=np.concatenate([e[4][1] for e in entries]),

@@ -825,6 +825,56 @@ def test_ranks_holding_their_parts_alone_join_periodic_pairs_bit_for_bit(tmp_pat
     ), done.stderr
 
 
+#: A point source on a vertex (in cells of several parts: one process's first holds it), a
+#: polygon source across the parts and rain everywhere with a field varying in x.
+SOURCES = """
+[[sources]]
+name = "river"
+point = [{x!r}, {y!r}]
+discharge = "2.0 + 1.5 * sin(t * 300)"
+[[sources]]
+name = "outfall"
+polygon = [[-2.0, -2.0], [1.3, -2.0], [1.3, 1.1], [-2.0, 1.1]]
+discharge = -0.7
+[[rain]]
+rate = 2e-3
+field = "1.0 + 0.1 * x"
+"""
+
+
+def test_ranks_holding_their_parts_alone_take_sources_and_rain_bit_for_bit(tmp_path):
+    """Point and polygon sources and rain on 3 ranks from part files: the owner of one
+    process's first cell holding the point takes it, the polygon's area and each table's
+    volume are exact sums all-reduced (one process sums them exactly too), so the final
+    state and the summary (the source and rain volumes, the masses) are one process's, bit
+    for bit."""
+    from fvswe.cli import main
+    from fvswe.partfile import read_part
+
+    _tagged_square(tmp_path / "m.npz")
+    cut = ["mesh", "partition", str(tmp_path / "m.npz"), "-n", "3", "--order", "hilbert"]
+    assert main([*cut, "-o", str(tmp_path / "parts")]) == 0
+    ranks_of: dict[int, set[int]] = {}  # a node's ranks owning a cell around it
+    where: dict[int, tuple[float, float]] = {}
+    for rank in range(3):
+        local, part = read_part(tmp_path / "parts", rank)
+        ids = np.load(tmp_path / "parts" / f"part-{rank:04d}.npz")["node_ids"]
+        for node in np.unique(local.cells[: part.n_owned]):
+            ranks_of.setdefault(int(ids[node]), set()).add(rank)
+            where[int(ids[node])] = tuple(float(v) for v in local.nodes[node])
+    x, y = where[min(n for n, r in ranks_of.items() if len(r) > 1)]
+    (tmp_path / "case.toml").write_text(PART_CASE + SOURCES.format(x=x, y=y))
+    argv = [str(tmp_path / "case.toml"), "--backend", "cpu", "-q"]
+    assert main(["run", *argv, "-o", str(tmp_path / "one")]) == 0
+    done = fvswe(3, *argv, "--parts", str(tmp_path / "parts"), "-o", str(tmp_path / "ranks"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _same_final(tmp_path / "one", tmp_path / "ranks")
+    one, many = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("one", "ranks"))
+    assert one["source_volume"] != 0 and one["rain_volume"] > 0
+    for key in ("source_volume", "rain_volume", "mass", "mass_initial", "steps", "t"):
+        assert many[key] == one[key], key
+
+
 @pytest.mark.parametrize(
     ("extra", "case", "wrong"),
     [
