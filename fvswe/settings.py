@@ -31,7 +31,7 @@ from . import registry as schemes
 from .backends import BACKENDS
 from .errors import ConfigError
 from .implicit.cg import TOL
-from .implicit.precond import CHOICES as PRECONDITIONERS
+from .implicit.precond import CHOICES as PRECONDITIONER_CHOICES
 from .implicit.rrb import COARSE_CELLS
 
 #: The TOML types of a number (an integer is a number too).
@@ -179,7 +179,7 @@ SETTINGS: tuple[Setting, ...] = (
             only="implicit"),
     Setting("preconditioner", str, "auto", "method = implicit: the CG's preconditioner, rrb "
             "(repeated red-black), jacobi, amg (pyamg), none, or auto (rrb on the CPU, jacobi "
-            "on the GPU)", choices=PRECONDITIONERS,
+            "on the GPU)", choices=PRECONDITIONER_CHOICES,
             identity=True, older="rrb", active=False, only="implicit"),
     Setting("cg_tol", NUMBER, TOL, "method = implicit: CG stops at ||r||_2 < cg_tol (m)",
             check=_positive, identity=True, older=TOL, active=False, only="implicit"),
