@@ -75,11 +75,11 @@ class Section:
 # -- geometry ---------------------------------------------------------------------------------
 def locate(mesh, x: float, y: float) -> int | None:
     """The (first) cell of ``mesh`` that contains ``(x, y)``, edges included, or None."""
-    inside = _inside(mesh, x, y)
+    inside = holding(mesh, x, y)
     return int(inside[0]) if inside.size else None
 
 
-def _inside(mesh, x: float, y: float, n: int | None = None) -> np.ndarray:
+def holding(mesh, x: float, y: float, n: int | None = None) -> np.ndarray:
     """The cells of ``mesh`` (its first ``n``: a part's owned ones) that contain ``(x, y)``,
     edges included, in order.
 
@@ -211,7 +211,7 @@ def _part_gauges(sim, gauges: Sequence[Gauge]) -> tuple[np.ndarray, np.ndarray, 
         found = []
         for j, g in enumerate(gauges):
             _finite(g)
-            inside = _inside(mesh, g.x, g.y, n)
+            inside = holding(mesh, g.x, g.y, n)
             if inside.size:
                 rows[j] = inside[np.argmin(part.cells[inside])]
             k = rows[j]

@@ -115,13 +115,13 @@ def _polygon_cells(mesh, polygon, where: str, cells: Cells) -> np.ndarray:
 
 
 def _point_cell(mesh, point, where: str, cells: Cells) -> np.ndarray:
-    from .probes import _inside
+    from .probes import holding
 
     try:
         x, y = (float(v) for v in point)
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: a point is (x, y), got {point!r}") from None
-    inside = _inside(mesh, x, y, cells.owned)
+    inside = holding(mesh, x, y, cells.owned)
     ids = inside if cells.ids is None else cells.ids[inside]
     mine = int(ids.min()) if ids.size else None
     found = [mine] if cells.comm is None else cells.comm.allgather(mine)
