@@ -16,6 +16,9 @@ peak resident memory and device memory (CuPy's pool), and those per owned cell a
 first run's (Python, the libraries and a CUDA context: give a small mesh first). A rank whose
 memory does not grow with the global mesh beyond its part shows the same bytes per owned
 cell on every mesh. The JSON is rewritten after each row, so a cut call keeps what it ran.
+Where one call may not take a row's build, cut and run (a device call's time limit),
+``--stop build``, then ``--stop cut``, then ``--reuse`` run them in three calls on one
+``--work`` folder (the mesh cache and the part files stay between them).
 """
 
 from __future__ import annotations
@@ -70,16 +73,24 @@ def environment(args) -> dict:
 
 
 def prepare(mesh: str, ranks: int, folder: Path, args, env: dict) -> dict:
-    """Build ``mesh`` (cached) and cut it into ``ranks`` part files under ``folder``."""
+    """Build ``mesh`` (cached) and cut it into ``ranks`` part files under ``folder`` (with
+    ``--reuse``, a partition already there is taken as it is; ``--stop build``: no cut)."""
     build = f"from fvswe.mesh import family; family({mesh!r})"
     build_s, build_peak, _ = timed([sys.executable, "-c", build], env, f"building {mesh}")
-    cut = [sys.executable, "-m", "fvswe", "mesh", "partition", mesh, "-n", str(ranks),
-           "--order", args.order, "--method", args.method, "-o", str(folder), "--json"]  # fmt: skip
-    cut_s, cut_peak, stdout = timed(cut, env, f"cutting {mesh} into {ranks}")
-    parts = last_json(stdout, "the cut")
-    return {"mesh": mesh, "cells": parts["cells"], "ranks": ranks, "owned": parts["owned"],
-            "halo": parts["halo"], "method": parts["method"], "build_s": build_s,
-            "build_peak_bytes": build_peak, "cut_s": cut_s, "cut_peak_bytes": cut_peak,
+    row = {"mesh": mesh, "ranks": ranks, "build_s": build_s, "build_peak_bytes": build_peak}
+    if args.stop == "build":
+        return row
+    cut_s = cut_peak = None
+    if args.reuse and (folder / "manifest.json").is_file():
+        parts = json.loads((folder / "manifest.json").read_text())
+    else:
+        cut = [sys.executable, "-m", "fvswe", "mesh", "partition", mesh, "-n", str(ranks),
+               "--order", args.order, "--method", args.method, "-o", str(folder),
+               "--json"]  # fmt: skip
+        cut_s, cut_peak, stdout = timed(cut, env, f"cutting {mesh} into {ranks}")
+        parts = last_json(stdout, "the cut")
+    return {**row, "cells": parts["cells"], "owned": parts["owned"], "halo": parts["halo"],
+            "method": parts["method"], "cut_s": cut_s, "cut_peak_bytes": cut_peak,
             "part_bytes": sum(f.stat().st_size for f in folder.glob("part-*.npz"))}  # fmt: skip
 
 
@@ -120,6 +131,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--mpiexec", default="mpiexec", help="the launcher and its options")
     p.add_argument("--work", default=None, help="where the part files go (default: a temp)")
     p.add_argument("--keep", action="store_true", help="keep the part files")
+    p.add_argument("--stop", choices=("build", "cut"),
+                   help="stop each row after building the mesh, or after cutting it (the "
+                   "part files kept): steps of one run in calls of their own")  # fmt: skip
+    p.add_argument("--reuse", action="store_true",
+                   help="take a partition already in --work as it is (no cut)")  # fmt: skip
     p.add_argument("--out", default="largest.json")
     args = p.parse_args(argv)
     env, work = environment(args), Path(args.work or tempfile.mkdtemp(prefix="largest-"))
@@ -131,15 +147,17 @@ def main(argv: list[str] | None = None) -> None:
         mesh, _, ranks = spec.partition(":")
         folder = work / f"{mesh}-{ranks}"
         row = prepare(mesh, int(ranks or 2), folder, args, env)
-        row.update(run(mesh, folder, row["ranks"], args, env))
-        row["rss_per_owned_cell"] = per_owned(row, first, "peak_rss_bytes")
-        row["device_per_owned_cell"] = per_owned(row, first, "device_bytes")
-        first = first or row
+        if args.stop is None:
+            row.update(run(mesh, folder, row["ranks"], args, env))
+            row["rss_per_owned_cell"] = per_owned(row, first, "peak_rss_bytes")
+            row["device_per_owned_cell"] = per_owned(row, first, "device_bytes")
+            first = first or row
         report["rows"].append(row)
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
-        shown = ("mesh", "ranks", "cut_s", "setup_s", "peak_rss_bytes", "rss_per_owned_cell")
-        print(json.dumps({k: row[k] for k in shown}))
-        if not args.keep:
+        shown = ("mesh", "ranks", "build_s", "cut_s", "setup_s", "peak_rss_bytes",
+                 "rss_per_owned_cell")  # fmt: skip
+        print(json.dumps({k: row[k] for k in shown if k in row}))
+        if not args.keep and args.stop is None and folder.exists():
             shutil.rmtree(folder)
 
 

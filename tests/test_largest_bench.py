@@ -14,10 +14,10 @@ from fvswe.cli.bench import load
 bench = load("largest.py")
 
 
-def _main(tmp_path, runs: str) -> None:
+def _main(tmp_path, runs: str, *extra: str) -> None:
     launcher = " ".join(["mpiexec", *_launcher_options()])
     bench.main(["--runs", runs, "--mpiexec", launcher, "--work", str(tmp_path / "work"),
-                "--out", str(tmp_path / "largest.json")])  # fmt: skip
+                "--out", str(tmp_path / "largest.json"), *extra])  # fmt: skip
 
 
 def test_rows_of_ranks_holding_their_parts(tmp_path):
@@ -33,6 +33,24 @@ def test_rows_of_ranks_holding_their_parts(tmp_path):
     # CPU ranks hold some 0.6 kB a cell of their part (the layout, slots, two-layer state)
     assert all(100 < b < 5000 and math.isfinite(b) for b in large["rss_per_owned_cell"])
     assert not list((tmp_path / "work").iterdir())  # the part files removed (no --keep)
+
+
+def test_a_run_in_three_calls(tmp_path):
+    """``--stop build``, ``--stop cut``, then ``--reuse``: nothing cut by the first call, the
+    part files of the second taken by the third (no cut there), whose ranks hold them."""
+    rows = tmp_path / "largest.json"
+    _main(tmp_path, "square-16k:2", "--stop", "build")
+    built = json.loads(rows.read_text())["rows"][0]
+    assert built["build_s"] > 0 and "cut_s" not in built
+    assert not list((tmp_path / "work").iterdir())
+    _main(tmp_path, "square-16k:2", "--stop", "cut")
+    cut = json.loads(rows.read_text())["rows"][0]
+    assert cut["cut_s"] > 0 and "setup_s" not in cut
+    assert (tmp_path / "work" / "square-16k-2" / "manifest.json").is_file()
+    _main(tmp_path, "square-16k:2", "--reuse")
+    ran = json.loads(rows.read_text())["rows"][0]
+    assert ran["cut_s"] is None and ran["holds_part"] and ran["owned"] == cut["owned"]
+    assert not (tmp_path / "work" / "square-16k-2").exists()  # removed after its run
 
 
 def test_a_failing_step_is_one_line(tmp_path):
