@@ -235,15 +235,17 @@ FOREVER_S = float(np.finfo(np.float64).max)
 def bed_drops(mesh, edges: np.ndarray, H: np.ndarray) -> np.ndarray:
     """Per boundary edge, ``H_g - H_i`` (H positive down): the bed at the inner cell's
     barycentre mirrored in the edge, extrapolated with the cell's bed gradient (least
-    squares over the cells two neighbours away or nearer, exact for a plane; minimum norm
-    where they are collinear, 0 without neighbours), ``2 ((m - x_i).n) (grad H.n)``, ``m``
-    the edge's midpoint."""
+    squares over the cells two neighbours away or nearer, in the order of their numbers,
+    exact for a plane; minimum norm where they are collinear, 0 without neighbours),
+    ``2 ((m - x_i).n) (grad H.n)``, ``m`` the edge's midpoint. (The order is fixed here:
+    SciPy's sparse product leaves a row's indices in an order of its own, which the least
+    squares' bits would follow.)"""
     adjacency = mesh.adjacency()
     ring2 = adjacency @ adjacency + adjacency
     out = np.zeros(edges.size)
     for k, e in enumerate(edges):
         i = int(mesh.edge_cells[e, 0])
-        around = ring2.indices[ring2.indptr[i] : ring2.indptr[i + 1]]
+        around = np.sort(ring2.indices[ring2.indptr[i] : ring2.indptr[i + 1]])
         around = around[around != i]
         if not around.size:
             continue

@@ -294,6 +294,38 @@ def test_free_outflow_passes_uniform_flow_down_a_slope(east):
     assert summary.mass_rel_drift[0] <= 1e-13 and summary.counters["level_inflow"] < 1.0
 
 
+def test_the_outflows_bed_drops_do_not_follow_scipys_index_order(monkeypatch):
+    """The bed drops' least squares take a cell's neighbours in the order of their numbers:
+    the same bits whatever order the sparse product leaves each row's indices in (reversed
+    here), and exact on a plane (the channel's slope S: a drop of S dx across the edge)."""
+    from fvswe.boundary import bed_drops
+    from fvswe.mesh import Mesh
+
+    mesh = strip(12, 3, x0=0.0, x1=12.0)
+    rng = np.random.default_rng(3)
+    inner = (mesh.nodes[:, 0] > 0) & (mesh.nodes[:, 0] < 12) & (mesh.nodes[:, 1] > 0) & (
+        mesh.nodes[:, 1] < 3)  # fmt: skip
+    nodes = mesh.nodes.copy()
+    nodes[inner] += rng.uniform(-0.2, 0.2, (int(inner.sum()), 2))
+    mesh = Mesh.from_arrays(nodes, mesh.cells, boundary_tags=mesh.boundary_tags())
+    east = np.flatnonzero(mesh.edge_tag == mesh.tags["east"])
+    H = 5.0 + 1e-3 * mesh.centroid[:, 0] + 0.2 * np.sin(mesh.centroid[:, 1])
+    sorted_rows = bed_drops(mesh, east, H)
+    adjacency = mesh.adjacency().tocsr()
+    flipped = adjacency.copy()
+    for i in range(mesh.n_cells):  # each row's entries in reverse
+        row = slice(adjacency.indptr[i], adjacency.indptr[i + 1])
+        flipped.indices[row] = adjacency.indices[row][::-1]
+        flipped.data[row] = adjacency.data[row][::-1]
+    monkeypatch.setattr(type(mesh), "adjacency", lambda self: flipped)
+    assert np.array_equal(bed_drops(mesh, east, H), sorted_rows)
+    plane = bed_drops(mesh, east, 5.0 + 1e-3 * mesh.centroid[:, 0])
+    mid = mesh.nodes[mesh.edge_nodes[east]].mean(axis=1)
+    inner_cell = mesh.edge_cells[east, 0]
+    np.testing.assert_allclose(plane, 2e-3 * (mid[:, 0] - mesh.centroid[inner_cell, 0]),
+                               rtol=1e-9)  # fmt: skip
+
+
 def test_free_outflow_on_host_gpu_is_the_cpu_bitwise():
     """The host-run GPU kernels stand the outflow's ghost on the same extrapolated bed: the
     state after 100 steps is the CPU's bit for bit in every variant."""
