@@ -800,7 +800,8 @@ qx = "0.5 * h"
 
 def test_ranks_holding_their_parts_alone_join_periodic_pairs_bit_for_bit(tmp_path):
     """``fvswe mesh partition --periodic west:east`` joins the pair before the renumbering and
-    the cut, as a run does: 3 ranks from those files (a halo across the period) give one
+    the cut, as a run does (the same files as ``fvswe mesh partition CASE.toml``, which takes
+    the case's order and pairs): 3 ranks from those files (a halo across the period) give one
     process's final state, bitwise; files cut without the pair, or a pair the run lacks, are
     a one-line error naming the manifest."""
     from fvswe.cli import main
@@ -811,6 +812,12 @@ def test_ranks_holding_their_parts_alone_join_periodic_pairs_bit_for_bit(tmp_pat
     (tmp_path / "case.toml").write_text(CHANNEL_CASE)
     cut = ["mesh", "partition", str(tmp_path / "strip.npz"), "-n", "3", "--order", "hilbert"]
     assert main([*cut, "--periodic", "west:east", "-o", str(tmp_path / "parts")]) == 0
+    from_case = ["mesh", "partition", str(tmp_path / "case.toml"), "-n", "3"]
+    assert main([*from_case, "-o", str(tmp_path / "from-case")]) == 0  # its order and pairs
+    manifests = [json.loads((tmp_path / d / "manifest.json").read_text())
+                 for d in ("parts", "from-case")]  # fmt: skip
+    assert manifests[0]["part_sha256"] == manifests[1]["part_sha256"]
+    assert manifests[1]["periodic"] == [["west", "east"]] and manifests[1]["order"] == "hilbert"
     argv = [str(tmp_path / "case.toml"), "--backend", "cpu", "-q"]
     assert main(["run", *argv, "-o", str(tmp_path / "one")]) == 0
     done = fvswe(3, *argv, "--parts", str(tmp_path / "parts"), "-o", str(tmp_path / "ranks"))

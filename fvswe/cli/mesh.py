@@ -145,22 +145,21 @@ def _partition(args: argparse.Namespace) -> int:
 
     if args.png and Path(args.png).suffix.lower() != ".png":
         raise ConfigError(f"--png: {args.png}: not a .png name (the picture is a PNG file)")
-    mesh = _load(args.file, args.bathymetry)[0]
-    pairs = [_pair(text) for text in args.periodic or ()]
+    mesh, order, pairs = _to_cut(args)
     if pairs:  # joined before the renumbering and the cut, as a run joins them
         from ..mesh.periodic import periodic
 
         mesh = periodic(mesh, pairs)
-    if args.order != "none":  # cut as a run in that order cuts it
-        mesh = mesh.reordered(args.order)[0]
+    if order != "none":  # cut as a run in that order cuts it
+        mesh = mesh.reordered(order)[0]
     method = method_name(args.method)
     part = assign(mesh, args.parts, method)
     parts = split(mesh, part)
-    info = stats(mesh, part, parts) | {"method": method, "order": args.order}
+    info = stats(mesh, part, parts) | {"method": method, "order": order}
     if args.output:
         from ..partfile import write_parts
 
-        write_parts(mesh, parts, args.output, method=method, order=args.order, periodic=pairs)
+        write_parts(mesh, parts, args.output, method=method, order=order, periodic=pairs)
         info["output"] = args.output
     if args.png:
         title = (
@@ -184,6 +183,27 @@ def _partition(args: argparse.Namespace) -> int:
     if args.output:
         print(f"  files      {args.output}: manifest.json and {info['parts']} part files")
     return 0
+
+
+def _to_cut(args: argparse.Namespace) -> tuple[Mesh, str, list[tuple[str, str]]]:
+    """``(mesh, order, periodic pairs)`` to cut: FILE's mesh, ``--order`` (default none) and
+    ``--periodic``; or, FILE a case file (``.toml``), its mesh, its run's order (resolved for
+    its backend here) and its periodic pairs, unless the flags say otherwise."""
+    pairs = [_pair(text) for text in args.periodic or ()]
+    if Path(args.file).suffix != ".toml":
+        return _load(args.file, args.bathymetry)[0], args.order or "none", pairs
+    from ..backends import backend_class
+    from ..boundary import periodic_pairs
+    from ..casefile import load as load_case
+    from ..mesh.orderings import resolve
+
+    if args.bathymetry is not None:
+        raise ConfigError(f"--bathymetry: {args.file} is a case file: its [mesh] says where "
+                          "the bed is")  # fmt: skip
+    spec = load_case(args.file)
+    backend = backend_class(spec.settings.get("backend", "auto")).name
+    order = args.order or resolve(spec.settings.get("order", "none"), backend)
+    return spec.load_mesh(), order, pairs or periodic_pairs(spec.boundary)[0]
 
 
 def _pair(text: str) -> tuple[str, str]:
@@ -242,12 +262,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     part = sub.add_parser(
         "partition", help="split into parts for MPI ranks: sizes, halos, edge cut, imbalance"
     )
-    part.add_argument("file", metavar="FILE", help="mesh file or family name")
+    part.add_argument("file", metavar="FILE",
+                      help="mesh file or family name, or a case file (.toml): its mesh, the "
+                      "run's order and its periodic pairs")  # fmt: skip
     part.add_argument("-n", "--parts", type=int, required=True, metavar="P", help="parts")
     part.add_argument("--method", choices=["auto", "metis", "hilbert"], default="auto",
                       help="METIS k-way (auto: when pymetis imports) or Hilbert runs")  # fmt: skip
-    part.add_argument("--order", choices=methods, default="none",
-                      help="renumber first, as the run will (its `order`, resolved)")  # fmt: skip
+    part.add_argument("--order", choices=methods, default=None,
+                      help="renumber first, as the run will (its `order`, resolved; default: "
+                      "none, or a case file's)")  # fmt: skip
     part.add_argument("-o", "--output", metavar="DIR",
                       help="write DIR/part-NNNN.npz and DIR/manifest.json")  # fmt: skip
     part.add_argument("--bathymetry", metavar="SOURCE:SIGN", help=BATHYMETRY_HELP)
