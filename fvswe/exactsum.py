@@ -75,6 +75,16 @@ def rounded(partials) -> float:
         return float("inf") if total > 0 else float("-inf")
 
 
+def over(partials: np.ndarray, comm=None) -> np.ndarray:
+    """``partials`` (:func:`sums`' arrays) added over the ranks of ``comm`` (an MPI
+    communicator: an ``Allreduce`` of int64, exact in any order; None: as they are)."""
+    if comm is None:
+        return partials
+    total = np.empty_like(partials)
+    comm.Allreduce(partials, total)  # mpi4py's default op: MPI.SUM
+    return total
+
+
 def total(x, xp=np) -> float:
     """``Σ x`` exactly, rounded once to float64: :func:`rounded` of :func:`sums`."""
     return rounded(sums(x, xp))

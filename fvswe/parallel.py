@@ -522,10 +522,8 @@ class DistributedBackend:
         nothing gathered. ``area``: the global mesh's, or the part's where the rank holds its
         part alone."""
         mine = area if self.holds_part else area[self.part.cells]
-        sums = self.local.layer_sums(mine, self.part.n_owned)
-        total = np.empty_like(sums)
-        self.comm.Allreduce(sums, total)  # mpi4py's default op: MPI.SUM
-        return [exactsum.rounded(s) for s in total]
+        sums = exactsum.over(self.local.layer_sums(mine, self.part.n_owned), self.comm)
+        return [exactsum.rounded(s) for s in sums]
 
     @property
     def first_clip(self) -> tuple[int, int, float] | None:

@@ -191,12 +191,7 @@ class Cells:
 
     def total(self, values: np.ndarray) -> float:
         """``Σ values`` over all ranks' cells, exactly, rounded once (any order, any split)."""
-        partials = exactsum.sums(values)
-        if self.comm is not None:
-            whole = np.empty_like(partials)
-            self.comm.Allreduce(partials, whole)
-            partials = whole
-        return exactsum.rounded(partials)
+        return exactsum.rounded(exactsum.over(exactsum.sums(values), self.comm))
 
     def count(self, n: int) -> int:
         """``n`` summed over the ranks."""
