@@ -94,6 +94,31 @@ def holding(mesh, x: float, y: float, n: int | None = None) -> np.ndarray:
     return np.flatnonzero(np.all(cross >= -1e-12 * scale[:, None], axis=1))
 
 
+def first_holders(mesh, points, n: int | None = None, ids: np.ndarray | None = None,
+                  comm=None) -> tuple[list[int | None], np.ndarray]:  # fmt: skip
+    """For each ``(x, y)`` of ``points``, one process's :func:`locate`: the first cell in the
+    run's order holding it (None: none does), and its row among this rank's first ``n``
+    cells (-1: none, or another rank's). On ranks holding their parts alone (``ids``: the
+    global numbers of this rank's cells, its first ``n`` owned; ``comm`` the ranks), the
+    least global id over the ranks' owned cells holding it, its owner's row. Collective
+    where ``comm`` is given."""
+    rows = np.full(len(points), -1, dtype=np.int64)
+    mine: list[int | None] = []
+    for j, (x, y) in enumerate(points):
+        inside = holding(mesh, x, y, n)
+        number = inside if ids is None else ids[inside]
+        if inside.size:
+            rows[j] = inside[np.argmin(number)]
+        mine.append(int(number.min()) if inside.size else None)
+    every = [mine] if comm is None else comm.allgather(mine)
+    first = [min((f[j] for f in every if f[j] is not None), default=None)
+             for j in range(len(points))]  # fmt: skip
+    for j, row in enumerate(rows):
+        if row >= 0 and (row if ids is None else ids[row]) != first[j]:
+            rows[j] = -1  # another rank's cell, earlier in the run's order, holds it too
+    return first, rows
+
+
 def _crossings(a: np.ndarray, b: np.ndarray, p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Whether segments ``a[n]-b[n]`` properly cross segment ``p-q`` (an endpoint on the line
     counts as the side its sign gives, so a barycentre exactly on the line is on its left)."""
@@ -203,34 +228,19 @@ def _part_gauges(sim, gauges: Sequence[Gauge]) -> tuple[np.ndarray, np.ndarray, 
     contains the point: the least global id over the ranks' owned cells), its number in the
     original order, and its row among this rank's owned cells (-1: another rank's). Each
     rank searches its owned cells; the few ids are gathered. Collective."""
-    mesh, part, comm = sim.mesh, sim.part.part, sim.comm
-    n = part.n_owned
-    rows = np.full(len(gauges), -1, dtype=np.int64)  # this rank's first owned cell with it
-
-    def mine() -> list[tuple[int, int] | None]:
-        found = []
-        for j, g in enumerate(gauges):
-            _finite(g)
-            inside = holding(mesh, g.x, g.y, n)
-            if inside.size:
-                rows[j] = inside[np.argmin(part.cells[inside])]
-            k = rows[j]
-            found.append((int(part.cells[k]), int(mesh.original_index[k])) if k >= 0 else None)
-        return found
-
     from .parallel import agreed
 
-    every = comm.allgather(agreed(comm, mine))
-    cells, original = [], []
-    for j, g in enumerate(gauges):
-        best = min((f[j] for f in every if f[j] is not None), default=None)
-        if best is None:
+    mesh, part, comm = sim.mesh, sim.part.part, sim.comm
+    agreed(comm, lambda: [_finite(g) for g in gauges])
+    cells, rows = first_holders(mesh, [(g.x, g.y) for g in gauges], part.n_owned, part.cells,
+                                comm)  # fmt: skip
+    for g, cell in zip(gauges, cells, strict=True):
+        if cell is None:
             raise ConfigError(f"gauge {g.name!r}: ({g.x:g}, {g.y:g}) lies outside "
                               f"{sim.part.manifest['source']}")  # fmt: skip
-        cells.append(best[0])
-        original.append(best[1])
-        if rows[j] >= 0 and part.cells[rows[j]] != best[0]:
-            rows[j] = -1  # another rank's cell, earlier in the run's order, holds it too
+    mine = {j: int(mesh.original_index[row]) for j, row in enumerate(rows) if row >= 0}
+    every = {j: n for found in comm.allgather(mine) for j, n in found.items()}
+    original = [every[j] for j in range(len(gauges))]
     return np.array(cells, dtype=np.int64), np.array(original, dtype=np.int64), rows
 
 

@@ -115,20 +115,16 @@ def _polygon_cells(mesh, polygon, where: str, cells: Cells) -> np.ndarray:
 
 
 def _point_cell(mesh, point, where: str, cells: Cells) -> np.ndarray:
-    from .probes import holding
+    from .probes import first_holders
 
     try:
         x, y = (float(v) for v in point)
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: a point is (x, y), got {point!r}") from None
-    inside = holding(mesh, x, y, cells.owned)
-    ids = inside if cells.ids is None else cells.ids[inside]
-    mine = int(ids.min()) if ids.size else None
-    found = [mine] if cells.comm is None else cells.comm.allgather(mine)
-    first = min((c for c in found if c is not None), default=None)
+    (first,), (row,) = first_holders(mesh, [(x, y)], cells.owned, cells.ids, cells.comm)
     if first is None:
         raise ConfigError(f"{where}: ({x:g}, {y:g}) lies outside {mesh.source}")
-    return inside[ids == first][:1]  # one process's first cell holding it: its owner's
+    return np.array([row] if row >= 0 else [], dtype=np.int64)  # one process's first: its owner's
 
 
 def _source_entries(mesh, source: Source, layers: int, where: str, at: Cells) -> list:
