@@ -208,3 +208,20 @@ def test_partition_cli_periodic_pairs_in_one_line(tmp_path, capsys, pair, said):
     err = capsys.readouterr().err
     assert err.startswith("fvswe: error: ") and err.count("\n") == 1 and said in err, err
     assert not list(tmp_path.iterdir())
+
+
+def test_partition_cli_prints_a_case_meshs_warnings_as_lines(tmp_path, capsys):
+    """A mesh warning (an unused node) while cutting a mesh file or a case file's mesh: one
+    ``fvswe: warning:`` line on stderr each way, and the cut goes on."""
+    from fvswe.mesh import Mesh, family, write_mesh
+
+    mesh = family(4000)
+    nodes = np.vstack([mesh.nodes, [[0.123, 0.456]]])  # a node no cell uses
+    with pytest.warns(UserWarning, match="1 unused nodes"):
+        write_mesh(Mesh.from_arrays(nodes, mesh.cells, source="m"), tmp_path / "m.npz")
+    (tmp_path / "case.toml").write_text('t_end = 1.0\n[mesh]\nfile = "m.npz"\n')
+    for given in ("m.npz", "case.toml"):
+        assert main(["mesh", "partition", str(tmp_path / given), "-n", "2", "--json"]) == 0
+        err = capsys.readouterr().err
+        assert err.startswith("fvswe: warning: ") and "1 unused nodes" in err, err
+        assert err.count("\n") == 1, err

@@ -46,15 +46,20 @@ def _seed(text: str) -> int:
 
 def _load(spec: str, bathymetry: str | None = None) -> tuple[Mesh, str]:
     """Load FILE and say what its bathymetry is; mesh warnings become one stderr line each."""
+    if Path(spec).exists() or bathymetry is not None:
+        return _warned(lambda: read_mesh_with_note(spec, bathymetry))
+    # a member of the paper's family (flat, no bathymetry), or a one-line error
+    return _warned(lambda: load(spec)), "none"
+
+
+def _warned(make):
+    """``make()``, the warnings it raised printed as one stderr line each."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if Path(spec).exists() or bathymetry is not None:
-            mesh, note = read_mesh_with_note(spec, bathymetry)
-        else:  # a member of the paper's family (flat, no bathymetry), or a one-line error
-            mesh, note = load(spec), "none"
+        out = make()
     for w in caught:
         print(f"fvswe: warning: {w.message}", file=sys.stderr)
-    return mesh, note
+    return out
 
 
 def mesh_info(mesh: Mesh, bathymetry: str = "") -> dict:
@@ -203,7 +208,7 @@ def _to_cut(args: argparse.Namespace) -> tuple[Mesh, str, list[tuple[str, str]]]
     spec = load_case(args.file)
     backend = backend_class(spec.settings.get("backend", "auto")).name
     order = args.order or resolve(spec.settings.get("order", "none"), backend)
-    return spec.load_mesh(), order, pairs or periodic_pairs(spec.boundary)[0]
+    return _warned(spec.load_mesh), order, pairs or periodic_pairs(spec.boundary)[0]
 
 
 def _pair(text: str) -> tuple[str, str]:
