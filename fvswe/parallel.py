@@ -504,8 +504,12 @@ class DistributedBackend:
         return out
 
     def first_invalid(self) -> tuple[int, int] | None:
-        """The first invalid (global cell, component) over all ranks, else None."""
+        """The first invalid (global cell, component) over all ranks, else None. Each rank
+        looks with its own backend first (a GPU's on the device: no state copied to the host)
+        and only where one found something do all find the least global key."""
         nvar, n_cells = self.nvar, self.n_cells
+        if self.local.halo.min(0.0 if self.local.first_invalid() is None else -1.0) == 0.0:
+            return None
         # local order is not global order: every bad owned cell, then the first over all ranks
         cells, comps = np.nonzero(_invalid(self.local, self.part.n_owned, self.model))
         keys = self.part.cells[cells] * nvar + comps

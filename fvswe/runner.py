@@ -20,6 +20,9 @@ from types import SimpleNamespace
 
 #: Wall seconds aimed for between two looks at the run (progress, checkpoint, Ctrl-C).
 LOOK_EVERY_S = 0.25
+#: The most of a run's wall time its looks' checks may take (a check's mass sum and blow-up
+#: scan grow with the mesh: on 10^8 cells they cost as much as tens of steps).
+CHECK_SHARE = 0.05
 #: A progress bar appears once a run has taken this long.
 PROGRESS_AFTER_S = 1.0
 #: Event counters (``backend.counters()``) -> (what each counts per, the sentence's verb phrase).
@@ -178,8 +181,7 @@ def advance(
                     last = sim.run(t_out, max_steps=8 * look, check_every=look, callback=callback)
                     steps += last.steps
                     wall += last.wall_s
-                    per_step = last.wall_s / max(last.steps, 1)
-                    look = max(1, min(1000, int(LOOK_EVERY_S / max(per_step, 1e-9))))
+                    look = next_look(last)
                 if on_output is not None:
                     on_output(sim)
         finally:
@@ -191,6 +193,16 @@ def advance(
         stages = {**getattr(sim, "setup_stages", {}), "compile": compile_s}
     return dataclasses.replace(last, steps=steps, wall_s=wall, compile_s=compile_s,
                                setup_s=setup_s, setup_stages=stages)  # fmt: skip
+
+
+def next_look(last) -> int:
+    """Steps between two looks after a chunk that gave ``last`` (a RunSummary): about
+    :data:`LOOK_EVERY_S` of stepping (1 to 1000 steps), and more where that many would spend
+    over :data:`CHECK_SHARE` of the time in the checks."""
+    step_s = max((last.wall_s - last.check_s) / max(last.steps, 1), 1e-9)
+    check_s = last.check_s / max(last.checks, 1)
+    enough = math.ceil(check_s / (CHECK_SHARE * step_s))
+    return max(1, min(1000, int(LOOK_EVERY_S / step_s)), enough)
 
 
 def mass_balance(sim, summary) -> list[dict[str, float | bool]]:

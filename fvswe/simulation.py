@@ -76,6 +76,10 @@ class RunSummary:
     #: The set-up's stages (seconds by name: reading the mesh, the Simulation's stages of
     #: :attr:`Simulation.setup_stages`, ``compile``); empty where nobody timed them.
     setup_stages: dict[str, float] = field(default_factory=dict)
+    #: Seconds of ``wall_s`` spent in the checks between chunks of steps (blow-up, Courant
+    #: number, masses), and how many checks there were: what a look at the run costs.
+    check_s: float = 0.0
+    checks: int = 0
 
     @property
     def cell_steps_per_s(self) -> float:
@@ -110,6 +114,8 @@ class RunSummary:
             "compile_s": self.compile_s,
             "setup_s": self.setup_s,
             "setup_stages": self.setup_stages,
+            "check_s": self.check_s,
+            "checks": self.checks,
             "cells": self.cells,
             "cell_steps_per_s": self.cell_steps_per_s,
             "scheme": self.scheme,
@@ -794,17 +800,20 @@ class Simulation:
             if callback is not None:
                 callback = _agreed(callback, self.comm)
         start = time.perf_counter()
-        taken = 0
+        taken, checks, check_s = 0, 0, 0.0
         while self.t < t_end and taken < limit:
             chunk = int(min(check_every, limit - taken))
             before, t0 = self.steps, self.t
             self.backend.advance(t_end, chunk)
             taken += self.steps - before
+            looked = time.perf_counter()
             self._check()
+            checks, check_s = checks + 1, check_s + time.perf_counter() - looked
             self._check_progress(self.t - t0, self.steps - before, t_end)
             if callback is not None:
                 callback(self)
-        return self.summary(time.perf_counter() - start, taken)
+        summary = self.summary(time.perf_counter() - start, taken)
+        return replace(summary, check_s=check_s, checks=checks)
 
     def summary(self, wall: float, steps: int) -> RunSummary:
         """The :class:`RunSummary` of the current state after ``steps`` steps in ``wall``

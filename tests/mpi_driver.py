@@ -20,9 +20,9 @@ gets, per run, ``NAME.state`` (the global state in the original cell order), ``N
 variant that ran), as
 :func:`run_case` returns them.
 
-``mpiexec -n P python tests/mpi_driver.py --blowup``: rank 0 prints the smallest border
-cell ``b`` of the parts of test1 and the blow-up message when every cell from ``b`` on
-holds NaN (:func:`blowup_message`).
+``mpiexec -n P python tests/mpi_driver.py --blowup [host-gpu]``: rank 0 prints the smallest
+border cell ``b`` of the parts of test1 and the blow-up message when every cell from ``b`` on
+holds NaN (:func:`blowup_message`), on CPU ranks or GPU ranks of the host runtime.
 
 ``mpiexec -n P python tests/mpi_driver.py --identity``: :data:`IDENTITY_RUNS` on ranks each
 holding its part alone, the run identity hashed in chunks of 7 rows (many chunks, most of
@@ -343,6 +343,10 @@ def results(sim, probes=None) -> dict[str, np.ndarray]:
                                         ""))}  # fmt: skip
 
 
+def _no_copy():
+    raise AssertionError("a look at a sound state copied a rank's state to the host")
+
+
 def blowup_message(sim, first: int) -> str:
     """The blow-up check's message once cells ``first`` on (layout order) hold NaN depths."""
     W = sim.backend.get_state()
@@ -355,14 +359,20 @@ def blowup_message(sim, first: int) -> str:
     return "no blow-up"
 
 
-def blowup(comm) -> None:
-    """Print ``[b, message]`` on rank 0: see the module docstring."""
+def blowup(comm, backend: str = "cpu") -> None:
+    """Print ``[b, message]`` on rank 0: see the module docstring. First a look at the sound
+    state, with the ranks' own backends unable to hand their states to the host: it copies
+    none (a GPU's looks on the device)."""
     from mpi4py import MPI
 
-    sim = get_case("test1").simulation(backend="cpu", comm=comm)
+    sim = get_case("test1").simulation(**backend_options({"backend": backend}, comm))
     part = sim.backend.part
     border = part.cells[part.n_interior : part.n_owned]
     first = comm.allreduce(int(border.min()) if border.size else sim.mesh.n_cells, op=MPI.MIN)
+    local = sim.backend.local
+    local.get_state = _no_copy
+    sim._check()
+    del local.get_state
     message = blowup_message(sim, first)
     if comm.rank == 0:
         print(json.dumps([first, message]))
@@ -505,8 +515,8 @@ if __name__ == "__main__":
     from mpi4py import MPI
 
     sys.excepthook = _abort_all
-    if sys.argv[1:] == ["--blowup"]:
-        blowup(MPI.COMM_WORLD)
+    if sys.argv[1:2] == ["--blowup"]:
+        blowup(MPI.COMM_WORLD, *sys.argv[2:])
     elif sys.argv[1:] == ["--identity"]:
         found = identities(MPI.COMM_WORLD)
         if MPI.COMM_WORLD.rank == 0:

@@ -13,11 +13,15 @@ The device runs the same with NCCL: tests/mpi_driver.py --gpu.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
-from mpi_driver import PULLED_SECTION, TIDE_SECTION, run_case
+from mpi_driver import PULLED_SECTION, TIDE_SECTION, blowup_message, run_case
 from test_cuda_sources import CXX
-from test_mpi import launch_runs, pytestmark  # noqa: F401  (needs mpi4py and mpiexec)
+from test_mpi import launch_runs, mpiexec, pytestmark  # noqa: F401  (needs mpi4py and mpiexec)
+
+from fvswe.cases import get_case
 
 HOST = {"backend": "host-gpu"}
 #: The limiter beside the borders in three variants, the multi-stage integrators (stage
@@ -254,3 +258,15 @@ def test_overlap_is_the_block_variants_and_its_switch_is_checked(monkeypatch):
     monkeypatch.setenv("FVSWE_OVERLAP", "yes")
     with pytest.raises(ConfigError, match="^FVSWE_OVERLAP: 'yes' is neither 1 nor 0$"):
         overlap_mode(None, "block")
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
+def test_gpu_ranks_look_on_their_devices_and_name_one_processs_blown_up_cell():
+    """A look at a sound state copies no rank's state to the host (each GPU rank's backend
+    scans its own cells on the device: at 10^8 cells the copy took seconds a look), and a
+    blown-up state is still named by the first bad cell over all ranks, one process's."""
+    done = mpiexec(3, "tests/mpi_driver.py", "--blowup", "host-gpu", timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    first, message = json.loads(done.stdout.strip().splitlines()[-1])
+    assert first > 0 and f"in cell {first} " in message
+    assert message == blowup_message(get_case("test1").simulation(backend="cpu"), first)
