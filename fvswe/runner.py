@@ -160,8 +160,10 @@ def advance(
         t_start = sim.t
         every = checkpoint_every
         next_checkpoint = (math.floor(t_start / every) + 1) * every if every else math.inf
-        look = 10  # steps between looks; adapted to LOOK_EVERY_S after each chunk
-        steps, wall, last = 0, 0.0, None
+        # steps between looks, adapted after each chunk (next_look), and looks a chunk: the
+        # first chunk one, which times a look before eight are taken
+        look, looks = 10, 1
+        steps, wall, checks, check_s, last = 0, 0.0, 0, 0.0, None
         bar = _Progress(progress, sim, times[-1], label)
 
         def callback(s) -> None:
@@ -178,10 +180,11 @@ def advance(
                 if t_out < t_start:
                     continue
                 while sim.t < t_out:
-                    last = sim.run(t_out, max_steps=8 * look, check_every=look, callback=callback)
-                    steps += last.steps
-                    wall += last.wall_s
-                    look = next_look(last)
+                    last = sim.run(t_out, max_steps=looks * look, check_every=look,
+                                   callback=callback)  # fmt: skip
+                    steps, wall = steps + last.steps, wall + last.wall_s
+                    checks, check_s = checks + last.checks, check_s + last.check_s
+                    look, looks = next_look(last), 8
                 if on_output is not None:
                     on_output(sim)
         finally:
@@ -191,8 +194,9 @@ def advance(
     stages = {}
     if started is not None:  # timed from the caller's start: its stages, then the compilation
         stages = {**getattr(sim, "setup_stages", {}), "compile": compile_s}
-    return dataclasses.replace(last, steps=steps, wall_s=wall, compile_s=compile_s,
-                               setup_s=setup_s, setup_stages=stages)  # fmt: skip
+    return dataclasses.replace(last, steps=steps, wall_s=wall, checks=checks, check_s=check_s,
+                               compile_s=compile_s, setup_s=setup_s,
+                               setup_stages=stages)  # fmt: skip
 
 
 def next_look(last) -> int:

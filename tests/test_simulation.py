@@ -397,3 +397,23 @@ def test_looks_are_spaced_so_that_their_checks_take_at_most_their_share():
     assert next_look(chunk(1.0, 1e-3)) == 1
     look = next_look(chunk(0.01, 0.3))
     assert 0.3 / (look * 0.01) <= CHECK_SHARE < 0.3 / ((look - 1) * 0.01)
+
+
+def test_the_runner_times_one_look_before_taking_eight_and_reports_all_its_checks(sym_mesh):
+    """The first chunk is one look (at 10^8 cells a look's check took seconds: eight of them
+    before the first adaptation cost more than the run); the summary counts every chunk's."""
+    from fvswe import runner
+
+    sim = get_case("test1").simulation(sym_mesh, backend="cpu")
+    calls, plain = [], sim.run
+
+    def recorded(t_end, **kw):
+        s = plain(t_end, **kw)
+        calls.append((kw["max_steps"], kw["check_every"], s.checks))
+        return s
+
+    sim.run = recorded
+    s = runner.advance(sim, [1.0])
+    assert len(calls) > 1 and calls[0][0] == calls[0][1] == 10
+    assert all(m == 8 * every for m, every, _ in calls[1:-1])
+    assert s.checks == sum(c for *_, c in calls) and s.steps == sim.steps
