@@ -189,9 +189,8 @@ class Outflow:
 
     code = OUTFLOW
 
-    def edge_tables(self, mesh, edges: np.ndarray, H: np.ndarray | None) -> list[tuple]:
-        """One constant table per edge: ``H_g - H_i`` (:func:`bed_drops`; 0 without a bed)."""
-        drops = np.zeros(edges.size) if H is None else bed_drops(mesh, edges, H)
+    def edge_tables(self, drops: np.ndarray) -> list[tuple]:
+        """One constant table per edge: its bed drop ``H_g - H_i`` (:func:`bed_drops`)."""
         return [(np.array([FOREVER_S]), np.array([d])) for d in drops]
 
 
@@ -232,29 +231,38 @@ def refuse_joined_conditions(pairs: list, rest: Mapping[str, object] | None) -> 
 FOREVER_S = float(np.finfo(np.float64).max)
 
 
-def bed_drops(mesh, edges: np.ndarray, H: np.ndarray) -> np.ndarray:
-    """Per boundary edge, ``H_g - H_i`` (H positive down): the bed at the inner cell's
-    barycentre mirrored in the edge, extrapolated with the cell's bed gradient (least
-    squares over the cells two neighbours away or nearer, in the order of their numbers,
-    exact for a plane; minimum norm where they are collinear, 0 without neighbours),
-    ``2 ((m - x_i).n) (grad H.n)``, ``m`` the edge's midpoint. (The order is fixed here:
-    SciPy's sparse product leaves a row's indices in an order of its own, which the least
-    squares' bits would follow.)"""
+def bed_drops(mesh, edges: np.ndarray, H: np.ndarray | None) -> np.ndarray:
+    """Per boundary edge, ``H_g - H_i`` (H positive down; 0 without a bed): the bed at the
+    inner cell's barycentre mirrored in the edge, extrapolated with the cell's bed gradient
+    (least squares over the cells two neighbours away or nearer, in the order of their
+    numbers: :func:`bed_drop`). (The order is fixed here: SciPy's sparse product leaves a
+    row's indices in an order of its own, which the least squares' bits would follow.)"""
+    out = np.zeros(edges.size)
+    if H is None:
+        return out
     adjacency = mesh.adjacency()
     ring2 = adjacency @ adjacency + adjacency
-    out = np.zeros(edges.size)
     for k, e in enumerate(edges):
         i = int(mesh.edge_cells[e, 0])
         around = np.sort(ring2.indices[ring2.indptr[i] : ring2.indptr[i + 1]])
         around = around[around != i]
-        if not around.size:
-            continue
-        d = mesh.centroid[around] - mesh.centroid[i]
-        grad = np.linalg.lstsq(d, H[around] - H[i], rcond=None)[0]
-        n = mesh.edge_normal[e]
-        mid = mesh.nodes[mesh.edge_nodes[e]].mean(axis=0)
-        out[k] = 2.0 * float((mid - mesh.centroid[i]) @ n) * float(grad @ n)
+        out[k] = bed_drop(mesh, e, mesh.centroid[around], H[around], H[i])
     return out
+
+
+def bed_drop(mesh, e: int, xy: np.ndarray, H: np.ndarray, H_i: float) -> float:
+    """Edge ``e``'s bed drop from the barycentres ``xy`` and beds ``H`` of the cells around
+    its inner cell ``i`` (in the order of their numbers), ``H_i`` its bed:
+    ``2 ((m - x_i).n) (grad H.n)``, ``m`` the edge's midpoint, the gradient by least squares
+    (exact for a plane; minimum norm where the cells are collinear, 0 without any). One
+    process's :func:`bed_drops` and a part's (:func:`fvswe.parallel.outflow_drops`) alike."""
+    if not len(H):
+        return 0.0
+    centre = mesh.centroid[int(mesh.edge_cells[e, 0])]
+    grad = np.linalg.lstsq(xy - centre, H - H_i, rcond=None)[0]
+    n = mesh.edge_normal[e]
+    mid = mesh.nodes[mesh.edge_nodes[e]].mean(axis=0)
+    return 2.0 * float((mid - centre) @ n) * float(grad @ n)
 
 
 def read_columns(path: Path, where: str, what: str, names: tuple[str, ...]) -> tuple:
@@ -290,6 +298,12 @@ def check_series(t: np.ndarray, values: tuple[np.ndarray, ...], where: str, what
 
 #: The conditions that read tables.
 TABLE_CONDITIONS = (Level, Discharge, Characteristic, Outflow)
+
+
+def outflow_tags(conditions: Mapping[str, object] | None) -> list[str]:
+    """The tags of ``conditions`` (validated) that are free outflows."""
+    return [name for name, c in (conditions or {}).items()
+            if isinstance(_kind(name, c)[1], Outflow)]  # fmt: skip
 
 
 def _kind(name: str, condition) -> tuple[int, Level | Discharge | Characteristic | Outflow | None]:
@@ -423,12 +437,17 @@ def level_tables(
     layers: int = 1,
     H: np.ndarray | None = None,
     lengths: Mapping[str, float] | None = None,
+    outflow: Mapping[str, tuple] | None = None,
+    edge_ids: np.ndarray | None = None,
 ) -> LevelTables:
     """The tables of ``conditions`` (validated as by :func:`edge_conditions`) for a model of
     ``layers`` layers; a :class:`Discharge` is divided by its tag's length here, an
-    :class:`Outflow` has one table per edge, from the bed ``H`` per cell. ``lengths``: each
-    tag's length in the whole mesh where ``mesh`` is one part of it (a partition manifest's
-    ``tag_length``, summed as here); None: ``mesh``'s own."""
+    :class:`Outflow` has one table per edge, from the bed ``H`` per cell. Where ``mesh`` is
+    one part of the whole: ``lengths``, each tag's length in the whole mesh (a partition
+    manifest's ``tag_length``, summed as here); ``outflow``, each outflow tag's ``(edges,
+    drops)`` over the whole mesh in the order of the edges' numbers
+    (:func:`fvswe.parallel.outflow_drops`), and ``edge_ids`` the part's edges' numbers: the
+    tables are the whole mesh's on every rank. None: ``mesh``'s own."""
     edge_level = np.full(mesh.n_edges, -1, dtype=np.int32)
     names, times, values = [], [], []
     for name, condition in (conditions or {}).items():
@@ -438,9 +457,11 @@ def level_tables(
         edges = mesh.edge_tag == mesh.tags[name]
         if isinstance(cond, Outflow):
             where = np.flatnonzero(edges)
-            edge_level[where] = len(names) + np.arange(where.size)
+            ids, drops = (where, bed_drops(mesh, where, H)) if outflow is None else outflow[name]
+            mine = where if edge_ids is None else edge_ids[where]
+            edge_level[where] = len(names) + np.searchsorted(ids, mine)
             tables = [(f" edge {e}", table) for e, table in
-                      zip(where, cond.edge_tables(mesh, where, H), strict=True)]  # fmt: skip
+                      zip(ids, cond.edge_tables(drops), strict=True)]  # fmt: skip
         else:
             length = tag_length(mesh, name) if lengths is None else lengths[name]
             tables = cond.tables(layers, length, f"boundary tag {name!r}")

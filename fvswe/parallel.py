@@ -171,6 +171,66 @@ def read_own(comm, directory) -> tuple[Any, OwnPart]:
     return agreed(comm, read)
 
 
+def outflow_drops(comm, part: Part, mesh, H: np.ndarray | None, tags: list[str]) -> dict:
+    """Each outflow tag's ``(edges, drops)`` over the whole mesh, in the order of the edges'
+    numbers, on every rank (collective): each rank's owned edges of the tag with their bed
+    drops (:func:`fvswe.boundary.bed_drop` over the cells two rings around the inner cell,
+    one process's operands in one process's order), gathered. The second ring reaches past
+    the halo: each rank first sends its peers its border cells' neighbours (their numbers,
+    barycentres and beds), whose owners hold them all."""
+    from .boundary import bed_drop
+
+    rows = _neighbour_rows(comm, part, mesh, H) if H is not None and tags else {}
+    out = {}
+    for name in tags:
+        where = np.flatnonzero(mesh.edge_tag[: part.n_owned_edges] == mesh.tags[name])
+        drops = np.zeros(where.size)
+        for k, e in enumerate(where if H is not None else ()):
+            i = int(mesh.edge_cells[e, 0])
+            ids, xy, bed = _around(part, mesh, H, rows, i)
+            drops[k] = bed_drop(mesh, e, xy, bed, H[i])
+        every = comm.allgather((part.edges[where], drops))
+        ids = np.concatenate([a for a, _ in every])
+        order = np.argsort(ids, kind="stable")
+        out[name] = (ids[order], np.concatenate([d for _, d in every])[order])
+    return out
+
+
+def _neighbour_rows(comm, part: Part, mesh, H: np.ndarray) -> dict[int, tuple]:
+    """Per local halo cell, its neighbours' ``(numbers, barycentres, beds)``, from its owner
+    (one exchange with the peers): what the second ring around a border cell needs."""
+    sent: list = [None] * comm.size
+    for q, cells in zip(part.peers, part.send, strict=True):
+        sent[q] = [_rows(part, mesh, H, _neighbours(mesh, c)) for c in cells]
+    got = comm.alltoall(sent)
+    return {int(c): row for q, cells in zip(part.peers, part.recv, strict=True)
+            for c, row in zip(cells, got[q], strict=True)}  # fmt: skip
+
+
+def _neighbours(mesh, c: int) -> np.ndarray:
+    """Local cell ``c``'s neighbours across its edges (all of them for an owned cell)."""
+    adjacency = mesh.adjacency()
+    return adjacency.indices[adjacency.indptr[c] : adjacency.indptr[c + 1]]
+
+
+def _rows(part: Part, mesh, H: np.ndarray, cells: np.ndarray) -> tuple:
+    """Local ``cells``' numbers, barycentres and beds."""
+    return part.cells[cells], mesh.centroid[cells], H[cells]
+
+
+def _around(part: Part, mesh, H: np.ndarray, rows: dict, i: int) -> tuple:
+    """The cells two neighbours or nearer around owned cell ``i``, ``i`` left out, in the
+    order of their numbers: ``(numbers, barycentres, beds)``."""
+    ring = _neighbours(mesh, i)
+    found = [_rows(part, mesh, H, ring)]
+    found += [_rows(part, mesh, H, _neighbours(mesh, c)) if c < part.n_owned else rows[int(c)]
+              for c in ring]  # fmt: skip
+    ids, first = np.unique(np.concatenate([f[0] for f in found]), return_index=True)
+    keep = ids != part.cells[i]
+    xy, bed = (np.concatenate([f[k] for f in found])[first][keep] for k in (1, 2))
+    return ids[keep], xy, bed
+
+
 @dataclass(frozen=True)
 class Owned:
     """The ranks' owned rows of a global array of ``n`` rows: this rank's ``rows``, row

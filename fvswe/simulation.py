@@ -26,6 +26,7 @@ from .boundary import (
     edge_conditions,
     inflows,
     level_tables,
+    outflow_tags,
     periodic_pairs,
     refuse_joined_conditions,
 )
@@ -259,24 +260,28 @@ def _agreed_on(comm, make: Callable) -> Any:
     return agreed(comm, make)
 
 
-def _conditions(mesh, boundary, layers: int, H: np.ndarray, part) -> tuple:
+def _conditions(mesh, boundary, layers: int, H: np.ndarray, part, comm) -> tuple:
     """``(edge_bc, level tables)`` of ``boundary`` on ``mesh``; on a part (``part`` not None),
-    checked against the whole mesh's tags and each discharge divided by its tag's length in
-    the whole mesh (the partition's manifest)."""
+    checked against the whole mesh's tags, each discharge divided by its tag's length in
+    the whole mesh (the partition's manifest) and the outflow edges' tables the whole mesh's
+    (gathered over the ranks of ``comm``)."""
+    if part is None:
+        return edge_conditions(mesh, boundary), level_tables(mesh, boundary, layers, H)
+    from .parallel import outflow_drops
     from .partfile import tags_present
 
-    present = None if part is None else tags_present(part.manifest)
-    lengths = None if part is None else part.manifest["tag_length"]
-    return (edge_conditions(mesh, boundary, present=present),
-            level_tables(mesh, boundary, layers, H, lengths=lengths))  # fmt: skip
+    edge_bc = edge_conditions(mesh, boundary, present=tags_present(part.manifest))
+    tags = [name for name in outflow_tags(boundary) if name in mesh.tags]
+    drops = _agreed_on(comm, lambda: outflow_drops(comm, part.part, mesh, H, tags))
+    return edge_bc, level_tables(mesh, boundary, layers, H, lengths=part.manifest["tag_length"],
+                                 outflow=drops, edge_ids=part.part.edges)  # fmt: skip
 
 
-def _refuse_on_part(part, s, order, distributed, pairs, boundary) -> None:
+def _refuse_on_part(part, s, order, distributed, pairs) -> None:
     """One line naming the key of what a part cannot build alone yet (docs/PARALLEL.md, "Case
     inputs"): it needs the whole mesh, or data the part files do not carry. None: no part."""
     if part is None:
         return
-    from .boundary import Outflow
     from .partfile import MANIFEST
 
     where = f"--parts {part.directory}"
@@ -292,15 +297,9 @@ def _refuse_on_part(part, s, order, distributed, pairs, boundary) -> None:
         raise ConfigError(f"{Path(part.directory) / MANIFEST}: cut with the periodic pairs "
                           f"{joined}, this run's are {list(pairs)} (fvswe mesh partition "
                           f"{cut})")  # fmt: skip
-    outflow = [n for n, c in (boundary or {}).items() if isinstance(c, Outflow) or c == "outflow"]
-    refused = [
-        (s["method"] != "explicit", "method", f"{s['method']!r}: explicit runs only"),
-        (bool(outflow), f"boundary.{outflow[0] if outflow else ''}",
-         "outflow: its tables are numbered over the whole mesh"),
-    ]  # fmt: skip
-    for bad, key, why in refused:
-        if bad:
-            raise ConfigError(f"{key}: {why} ({where}: a rank holding its part alone)")
+    if s["method"] != "explicit":
+        raise ConfigError(f"method: {s['method']!r}: explicit runs only ({where}: a rank "
+                          "holding its part alone)")  # fmt: skip
 
 
 def _source_cells(part, comm) -> Cells:
@@ -489,7 +488,7 @@ class Simulation:
         #: The periodic tag pairs, joined into interior edges (:class:`fvswe.boundary.Periodic`).
         self.periodic, boundary = periodic_pairs(boundary)
         self.part = part  # this rank's part alone (fvswe.parallel.read_own), or None
-        _refuse_on_part(part, s, order, distributed, self.periodic, boundary)
+        _refuse_on_part(part, s, order, distributed, self.periodic)
         if self.periodic:  # a part file's mesh is joined already (fvswe mesh partition)
             mesh = _periodic_mesh(mesh, self.periodic, boundary, s, join=part is None)
         W0, Hc, kind, bottom, interfacial = self._cell_inputs(mesh, H, initial, friction,
@@ -507,7 +506,7 @@ class Simulation:
         #: The CRS of the mesh's coordinates; a geographic one puts the mesh on the sphere.
         self.crs = crs
         mesh, sphere = _on_sphere(mesh, crs, radius, s, slide, self.coriolis, part)
-        edge_bc, levels = _conditions(mesh, boundary, layers, Hc, part)
+        edge_bc, levels = _conditions(mesh, boundary, layers, Hc, part, comm)
         self.friction, self.interfacial_friction = friction, interfacial_friction
         f = None if self.coriolis is None else self.coriolis.values(mesh.centroid[:, 1])
         self.mesh = mesh

@@ -2,13 +2,15 @@
 
 ``mpiexec -n P python tests/mpi_driver.py RUNS.json OUT.npz``: RUNS.json is a list of
 ``{"name", "case", "t_end", "scheme", "order", "dtype", "nx", "backend", "variant",
-"cells", "dt_mode", "restart_at", "section", "overlap", "misplit", "parts"}`` (from "scheme" on
+"cells", "dt_mode", "restart_at", "section", "overlap", "misplit", "parts", "outflow"}`` (from
+"scheme" on
 optional; backend "cpu" by default; with "restart_at", the run is continued from a
 checkpoint written at that time; with "section" (a list of points), a section's volume is
 counted; "overlap": the GPU ranks' option (docs/PARALLEL.md), "misplit": one border block
 launched among the interior ones, before the halo is in (a wrong overlap), "parts": the ranks
 each hold their part alone, from part files, restarted on fewer ranks (:func:`parts_runs`:
-``NAME`` and ``NAME-fewer``, each with ``holds``); the cases ``slope-surge``
+``NAME`` and ``NAME-fewer``, each with ``holds``), "outflow": tags whose conditions become
+free outflows; the cases ``slope-surge``
 and ``pulled-apart`` are tests/test_vanishing.py's, on ``nx`` x 2 triangles,
 ``periodic-strip`` tests/test_periodic.py's dam break on ``nx`` x 4 triangles and
 ``sphere-band`` tests/test_sphere.py's Williamson test 2 on ``3 nx x nx`` rectangles of a
@@ -205,6 +207,8 @@ def simulation(spec: dict, comm=None, own=None):
     if "nx" in spec:
         case = case.with_grid(spec["nx"])
     options = {k: spec[k] for k in ("friction", "interfacial_friction") if k in spec}
+    if "outflow" in spec:  # these tags' conditions free outflows
+        options["boundary"] = {**case.boundary, **dict.fromkeys(spec["outflow"], "outflow")}
     if own is not None:
         options.update(mesh=own[0], part=own[1])
     return case.simulation(

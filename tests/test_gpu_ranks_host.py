@@ -75,6 +75,9 @@ RUNS = [
     {"name": "test1-linear-parts", "case": "test1", "scheme": "pvm-ifcp", "t_end": 0.02,
      "order": "hilbert", "variant": "block", "cells": 64, "integrator": "ssp-rk2",
      "reconstruction": "linear", "restart_at": 0.01, "parts": True, **HOST},
+    {"name": "tide-outflow-parts", "case": "cgrid-tide", "nx": 12, "t_end": 900.0,
+     "order": "hilbert", "variant": "block", "cells": 32, "restart_at": 450.0, "parts": True,
+     "outflow": ["east", "south", "north"], **HOST},
 ]  # fmt: skip
 #: Block runs again with the state's halo exchange overlapped (``overlap``: the interior
 #: blocks launched before the exchange is joined, docs/PARALLEL.md): the limiter beside the
@@ -161,7 +164,7 @@ def test_a_border_block_run_before_the_halo_is_in_changes_the_bits(request, refe
 
 @pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on PATH")
 @pytest.mark.parametrize("n", [2, 3])
-@pytest.mark.parametrize("name", ["tide-parts", "test1-linear-parts"])
+@pytest.mark.parametrize("name", ["tide-parts", "test1-linear-parts", "tide-outflow-parts"])
 def test_gpu_ranks_holding_their_parts_alone_restart_on_fewer_bit_for_bit(request, reference, n,
                                                                           name):  # fmt: skip
     """The ranks each read their own part file (cut in Hilbert order, the run's), build their

@@ -644,6 +644,22 @@ def _tagged_square(path: Path, scale: float = 1.0) -> None:
                                 depth=depth, source="m"), path)  # fmt: skip
 
 
+def _check_series_of_parts(out: Path, one: Path) -> None:
+    """The series in ``out``, written by 3 ranks, then 2, under one index, read as one
+    dataset: one process's (in ``one``), bitwise."""
+    from fvswe import partout
+
+    xr = pytest.importorskip("xarray")
+    series = _series(one)
+    opened = partout.open_parts(out)
+    assert isinstance(opened, xr.Dataset) and list(opened.time.values) == [t for t, _ in series]
+    assert len(list((out / "solution").glob("000001-000[0-2].h5"))) == 3  # kept: 3 ranks'
+    assert len(list((out / "solution").glob("000002-000[0-2].h5"))) == 2  # the restart's
+    for k, (_, fields) in enumerate(series):
+        for key, values in fields.items():
+            assert np.array_equal(opened[key].values[k], values), (k, key)
+
+
 def test_cpu_ranks_holding_their_parts_alone_run_and_restart_bit_for_bit(tmp_path, capsys):
     """``mpiexec -n P fvswe run --parts DIR`` on CPU ranks: each reads the manifest and its own
     part file, never the mesh (removed after the cut here), and builds its layout and inputs
@@ -654,7 +670,6 @@ def test_cpu_ranks_holding_their_parts_alone_run_and_restart_bit_for_bit(tmp_pat
     steps and counters are one process's that stopped half way, bitwise; each rank's peak
     memory is reported. A missing or changed part file, and a checkpoint of another mesh, are
     one-line errors naming the file."""
-    from fvswe import partout as fvswe_partout
     from fvswe.cli import main
     from fvswe.errors import ConfigError
     from fvswe.output import load_checkpoint
@@ -699,16 +714,7 @@ def test_cpu_ranks_holding_their_parts_alone_run_and_restart_bit_for_bit(tmp_pat
     assert len(many["peak_rss_bytes"]) == 2 and min(many["peak_rss_bytes"]) > 0
     assert many["device_bytes"] == [0, 0]  # CPU ranks: no device arrays
     assert many["setup_s"] > 0 and many["output_times"] == one["output_times"]
-    # the series: written by 3 ranks, then 2, one index; read as one dataset, one process's
-    xr = pytest.importorskip("xarray")
-    series = _series(tmp_path / "one")
-    opened = fvswe_partout.open_parts(out)
-    assert isinstance(opened, xr.Dataset) and list(opened.time.values) == [t for t, _ in series]
-    assert len(list((out / "solution").glob("000001-000[0-2].h5"))) == 3  # kept: 3 ranks'
-    assert len(list((out / "solution").glob("000002-000[0-2].h5"))) == 2  # the restart's
-    for k, (_, fields) in enumerate(series):
-        for key, values in fields.items():
-            assert np.array_equal(opened[key].values[k], values), (k, key)
+    _check_series_of_parts(out, tmp_path / "one")
     parts = sorted((out / "checkpoint-parts").glob("*.npz"))
     whole = load_checkpoint(index)  # one process's read: every part, global order
     shutil.copy(parts[1], out / "checkpoint-parts" / "0-part-0000.npz")  # a checkpoint cut short
@@ -832,6 +838,55 @@ def test_ranks_holding_their_parts_alone_join_periodic_pairs_bit_for_bit(tmp_pat
     ), done.stderr
 
 
+#: Free outflow all round a strip over a bed sloping in x and waving in y (each edge's bed
+#: drop differs), a hump of water leaving through every side.
+OUTFLOW_CASE = """
+layers = 1
+scheme = "hll"
+t_end = 2.0
+order = "hilbert"
+[mesh]
+file = "strip.npz"
+[boundary]
+west = "outflow"
+east = "outflow"
+wall = "outflow"
+[initial]
+H = "1 + 0.05 * x + 0.1 * sin(4 * y)"
+h = "H + 0.3 * exp(-2 * (x - 5)**2 - 3 * (y - 0.7)**2)"
+"""
+
+
+def test_ranks_holding_their_parts_alone_take_outflow_tables_bit_for_bit(tmp_path):
+    """Outflow edges within two rings of a part's border take their bed drops from cells
+    beyond the halo (their owners send them) and the tables are numbered over the whole
+    mesh: 3 ranks from part files give one process's final state and volume balance bit for
+    bit, and restart from one process's checkpoint (the run identity one process's)."""
+    from fvswe.cli import main
+    from fvswe.mesh import write_mesh
+    from fvswe.mesh.generate import strip
+
+    write_mesh(strip(40, 6, 0.0, 10.0), tmp_path / "strip.npz")
+    (tmp_path / "case.toml").write_text(OUTFLOW_CASE)
+    assert main(["mesh", "partition", str(tmp_path / "case.toml"), "-n", "3",
+                 "-o", str(tmp_path / "parts")]) == 0  # fmt: skip
+    argv = [str(tmp_path / "case.toml"), "--backend", "cpu", "-q", "--json"]
+    done = [
+        fvswe(1, *argv, "-o", str(tmp_path / "one"), "--checkpoint-every", "1.0"),
+        fvswe(3, *argv, "--parts", str(tmp_path / "parts"), "-o", str(tmp_path / "ranks")),
+    ]
+    for d in done:
+        assert d.returncode == 0, d.stderr[-3000:]
+    assert _same_final(tmp_path / "one", tmp_path / "ranks")
+    one, ranks = (json.loads(d.stdout.strip().splitlines()[-1]) for d in done)
+    assert one["mass_balance"] == ranks["mass_balance"] and one["mass_balance"][0]["net_in"] != 0
+    checkpoint = str(tmp_path / "one" / "checkpoint.npz")
+    again = fvswe(3, *argv, "--parts", str(tmp_path / "parts"), "--restart", checkpoint,
+                  "-o", str(tmp_path / "again"))  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert _same_final(tmp_path / "one", tmp_path / "again")
+
+
 #: A point source on a vertex (in cells of several parts: one process's first holds it), a
 #: polygon source across the parts and rain everywhere with a field varying in x.
 SOURCES = """
@@ -883,26 +938,23 @@ def test_ranks_holding_their_parts_alone_take_sources_and_rain_bit_for_bit(tmp_p
 
 
 @pytest.mark.parametrize(
-    ("extra", "case", "wrong"),
+    ("extra", "wrong"),
     [
-        (["--png", "h"], "", "--png: not with --parts yet"),
-        (["--gauge", "9,-9"], "", "gauge 'g1': (9, -9) lies outside "),
-        (["--section", "6,6,7,7"], "", "section 's1': the line crosses no pair of cells"),
-        (["--restart", "none.npz"], "", "--restart: none.npz: no such checkpoint"),
-        (["--method", "implicit"], "", "method: 'implicit': explicit runs only"),
-        ([], 'wall = "outflow"', "boundary.wall: outflow: its tables are numbered over the whole"),
-        (["--mesh", "other.npz"], "", "(4000 cells), this run's mesh is other.npz"),
+        (["--png", "h"], "--png: not with --parts yet"),
+        (["--gauge", "9,-9"], "gauge 'g1': (9, -9) lies outside "),
+        (["--section", "6,6,7,7"], "section 's1': the line crosses no pair of cells"),
+        (["--restart", "none.npz"], "--restart: none.npz: no such checkpoint"),
+        (["--method", "implicit"], "method: 'implicit': explicit runs only"),
+        (["--mesh", "other.npz"], "(4000 cells), this run's mesh is other.npz"),
     ],
 )
-def test_what_a_rank_holding_its_part_alone_cannot_build_is_one_line(tmp_path, extra, case,
-                                                                     wrong):  # fmt: skip
+def test_what_a_rank_holding_its_part_alone_cannot_build_is_one_line(tmp_path, extra, wrong):
     """What a part cannot build yet, or a partition of another mesh, is refused in one line
     naming the key, on every rank, before any file is written."""
     from fvswe.cli import main
 
     _tagged_square(tmp_path / "m.npz")
-    text = PART_CASE.replace('wall = "wall"', case) if case else PART_CASE
-    (tmp_path / "case.toml").write_text(text)
+    (tmp_path / "case.toml").write_text(PART_CASE)
     cut = ["mesh", "partition", str(tmp_path / "m.npz"), "-n", "2", "--order", "hilbert"]
     assert main([*cut, "-o", str(tmp_path / "parts")]) == 0
     done = fvswe(2, str(tmp_path / "case.toml"), "--backend", "cpu", "-q", *extra, "--parts",
