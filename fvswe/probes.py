@@ -148,20 +148,40 @@ def split(mesh, section: Section) -> tuple[np.ndarray, np.ndarray]:
     if not cut.any():
         raise ConfigError(f"section {section.name!r}: the line crosses no pair of cells")
     keep = ~cut & ~joined  # the seams opened
-    n = mesh.n_cells
-    graph = sp.coo_matrix((np.ones(keep.sum()), (ci[keep], cj[keep])), shape=(n, n))
-    count, label = connected_components(graph, directed=False)
+    count, label = _components(mesh.n_cells, ci[keep], cj[keep])
+    _in_two(section, count)
+    right_label = np.where(j_right, label[cj], label[ci])[cut]
+    _once(section, right_label, np.any(label[ci[cut]] == label[cj[cut]]))
+    _whole_seams(section, _midpoints(mesh, interior[joined]),
+                 label[ci[joined]] != label[cj[joined]], shift[joined])  # fmt: skip
+    return label == right_label[0], interior[cut]
+
+
+def _components(n: int, ci: np.ndarray, cj: np.ndarray) -> tuple[int, np.ndarray]:
+    """``(count, label)`` of the graph of ``n`` nodes joined by the pairs ``ci``-``cj``."""
+    graph = sp.coo_matrix((np.ones(ci.size), (ci, cj)), shape=(n, n))
+    return connected_components(graph, directed=False)
+
+
+def _in_two(section: Section, count: int) -> None:
+    """A one-line error unless the cut left ``count`` == 2 connected parts."""
     if count != 2:
         raise ConfigError(
             f"section {section.name!r}: the line must cross the mesh from boundary to boundary, "
             f"splitting it in two (it leaves {count} connected part(s))"
         )
-    right_label = np.where(j_right, label[cj], label[ci])[cut]
-    if np.any(right_label != right_label[0]) or np.any(label[ci[cut]] == label[cj[cut]]):
+
+
+def _once(section: Section, right: np.ndarray, same: bool) -> None:
+    """A one-line error unless every cut edge has the same part on the line's right
+    (``right``, its labels) and no cut edge joins a part to itself (``same``)."""
+    if np.any(right != right[0]) or same:
         raise ConfigError(f"section {section.name!r}: the line crosses the mesh more than once")
-    _whole_seams(section, mesh, interior[joined], label[ci[joined]] != label[cj[joined]],
-                 shift[joined])  # fmt: skip
-    return label == right_label[0], interior[cut]
+
+
+def _midpoints(mesh, edges: np.ndarray) -> np.ndarray:
+    """The midpoints of ``edges``: the means of their two nodes."""
+    return mesh.nodes[mesh.edge_nodes[edges]].mean(axis=1)
 
 
 def _cut_pairs(mesh, section: Section, interior: np.ndarray):
@@ -186,16 +206,16 @@ def _cut_pairs(mesh, section: Section, interior: np.ndarray):
     return cut, j_right, joined, shift
 
 
-def _whole_seams(section: Section, mesh, edges: np.ndarray, across: np.ndarray, shift) -> None:
-    """A one-line error where some of a periodic pair's joined ``edges`` (its translation
-    ``shift``) join the section's two sides (``across``) and others do not: the section ends
-    on that seam, and the flow passes around its end."""
+def _whole_seams(section: Section, mids: np.ndarray, across: np.ndarray, shift) -> None:
+    """A one-line error where some of a periodic pair's joined edges (midpoints ``mids``, in
+    the edges' order; the pair's translation ``shift``) join the section's two sides
+    (``across``) and others do not: the section ends on that seam, and the flow passes around
+    its end."""
     _, pair = np.unique(shift, axis=0, return_inverse=True)
     for p in np.unique(pair):
         mine = across[pair.ravel() == p]
         if mine.any() and not mine.all():
-            e = edges[pair.ravel() == p][np.argmax(mine)]
-            x, y = mesh.nodes[mesh.edge_nodes[e]].mean(axis=0)
+            x, y = mids[pair.ravel() == p][np.argmax(mine)]
             raise ConfigError(f"section {section.name!r}: ends on a periodic seam near "
                               f"({x:.6g}, {y:.6g}), where the flow passes around it; run it "
                               "from wall to wall or once around the period")  # fmt: skip
@@ -248,16 +268,17 @@ def _part_cuts(sim, sections: Sequence[Section]) -> list[tuple[np.ndarray, np.nd
     """On ranks holding their parts alone: each section's ``(cut, sign)`` as one process's
     :func:`split` gives them: the global interior edges the line cuts, in order, and +1 where
     an edge's normal points to the right of the line. Each rank cuts its owned edges (the
-    centroids of its halo cells are in its part), the few cut edges are gathered. The checks
-    of :func:`split` that need the whole mesh's cells (that the line splits it in two, once,
-    meeting each periodic seam whole) are not made here. Collective."""
+    centroids of its halo cells are in its part), the few cut edges are gathered, and
+    :func:`split`'s checks are made over the ranks (:func:`_part_split`). Collective."""
     mesh, part, comm = sim.mesh, sim.part.part, sim.comm
-    interior = np.flatnonzero(mesh.edge_cells[: part.n_owned_edges, 1] >= 0)
+    interior = np.flatnonzero(mesh.edge_cells[:, 1] >= 0)  # every edge with an owned cell
+    owned = interior < part.n_owned_edges
 
     def mine() -> list[tuple[np.ndarray, np.ndarray]]:
         out = []
         for s in sections:
             cut, j_right, _, _ = _cut_pairs(mesh, s, interior)
+            cut &= owned
             out.append((part.edges[interior[cut]], np.where(j_right[cut], 1.0, -1.0)))
         return out
 
@@ -270,9 +291,46 @@ def _part_cuts(sim, sections: Sequence[Section]) -> list[tuple[np.ndarray, np.nd
         signs = np.concatenate([r[j][1] for r in every])
         if not edges.size:
             raise ConfigError(f"section {s.name!r}: the line crosses no pair of cells")
+        _part_split(sim, s, interior)
         order = np.argsort(edges, kind="stable")
         found.append((edges[order], signs[order]))
     return found
+
+
+def _part_split(sim, section: Section, interior: np.ndarray) -> None:
+    """:func:`split`'s checks (the line splits the mesh in two, once, and meets each periodic
+    seam whole) over the ranks holding their parts alone, the same one-line errors on every
+    rank. Each rank labels the connected parts of its cells (``interior``: its edges with an
+    owned cell, the cut ones and the seams left out) by their least global id; the labels of
+    its border and halo cells, where parts meet, are gathered, and every rank joins the
+    ranks' parts alike (connected components of the few labels and cells). Collective."""
+    mesh, part, comm = sim.mesh, sim.part.part, sim.comm
+    cut, j_right, joined, shift = _cut_pairs(mesh, section, interior)
+    ci, cj = mesh.edge_cells[interior, 0], mesh.edge_cells[interior, 1]
+    keep = ~cut & ~joined
+    gid = part.cells.astype(np.int64)
+    _, local = _components(gid.size, ci[keep], cj[keep])
+    least = np.full(local.max() + 1, gid.max() + 1)
+    np.minimum.at(least, local, gid)
+    meet = np.arange(part.n_interior, gid.size)  # border and halo cells
+    pairs = np.concatenate(([least[local[meet]], gid[meet]], [least, least]), axis=1)
+    pairs = np.concatenate(comm.allgather(pairs), axis=1)
+    nodes, at = np.unique(pairs.ravel(), return_inverse=True)
+    count, label = _components(nodes.size, *at.reshape(pairs.shape))
+    _in_two(section, count)
+    g = label[np.searchsorted(nodes, least)][local]  # each local cell's part of the mesh
+    own = interior < part.n_owned_edges
+    mine = (np.unique(np.where(j_right, g[cj], g[ci])[cut & own]),
+            bool(np.any(g[ci[cut & own]] == g[cj[cut & own]])))  # fmt: skip
+    every = comm.allgather(mine)
+    right = np.unique(np.concatenate([r for r, _ in every]))
+    _once(section, right, any(same for _, same in every))
+    seams = joined & own
+    found = comm.allgather((part.edges[interior[seams]], _midpoints(mesh, interior[seams]),
+                            g[ci[seams]] != g[cj[seams]], shift[seams]))  # fmt: skip
+    edges, mids, across, shifts = (np.concatenate([f[k] for f in found]) for k in range(4))
+    order = np.argsort(edges, kind="stable")  # one process's order of the joined edges
+    _whole_seams(section, mids[order], across[order], shifts[order])
 
 
 def _finite(gauge: Gauge) -> None:

@@ -838,6 +838,34 @@ def test_ranks_holding_their_parts_alone_join_periodic_pairs_bit_for_bit(tmp_pat
     ), done.stderr
 
 
+@pytest.mark.parametrize(
+    "section",
+    ["0.1,1.0,4.0,-1.0", "3,1,7,-1", "2,-1,2,3,5,3,5,-1"],
+    ids=["ends-on-the-seam", "one-part", "three-parts"],
+)
+def test_ranks_holding_their_parts_alone_refuse_one_processs_bad_sections(tmp_path, capsys,
+                                                                           section):  # fmt: skip
+    """A section that does not split the mesh in two (1 or 3 connected parts are left, its
+    cut edges on several ranks), or that ends on a periodic seam, is the one process's
+    one-line error on 3 ranks holding their parts alone: the ranks join their parts' labels
+    over the mesh."""
+    from fvswe.cli import main
+    from fvswe.mesh import write_mesh
+    from fvswe.mesh.generate import strip
+
+    write_mesh(strip(40, 6, 0.0, 10.0), tmp_path / "strip.npz")
+    (tmp_path / "case.toml").write_text(CHANNEL_CASE)
+    assert main(["mesh", "partition", str(tmp_path / "case.toml"), "-n", "3",
+                 "-o", str(tmp_path / "parts")]) == 0  # fmt: skip
+    capsys.readouterr()
+    argv = [str(tmp_path / "case.toml"), "--backend", "cpu", "-q", "--section", section]
+    assert main(["run", *argv, "-o", str(tmp_path / "one")]) == 2
+    one = capsys.readouterr().err
+    done = fvswe(3, *argv, "--parts", str(tmp_path / "parts"), "-o", str(tmp_path / "ranks"))
+    assert done.returncode == 2 and done.stderr == one and one.count("\n") == 1, done.stderr
+    assert one.startswith("fvswe: error: section 's1': ")
+
+
 #: Free outflow all round a strip over a bed sloping in x and waving in y (each edge's bed
 #: drop differs), a hump of water leaving through every side.
 OUTFLOW_CASE = """
