@@ -27,6 +27,9 @@ import numpy as np
 PIECE = 18
 #: The most values one :func:`sums` adds exactly: a bin's float64 sum stays below 2^53.
 MAX_CELLS = 2 ** (53 - PIECE)
+#: Values NumPy takes at a time: its temporaries stay in the caches (2.2 times faster than
+#: one pass at 2 M and 8 M values, benchmarks/exactsum_speed.py); a CuPy array is taken whole.
+CHUNK = 1 << 15
 #: ``frexp``'s exponents of finite values run from -1073 (the least subnormal) to 1024; a
 #: piece's unit ``2^(e - 53 + PIECE j)`` goes into bin ``e - 53 + PIECE j + _LOW``.
 _LOW = 1073 + 53
@@ -43,6 +46,16 @@ def sums(x, xp=np) -> np.ndarray:
     if x.size == 0:  # (CuPy's bincount needs a largest value)
         return np.zeros(WIDTH, dtype=np.int64)
     x = x.astype(np.float64, copy=False)
+    step = CHUNK if xp is np else x.size  # (bins of integers: exact added in any order)
+    bins = sum(_bins(x[k : k + step], xp) for k in range(0, x.size, step))
+    bins = bins.get() if hasattr(bins, "get") else bins  # a CuPy array: to the host
+    pos, neg = int((x == np.inf).sum()), int((x == -np.inf).sum())
+    special = [pos, neg, int((~xp.isfinite(x)).sum()) - pos - neg]  # +inf, -inf, NaN
+    return np.concatenate((bins.astype(np.int64), special))
+
+
+def _bins(x, xp):
+    """The float64 bins of ``x``'s finite values' pieces (sums of integers below 2^53)."""
     finite = xp.isfinite(x)
     m, e = xp.frexp(xp.where(finite, x, 0.0))
     at = e + (_LOW - 53)  # the bin of the significand's unit
@@ -53,10 +66,7 @@ def sums(x, xp=np) -> np.ndarray:
         if j:
             rest -= piece * 2.0 ** (PIECE * j)
         bins = bins + xp.bincount(at + PIECE * j, weights=piece, minlength=WIDTH - 3)
-    bins = bins.get() if hasattr(bins, "get") else bins  # a CuPy array: to the host
-    pos, neg = int((x == np.inf).sum()), int((x == -np.inf).sum())
-    special = [pos, neg, int((~finite).sum()) - pos - neg]  # +inf, -inf, NaN
-    return np.concatenate((bins.astype(np.int64), special))
+    return bins
 
 
 def rounded(partials) -> float:

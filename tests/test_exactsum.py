@@ -6,6 +6,7 @@ The oracle is :class:`fractions.Fraction`: the exact rational sum, rounded by ``
 
 from __future__ import annotations
 
+import json
 import math
 from fractions import Fraction
 
@@ -97,6 +98,21 @@ def test_any_order_and_any_split_give_the_same_partials_and_bits(seed):
     assert exactsum.total(x) == (math.inf if seed == 5 else exact(x))
 
 
+def test_numpy_sums_in_chunks_what_one_pass_sums(monkeypatch):
+    """NumPy takes CHUNK values at a time (its temporaries in the caches): over several
+    chunks, the last one short, the bins and the infinities and NaN counted are one pass's,
+    and the total math.fsum's."""
+    rng = np.random.default_rng(7)
+    x = np.concatenate((wide(rng, 3 * exactsum.CHUNK), areas_times_depths(rng, 1234)))
+    chunked = exactsum.sums(x)
+    monkeypatch.setattr(exactsum, "CHUNK", x.size)
+    assert np.array_equal(chunked, exactsum.sums(x))
+    assert exactsum.rounded(chunked) == math.fsum(x)
+    x[-1], x[5] = math.nan, -math.inf
+    monkeypatch.undo()
+    assert list(exactsum.sums(x)[-3:]) == [0, 1, 1] and math.isnan(exactsum.total(x))
+
+
 @pytest.mark.gpu
 def test_a_gpu_gives_numpys_partials_bit_for_bit():
     """On a GPU (CuPy's frexp, trunc and bincount, whose float64 atomic adds of integers are
@@ -125,3 +141,14 @@ def test_too_many_values_for_one_exact_sum_is_one_line():
 
     with pytest.raises(ValueError, match=r"^exactsum: \d+ values in one sum \(at most \d+\)$"):
         exactsum.sums(Huge())
+
+
+def test_the_speed_benchmark_times_both_ways_and_leaves_chunk_as_it_was(tmp_path):
+    from fvswe.cli.bench import load
+
+    speed = load("exactsum_speed.py")
+    chunk = exactsum.CHUNK
+    speed.main(["--sizes", "100000", "--repeats", "1", "--out", str(tmp_path / "s.json")])
+    (row,) = json.loads((tmp_path / "s.json").read_text())["rows"]
+    assert row["values"] == 100000 and row["one_pass_s"] > 0 and row["chunked_s"] > 0
+    assert chunk == exactsum.CHUNK

@@ -417,6 +417,8 @@ def test_cli_outputs_of_two_ranks_equal_one_process(tmp_path, backend):
         "setup_s",
         "setup_stages",
         "cell_steps_per_s",
+        "check_s",
+        "checks",  # the looks are spaced by their times (runner.next_look)
         "threads",
         "ranks",
         "peak_rss_bytes",
