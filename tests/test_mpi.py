@@ -842,15 +842,15 @@ def test_ranks_holding_their_parts_alone_join_periodic_pairs_bit_for_bit(tmp_pat
 
 @pytest.mark.parametrize(
     "section",
-    ["0.1,1.0,4.0,-1.0", "3,1,7,-1", "2,-1,2,3,5,3,5,-1"],
-    ids=["ends-on-the-seam", "one-part", "three-parts"],
+    ["0.1,1.0,4.0,-1.0", "3,1,7,-1", "2,-1,2,3,5,3,5,-1", "0,-1,0,3", "9.9,3,10.1,-1"],
+    ids=["ends-on-the-seam", "one-part", "three-parts", "along-the-seam", "across-the-seam"],
 )
 def test_ranks_holding_their_parts_alone_refuse_one_processs_bad_sections(tmp_path, capsys,
                                                                            section):  # fmt: skip
     """A section that does not split the mesh in two (1 or 3 connected parts are left, its
-    cut edges on several ranks), or that ends on a periodic seam, is the one process's
-    one-line error on 3 ranks holding their parts alone: the ranks join their parts' labels
-    over the mesh."""
+    cut edges on several ranks), that ends on a periodic seam, or that crosses one (along it
+    or across it), is the one process's one-line error on 3 ranks holding their parts alone:
+    the ranks join their parts' labels over the mesh."""
     from fvswe.cli import main
     from fvswe.mesh import write_mesh
     from fvswe.mesh.generate import strip
