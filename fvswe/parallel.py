@@ -120,7 +120,9 @@ def on_root(comm, make: Callable[[], Any], *, scatter: bool = False) -> Any:
 def agreed(comm, make: Callable[[], Any]) -> Any:
     """``make()`` on every rank; an error (a :class:`~fvswe.errors.FvsweError`: a bad input, a
     file that cannot be written) on any rank is raised on every rank, the first rank's, so
-    that all stop together and none waits in a collective."""
+    that all stop together and none waits in a collective. ``comm`` None: ``make()``."""
+    if comm is None:
+        return make()
     value, error = None, None
     try:
         value = make()

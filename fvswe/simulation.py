@@ -40,6 +40,7 @@ from .mesh.orderings import resolve as resolve_order
 from .mesh.periodic import periodic
 from .mesh.sphere import RADIUS, on_sphere
 from .model import Model, thin_layer_threshold
+from .parallel import agreed, outflow_drops
 from .registry import refuse_dry_cells
 from .slide import Slide, bed_at, slide_table
 from .sources import Cells, Rain, Source, added, source_tables
@@ -251,15 +252,6 @@ def _on_any(comm, flag) -> bool:
     return bool(flag) if comm is None else any(comm.allgather(bool(flag)))
 
 
-def _agreed_on(comm, make: Callable) -> Any:
-    """``make()``; on the ranks of ``comm`` (not None) an error on any rank raised on all."""
-    if comm is None:
-        return make()
-    from .parallel import agreed
-
-    return agreed(comm, make)
-
-
 def _conditions(mesh, boundary, layers: int, H: np.ndarray, part, comm) -> tuple:
     """``(edge_bc, level tables)`` of ``boundary`` on ``mesh``; on a part (``part`` not None),
     checked against the whole mesh's tags, each discharge divided by its tag's length in
@@ -267,12 +259,11 @@ def _conditions(mesh, boundary, layers: int, H: np.ndarray, part, comm) -> tuple
     (gathered over the ranks of ``comm``)."""
     if part is None:
         return edge_conditions(mesh, boundary), level_tables(mesh, boundary, layers, H)
-    from .parallel import outflow_drops
     from .partfile import tags_present
 
     edge_bc = edge_conditions(mesh, boundary, present=tags_present(part.manifest))
     tags = [name for name in outflow_tags(boundary) if name in mesh.tags]
-    drops = _agreed_on(comm, lambda: outflow_drops(comm, part.part, mesh, H, tags))
+    drops = agreed(comm, lambda: outflow_drops(comm, part.part, mesh, H, tags))
     return edge_bc, level_tables(mesh, boundary, layers, H, lengths=part.manifest["tag_length"],
                                  outflow=drops, edge_ids=part.part.edges)  # fmt: skip
 
@@ -575,11 +566,11 @@ class Simulation:
             kind, bottom = _friction(friction, mesh.centroid)
             return W0, Hc, kind, bottom, _interfacial(interfacial, s["layers"], mesh.centroid)
 
-        out = _agreed_on(ranks, inputs)
+        out = agreed(ranks, inputs)
         if s["eps_h"] is None:
             self.model = _with_threshold(self.model, out[0], s["dtype"], ranks)
         if s["method"] == "explicit":  # the implicit method dries faces, not schemes' cells
-            _agreed_on(ranks, lambda: refuse_dry_cells(s["scheme"], s["layers"], out[0][:, 0],
+            agreed(ranks, lambda: refuse_dry_cells(s["scheme"], s["layers"], out[0][:, 0],
                                                        self.model.eps_h, mesh.source))  # fmt: skip
         return out
 

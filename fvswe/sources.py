@@ -169,7 +169,9 @@ def _rain_entries(mesh, rain: Rain, where: str, at: Cells) -> list:
             raise ConfigError(f"{where}: field is {float(weights[bad[0]])!r} in cell {cell}: "
                               "finite and >= 0")  # fmt: skip
 
-    at.agreed(check)
+    from .parallel import agreed  # (fvswe.parallel imports this module)
+
+    agreed(at.comm, check)
     table = series_table(rain.rate, rain.every, rain.until, where, "rain")
     return [(cells, weights, 0, RAIN, table, rain.name)]
 
@@ -192,14 +194,6 @@ class Cells:
     def count(self, n: int) -> int:
         """``n`` summed over the ranks."""
         return n if self.comm is None else self.comm.allreduce(n)
-
-    def agreed(self, check: Callable[[], None]) -> None:
-        """``check()``, whose error on any rank is raised on every rank (none waits)."""
-        if self.comm is None:
-            return check()
-        from .parallel import agreed
-
-        agreed(self.comm, check)
 
 
 def source_tables(mesh, sources: Sequence[Source | Rain], layers: int,
