@@ -267,45 +267,39 @@ def _part_gauges(sim, gauges: Sequence[Gauge]) -> tuple[np.ndarray, np.ndarray, 
 def _part_cuts(sim, sections: Sequence[Section]) -> list[tuple[np.ndarray, np.ndarray]]:
     """On ranks holding their parts alone: each section's ``(cut, sign)`` as one process's
     :func:`split` gives them: the global interior edges the line cuts, in order, and +1 where
-    an edge's normal points to the right of the line. Each rank cuts its owned edges (the
-    centroids of its halo cells are in its part), the few cut edges are gathered, and
-    :func:`split`'s checks are made over the ranks (:func:`_part_split`). Collective."""
-    mesh, part, comm = sim.mesh, sim.part.part, sim.comm
-    interior = np.flatnonzero(mesh.edge_cells[:, 1] >= 0)  # every edge with an owned cell
-    owned = interior < part.n_owned_edges
-
-    def mine() -> list[tuple[np.ndarray, np.ndarray]]:
-        out = []
-        for s in sections:
-            cut, j_right, _, _ = _cut_pairs(mesh, s, interior)
-            cut &= owned
-            out.append((part.edges[interior[cut]], np.where(j_right[cut], 1.0, -1.0)))
-        return out
-
+    an edge's normal points to the right of the line. Each rank cuts its edges (the
+    centroids of its halo cells are in its part), the few owned cut edges are gathered, and
+    :func:`split`'s checks are made over the ranks (:func:`_part_split`), section by section
+    as :func:`split` makes them. Collective."""
     from .parallel import agreed
 
-    every = comm.allgather(agreed(comm, mine))
+    mesh, part, comm = sim.mesh, sim.part.part, sim.comm
+    interior = np.flatnonzero(mesh.edge_cells[:, 1] >= 0)  # every edge with an owned cell
+    own = interior < part.n_owned_edges
     found = []
-    for j, s in enumerate(sections):
-        edges = np.concatenate([r[j][0] for r in every]).astype(np.int64)
-        signs = np.concatenate([r[j][1] for r in every])
+    for s in sections:
+        pairs = agreed(comm, lambda s=s: _cut_pairs(mesh, s, interior))
+        cut, j_right = pairs[0] & own, pairs[1]
+        every = comm.allgather((part.edges[interior[cut]], np.where(j_right[cut], 1.0, -1.0)))
+        edges = np.concatenate([e for e, _ in every]).astype(np.int64)
         if not edges.size:
             raise ConfigError(f"section {s.name!r}: the line crosses no pair of cells")
-        _part_split(sim, s, interior)
+        _part_split(sim, s, interior, pairs)
         order = np.argsort(edges, kind="stable")
-        found.append((edges[order], signs[order]))
+        found.append((edges[order], np.concatenate([g for _, g in every])[order]))
     return found
 
 
-def _part_split(sim, section: Section, interior: np.ndarray) -> None:
+def _part_split(sim, section: Section, interior: np.ndarray, pairs: tuple) -> None:
     """:func:`split`'s checks (the line splits the mesh in two, once, and meets each periodic
     seam whole) over the ranks holding their parts alone, the same one-line errors on every
-    rank. Each rank labels the connected parts of its cells (``interior``: its edges with an
-    owned cell, the cut ones and the seams left out) by their least global id; the labels of
-    its border and halo cells, where parts meet, are gathered, and every rank joins the
-    ranks' parts alike (connected components of the few labels and cells). Collective."""
+    rank; ``pairs``: :func:`_cut_pairs` of the rank's ``interior`` edges (those with an
+    owned cell). Each rank labels the connected parts of its cells (the cut edges and the
+    seams left out) by their least global id; the labels of its border and halo cells, where
+    parts meet, are gathered, and every rank joins the ranks' parts alike (connected
+    components of the few labels and cells). Collective."""
     mesh, part, comm = sim.mesh, sim.part.part, sim.comm
-    cut, j_right, joined, shift = _cut_pairs(mesh, section, interior)
+    cut, j_right, joined, shift = pairs
     ci, cj = mesh.edge_cells[interior, 0], mesh.edge_cells[interior, 1]
     keep = ~cut & ~joined
     gid = part.cells.astype(np.int64)
@@ -313,10 +307,10 @@ def _part_split(sim, section: Section, interior: np.ndarray) -> None:
     least = np.full(local.max() + 1, gid.max() + 1)
     np.minimum.at(least, local, gid)
     meet = np.arange(part.n_interior, gid.size)  # border and halo cells
-    pairs = np.concatenate(([least[local[meet]], gid[meet]], [least, least]), axis=1)
-    pairs = np.concatenate(comm.allgather(pairs), axis=1)
-    nodes, at = np.unique(pairs.ravel(), return_inverse=True)
-    count, label = _components(nodes.size, *at.reshape(pairs.shape))
+    links = np.concatenate(([least[local[meet]], gid[meet]], [least, least]), axis=1)
+    links = np.concatenate(comm.allgather(links), axis=1)
+    nodes, at = np.unique(links.ravel(), return_inverse=True)
+    count, label = _components(nodes.size, *at.reshape(links.shape))
     _in_two(section, count)
     g = label[np.searchsorted(nodes, least)][local]  # each local cell's part of the mesh
     own = interior < part.n_owned_edges
